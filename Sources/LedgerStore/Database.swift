@@ -1,0 +1,185 @@
+import CSQLite
+import Foundation
+
+/// One SQLite connection. Owns the `sqlite3` handle and closes it in `deinit`.
+///
+/// A `Database` is not thread-safe: reach it through a ``DatabaseQueue``, which serializes
+/// access, or keep it confined to one thread. The connection runs in WAL mode with foreign keys
+/// on, a busy timeout, and a cache of prepared statements.
+public final class Database {
+    let handle: OpaquePointer
+    /// The path of the database file.
+    public let path: String
+    private var statementCache: [String: Statement] = [:]
+    private var savepointDepth = 0
+
+    /// How a connection is opened.
+    public struct Options: Sendable {
+        /// How long to wait for another connection's lock before failing with a busy error.
+        public var busyTimeout: Duration = .seconds(5)
+        /// Open read-only (no schema changes, no writes).
+        public var readOnly = false
+        /// `PRAGMA synchronous`: `NORMAL` (durable across process crashes; the default in WAL
+        /// mode) or `FULL` (also across power loss, at the cost of one fsync per commit).
+        public var synchronous: Synchronous = .normal
+
+        /// SQLite's durability level for commits.
+        public enum Synchronous: String, Sendable { case normal = "NORMAL", full = "FULL" }
+
+        /// The default options.
+        public init() {}
+    }
+
+    /// Opens (creating if needed) the database at `path`.
+    ///
+    /// - Throws: ``DatabaseError`` when the file cannot be opened, is not a database, is
+    ///   corrupt, or stays locked beyond the busy timeout.
+    public init(path: String, options: Options = Options()) throws {
+        var connection: OpaquePointer?
+        let flags = (options.readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+            | SQLITE_OPEN_NOMUTEX
+        let code = sqlite3_open_v2(path, &connection, flags, nil)
+        guard code == SQLITE_OK, let connection else {
+            let message = connection.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open database"
+            sqlite3_close_v2(connection)
+            throw DatabaseError(extendedCode: code, message: message, path: path)
+        }
+        self.handle = connection
+        self.path = path
+        sqlite3_extended_result_codes(connection, 1)
+        let milliseconds = options.busyTimeout.components.seconds * 1000
+            + options.busyTimeout.components.attoseconds / 1_000_000_000_000_000
+        sqlite3_busy_timeout(connection, Int32(clamping: milliseconds))
+        // Reading the schema fails at once for a file that is not a database or is damaged.
+        try execute("SELECT count(*) FROM sqlite_schema")
+        if !options.readOnly {
+            try execute("PRAGMA journal_mode = WAL")
+        }
+        try execute("PRAGMA synchronous = \(options.synchronous.rawValue)")
+        try execute("PRAGMA foreign_keys = ON")
+        _ = csqlite_db_config_int(connection, SQLITE_DBCONFIG_DEFENSIVE, 1)
+    }
+
+    deinit {
+        statementCache.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    func error(_ code: Int32, sql: String?) -> DatabaseError {
+        DatabaseError(
+            extendedCode: sqlite3_extended_errcode(handle) == 0 ? code : sqlite3_extended_errcode(handle),
+            message: String(cString: sqlite3_errmsg(handle)),
+            sql: sql,
+            path: path
+        )
+    }
+
+    // MARK: Statements
+
+    /// A prepared statement for `sql`, taken from the connection's cache (reset, no bindings).
+    public func cachedStatement(_ sql: String) throws -> Statement {
+        if let statement = statementCache[sql] {
+            statement.reset()
+            return statement
+        }
+        let statement = try Statement(database: self, sql: sql)
+        statementCache[sql] = statement
+        return statement
+    }
+
+    /// Runs one or more SQL statements without parameters (schema scripts, pragmas).
+    public func execute(_ sql: String) throws {
+        var message: UnsafeMutablePointer<CChar>?
+        let code = sqlite3_exec(handle, sql, nil, nil, &message)
+        guard code == SQLITE_OK else {
+            let text = message.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle))
+            sqlite3_free(message)
+            throw DatabaseError(extendedCode: sqlite3_extended_errcode(handle), message: text, sql: sql, path: path)
+        }
+    }
+
+    /// Runs one statement with bound values.
+    public func execute(_ sql: String, _ values: [any SQLBindable]) throws {
+        try cachedStatement(sql).execute(values)
+    }
+
+    /// Runs a query and calls `row` for every result row, with the statement positioned on it.
+    public func forEachRow(_ sql: String, _ values: [any SQLBindable] = [], _ row: (Statement) throws -> Void) throws {
+        let statement = try cachedStatement(sql)
+        defer { statement.reset() }
+        try statement.bind(values)
+        while try statement.step() { try row(statement) }
+    }
+
+    /// Runs a query and maps every row.
+    public func rows<T>(_ sql: String, _ values: [any SQLBindable] = [], _ map: (Statement) throws -> T) throws -> [T] {
+        var result: [T] = []
+        try forEachRow(sql, values) { result.append(try map($0)) }
+        return result
+    }
+
+    /// Runs a query and maps its first row, or returns nil when there is none.
+    public func firstRow<T>(_ sql: String, _ values: [any SQLBindable] = [], _ map: (Statement) throws -> T) throws -> T? {
+        let statement = try cachedStatement(sql)
+        defer { statement.reset() }
+        try statement.bind(values)
+        return try statement.step() ? map(statement) : nil
+    }
+
+    /// The number of rows changed by the last INSERT, UPDATE or DELETE.
+    public var changes: Int { Int(sqlite3_changes(handle)) }
+
+    /// The rowid of the last inserted row.
+    public var lastInsertedRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
+    /// Whether the connection was opened read-only.
+    public var isReadOnly: Bool { sqlite3_db_readonly(handle, "main") == 1 }
+
+    /// Whether a transaction is open.
+    public var isInsideTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+    // MARK: Transactions
+
+    /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
+    ///
+    /// Inside an open transaction the call nests as a savepoint, so an inner failure rolls back
+    /// only the inner work (when the caller catches it).
+    public func inTransaction<T>(_ body: () throws -> T) throws -> T {
+        if isInsideTransaction {
+            return try inSavepoint(body)
+        }
+        try cachedStatement("BEGIN IMMEDIATE").execute()
+        do {
+            let result = try body()
+            try cachedStatement("COMMIT").execute()
+            return result
+        } catch {
+            if isInsideTransaction { try? cachedStatement("ROLLBACK").execute() }
+            throw error
+        }
+    }
+
+    private func inSavepoint<T>(_ body: () throws -> T) throws -> T {
+        savepointDepth += 1
+        defer { savepointDepth -= 1 }
+        let name = "ledger_savepoint_\(savepointDepth)"
+        try execute("SAVEPOINT \(name)")
+        do {
+            let result = try body()
+            try execute("RELEASE SAVEPOINT \(name)")
+            return result
+        } catch {
+            if isInsideTransaction {
+                try? execute("ROLLBACK TO SAVEPOINT \(name)")
+                try? execute("RELEASE SAVEPOINT \(name)")
+            }
+            throw error
+        }
+    }
+
+    /// Runs `PRAGMA integrity_check` and returns SQLite's findings (empty when the file is sound).
+    public func integrityProblems() throws -> [String] {
+        let findings = try rows("PRAGMA integrity_check") { $0.text(0) }
+        return findings == ["ok"] ? [] : findings
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+
+/// One immutable entry of the log: an envelope that the store, the sync engine and the server
+/// understand, around a payload that only the library reads.
+public struct Event: Sendable, Hashable {
+    /// The event's identifier: a time-ordered UUIDv7, and the idempotency key everywhere.
+    public var id: UUID
+    /// The device that made the event.
+    public var device: DeviceID
+    /// The position of the event among its device's events: 1, 2, 3, … with no gaps.
+    public var deviceSequence: Int64
+    /// The hybrid logical clock stamp given when the event was made.
+    public var timestamp: HLCTimestamp
+    /// The change block the event belongs to; every event of one block shares it.
+    public var changeBlock: UUID
+    /// The object the event is about (an asset or an album).
+    public var object: UUID
+    /// The event type, for example `asset.created`.
+    public var type: String
+    /// The version of the payload encoding for this type.
+    public var schemaVersion: Int
+    /// The encoded payload.
+    public var payload: [UInt8]
+
+    /// Creates an event envelope.
+    public init(
+        id: UUID, device: DeviceID, deviceSequence: Int64, timestamp: HLCTimestamp, changeBlock: UUID,
+        object: UUID, type: String, schemaVersion: Int, payload: [UInt8]
+    ) {
+        self.id = id
+        self.device = device
+        self.deviceSequence = deviceSequence
+        self.timestamp = timestamp
+        self.changeBlock = changeBlock
+        self.object = object
+        self.type = type
+        self.schemaVersion = schemaVersion
+        self.payload = payload
+    }
+
+    /// Writes the canonical bytes of the event, the input of every hash over it. The bytes are
+    /// the same on every device and on the server: fixed field order, fixed-width integers,
+    /// length-prefixed text and payload.
+    public func writeCanonicalBytes(into writer: inout ByteWriter) {
+        writer.write(byte: 1)  // canonical format version
+        writer.write(uuid: id)
+        writer.write(string: device.rawValue)
+        writer.write(fixed: UInt64(bitPattern: deviceSequence))
+        writer.write(fixed: timestamp.rawValue)
+        writer.write(uuid: changeBlock)
+        writer.write(uuid: object)
+        writer.write(string: type)
+        writer.write(varint: UInt64(schemaVersion))
+        writer.write(bytes: payload)
+    }
+
+    /// The canonical bytes of the event.
+    public var canonicalBytes: [UInt8] {
+        var writer = ByteWriter(capacity: 96 + payload.count)
+        writeCanonicalBytes(into: &writer)
+        return writer.bytes
+    }
+
+    /// SHA-256 of the canonical bytes: the event's content hash, which a server can check
+    /// without reading the payload.
+    public var contentHash: [UInt8] { SHA256.hash(canonicalBytes) }
+}
+
+/// An event as stored in a device's log.
+public struct StoredEvent: Sendable, Hashable {
+    /// The event.
+    public var event: Event
+    /// Its position in this device's log (1, 2, 3, …).
+    public var localSequence: Int64
+    /// Its position in the server's log, once the server has acknowledged it.
+    public var serverSequence: Int64?
+    /// The hash chain value after this event.
+    public var hash: [UInt8]
+}
+
+/// Computes hash-chain values: `SHA-256(previous || canonical bytes)`, reusing one digest context.
+public struct HashChain: ~Copyable {
+    private var digest = SHA256()
+    private var writer = ByteWriter(capacity: 512)
+    /// The chain value after the last event linked.
+    public private(set) var head: [UInt8]
+
+    /// The 32 zero bytes that start every chain.
+    public static let origin = [UInt8](repeating: 0, count: 32)
+
+    /// A chain that continues from `head`.
+    public init(head: [UInt8] = HashChain.origin) { self.head = head }
+
+    /// The chain value `event` would have if linked after the current head; the head is unchanged.
+    public mutating func hash(linking event: Event) -> [UInt8] {
+        writer.removeAll()
+        event.writeCanonicalBytes(into: &writer)
+        digest.update(head)
+        let canonical = writer.bytes
+        canonical.withUnsafeBytes { digest.update($0) }
+        return digest.finalizeAndReset()
+    }
+
+    /// Moves the head to a value returned by ``hash(linking:)``.
+    public mutating func advance(to hash: [UInt8]) { head = hash }
+
+    /// Links `event` after the current head and returns the new head.
+    public mutating func link(_ event: Event) -> [UInt8] {
+        let next = hash(linking: event)
+        head = next
+        return next
+    }
+}

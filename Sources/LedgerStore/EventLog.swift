@@ -1,0 +1,277 @@
+import Foundation
+
+/// The append-only event log of a device library, used inside a database access closure.
+///
+/// ```swift
+/// try queue.write { db in
+///     let log = EventLog(db)
+///     try log.append(events)
+/// }
+/// ```
+///
+/// Appending an event whose identifier is already present is a no-op, so deliveries can repeat.
+/// Rows are never updated or deleted, except that the server sequence is set once; triggers in
+/// the schema refuse anything else.
+public struct EventLog {
+    /// The connection the log works on.
+    public let database: Database
+
+    /// The log stored in `database`.
+    public init(_ database: Database) { self.database = database }
+
+    /// What happened to one appended event.
+    public enum AppendOutcome: Sendable, Hashable {
+        /// Stored at this local sequence.
+        case appended(localSequence: Int64)
+        /// An event with the same identifier was already in the log; nothing changed.
+        case duplicate
+    }
+
+    static let columns =
+        "local_seq, event_id, device_id, device_seq, hlc, change_block, object_id, type, schema_version, payload, server_seq, hash"
+
+    // MARK: Appending
+
+    /// Appends events in order, in one transaction (a savepoint when a transaction is open).
+    @discardableResult
+    public func append(_ events: [Event]) throws -> [AppendOutcome] {
+        try database.inTransaction {
+            var chain = HashChain(head: try lastHash())
+            let insert = try database.cachedStatement(
+                """
+                INSERT INTO events (event_id, device_id, device_seq, hlc, change_block, object_id, type, schema_version, payload, hash)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING
+                """)
+            var outcomes: [AppendOutcome] = []
+            outcomes.reserveCapacity(events.count)
+            var latest = HLCTimestamp.zero
+            for event in events {
+                let hash = chain.hash(linking: event)
+                try bind(event, hash: hash, to: insert)
+                defer { insert.reset() }
+                try insert.step()
+                if database.changes == 1 {
+                    chain.advance(to: hash)
+                    outcomes.append(.appended(localSequence: database.lastInsertedRowID))
+                    latest = max(latest, event.timestamp)
+                } else {
+                    outcomes.append(.duplicate)
+                }
+            }
+            if latest > .zero { try record(timestamp: latest) }
+            return outcomes
+        }
+    }
+
+    /// Appends one event.
+    @discardableResult
+    public func append(_ event: Event) throws -> AppendOutcome {
+        try append([event])[0]
+    }
+
+    private func bind(_ event: Event, hash: [UInt8], to statement: Statement) throws {
+        try withUnsafeBytes(of: event.id.uuid) { try statement.bind(bytes: $0, at: 1) }
+        try statement.bind(event.device.rawValue, at: 2)
+        try statement.bind(event.deviceSequence, at: 3)
+        try statement.bind(Int64(bitPattern: event.timestamp.rawValue), at: 4)
+        try withUnsafeBytes(of: event.changeBlock.uuid) { try statement.bind(bytes: $0, at: 5) }
+        try withUnsafeBytes(of: event.object.uuid) { try statement.bind(bytes: $0, at: 6) }
+        try statement.bind(event.type, at: 7)
+        try statement.bind(Int64(event.schemaVersion), at: 8)
+        try statement.bind(event.payload, at: 9)
+        try statement.bind(hash, at: 10)
+    }
+
+    /// The hash-chain value after the last event (32 zero bytes for an empty log).
+    public func lastHash() throws -> [UInt8] {
+        try database.firstRow("SELECT hash FROM events ORDER BY local_seq DESC LIMIT 1") { $0.blob(0) } ?? HashChain.origin
+    }
+
+    // MARK: Clock persistence
+
+    /// The last clock stamp issued or received, persisted so the clock stays monotonic across restarts.
+    public func lastTimestamp() throws -> HLCTimestamp {
+        let raw = try database.firstRow("SELECT last_hlc FROM ledger_clock WHERE id = 1") { $0.int64(0) } ?? 0
+        return HLCTimestamp(rawValue: UInt64(bitPattern: raw))
+    }
+
+    /// Records `timestamp` as issued or received when it is later than the one stored.
+    public func record(timestamp: HLCTimestamp) throws {
+        try database.execute(
+            "UPDATE ledger_clock SET last_hlc = max(last_hlc, ?) WHERE id = 1", [Int64(bitPattern: timestamp.rawValue)])
+    }
+
+    // MARK: Sequences
+
+    /// The highest device sequence stored for `device` (0 when none).
+    public func lastDeviceSequence(for device: DeviceID) throws -> Int64 {
+        try database.firstRow("SELECT max(device_seq) FROM events WHERE device_id = ?", [device.rawValue]) { $0.int64(0) } ?? 0
+    }
+
+    /// Whether an event with this identifier is stored.
+    public func contains(_ eventID: UUID) throws -> Bool {
+        try database.firstRow("SELECT 1 FROM events WHERE event_id = ?", [eventID.bytes]) { _ in true } ?? false
+    }
+
+    /// The number of events stored.
+    public func count() throws -> Int {
+        Int(try database.firstRow("SELECT count(*) FROM events") { $0.int64(0) } ?? 0)
+    }
+
+    /// The highest local sequence (0 for an empty log).
+    public func lastLocalSequence() throws -> Int64 {
+        try database.firstRow("SELECT max(local_seq) FROM events") { $0.int64(0) } ?? 0
+    }
+
+    /// Records the server's sequence for an event it acknowledged. Setting it a second time, to
+    /// any value, is refused by the schema.
+    public func setServerSequence(_ serverSequence: Int64, for eventID: UUID) throws {
+        try database.execute("UPDATE events SET server_seq = ? WHERE event_id = ?", [serverSequence, eventID.bytes])
+        if database.changes == 0 {
+            throw StoreUsageError("no event \(eventID.uuidString) in the log to acknowledge")
+        }
+    }
+
+    // MARK: Reading (keyset pages: no cursor stays open between pages)
+
+    /// The event with this identifier, or nil.
+    public func event(withID eventID: UUID) throws -> StoredEvent? {
+        try withUnsafeBytes(of: eventID.uuid) { key in
+            let statement = try database.cachedStatement("SELECT \(Self.columns) FROM events WHERE event_id = ?")
+            defer { statement.reset() }
+            try statement.bind(bytes: key, at: 1)
+            return try statement.step() ? Self.decode(statement) : nil
+        }
+    }
+
+    /// Events after `localSequence`, in log order, at most `limit`.
+    public func events(after localSequence: Int64 = 0, limit: Int = 1000) throws -> [StoredEvent] {
+        try page("SELECT \(Self.columns) FROM events WHERE local_seq > ? ORDER BY local_seq LIMIT ?", [localSequence, Int64(limit)])
+    }
+
+    /// Events about `object`, in log order, after `localSequence`.
+    public func events(forObject object: UUID, after localSequence: Int64 = 0, limit: Int = 1000) throws -> [StoredEvent] {
+        try page(
+            "SELECT \(Self.columns) FROM events WHERE object_id = ? AND local_seq > ? ORDER BY local_seq LIMIT ?",
+            [object.bytes, localSequence, Int64(limit)])
+    }
+
+    /// Events made by `device`, in device order, after `deviceSequence`.
+    public func events(fromDevice device: DeviceID, afterDeviceSequence deviceSequence: Int64 = 0, limit: Int = 1000) throws
+        -> [StoredEvent]
+    {
+        try page(
+            "SELECT \(Self.columns) FROM events WHERE device_id = ? AND device_seq > ? ORDER BY device_seq LIMIT ?",
+            [device.rawValue, deviceSequence, Int64(limit)])
+    }
+
+    /// Events not yet acknowledged by the server (the sync outbox), in log order.
+    public func pendingEvents(after localSequence: Int64 = 0, limit: Int = 1000) throws -> [StoredEvent] {
+        try page(
+            "SELECT \(Self.columns) FROM events WHERE server_seq IS NULL AND local_seq > ? ORDER BY local_seq LIMIT ?",
+            [localSequence, Int64(limit)])
+    }
+
+    /// The number of events not yet acknowledged by the server.
+    public func pendingCount() throws -> Int {
+        Int(try database.firstRow("SELECT count(*) FROM events WHERE server_seq IS NULL") { $0.int64(0) } ?? 0)
+    }
+
+    /// Calls `body` for every event after `localSequence`, reading in keyset pages of `pageSize`.
+    public func forEach(after localSequence: Int64 = 0, pageSize: Int = 1000, _ body: (StoredEvent) throws -> Void) throws {
+        var cursor = localSequence
+        while true {
+            let events = try self.events(after: cursor, limit: pageSize)
+            for event in events { try body(event) }
+            guard let last = events.last, events.count == pageSize else { return }
+            cursor = last.localSequence
+        }
+    }
+
+    private func page(_ sql: String, _ values: [any SQLBindable]) throws -> [StoredEvent] {
+        try database.rows(sql, values, Self.decode)
+    }
+
+    /// Decodes a row selected with ``columns``.
+    static func decode(_ row: Statement) throws -> StoredEvent {
+        func uuid(_ column: Int32) throws -> UUID {
+            guard let value = row.withBlob(column, { UUID(bytes: $0) }) else {
+                throw DecodingError("a 16-byte identifier in column \(column)", offset: 0)
+            }
+            return value
+        }
+        let event = Event(
+            id: try uuid(1),
+            device: DeviceID(row.text(2)),
+            deviceSequence: row.int64(3),
+            timestamp: HLCTimestamp(rawValue: UInt64(bitPattern: row.int64(4))),
+            changeBlock: try uuid(5),
+            object: try uuid(6),
+            type: row.text(7),
+            schemaVersion: Int(row.int64(8)),
+            payload: row.blob(9))
+        return StoredEvent(event: event, localSequence: row.int64(0), serverSequence: row.optionalInt64(10), hash: row.blob(11))
+    }
+
+    // MARK: Verification
+
+    /// The result of walking the hash chain.
+    public enum Verification: Sendable, Equatable {
+        /// Every event matches its hash; `count` events were checked.
+        case intact(count: Int)
+        /// The first event whose stored hash does not match the chain.
+        case broken(ChainBreak)
+    }
+
+    /// Where a hash chain stops matching.
+    public struct ChainBreak: Error, Sendable, Equatable, CustomStringConvertible {
+        /// The position (local sequence) of the first event that does not match.
+        public let localSequence: Int64
+        /// Its event identifier, as stored.
+        public let eventID: UUID?
+        /// How many events matched before it.
+        public let verifiedCount: Int
+
+        /// Describes a break found at `localSequence`.
+        public init(localSequence: Int64, eventID: UUID?, verifiedCount: Int) {
+            self.localSequence = localSequence
+            self.eventID = eventID
+            self.verifiedCount = verifiedCount
+        }
+
+        public var description: String {
+            "hash chain broken at event \(eventID?.uuidString ?? "?") (position \(localSequence)) after "
+                + "\(verifiedCount) intact events: the event, or one before it, was changed, removed or reordered"
+        }
+    }
+
+    /// Walks the whole log in order and recomputes the hash chain.
+    public func verify(pageSize: Int = 1000) throws -> Verification {
+        var chain = HashChain()
+        var count = 0
+        var cursor: Int64 = 0
+        while true {
+            let rows = try database.rows(
+                "SELECT \(Self.columns) FROM events WHERE local_seq > ? ORDER BY local_seq LIMIT ?", [cursor, Int64(pageSize)]
+            ) { row -> Result<StoredEvent, ChainBreak> in
+                do { return .success(try Self.decode(row)) } catch {
+                    let id = row.withBlob(1) { UUID(bytes: $0) }
+                    return .failure(ChainBreak(localSequence: row.int64(0), eventID: id, verifiedCount: 0))
+                }
+            }
+            for row in rows {
+                switch row {
+                case .failure(let broken):
+                    return .broken(ChainBreak(localSequence: broken.localSequence, eventID: broken.eventID, verifiedCount: count))
+                case .success(let stored):
+                    guard chain.link(stored.event) == stored.hash else {
+                        return .broken(ChainBreak(localSequence: stored.localSequence, eventID: stored.event.id, verifiedCount: count))
+                    }
+                    count += 1
+                    cursor = stored.localSequence
+                }
+            }
+            if rows.count < pageSize { return .intact(count: count) }
+        }
+    }
+}

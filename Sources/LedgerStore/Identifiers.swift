@@ -1,0 +1,131 @@
+import Foundation
+
+extension UUID {
+    /// The 16 bytes of the UUID, in RFC 9562 order.
+    public var bytes: [UInt8] {
+        withUnsafeBytes(of: uuid) { Array($0) }
+    }
+
+    /// Creates a UUID from exactly 16 bytes, or returns nil.
+    public init?(bytes: [UInt8]) {
+        guard bytes.count == 16 else { return nil }
+        self.init(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                         bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+    }
+
+    /// Creates a UUID from 16 bytes at the start of a buffer, or returns nil.
+    public init?(bytes buffer: UnsafeRawBufferPointer) {
+        guard buffer.count == 16 else { return nil }
+        self.init(bytes: Array(buffer))
+    }
+
+    /// The Unix time in milliseconds stored in a version 7 UUID.
+    public var unixMilliseconds: UInt64 {
+        let b = bytes
+        return b[0..<6].reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    /// The version number (7 for time-ordered UUIDs).
+    public var version: Int { Int(bytes[6] >> 4) }
+
+    /// A name-based UUID: SHA-256 of the namespace and name, marked version 8 as RFC 9562
+    /// suggests for SHA-256 name-based identifiers. The same namespace and name give the same
+    /// identifier on every device.
+    public static func named(_ name: String, in namespace: UUID) -> UUID {
+        var digest = SHA256()
+        digest.update(namespace.bytes)
+        digest.update(Array(name.utf8))
+        var bytes = Array(digest.finalize().prefix(16))
+        bytes[6] = (bytes[6] & 0x0F) | 0x80
+        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        return UUID(bytes: bytes)!
+    }
+}
+
+/// Makes time-ordered version 7 UUIDs (RFC 9562): 48 bits of Unix milliseconds, then a 12-bit
+/// counter that keeps identifiers made in the same millisecond in creation order, then 62 random
+/// bits. Identifiers from one generator are strictly increasing even if the clock steps back.
+public final class UUIDv7Generator: @unchecked Sendable {
+    // Safe to share: the mutable state is guarded by `lock`.
+    private let lock = NSLock()
+    private let clock: @Sendable () -> UInt64
+    private var random: any RandomNumberGenerator & Sendable
+    private var lastMilliseconds: UInt64 = 0
+    private var counter: UInt16 = 0
+
+    /// A generator over the system clock and the system's random source.
+    public convenience init() {
+        self.init(clock: { WallClock.milliseconds() }, random: SystemRandomNumberGenerator())
+    }
+
+    /// A generator over an injected clock (Unix milliseconds) and random source.
+    public init(clock: @escaping @Sendable () -> UInt64, random: any RandomNumberGenerator & Sendable) {
+        self.clock = clock
+        self.random = random
+    }
+
+    /// The next identifier.
+    public func next() -> UUID {
+        lock.withLock {
+            var now = clock()
+            if now <= lastMilliseconds {
+                now = lastMilliseconds
+                if counter == 0x0FFF {
+                    now += 1
+                    counter = 0
+                } else {
+                    counter += 1
+                }
+            } else {
+                counter = 0
+            }
+            lastMilliseconds = now
+            let tail = random.next() as UInt64
+            var b = [UInt8](repeating: 0, count: 16)
+            for index in 0..<6 { b[index] = UInt8(truncatingIfNeeded: now >> (40 - 8 * UInt64(index))) }
+            b[6] = 0x70 | UInt8(counter >> 8)
+            b[7] = UInt8(truncatingIfNeeded: counter)
+            for index in 0..<8 { b[8 + index] = UInt8(truncatingIfNeeded: tail >> (56 - 8 * UInt64(index))) }
+            b[8] = (b[8] & 0x3F) | 0x80
+            return UUID(bytes: b)!
+        }
+    }
+}
+
+/// The system's wall clock.
+public enum WallClock {
+    /// Milliseconds since the Unix epoch.
+    public static func milliseconds() -> UInt64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return UInt64(spec.tv_sec) * 1000 + UInt64(spec.tv_nsec) / 1_000_000
+    }
+}
+
+/// A device's stable name within a library, such as `anna-phone`.
+public struct DeviceID: Hashable, Comparable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+    /// The name.
+    public let rawValue: String
+
+    /// Creates a device identifier from a name.
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+
+    public init(stringLiteral value: String) { self.rawValue = value }
+
+    public var description: String { rawValue }
+
+    public static func < (lhs: DeviceID, rhs: DeviceID) -> Bool {
+        lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8)
+    }
+
+    /// Why `name` cannot name a device, or nil when it can: 1–64 characters of letters, digits,
+    /// `-`, `_` and `.`.
+    public static func problem(with name: String) -> String? {
+        if name.isEmpty || name.utf8.count > 64 { return "a device name must have 1 to 64 characters" }
+        let allowed = name.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
+        }
+        return allowed ? nil : "a device name may contain only letters, digits, '-', '_' and '.'"
+    }
+}

@@ -1,0 +1,235 @@
+import Foundation
+import LedgerStore
+import Testing
+
+@Suite("Event log")
+struct EventLogTests {
+    @Test("every envelope field survives the round trip")
+    func roundTrip() throws {
+        let directory = try TemporaryDirectory()
+        let queue = try makeLibraryQueue(directory)
+        let event = Event(
+            id: UUIDv7Generator().next(), device: "anna-phone", deviceSequence: 1,
+            timestamp: HLCTimestamp(milliseconds: 1_764_483_790_123, counter: 7), changeBlock: UUID(), object: UUID(),
+            type: "album.renamed", schemaVersion: 3, payload: [0, 1, 2, 255, 0])
+        let outcome = try queue.write { try EventLog($0).append(event) }
+        #expect(outcome == .appended(localSequence: 1))
+        let stored = try #require(try queue.read { try EventLog($0).events() }.first)
+        #expect(stored.event == event)
+        #expect(stored.localSequence == 1)
+        #expect(stored.serverSequence == nil)
+        #expect(stored.hash.count == 32)
+        #expect(try queue.read { try EventLog($0).event(withID: event.id) } == stored)
+
+        try queue.write { try EventLog($0).setServerSequence(42, for: event.id) }
+        #expect(try queue.read { try EventLog($0).events() }.first?.serverSequence == 42)
+    }
+
+    @Test("appending an event id that is already present is a no-op")
+    func idempotentAppend() throws {
+        let directory = try TemporaryDirectory()
+        let queue = try makeLibraryQueue(directory)
+        var factory = EventFactory()
+        let events = factory.make(5)
+        try queue.write { try EventLog($0).append(events) }
+        let headBefore = try queue.read { try EventLog($0).lastHash() }
+        let outcomes = try queue.write { try EventLog($0).append(Array(events[2...]) + [factory.make()]) }
+        #expect(outcomes.prefix(3).allSatisfy { $0 == .duplicate })
+        #expect(outcomes.last == .appended(localSequence: 6))
+        #expect(try queue.read { try EventLog($0).count() } == 6)
+        #expect(try queue.read { try EventLog($0).lastHash() } != headBefore)
+        #expect(try queue.read { try EventLog($0).verify() } == .intact(count: 6))
+    }
+
+    @Test("the hash chain verifies, and a byte changed with plain SQL is named")
+    func tamperedPayload() throws {
+        let directory = try TemporaryDirectory()
+        let queue = try makeLibraryQueue(directory)
+        var factory = EventFactory()
+        let events = factory.make(2500)
+        try queue.write { try EventLog($0).append(events) }
+        #expect(try queue.read { try EventLog($0).verify() } == .intact(count: 2500))
+
+        try queue.writeWithoutTransaction { db in
+            try db.execute("DROP TRIGGER events_are_never_changed")
+            try db.execute("UPDATE events SET payload = CAST('pAyload 1700' AS BLOB) WHERE local_seq = 1700")
+        }
+        let result = try queue.read { try EventLog($0).verify(pageSize: 256) }
+        #expect(result == .broken(EventLog.ChainBreak(localSequence: 1700, eventID: events[1699].id, verifiedCount: 1699)))
+        if case .broken(let broken) = result { #expect(broken.description.contains(events[1699].id.uuidString)) }
+    }
+
+    @Test("a deleted row and reordered rows break the chain at the right event")
+    func deletedAndReorderedRows() throws {
+        let directory = try TemporaryDirectory()
+        let queue = try makeLibraryQueue(directory)
+        var factory = EventFactory()
+        let events = factory.make(10)
+        try queue.write { try EventLog($0).append(events) }
+        try queue.writeWithoutTransaction { db in
+            try db.execute("DROP TRIGGER events_are_never_deleted")
+            try db.execute("DELETE FROM events WHERE local_seq = 4")
+        }
+        #expect(try queue.read { try EventLog($0).verify() } == .broken(.init(localSequence: 5, eventID: events[4].id, verifiedCount: 3)))
+
+        let other = try makeLibraryQueue(directory, name: "other.sqlite")
+        try other.write { try EventLog($0).append(events) }
+        try other.writeWithoutTransaction { db in
+            try db.execute("DROP TRIGGER events_are_never_changed")
+            // Swap rows 7 and 8 (their hashes travel with them).
+            try db.execute("UPDATE events SET local_seq = -7 WHERE local_seq = 7")
+            try db.execute("UPDATE events SET local_seq = 7 WHERE local_seq = 8")
+            try db.execute("UPDATE events SET local_seq = 8 WHERE local_seq = -7")
+        }
+        #expect(try other.read { try EventLog($0).verify() } == .broken(.init(localSequence: 7, eventID: events[7].id, verifiedCount: 6)))
+    }
+
+    @Test("the schema refuses to update or delete events, and the server sequence is set only once")
+    func appendOnly() throws {
+        let directory = try TemporaryDirectory()
+        let queue = try makeLibraryQueue(directory)
+        var factory = EventFactory()
+        let event = factory.make()
+        try queue.write { try EventLog($0).append(event) }
+        let update = try #require(throws: DatabaseError.self) {
+            try queue.write { try $0.execute("UPDATE events SET payload = x'00'", []) }
+        }
+        #expect(update.message.contains("append-only"))
+        let delete = try #require(throws: DatabaseError.self) {
+            try queue.write { try $0.execute("DELETE FROM events", []) }
+        }
+        #expect(delete.message.contains("cannot be deleted"))
+        try queue.write { try EventLog($0).setServerSequence(1, for: event.id) }
+        #expect(throws: DatabaseError.self) { try queue.write { try EventLog($0).setServerSequence(2, for: event.id) } }
+        #expect(throws: StoreUsageError.self) { try queue.write { try EventLog($0).setServerSequence(3, for: UUID()) } }
+    }
+
+    @Test("events read by range in keyset pages, by object, by device, and pending")
+    func readingPaths() throws {
+        let directory = try TemporaryDirectory()
+        let queue = try makeLibraryQueue(directory)
+        var anna = EventFactory(device: "anna-phone", seed: 1)
+        var ben = EventFactory(device: "ben-tablet", seed: 2)
+        let album = UUID()
+        let annaEvents = anna.make(30) + anna.make(5, object: album)
+        let benEvents = ben.make(20) + ben.make(3, object: album)
+        try queue.write { db in
+            try EventLog(db).append(annaEvents)
+            try EventLog(db).append(benEvents)
+        }
+        try queue.read { db in
+            let log = EventLog(db)
+            var pages: [[StoredEvent]] = []
+            var cursor: Int64 = 0
+            while case let page = try log.events(after: cursor, limit: 10), !page.isEmpty {
+                pages.append(page)
+                cursor = page.last!.localSequence
+            }
+            #expect(pages.map(\.count) == [10, 10, 10, 10, 10, 8])
+            #expect(pages.joined().map(\.event) == annaEvents + benEvents)
+            #expect(try log.events(forObject: album).map(\.event) == Array(annaEvents.suffix(5)) + Array(benEvents.suffix(3)))
+            #expect(try log.events(fromDevice: "ben-tablet", afterDeviceSequence: 18).map(\.event.deviceSequence) == [19, 20, 21, 22, 23])
+            #expect(try log.lastDeviceSequence(for: "anna-phone") == 35)
+            #expect(try log.pendingCount() == 58)
+        }
+        try queue.write { db in
+            for (index, event) in annaEvents.enumerated() { try EventLog(db).setServerSequence(Int64(index + 1), for: event.id) }
+        }
+        #expect(try queue.read { try EventLog($0).pendingEvents().map(\.event) } == benEvents)
+    }
+
+    @Test("UUIDv7 identifiers are time-ordered, even within one millisecond and when the clock steps back")
+    func uuidV7Ordering() throws {
+        let times = LockedTimes([1000, 1000, 1000, 999, 1001, 5])
+        let generator = UUIDv7Generator(clock: { times.next() }, random: SeededRandomNumberGenerator(seed: 3))
+        let ids = (0..<6).map { _ in generator.next() }
+        #expect(ids.allSatisfy { $0.version == 7 })
+        #expect(ids.map(\.bytes) == ids.map(\.bytes).sorted { $0.lexicographicallyPrecedes($1) })
+        #expect(Set(ids).count == 6)
+        #expect(ids[0].unixMilliseconds == 1000 && ids[4].unixMilliseconds == 1001)
+    }
+
+    @Test("the hybrid logical clock stays monotonic when the physical clock goes backwards")
+    func hlcMonotonic() throws {
+        let times = LockedTimes([5000, 5000, 4000, 3000, 6000, 6000])
+        let clock = HybridLogicalClock(physicalClock: { times.next() })
+        let stamps = (0..<6).map { _ in clock.now() }
+        #expect(zip(stamps, stamps.dropFirst()).allSatisfy { $0 < $1 })
+        #expect(stamps[0] == HLCTimestamp(milliseconds: 5000, counter: 0))
+        #expect(stamps[3] == HLCTimestamp(milliseconds: 5000, counter: 3))
+        #expect(stamps[4] == HLCTimestamp(milliseconds: 6000, counter: 0))
+    }
+
+    @Test("received stamps advance the clock; stamps too far ahead are refused with a clear error")
+    func hlcReceive() throws {
+        let clock = HybridLogicalClock(physicalClock: { 10_000 }, maximumDriftMilliseconds: 60_000)
+        try clock.receive(HLCTimestamp(milliseconds: 50_000, counter: 4))
+        #expect(clock.now() == HLCTimestamp(milliseconds: 50_000, counter: 5))
+        let error = try #require(throws: ClockDriftError.self) {
+            try clock.receive(HLCTimestamp(milliseconds: 10_000 + 3_600_000, counter: 0))
+        }
+        #expect(error.description.contains("3600 s ahead"))
+        #expect(clock.lastTimestamp == HLCTimestamp(milliseconds: 50_000, counter: 5))
+    }
+
+    @Test("the clock is persisted with the log and monotonic across restarts")
+    func hlcPersisted() throws {
+        let directory = try TemporaryDirectory()
+        var factory = EventFactory()
+        var event = factory.make()
+        event.timestamp = HLCTimestamp(milliseconds: 9_000_000, counter: 2)
+        do {
+            let queue = try makeLibraryQueue(directory)
+            try queue.write { try EventLog($0).append(event) }
+        }
+        let reopened = try makeLibraryQueue(directory)
+        let last = try reopened.read { try EventLog($0).lastTimestamp() }
+        #expect(last == event.timestamp)
+        // The physical clock now reads earlier than before the restart.
+        let clock = HybridLogicalClock(physicalClock: { 1_000 }, last: last)
+        #expect(clock.now() == HLCTimestamp(milliseconds: 9_000_000, counter: 3))
+    }
+
+    @Test("binary coding round-trips every kind of value and reports truncation")
+    func binaryCoding() throws {
+        var writer = ByteWriter()
+        writer.write(varint: 300)
+        writer.write(int: -5)
+        writer.write(string: "Ferien 🏖")
+        writer.write(bytes: [9, 8, 7])
+        writer.write(double: 47.3769)
+        writer.write(bool: true)
+        let id = UUID()
+        writer.write(uuid: id)
+        var reader = ByteReader(writer.bytes)
+        #expect(try reader.readVarint() == 300)
+        #expect(try reader.readInt() == -5)
+        #expect(try reader.readString() == "Ferien 🏖")
+        #expect(try reader.readBytes() == [9, 8, 7])
+        #expect(try reader.readDouble() == 47.3769)
+        #expect(try reader.readBool())
+        #expect(try reader.readUUID() == id)
+        #expect(reader.isAtEnd)
+        var truncated = ByteReader(Array(writer.bytes.prefix(5)))
+        _ = try truncated.readVarint()
+        _ = try truncated.readInt()
+        #expect(throws: DecodingError.self) { try truncated.readString() }
+    }
+}
+
+/// A scripted physical clock.
+final class LockedTimes: @unchecked Sendable {
+    // Safe to share: `values` and `index` are touched only under `lock`.
+    private let lock = NSLock()
+    private let values: [UInt64]
+    private var index = 0
+
+    init(_ values: [UInt64]) { self.values = values }
+
+    func next() -> UInt64 {
+        lock.withLock {
+            defer { index += 1 }
+            return values[min(index, values.count - 1)]
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import LedgerStore
+import Testing
+
+@Suite("Migrations")
+struct MigratorTests {
+    let version1 = [(name: "0001_create.sql", sql: "CREATE TABLE albums (id INTEGER PRIMARY KEY, title TEXT);")]
+    var version2: [(name: String, sql: String)] {
+        version1 + [(name: "0002_cover.sql", sql: "ALTER TABLE albums ADD COLUMN cover BLOB;")]
+    }
+
+    @Test("the embedded sets apply in order to a fresh database and re-opening is a no-op")
+    func freshApplyAndReopen() throws {
+        let directory = try TemporaryDirectory()
+        for migrator in [try Migrator.library(), try Migrator.server()] {
+            #expect(migrator.latestVersion >= 1)
+            let path = directory.path("\(migrator.set).sqlite")
+            let first = try Database(path: path)
+            #expect(try migrator.migrate(first) == Array(1...migrator.latestVersion))
+            #expect(try migrator.currentVersion(first) == migrator.latestVersion)
+            let reopened = try Database(path: path)
+            #expect(try migrator.migrate(reopened) == [])
+            let recorded = try reopened.rows("SELECT id, length(checksum) FROM ledger_migrations ORDER BY id") { [$0.int64(0), $0.int64(1)] }
+            #expect(recorded == (1...migrator.latestVersion).map { [Int64($0), 32] })
+        }
+    }
+
+    @Test("only the new migrations apply to an older database")
+    func upgrade() throws {
+        let directory = try TemporaryDirectory()
+        let db = try Database(path: directory.path("db.sqlite"))
+        try Migrator(set: "Test", files: version1).migrate(db)
+        #expect(try Migrator(set: "Test", files: version2).migrate(db) == [2])
+        #expect(try db.rows("SELECT name FROM pragma_table_info('albums')") { $0.text(0) } == ["id", "title", "cover"])
+    }
+
+    @Test("an applied migration whose SQL was edited is refused")
+    func editedMigration() throws {
+        let directory = try TemporaryDirectory()
+        let db = try Database(path: directory.path("db.sqlite"))
+        try Migrator(set: "Test", files: version1).migrate(db)
+        let edited = [(name: "0001_create.sql", sql: "CREATE TABLE albums (id INTEGER PRIMARY KEY, name TEXT);")]
+        let error = try #require(throws: MigrationError.self) { try Migrator(set: "Test", files: edited).migrate(db) }
+        #expect(error.reason == .edited(id: 1, name: "create"))
+        #expect(error.description.contains("must never be edited"))
+    }
+
+    @Test("an applied migration that was renamed or reordered is refused")
+    func reorderedMigration() throws {
+        let directory = try TemporaryDirectory()
+        let db = try Database(path: directory.path("db.sqlite"))
+        try Migrator(set: "Test", files: version2).migrate(db)
+        let reordered = [
+            (name: "0001_cover.sql", sql: version2[1].sql), (name: "0002_create.sql", sql: version2[0].sql),
+        ]
+        let error = try #require(throws: MigrationError.self) { try Migrator(set: "Test", files: reordered).migrate(db) }
+        #expect(error.reason == .renamedOrReordered(id: 1, appliedName: "create", currentName: "cover"))
+    }
+
+    @Test("a database from a newer version is refused and left byte-for-byte untouched")
+    func newerSchemaRefused() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("db.sqlite")
+        do {
+            let db = try Database(path: path)
+            try Migrator(set: "Test", files: version2).migrate(db)
+            try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        }
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        let db = try Database(path: path)
+        let error = try #require(throws: MigrationError.self) { try Migrator(set: "Test", files: version1).migrate(db) }
+        #expect(error.reason == .newerSchema(databaseVersion: 2, supportedVersion: 1))
+        #expect(error.description.contains("upgrade PhotoLedger"))
+        try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+    }
+
+    @Test("a failing migration rolls back and leaves the database at the previous version")
+    func failingMigrationRollsBack() throws {
+        let directory = try TemporaryDirectory()
+        let db = try Database(path: directory.path("db.sqlite"))
+        let broken = version1 + [(name: "0002_broken.sql", sql: "CREATE TABLE covers (id INTEGER); INSERT INTO nowhere VALUES (1);")]
+        let error = try #require(throws: MigrationError.self) { try Migrator(set: "Test", files: broken).migrate(db) }
+        guard case .failed(let id, let name, let cause) = error.reason else {
+            Issue.record("expected a failed migration, got \(error.reason)")
+            return
+        }
+        #expect(id == 2 && name == "broken" && cause.contains("no such table: nowhere"))
+        #expect(try Migrator(set: "Test", files: version1).currentVersion(db) == 1)
+        #expect(try db.firstRow("SELECT 1 FROM sqlite_schema WHERE name = 'covers'") { _ in true } == nil)
+    }
+
+    @Test("migration files must be numbered 1, 2, 3 without gaps")
+    func invalidFileNames() throws {
+        #expect(throws: MigrationError.self) { try Migrator(set: "Test", files: [(name: "create.sql", sql: "")]) }
+        let gap = version1 + [(name: "0003_later.sql", sql: "")]
+        let error = try #require(throws: MigrationError.self) { try Migrator(set: "Test", files: gap) }
+        #expect(error.description.contains("expected number 2"))
+    }
+}
