@@ -8,6 +8,10 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "LedgerStore", targets: ["LedgerStore"]),
+        .library(name: "PhotoLedger", targets: ["PhotoLedger"]),
+        .library(name: "PhotoLedgerSync", targets: ["PhotoLedgerSync"]),
+        .library(name: "PhotoLedgerServer", targets: ["PhotoLedgerServer"]),
+        .executable(name: "photoledger-server", targets: ["photoledger-server"]),
         .executable(name: "photoledger-bench", targets: ["photoledger-bench"]),
         .executable(name: "photoledger-demo", targets: ["photoledger-demo"]),
     ],
@@ -15,12 +19,41 @@ let package = Package(
         // C libraries from Debian packages.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "CExif", pkgConfig: "libexif", providers: [.apt(["libexif-dev"])]),
 
         // The store: SQLite connection, migrations, append-only event log, hybrid logical clock.
         .target(
             name: "LedgerStore",
             dependencies: ["CSQLite", "CCrypto"],
             plugins: ["EmbedMigrations"]
+        ),
+
+        // Media: format detection from bytes, metadata (EXIF via libexif, MP4 boxes), the
+        // content-addressed resource store, and image/video synthesis for demos and tests.
+        .target(name: "PhotoMedia", dependencies: ["LedgerStore", "CExif", "CZlib"]),
+
+        // The public library API: PhotoKit semantics over the event log.
+        .target(name: "PhotoLedger", dependencies: ["LedgerStore"]),
+
+        // The sync wire format shared by client and server (JSON bodies, gzip).
+        .target(name: "SyncProtocol", dependencies: ["LedgerStore", "CZlib"]),
+
+        // HTTP client transport over libcurl, behind a small protocol.
+        .target(name: "SyncTransport", dependencies: ["CCurl"]),
+
+        // The sync server: HTTP over libmicrohttpd, embedded server store, auth, blobs.
+        .target(name: "PhotoLedgerServer", dependencies: ["LedgerStore", "SyncProtocol", "CMicroHTTPD", "CZlib"]),
+
+        // The sync engine: push, pull, blobs, conflict handling through the library's fold.
+        .target(name: "PhotoLedgerSync", dependencies: ["PhotoLedger", "SyncProtocol", "SyncTransport"]),
+
+        .executableTarget(
+            name: "photoledger-server",
+            dependencies: ["PhotoLedgerServer"],
+            path: "Tools/photoledger-server"
         ),
 
         // Build-time embedding of Migrations/**.sql into LedgerStore, so installed tools need no source tree.
@@ -61,6 +94,12 @@ let package = Package(
             name: "LedgerStoreTests",
             dependencies: ["LedgerStore", "ledger-crash-writer"]
         ),
+        .testTarget(name: "PhotoMediaTests", dependencies: ["PhotoMedia"]),
+        .testTarget(name: "PhotoLedgerTests", dependencies: ["PhotoLedger"]),
+        .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol"]),
+        .testTarget(name: "SyncTransportTests", dependencies: ["SyncTransport"]),
+        .testTarget(name: "PhotoLedgerServerTests", dependencies: ["PhotoLedgerServer", "SyncProtocol", "photoledger-server"]),
+        .testTarget(name: "PhotoLedgerSyncTests", dependencies: ["PhotoLedgerSync", "PhotoLedgerServer"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,4 @@
+#ifndef PHOTOLEDGER_CZLIB_SHIM_H
+#define PHOTOLEDGER_CZLIB_SHIM_H
+#include <zlib.h>
+#endif

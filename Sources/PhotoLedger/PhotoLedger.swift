@@ -1,0 +1,2 @@
+/// The `PhotoLedger` module.
+enum PhotoLedgerModule {}

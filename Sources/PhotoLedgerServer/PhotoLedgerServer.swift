@@ -1,0 +1,2 @@
+/// The `PhotoLedgerServer` module.
+enum PhotoLedgerServerModule {}

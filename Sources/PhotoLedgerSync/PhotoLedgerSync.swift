@@ -1,0 +1,2 @@
+/// The `PhotoLedgerSync` module.
+enum PhotoLedgerSyncModule {}

@@ -1,0 +1,2 @@
+/// The `PhotoMedia` module.
+enum PhotoMediaModule {}

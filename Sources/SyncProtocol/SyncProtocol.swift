@@ -1,0 +1,2 @@
+/// The `SyncProtocol` module.
+enum SyncProtocolModule {}

@@ -1,0 +1,2 @@
+/// The `SyncTransport` module.
+enum SyncTransportModule {}
