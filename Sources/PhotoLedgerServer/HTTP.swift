@@ -1,0 +1,171 @@
+import Foundation
+import SyncProtocol
+
+/// What the server needs from a request's head: captured once, before the body arrives.
+public struct RequestHead: Sendable, Hashable {
+    /// The method, such as `GET`.
+    public var method: String
+    /// The decoded path, without the query.
+    public var path: String
+    /// The `Authorization` header.
+    public var authorization: String?
+    /// The `Content-Type` header.
+    public var contentType: String?
+    /// The `Content-Encoding` header.
+    public var contentEncoding: String?
+    /// The `Content-Length` header, when present and numeric.
+    public var contentLength: UInt64?
+    /// Whether `Accept-Encoding` lists gzip.
+    public var acceptsGzip: Bool
+    /// The query arguments the routes use (`since`, `limit`).
+    public var query: [String: String]
+
+    /// Creates a request head.
+    public init(
+        method: String, path: String, authorization: String? = nil, contentType: String? = nil, contentEncoding: String? = nil,
+        contentLength: UInt64? = nil, acceptsGzip: Bool = false, query: [String: String] = [:]
+    ) {
+        self.method = method
+        self.path = path
+        self.authorization = authorization
+        self.contentType = contentType
+        self.contentEncoding = contentEncoding
+        self.contentLength = contentLength
+        self.acceptsGzip = acceptsGzip
+        self.query = query
+    }
+}
+
+/// A response ready to send.
+public struct HTTPResponse: Sendable {
+    /// The body.
+    public enum Body: Sendable {
+        /// No body.
+        case empty
+        /// Bytes in memory.
+        case bytes([UInt8])
+        /// An open file, streamed by the HTTP layer, which closes it.
+        case file(descriptor: Int32, size: Int64)
+    }
+
+    /// The status code.
+    public var status: Int
+    /// Extra headers (`Content-Length` is set by the HTTP layer).
+    public var headers: [(String, String)]
+    /// The body.
+    public var body: Body
+
+    /// Creates a response.
+    public init(status: Int, headers: [(String, String)] = [], body: Body = .empty) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A JSON response with `message` as its body.
+    public static func json(_ message: some WireMessage, status: Int = 200) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", SyncRoutes.jsonContentType)], body: .bytes(message.encoded()))
+    }
+}
+
+/// A request refused with a status and a JSON error body.
+public struct HTTPError: Error, Sendable, CustomStringConvertible {
+    /// The status code.
+    public var status: Int
+    /// The error body.
+    public var body: ErrorResponse
+    /// Extra headers (`Allow`, `WWW-Authenticate`).
+    public var headers: [(String, String)]
+
+    /// Creates an error.
+    public init(_ status: Int, _ code: ErrorCode, _ message: String, headers: [(String, String)] = [], serverTime: UInt64? = nil) {
+        self.status = status
+        self.body = ErrorResponse(code: code, message: message, serverTime: serverTime)
+        self.headers = headers
+    }
+
+    /// The error as a response.
+    public var response: HTTPResponse {
+        var response = HTTPResponse.json(body, status: status)
+        response.headers += headers
+        return response
+    }
+
+    public var description: String { "\(status) \(body)" }
+
+    static func badRequest(_ message: String) -> HTTPError { HTTPError(400, .badRequest, message) }
+    static func notFound(_ message: String) -> HTTPError { HTTPError(404, .notFound, message) }
+    static func forbidden(_ message: String) -> HTTPError { HTTPError(403, .forbidden, message) }
+    static func unauthorized(_ message: String) -> HTTPError {
+        HTTPError(401, .unauthorized, message, headers: [("WWW-Authenticate", "Bearer realm=\"photoledger\"")])
+    }
+}
+
+/// The routes of the protocol, parsed from a method and a path.
+public enum Route: Sendable, Hashable {
+    /// `GET /v1/health`.
+    case health
+    /// `POST …/events`.
+    case push(library: String)
+    /// `GET …/events`.
+    case pull(library: String)
+    /// `HEAD`, `GET` or `PUT` `…/blobs/{hash}`; `method` says which.
+    case blob(library: String, hash: String, method: String)
+    /// `POST …/blobs/missing`.
+    case missingBlobs(library: String)
+    /// `GET …/chain`.
+    case chain(library: String)
+    /// `GET …/verify`.
+    case verify(library: String)
+
+    /// The library named in the path, if any.
+    public var library: String? {
+        switch self {
+        case .health: return nil
+        case .push(let library), .pull(let library), .blob(let library, _, _), .missingBlobs(let library), .chain(let library),
+            .verify(let library):
+            return library
+        }
+    }
+
+    /// Whether the route takes a JSON request body.
+    var takesJSONBody: Bool {
+        switch self {
+        case .push, .missingBlobs: return true
+        default: return false
+        }
+    }
+
+    /// Parses `method` and `path`; throws 404 for an unknown path, 405 with `Allow` for a known
+    /// path with another method, 400 for a blob name that is not a lowercase SHA-256.
+    public static func match(method: String, path: String) throws(HTTPError) -> Route {
+        func allow(_ methods: [String], _ route: Route) throws(HTTPError) -> Route {
+            guard methods.contains(method) else {
+                throw HTTPError(
+                    405, .methodNotAllowed, "\(method) is not allowed on \(path); use \(methods.joined(separator: " or "))",
+                    headers: [("Allow", methods.joined(separator: ", "))])
+            }
+            return route
+        }
+        if path == SyncRoutes.health { return try allow(["GET", "HEAD"], .health) }
+        let prefix = "/v1/libraries/"
+        guard path.hasPrefix(prefix) else { throw HTTPError.notFound("no route for \(path)") }
+        let rest = path.dropFirst(prefix.count)
+        guard let slash = rest.firstIndex(of: "/") else { throw HTTPError.notFound("no route for \(path)") }
+        let library = String(rest[..<slash])
+        let tail = String(rest[rest.index(after: slash)...])
+        switch tail {
+        case "events": return try allow(["GET", "POST"], method == "POST" ? .push(library: library) : .pull(library: library))
+        case "chain": return try allow(["GET"], .chain(library: library))
+        case "verify": return try allow(["GET"], .verify(library: library))
+        case "blobs/missing": return try allow(["POST"], .missingBlobs(library: library))
+        default:
+            guard tail.hasPrefix("blobs/") else { throw HTTPError.notFound("no route for \(path)") }
+            let hash = String(tail.dropFirst("blobs/".count))
+            guard BlobHash.isValid(hash) else {
+                throw HTTPError.badRequest("field 'hash': a blob name must be exactly 64 lowercase hexadecimal digits (its SHA-256)")
+            }
+            return try allow(["GET", "HEAD", "PUT"], .blob(library: library, hash: hash, method: method))
+        }
+    }
+}

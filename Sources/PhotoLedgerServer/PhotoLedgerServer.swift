@@ -1,2 +1,0 @@
-/// The `PhotoLedgerServer` module.
-enum PhotoLedgerServerModule {}

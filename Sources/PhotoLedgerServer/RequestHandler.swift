@@ -1,0 +1,381 @@
+import Foundation
+import LedgerStore
+import SyncProtocol
+
+/// A request that passed routing, authentication and the header checks, waiting for its body.
+public struct PreparedRequest: Sendable {
+    /// The route.
+    public var route: Route
+    /// The token's identity (nil only for the health route).
+    public var credential: Credential?
+    /// The request head.
+    public var head: RequestHead
+}
+
+/// Where a request's body goes while it arrives.
+public enum RequestBodySink {
+    /// The route takes no body; any bytes sent are ignored.
+    case none
+    /// A JSON body kept in memory (inflated when gzip), up to a limit.
+    case json(RequestBody)
+    /// A blob streamed to a temporary file and hashed.
+    case blob(BlobUpload)
+
+    /// Takes a chunk of the body.
+    public func append(_ chunk: UnsafeRawBufferPointer) throws(HTTPError) {
+        switch self {
+        case .none: return
+        case .json(let body): try body.append(chunk)
+        case .blob(let upload):
+            do {
+                try upload.append(chunk)
+            } catch .tooLarge(let limit) {
+                throw HTTPError(413, .payloadTooLarge, "the blob is larger than the server's limit of \(limit) bytes")
+            } catch {
+                throw HTTPError(500, .internalError, "the server could not store the blob; retry later")
+            }
+        }
+    }
+}
+
+/// A JSON request body arriving in chunks: kept in memory up to a limit, decompressed on the
+/// fly when it is gzip, so neither a large body nor a small "zip bomb" can exhaust memory.
+public final class RequestBody {
+    private let limit: Int
+    private let inflater: GzipInflater?
+    private var bytes: [UInt8] = []
+
+    init(limit: Int, gzip: Bool) throws(HTTPError) {
+        self.limit = limit
+        if gzip {
+            do {
+                inflater = try GzipInflater(limit: limit)
+            } catch {
+                throw HTTPError(500, .internalError, "the server could not start decompression; retry later")
+            }
+        } else {
+            inflater = nil
+        }
+    }
+
+    private func tooLarge() -> HTTPError {
+        HTTPError(413, .payloadTooLarge, "the request body is larger than the server's limit of \(limit) bytes; send smaller batches")
+    }
+
+    /// Takes a chunk.
+    public func append(_ chunk: UnsafeRawBufferPointer) throws(HTTPError) {
+        if let inflater {
+            do {
+                try inflater.append(chunk)
+            } catch let error as GzipError {
+                if case .limitExceeded = error.reason { throw tooLarge() }
+                throw HTTPError.badRequest("the gzip body is invalid: \(error)")
+            } catch {
+                throw HTTPError.badRequest("the gzip body is invalid")
+            }
+        } else {
+            guard bytes.count + chunk.count <= limit else { throw tooLarge() }
+            bytes.append(contentsOf: chunk)
+        }
+    }
+
+    /// The complete (decompressed) body.
+    public func finish() throws(HTTPError) -> [UInt8] {
+        guard let inflater else { return bytes }
+        do {
+            return try inflater.finish()
+        } catch {
+            throw HTTPError.badRequest("the gzip body is truncated: it ends before the end of the gzip stream")
+        }
+    }
+}
+
+/// The protocol's logic, independent of the HTTP library: routing, authentication, scopes,
+/// validation, and every endpoint. ``SyncServer`` feeds it from libmicrohttpd.
+public final class SyncRequestHandler: Sendable {
+    let configuration: SyncServer.Configuration
+    let blobs: BlobDirectory
+
+    init(configuration: SyncServer.Configuration) throws {
+        self.configuration = configuration
+        self.blobs = try BlobDirectory(root: configuration.blobDirectory)
+    }
+
+    private var store: any ServerStore { configuration.store }
+
+    // MARK: Before the body
+
+    /// Routes, authenticates and checks the headers of a request, before its body is read.
+    public func prepare(_ head: RequestHead) throws(HTTPError) -> PreparedRequest {
+        let route = try Route.match(method: head.method, path: head.path)
+        guard let library = route.library else { return PreparedRequest(route: route, credential: nil, head: head) }
+        let credential = try authenticate(head)
+        if let problem = LibraryName.problem(with: library) { throw HTTPError.badRequest("field 'library': \(problem)") }
+        guard credential.library == library else {
+            throw HTTPError.forbidden("this token does not grant access to the library named in the request")
+        }
+        try checkScope(credential.scope, for: route)
+        try checkBodyHeaders(head, route: route)
+        return PreparedRequest(route: route, credential: credential, head: head)
+    }
+
+    private func authenticate(_ head: RequestHead) throws(HTTPError) -> Credential {
+        guard let token = DeviceToken.bearer(from: head.authorization) else {
+            throw HTTPError.unauthorized("this request needs a device token: send 'Authorization: Bearer <token>'")
+        }
+        let credential: Credential?
+        do {
+            credential = try store.authenticate(tokenHash: DeviceToken.hash(token))
+        } catch {
+            log(.error, "store failure", [.init("operation", "authenticate"), .init("error", "\(error)")])
+            throw HTTPError(500, .internalError, "the server could not check the token; retry later")
+        }
+        guard let credential else {
+            throw HTTPError.unauthorized("the device token is unknown or revoked; ask the server's administrator for a new one")
+        }
+        return credential
+    }
+
+    private func checkScope(_ scope: TokenScope, for route: Route) throws(HTTPError) {
+        let allowed: Bool
+        switch route {
+        case .health, .missingBlobs: allowed = true
+        case .push: allowed = scope.canWrite
+        case .pull, .chain, .verify: allowed = scope.canRead
+        case .blob(_, _, let method):
+            allowed = method == "HEAD" || (method == "PUT" ? scope.canWrite : scope.canRead)
+        }
+        guard allowed else {
+            throw HTTPError.forbidden("a \(scope.rawValue) token does not allow \(Self.describe(route))")
+        }
+    }
+
+    private static func describe(_ route: Route) -> String {
+        switch route {
+        case .health: return "health checks"
+        case .push: return "pushing events"
+        case .pull: return "pulling events"
+        case .chain, .verify: return "reading the event chain"
+        case .missingBlobs: return "listing missing blobs"
+        case .blob(_, _, let method): return method == "PUT" ? "uploading blobs" : "downloading blobs"
+        }
+    }
+
+    private func checkBodyHeaders(_ head: RequestHead, route: Route) throws(HTTPError) {
+        let encoding = head.contentEncoding?.lowercased().trimmingCharacters(in: .whitespaces)
+        if route.takesJSONBody {
+            let type = head.contentType?.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            guard type == SyncRoutes.jsonContentType else {
+                throw HTTPError(415, .unsupportedMediaType, "the body must be JSON: send 'Content-Type: application/json'")
+            }
+            guard encoding == nil || encoding == "identity" || encoding == "gzip" else {
+                throw HTTPError(415, .unsupportedMediaType, "the body encoding '\(encoding!)' is not supported; use gzip or none")
+            }
+            if let length = head.contentLength, length > UInt64(configuration.maximumEventBodyBytes) {
+                throw HTTPError(
+                    413, .payloadTooLarge,
+                    "the request body (\(length) bytes) is larger than the server's limit of \(configuration.maximumEventBodyBytes) bytes; send smaller batches")
+            }
+        } else if case .blob(_, _, "PUT") = route {
+            guard encoding == nil || encoding == "identity" else {
+                throw HTTPError(415, .unsupportedMediaType, "blobs are uploaded as raw bytes, without Content-Encoding")
+            }
+            if let length = head.contentLength, length > UInt64(configuration.maximumBlobBytes) {
+                throw HTTPError(413, .payloadTooLarge, "the blob (\(length) bytes) is larger than the server's limit of \(configuration.maximumBlobBytes) bytes")
+            }
+        }
+    }
+
+    /// Where the request's body goes.
+    public func bodySink(for request: PreparedRequest) throws(HTTPError) -> RequestBodySink {
+        if request.route.takesJSONBody {
+            return .json(try RequestBody(limit: configuration.maximumEventBodyBytes, gzip: request.head.contentEncoding?.lowercased() == "gzip"))
+        }
+        if case .blob(_, _, "PUT") = request.route {
+            do {
+                return .blob(try blobs.beginUpload(limit: configuration.maximumBlobBytes))
+            } catch {
+                log(.error, "blob storage failure", [.init("error", "\(error)")])
+                throw HTTPError(500, .internalError, "the server could not store the blob; retry later")
+            }
+        }
+        return .none
+    }
+
+    // MARK: After the body
+
+    /// Runs the request and returns its response (errors become JSON error responses).
+    public func respond(to request: PreparedRequest, body: RequestBodySink) -> HTTPResponse {
+        var response: HTTPResponse
+        do {
+            response = try run(request, body: body)
+        } catch let error as HTTPError {
+            response = error.response
+        } catch {
+            log(.error, "request failure", [.init("path", request.head.path), .init("error", "\(error)")])
+            response = HTTPError(500, .internalError, "the server failed to handle the request; retry later").response
+        }
+        return compressed(response, acceptsGzip: request.head.acceptsGzip)
+    }
+
+    private func compressed(_ response: HTTPResponse, acceptsGzip: Bool) -> HTTPResponse {
+        guard acceptsGzip, case .bytes(let bytes) = response.body, bytes.count > configuration.gzipThreshold,
+            let packed = try? Gzip.compress(bytes, level: 1)
+        else { return response }
+        var response = response
+        response.body = .bytes(packed)
+        response.headers += [("Content-Encoding", "gzip"), ("Vary", "Accept-Encoding")]
+        return response
+    }
+
+    private func run(_ request: PreparedRequest, body: RequestBodySink) throws -> HTTPResponse {
+        let credential = request.credential
+        switch request.route {
+        case .health:
+            return .json(HealthResponse(version: configuration.version))
+        case .push:
+            guard case .json(let json) = body else { throw HTTPError.badRequest("a push needs a JSON body") }
+            return try push(try json.finish(), credential: credential!)
+        case .pull:
+            return try pull(request.head.query, credential: credential!)
+        case .chain:
+            return .json(try store.chainSummary(libraryID: credential!.libraryID))
+        case .verify:
+            return .json(try store.verifyChain(libraryID: credential!.libraryID))
+        case .missingBlobs:
+            guard case .json(let json) = body else { throw HTTPError.badRequest("this request needs a JSON body") }
+            return try missingBlobs(try json.finish(), credential: credential!)
+        case .blob(_, let hash, let method):
+            if method == "PUT" {
+                guard case .blob(let upload) = body else { throw HTTPError.badRequest("an upload needs a body") }
+                return try storeBlob(upload, hash: hash, credential: credential!)
+            }
+            return try serveBlob(hash, credential: credential!)
+        }
+    }
+
+    private func decode<M: WireMessage>(_ type: M.Type, _ bytes: [UInt8]) throws(HTTPError) -> M {
+        do {
+            return try M.decode(bytes)
+        } catch {
+            throw HTTPError.badRequest("the JSON body is invalid: \(error)")
+        }
+    }
+
+    // MARK: Events
+
+    private func push(_ bytes: [UInt8], credential: Credential) throws -> HTTPResponse {
+        let request = try decode(ReceivedPush.self, bytes)
+        guard request.device == credential.device else {
+            throw HTTPError.forbidden("this token belongs to another device than '\(request.device)'; push with that device's own token")
+        }
+        let now = configuration.clock()
+        let limit = now &+ configuration.maximumClockSkewMilliseconds
+        var furthest: UInt64 = 0
+        for case .valid(let event) in request.events where event.timestamp.milliseconds > limit {
+            furthest = max(furthest, event.timestamp.milliseconds)
+        }
+        if furthest > 0 {
+            let ahead = (furthest - now) / 1000
+            throw HTTPError(
+                422, .clockSkew,
+                "an event's clock stamp is \(ahead) s ahead of the server clock (at most \(configuration.maximumClockSkewMilliseconds / 1000) s allowed); "
+                    + "correct this device's date and time, then push again. Nothing was stored.",
+                serverTime: now)
+        }
+        let candidates = request.events.map { candidate(for: $0, credential: credential) }
+        let response = try store.push(candidates, for: credential, receivedAt: now)
+        return .json(response)
+    }
+
+    /// Applies the stateless checks to one received event.
+    func candidate(for received: ReceivedEvent, credential: Credential) -> PushCandidate {
+        switch received {
+        case .invalid(let id, let sequence, let field, let problem):
+            return .reject(id: id, deviceSequence: sequence, reason: "field '\(field)' \(problem)")
+        case .valid(let wire):
+            let reject = { (reason: String) in PushCandidate.reject(id: wire.id, deviceSequence: wire.deviceSequence, reason: reason) }
+            if wire.device != credential.device {
+                return reject("the event's device '\(wire.device)' is not the token's device '\(credential.device)'")
+            }
+            if wire.payload.count > configuration.maximumPayloadBytes {
+                return reject("the payload (\(wire.payload.count) bytes) exceeds the limit of \(configuration.maximumPayloadBytes) bytes")
+            }
+            if credential.scope == .addOnly, !TokenScope.addOnlyEventTypes.contains(wire.type) {
+                return reject("an addOnly token may push only asset creations (asset.created, resource.added), not '\(wire.type)'")
+            }
+            let event = wire.event
+            guard constantTimeEquals(wire.hash, event.contentHash) else {
+                return reject("the content hash does not match the event's canonical bytes")
+            }
+            return .accept(event)
+        }
+    }
+
+    private func pull(_ query: [String: String], credential: Credential) throws -> HTTPResponse {
+        func integer(_ name: String, default value: Int64, range: ClosedRange<Int64>) throws(HTTPError) -> Int64 {
+            guard let text = query[name] else { return value }
+            guard let number = Int64(text), range.contains(number) else {
+                throw HTTPError.badRequest("field '\(name)': must be an integer from \(range.lowerBound) to \(range.upperBound)")
+            }
+            return number
+        }
+        let since = try integer("since", default: 0, range: 0...Int64.max)
+        let limit = Int(min(try integer("limit", default: Int64(SyncRoutes.defaultPageLimit), range: 1...Int64.max), Int64(SyncRoutes.maximumPageLimit)))
+        let page = try store.pull(for: credential, since: since, limit: limit)
+        var writer = JSONWriter(capacity: 256 + page.events.count * 420)
+        writer.beginObject()
+        writer.key("events")
+        writer.beginArray()
+        for stored in page.events {
+            WireEvent(stored.event, serverSequence: stored.serverSequence, chainHash: stored.chainHash).write(to: &writer)
+        }
+        writer.endArray()
+        writer.key("nextCursor"); writer.integer(page.events.last?.serverSequence ?? since)
+        writer.key("hasMore"); writer.bool(page.hasMore)
+        writer.endObject()
+        return HTTPResponse(status: 200, headers: [("Content-Type", SyncRoutes.jsonContentType)], body: .bytes(writer.bytes))
+    }
+
+    // MARK: Blobs
+
+    private func missingBlobs(_ bytes: [UInt8], credential: Credential) throws -> HTTPResponse {
+        let request = try decode(MissingBlobsRequest.self, bytes)
+        var hashes: [[UInt8]] = []
+        for (index, name) in request.hashes.enumerated() {
+            guard BlobHash.isValid(name), let hash = Hex.decode(name) else {
+                throw HTTPError.badRequest("field 'hashes[\(index)]': a blob name must be exactly 64 lowercase hexadecimal digits")
+            }
+            hashes.append(hash)
+        }
+        let missing = try store.missingBlobs(libraryID: credential.libraryID, hashes: hashes)
+        return .json(MissingBlobsResponse(missing: missing.map(Hex.encode)))
+    }
+
+    private func storeBlob(_ upload: BlobUpload, hash: String, credential: Credential) throws -> HTTPResponse {
+        do {
+            _ = try upload.commit(as: hash)
+        } catch .hashMismatch(let actual) {
+            throw HTTPError(400, .hashMismatch, "the uploaded bytes hash to \(actual), not to the blob's name \(hash); nothing was stored")
+        } catch {
+            log(.error, "blob storage failure", [.init("error", "\(error)")])
+            throw HTTPError(500, .internalError, "the server could not store the blob; retry later")
+        }
+        let isNew = try store.recordBlob(libraryID: credential.libraryID, hash: Hex.decode(hash)!, size: upload.size, at: configuration.clock())
+        return HTTPResponse(status: isNew ? 201 : 200, headers: [("Content-Type", SyncRoutes.jsonContentType)], body: .bytes(Array("{}".utf8)))
+    }
+
+    private func serveBlob(_ hash: String, credential: Credential) throws -> HTTPResponse {
+        let notFound = HTTPError.notFound("this library has no blob \(hash)")
+        guard try store.blobSize(libraryID: credential.libraryID, hash: Hex.decode(hash)!) != nil else { throw notFound }
+        guard let file = blobs.open(hash) else {
+            log(.error, "blob file missing", [.init("hash", hash)])
+            throw notFound
+        }
+        return HTTPResponse(status: 200, headers: [("Content-Type", "application/octet-stream")], body: .file(descriptor: file.descriptor, size: file.size))
+    }
+
+    func log(_ level: LogLevel, _ message: String, _ fields: [LogRecord.Field]) {
+        configuration.logger.log(LogRecord(level: level, message: message, fields: fields))
+    }
+}

@@ -1,2 +1,0 @@
-/// The `PhotoMedia` module.
-enum PhotoMediaModule {}

@@ -1,0 +1,59 @@
+/// The paths, limits and name rules of the sync protocol, shared by client and server.
+///
+/// All routes are under `/v1`; every one except ``health`` needs `Authorization: Bearer <token>`.
+public enum SyncRoutes {
+    /// `GET /v1/health`.
+    public static let health = "/v1/health"
+
+    /// `POST` (push) and `GET` (pull) `/v1/libraries/{library}/events`.
+    public static func events(library: String) -> String { "/v1/libraries/\(library)/events" }
+
+    /// `GET /v1/libraries/{library}/events?since=N&limit=M`.
+    public static func pull(library: String, since: Int64, limit: Int = defaultPageLimit) -> String {
+        "\(events(library: library))?since=\(since)&limit=\(limit)"
+    }
+
+    /// `HEAD`, `PUT` and `GET` `/v1/libraries/{library}/blobs/{sha256}`.
+    public static func blob(library: String, hash: String) -> String { "/v1/libraries/\(library)/blobs/\(hash)" }
+
+    /// `POST /v1/libraries/{library}/blobs/missing`.
+    public static func missingBlobs(library: String) -> String { "/v1/libraries/\(library)/blobs/missing" }
+
+    /// `GET /v1/libraries/{library}/chain`.
+    public static func chain(library: String) -> String { "/v1/libraries/\(library)/chain" }
+
+    /// `GET /v1/libraries/{library}/verify`.
+    public static func verify(library: String) -> String { "/v1/libraries/\(library)/verify" }
+
+    /// The page size of a pull without `limit`.
+    public static let defaultPageLimit = 1000
+    /// The largest page a pull returns.
+    public static let maximumPageLimit = 5000
+
+    /// The JSON media type of request and response bodies.
+    public static let jsonContentType = "application/json"
+}
+
+/// Library names: 1–64 characters of `A–Z a–z 0–9 . _ -`.
+public enum LibraryName {
+    /// Why `name` cannot name a library, or nil when it can.
+    public static func problem(with name: String) -> String? {
+        let utf8 = name.utf8
+        guard !utf8.isEmpty, utf8.count <= 64 else { return "a library name must have 1 to 64 characters" }
+        let allowed = utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
+        }
+        return allowed ? nil : "a library name may contain only letters, digits, '.', '_' and '-'"
+    }
+}
+
+/// Blob names: the lowercase hex SHA-256 of the bytes, exactly 64 characters.
+public enum BlobHash {
+    /// Whether `name` is exactly 64 lowercase hexadecimal digits.
+    public static func isValid(_ name: String) -> Bool {
+        let utf8 = name.utf8
+        return utf8.count == 64
+            && utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
+    }
+}

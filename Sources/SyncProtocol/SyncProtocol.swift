@@ -1,2 +1,0 @@
-/// The `SyncProtocol` module.
-enum SyncProtocolModule {}

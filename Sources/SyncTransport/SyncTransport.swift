@@ -1,2 +1,0 @@
-/// The `SyncTransport` module.
-enum SyncTransportModule {}
