@@ -1,0 +1,133 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Where a request body comes from while libcurl reads it.
+enum UploadSource {
+    case none
+    case memory(bytes: [UInt8], offset: Int)
+    case file(descriptor: Int32, path: String, size: Int64)
+
+    /// Opens a file body; an empty in-memory body sends nothing.
+    init(_ body: HTTPBody) throws(TransportError) {
+        switch body {
+        case .bytes(let bytes):
+            self = bytes.isEmpty ? .none : .memory(bytes: bytes, offset: 0)
+        case .file(let url):
+            let path = url.path
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { throw TransportError.localFile(path: path, detail: FileError.lastMessage()) }
+            var info = stat()
+            guard fstat(descriptor, &info) == 0 else {
+                let detail = FileError.lastMessage()
+                Glibc.close(descriptor)
+                throw TransportError.localFile(path: path, detail: detail)
+            }
+            self = .file(descriptor: descriptor, path: path, size: Int64(info.st_size))
+        }
+    }
+
+    /// The number of bytes to send, or `nil` when there is no body.
+    var size: Int64? {
+        switch self {
+        case .none: nil
+        case .memory(let bytes, _): Int64(bytes.count)
+        case .file(_, _, let size): size
+        }
+    }
+
+    /// Copies the next bytes into `buffer`; returns 0 at the end.
+    mutating func read(into buffer: UnsafeMutableRawBufferPointer) throws(TransportError) -> Int {
+        switch self {
+        case .none:
+            return 0
+        case .memory(let bytes, let offset):
+            let count = min(buffer.count, bytes.count - offset)
+            bytes.withUnsafeBytes { source in
+                buffer.baseAddress!.copyMemory(from: source.baseAddress! + offset, byteCount: count)
+            }
+            self = .memory(bytes: bytes, offset: offset + count)
+            return count
+        case .file(let descriptor, let path, _):
+            while true {
+                let count = Glibc.read(descriptor, buffer.baseAddress, buffer.count)
+                if count >= 0 { return count }
+                if errno != EINTR { throw TransportError.localFile(path: path, detail: FileError.lastMessage()) }
+            }
+        }
+    }
+
+    /// Moves the read position, so libcurl can resend the body on a fresh connection.
+    mutating func seek(to offset: Int64, origin: Int32) -> Bool {
+        switch self {
+        case .none:
+            return offset == 0
+        case .memory(let bytes, _):
+            guard origin == SEEK_SET, offset >= 0, offset <= bytes.count else { return false }
+            self = .memory(bytes: bytes, offset: Int(offset))
+            return true
+        case .file(let descriptor, _, _):
+            return lseek(descriptor, off_t(offset), origin) >= 0
+        }
+    }
+
+    /// Closes the file, if any.
+    func close() {
+        if case .file(let descriptor, _, _) = self { Glibc.close(descriptor) }
+    }
+}
+
+/// A response body being written beside its destination, renamed into place only when complete.
+final class DownloadFile {
+    private let destination: String
+    private let temporary: String
+    private var descriptor: Int32
+
+    init(destination url: URL) throws(TransportError) {
+        destination = url.path
+        let directory = url.deletingLastPathComponent().path
+        temporary = "\(directory)/.\(url.lastPathComponent).partial-\(UInt64.random(in: 0...UInt64.max))"
+        descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw TransportError.localFile(path: destination, detail: FileError.lastMessage()) }
+    }
+
+    deinit { discard() }
+
+    func write(_ bytes: UnsafeRawBufferPointer) throws(TransportError) {
+        var written = 0
+        while written < bytes.count {
+            let count = Glibc.write(descriptor, bytes.baseAddress! + written, bytes.count - written)
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { throw TransportError.localFile(path: destination, detail: FileError.lastMessage()) }
+            written += count
+        }
+    }
+
+    /// Closes the temporary file and renames it to the destination.
+    func commit() throws {
+        let closed = Glibc.close(descriptor)
+        descriptor = -1
+        guard closed == 0, rename(temporary, destination) == 0 else {
+            let detail = FileError.lastMessage()
+            unlink(temporary)
+            throw TransportError.localFile(path: destination, detail: detail)
+        }
+    }
+
+    /// Closes and deletes the temporary file unless it was committed.
+    func discard() {
+        guard descriptor >= 0 else { return }
+        Glibc.close(descriptor)
+        descriptor = -1
+        unlink(temporary)
+    }
+}
+
+enum FileError {
+    /// The C library's message for the current `errno`.
+    static func lastMessage() -> String { String(cString: strerror(errno)) }
+}
