@@ -1,0 +1,195 @@
+import Dispatch
+import Foundation
+import LedgerStore
+
+/// Receives the library's changes after each commit, local or from sync.
+public protocol PhotoLibraryChangeObserver: AnyObject, Sendable {
+    /// Called on the library's serial notification queue after changes commit.
+    func photoLibraryDidChange(_ change: PhotoLibraryChange)
+}
+
+/// The changes of one commit. Ask it how a fetch result or an object changed.
+public struct PhotoLibraryChange: Sendable {
+    let library: PhotoLibrary
+    let touched: TouchedObjects
+
+    /// Identifiers of the assets touched by the commit.
+    public var changedAssetIdentifiers: Set<String> {
+        Set(touched.assets.map { LocalIdentifier(uuid: $0, kind: .asset).description })
+    }
+    /// Identifiers of the albums touched by the commit.
+    public var changedAlbumIdentifiers: Set<String> {
+        Set(touched.albums.map { LocalIdentifier(uuid: $0, kind: .album).description })
+    }
+
+    /// How `fetchResult` changed, or nil when the commit did not affect it.
+    public func changeDetails<T: PhotoObject>(for fetchResult: FetchResult<T>) -> FetchResultChangeDetails<T>? {
+        guard let after = try? refetch(fetchResult) else { return nil }
+        let details = FetchResultChangeDetails(before: fetchResult, after: after)
+        return details.hasChanges ? details : nil
+    }
+
+    /// How `object` changed, or nil when the commit did not touch it.
+    public func changeDetails(for asset: Asset) -> ObjectChangeDetails<Asset>? {
+        guard touched.assets.contains(asset.id) else { return nil }
+        let after = try? library.fetchAssets(withLocalIdentifiers: [asset.localIdentifier]).first
+        return ObjectChangeDetails(objectBeforeChanges: asset, objectAfterChanges: after)
+    }
+
+    /// How `album` changed, or nil when the commit did not touch it.
+    public func changeDetails(for album: AssetCollection) -> ObjectChangeDetails<AssetCollection>? {
+        guard touched.albums.contains(album.id) else { return nil }
+        let after = try? library.fetchAssetCollections(withLocalIdentifiers: [album.localIdentifier]).first
+        return ObjectChangeDetails(objectBeforeChanges: album, objectAfterChanges: after)
+    }
+
+    private func refetch<T: PhotoObject>(_ result: FetchResult<T>) throws -> FetchResult<T>? {
+        if T.self == Asset.self {
+            return try library.fetch(result.query) as FetchResult<Asset> as? FetchResult<T>
+        }
+        return try library.fetch(result.query) as FetchResult<AssetCollection> as? FetchResult<T>
+    }
+}
+
+/// How one object changed.
+public struct ObjectChangeDetails<T: PhotoObject>: Sendable {
+    /// The object as it was.
+    public let objectBeforeChanges: T
+    /// The object as it is now, or nil when it was deleted.
+    public let objectAfterChanges: T?
+    /// Whether the object is gone (deleted, purged or merged away).
+    public var objectWasDeleted: Bool { objectAfterChanges == nil }
+}
+
+/// How a fetch result changed, with PhotoKit's index rules: `removedIndexes` refer to the result
+/// before the changes; `insertedIndexes` to the result after removals and insertions, which has
+/// the length of the new result; `changedIndexes` to the result after the changes; moves go from
+/// an index in the result after removals and insertions to an index in the new result. Apply them
+/// in that order: removals, insertions, changes, moves.
+public struct FetchResultChangeDetails<T: PhotoObject>: Sendable {
+    /// The fetch result the details start from.
+    public let fetchResultBeforeChanges: FetchResult<T>
+    /// The fetch result with the changes: keep it for the next notification.
+    public let fetchResultAfterChanges: FetchResult<T>
+    /// Indexes, in the old result, of the objects no longer in the result.
+    public let removedIndexes: IndexSet
+    /// Indexes, after removals and insertions, of the new objects.
+    public let insertedIndexes: IndexSet
+    /// Indexes, in the new result, of objects whose properties changed.
+    public let changedIndexes: IndexSet
+    /// Moves (from an index after removals and insertions, to an index in the new result).
+    public let moves: [(from: Int, to: Int)]
+    /// Incremental details are always available.
+    public let hasIncrementalChanges = true
+
+    /// Whether any object moved.
+    public var hasMoves: Bool { !moves.isEmpty }
+    /// The objects removed.
+    public var removedObjects: [T] { removedIndexes.map { fetchResultBeforeChanges[$0] } }
+    /// The objects inserted.
+    public var insertedObjects: [T] { insertedIndexes.map { fetchResultAfterChanges[$0] } }
+    /// The objects changed, as they are now.
+    public var changedObjects: [T] { changedIndexes.map { fetchResultAfterChanges[$0] } }
+
+    /// Calls `body` for each move, in order.
+    public func enumerateMoves(_ body: (Int, Int) -> Void) {
+        for move in moves { body(move.from, move.to) }
+    }
+
+    var hasChanges: Bool { !removedIndexes.isEmpty || !insertedIndexes.isEmpty || !changedIndexes.isEmpty || !moves.isEmpty }
+
+    /// Computes the details between two snapshots of the same fetch.
+    init(before: FetchResult<T>, after: FetchResult<T>) {
+        fetchResultBeforeChanges = before
+        fetchResultAfterChanges = after
+        let old = before.allObjects, new = after.allObjects
+        let oldIndex = Dictionary(old.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let newIndex = Dictionary(new.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { first, _ in first })
+        removedIndexes = IndexSet(old.indices.filter { newIndex[old[$0].id] == nil })
+        let inserted = IndexSet(new.indices.filter { oldIndex[new[$0].id] == nil })
+        insertedIndexes = inserted
+        changedIndexes = IndexSet(new.indices.filter { index in oldIndex[new[index].id].map { old[$0] != new[index] } ?? false })
+
+        // After removals and insertions: new objects at their final indexes, the others in old order.
+        let survivors = old.filter { newIndex[$0.id] != nil }
+        var intermediate: [UUID] = []
+        intermediate.reserveCapacity(new.count)
+        var next = survivors.makeIterator()
+        for index in new.indices { intermediate.append(inserted.contains(index) ? new[index].id : next.next()!.id) }
+        // Objects outside a longest increasing run of new positions are the ones that moved.
+        let survivorTargets = survivors.map { newIndex[$0.id]! }
+        let staying = Set(longestIncreasingSubsequence(survivorTargets).map { survivors[$0].id })
+        var moves: [(from: Int, to: Int)] = []
+        for (index, id) in intermediate.enumerated() where !inserted.contains(index) && !staying.contains(id) {
+            moves.append((from: index, to: newIndex[id]!))
+        }
+        self.moves = moves
+    }
+}
+
+/// Indexes of a longest strictly increasing subsequence (patience sorting).
+func longestIncreasingSubsequence(_ values: [Int]) -> [Int] {
+    var tails: [Int] = []
+    var previous = [Int](repeating: -1, count: values.count)
+    for (index, value) in values.enumerated() {
+        var low = 0, high = tails.count
+        while low < high {
+            let middle = (low + high) / 2
+            if values[tails[middle]] < value { low = middle + 1 } else { high = middle }
+        }
+        if low > 0 { previous[index] = tails[low - 1] }
+        if low == tails.count { tails.append(index) } else { tails[low] = index }
+    }
+    var result: [Int] = []
+    var current = tails.last ?? -1
+    while current >= 0 {
+        result.append(current)
+        current = previous[current]
+    }
+    return result.reversed()
+}
+
+/// The registered observers, held weakly.
+final class ObserverRegistry: @unchecked Sendable {
+    // Safe to share: `observers` is touched only under `lock`; callbacks run on `queue`.
+    private let lock = NSLock()
+    private var observers: [ObjectIdentifier: Weak] = [:]
+    let queue = DispatchQueue(label: "photoledger.observers")
+
+    private struct Weak {
+        weak var observer: (any PhotoLibraryChangeObserver)?
+    }
+
+    func add(_ observer: any PhotoLibraryChangeObserver) {
+        lock.withLock { observers[ObjectIdentifier(observer)] = Weak(observer: observer) }
+    }
+
+    func remove(_ observer: any PhotoLibraryChangeObserver) {
+        lock.withLock { observers[ObjectIdentifier(observer)] = nil }
+    }
+
+    var live: [any PhotoLibraryChangeObserver] {
+        lock.withLock {
+            observers = observers.filter { $0.value.observer != nil }
+            return observers.values.compactMap(\.observer)
+        }
+    }
+}
+
+extension PhotoLibrary {
+    /// Registers an observer (held weakly) for every later commit.
+    public func register(_ observer: any PhotoLibraryChangeObserver) { observers.add(observer) }
+
+    /// Unregisters an observer.
+    public func unregisterChangeObserver(_ observer: any PhotoLibraryChangeObserver) { observers.remove(observer) }
+
+    func notifyObservers(_ touched: TouchedObjects) {
+        guard !touched.isEmpty else { return }
+        let change = PhotoLibraryChange(library: self, touched: touched)
+        let targets = observers.live
+        guard !targets.isEmpty else { return }
+        observers.queue.async {
+            for observer in targets { observer.photoLibraryDidChange(change) }
+        }
+    }
+}

@@ -1,0 +1,216 @@
+import Foundation
+import LedgerStore
+
+/// A condition on the objects a fetch returns. Conditions on asset properties apply to asset
+/// fetches, conditions on titles to album fetches.
+public indirect enum FetchPredicate: Sendable, Hashable {
+    /// Assets of this media type.
+    case mediaType(MediaType)
+    /// Favorites (true) or non-favorites (false).
+    case isFavorite(Bool)
+    /// Hidden (true) or visible (false) assets; implies ``FetchOptions/includeHiddenAssets``.
+    case isHidden(Bool)
+    /// Assets taken at or after the date.
+    case createdOnOrAfter(Date)
+    /// Assets taken before the date.
+    case createdBefore(Date)
+    /// Assets with (true) or without (false) a location.
+    case hasLocation(Bool)
+    /// Assets at least this many pixels wide.
+    case minimumPixelWidth(Int)
+    /// Albums with exactly this title.
+    case title(String)
+    /// Albums whose title contains the text (case-insensitive).
+    case titleContains(String)
+    /// Every condition holds.
+    case and([FetchPredicate])
+    /// At least one condition holds.
+    case or([FetchPredicate])
+    /// The condition does not hold.
+    case not(FetchPredicate)
+}
+
+/// A sort key of a fetch.
+public enum SortKey: String, Sendable, Hashable {
+    case creationDate, modificationDate, addedDate, mediaType, isFavorite, pixelWidth, pixelHeight, duration, title
+}
+
+/// A sort order: a key and a direction.
+public struct SortDescriptor: Sendable, Hashable {
+    /// What to sort by.
+    public var key: SortKey
+    /// Ascending (oldest, smallest, false before true first) or descending.
+    public var ascending: Bool
+
+    /// Creates a sort descriptor.
+    public init(_ key: SortKey, ascending: Bool = true) {
+        self.key = key
+        self.ascending = ascending
+    }
+}
+
+/// Options of a fetch, as PhotoKit's `PHFetchOptions`.
+public struct FetchOptions: Sendable, Hashable {
+    /// A condition the objects must meet.
+    public var predicate: FetchPredicate?
+    /// The order; album fetches of assets default to album order, others to creation date.
+    public var sortDescriptors: [SortDescriptor] = []
+    /// At most this many objects (0 = no limit).
+    public var fetchLimit = 0
+    /// Whether hidden assets are returned (default false, as in PhotoKit).
+    public var includeHiddenAssets = false
+
+    /// Default options.
+    public init(predicate: FetchPredicate? = nil, sortDescriptors: [SortDescriptor] = [], fetchLimit: Int = 0, includeHiddenAssets: Bool = false) {
+        self.predicate = predicate
+        self.sortDescriptors = sortDescriptors
+        self.fetchLimit = fetchLimit
+        self.includeHiddenAssets = includeHiddenAssets
+    }
+}
+
+/// The ordered result of a fetch: a frozen snapshot. Its count and members do not change after the
+/// fetch; observe the library to get updated results.
+public struct FetchResult<Element: Hashable & Sendable>: RandomAccessCollection, Sendable {
+    let objects: [Element]
+    let query: FetchQuery
+
+    init(_ objects: [Element], query: FetchQuery) {
+        self.objects = objects
+        self.query = query
+    }
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { objects.count }
+    public subscript(position: Int) -> Element { objects[position] }
+
+    /// The object at `index` (PhotoKit's `object(at:)`).
+    public func object(at index: Int) -> Element { objects[index] }
+    /// The first object, or nil when empty.
+    public var firstObject: Element? { objects.first }
+    /// The last object, or nil when empty.
+    public var lastObject: Element? { objects.last }
+    /// All objects, in order.
+    public var allObjects: [Element] { objects }
+}
+
+/// How to run a fetch again (for change details).
+enum FetchQuery: Sendable, Hashable {
+    case assets(FetchOptions)
+    case assetsWithIdentifiers([UUID], FetchOptions)
+    case assetsInAlbum(UUID, FetchOptions)
+    case assetsInSmartAlbum(CollectionSubtype, FetchOptions)
+    case collections(CollectionType?, CollectionSubtype, FetchOptions)
+    case collectionsWithIdentifiers([UUID], FetchOptions)
+}
+
+/// SQL for fetches.
+enum Fetching {
+    /// Members a default album fetch shows: created, not purged, not in Recently Deleted, not hidden.
+    static let visibleAsset = "a.created = 1 AND a.purged = 0 AND a.trash_cl % 2 = 1 AND a.hidden = 0"
+
+    static let assetColumns = """
+        a.asset_id, a.media_type, a.media_subtypes, a.pixel_width, a.pixel_height, a.duration, a.creation_date, a.modification_hlc,
+        a.created_hlc, a.latitude, a.longitude, a.altitude, a.favorite, a.hidden, a.trash_cl, a.trashed_hlc, a.source_device,
+        a.content_sha256 IS NOT NULL
+        """
+
+    static func asset(_ row: Statement) -> Asset {
+        let deleted = row.int64(14) % 2 == 0
+        return Asset(
+            id: row.withBlob(0) { UUID(bytes: $0) }!,
+            mediaType: MediaType(rawValue: Int(row.int64(1))) ?? .unknown,
+            mediaSubtypes: MediaSubtypes(rawValue: Int(row.int64(2))),
+            pixelWidth: Int(row.int64(3)), pixelHeight: Int(row.int64(4)), duration: row.double(5),
+            creationDate: row.isNull(6) ? nil : Date(timeIntervalSince1970: row.double(6)),
+            modificationDate: HLCTimestamp(rawValue: UInt64(bitPattern: row.int64(7))).dateValue,
+            addedDate: HLCTimestamp(rawValue: UInt64(bitPattern: row.int64(8))).dateValue,
+            location: row.isNull(9) ? nil : Location(latitude: row.double(9), longitude: row.double(10), altitude: row.isNull(11) ? nil : row.double(11)),
+            isFavorite: row.int64(12) == 1, isHidden: row.int64(13) == 1, isDeleted: deleted,
+            deletionDate: deleted ? HLCTimestamp(rawValue: UInt64(bitPattern: row.int64(15))).dateValue : nil,
+            sourceDevice: DeviceID(row.text(16)), hasAdjustments: row.int64(17) == 1)
+    }
+
+    /// An SQL condition and its bound values.
+    struct Condition {
+        var sql: String
+        var values: [any SQLBindable]
+    }
+
+    static func condition(_ predicate: FetchPredicate) -> Condition {
+        switch predicate {
+        case .mediaType(let type): return Condition(sql: "a.media_type = ?", values: [type.rawValue])
+        case .isFavorite(let value): return Condition(sql: "a.favorite = ?", values: [value])
+        case .isHidden(let value): return Condition(sql: "a.hidden = ?", values: [value])
+        case .createdOnOrAfter(let date): return Condition(sql: "a.creation_date >= ?", values: [date.timeIntervalSince1970])
+        case .createdBefore(let date): return Condition(sql: "a.creation_date < ?", values: [date.timeIntervalSince1970])
+        case .hasLocation(let value): return Condition(sql: value ? "a.latitude IS NOT NULL" : "a.latitude IS NULL", values: [])
+        case .minimumPixelWidth(let width): return Condition(sql: "a.pixel_width >= ?", values: [width])
+        case .title(let title): return Condition(sql: "c.title = ?", values: [title])
+        case .titleContains(let text):
+            let escaped = text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%").replacingOccurrences(of: "_", with: "\\_")
+            return Condition(sql: "c.title LIKE ? ESCAPE '\\'", values: ["%" + escaped + "%"])
+        case .and(let parts), .or(let parts):
+            guard !parts.isEmpty else { return Condition(sql: "1", values: []) }
+            let conditions = parts.map(condition)
+            let joiner: String
+            if case .and = predicate { joiner = " AND " } else { joiner = " OR " }
+            return Condition(sql: "(" + conditions.map(\.sql).joined(separator: joiner) + ")", values: conditions.flatMap(\.values))
+        case .not(let inner):
+            let condition = condition(inner)
+            return Condition(sql: "NOT (\(condition.sql))", values: condition.values)
+        }
+    }
+
+    static func mentionsHidden(_ predicate: FetchPredicate?) -> Bool {
+        switch predicate {
+        case .isHidden: return true
+        case .and(let parts), .or(let parts): return parts.contains { mentionsHidden($0) }
+        case .not(let inner): return mentionsHidden(inner)
+        default: return false
+        }
+    }
+
+    static func mentionsTitle(_ predicate: FetchPredicate?) -> Bool {
+        switch predicate {
+        case .title, .titleContains: return true
+        case .and(let parts), .or(let parts): return parts.contains { mentionsTitle($0) }
+        case .not(let inner): return mentionsTitle(inner)
+        default: return false
+        }
+    }
+
+    static func mentionsAssetKey(_ predicate: FetchPredicate?) -> Bool {
+        switch predicate {
+        case nil, .title, .titleContains: return false
+        case .and(let parts), .or(let parts): return parts.contains { mentionsAssetKey($0) }
+        case .not(let inner): return mentionsAssetKey(inner)
+        default: return true
+        }
+    }
+
+    static func order(_ descriptors: [SortDescriptor], defaultOrder: String, forAssets: Bool) throws -> String {
+        guard !descriptors.isEmpty else { return defaultOrder }
+        let columns = try descriptors.map { descriptor -> String in
+            let column: String
+            switch (descriptor.key, forAssets) {
+            case (.creationDate, true): column = "a.creation_date"
+            case (.modificationDate, true): column = "a.modification_hlc"
+            case (.addedDate, true): column = "a.created_hlc"
+            case (.mediaType, true): column = "a.media_type"
+            case (.isFavorite, true): column = "a.favorite"
+            case (.pixelWidth, true): column = "a.pixel_width"
+            case (.pixelHeight, true): column = "a.pixel_height"
+            case (.duration, true): column = "a.duration"
+            case (.title, false): column = "c.title"
+            case (.creationDate, false): column = "c.created_hlc"
+            case (.modificationDate, false): column = "c.modification_hlc"
+            default:
+                throw PhotoLibraryError(
+                    .changeNotSupported, "cannot sort \(forAssets ? "assets" : "albums") by \(descriptor.key.rawValue); choose another sort key")
+            }
+            return column + (descriptor.ascending ? " ASC" : " DESC")
+        }
+        return columns.joined(separator: ", ") + (forAssets ? ", a.asset_id" : ", c.album_id")
+    }
+}

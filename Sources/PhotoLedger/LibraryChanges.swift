@@ -1,0 +1,251 @@
+import Foundation
+import LedgerStore
+
+/// The changes of one change block: creates change requests, and records every change as an
+/// event of the block. Valid only inside the `performChanges` block it was passed to.
+///
+/// Each change is folded into the projections at once (so later requests in the block see it)
+/// and appended to the log when the block returns; the SQLite transaction makes the whole block
+/// atomic.
+public final class LibraryChanges {
+    unowned let library: PhotoLibrary
+    let database: Database
+    let access: Access
+    let changeBlock: UUID
+    private var nextSequence: Int64
+    private var events: [Event] = []
+    private var isValid = true
+    var touched = TouchedObjects()
+    var afterCommit: [() -> Void] = []
+    private var albumRequests: [UUID: AlbumChangeRequest] = [:]
+
+    init(library: PhotoLibrary, database: Database, access: Access) throws {
+        self.library = library
+        self.database = database
+        self.access = access
+        self.changeBlock = library.identifiers.next()
+        self.nextSequence = try EventLog(database).lastDeviceSequence(for: library.device) + 1
+    }
+
+    func invalidate() { isValid = false }
+
+    func checkValid(_ what: String) throws {
+        guard isValid else { throw PhotoLibraryError.outsideChangeBlock(what) }
+    }
+
+    func requireReadWrite(_ what: String) throws {
+        try checkValid(what)
+        if access == .addOnly {
+            throw PhotoLibraryError(.accessUserDenied, "add-only access can create assets but cannot \(what); request readWrite access")
+        }
+    }
+
+    /// Records a change of this block: folds it now, appends it to the log at commit.
+    func record(_ change: ChangeEvent, object: UUID) throws {
+        let event = Event(
+            id: library.identifiers.next(), device: library.device, deviceSequence: nextSequence, timestamp: library.clock.now(),
+            changeBlock: changeBlock, object: object, type: change.type.rawValue, schemaVersion: ChangeEvent.schemaVersion,
+            payload: change.encoded())
+        nextSequence += 1
+        touched.formUnion(try Projection(database).apply(change, of: event))
+        events.append(event)
+    }
+
+    func commit() throws {
+        guard !events.isEmpty else { return }
+        try EventLog(database).append(events)
+    }
+
+    /// The events recorded so far in this block.
+    var recordedEvents: [Event] { events }
+
+    // MARK: Assets
+
+    /// Records a new asset (metadata already extracted, resources already stored).
+    func createAsset(_ creation: ChangeEvent.AssetCreation) throws -> AssetCreationRequest {
+        try checkValid("createAsset")
+        let id = library.identifiers.next()
+        try record(.assetCreated(creation), object: id)
+        if access == .limited {
+            try database.execute("INSERT INTO limited_selection (asset_id) VALUES (?) ON CONFLICT DO NOTHING", [id.bytes])
+        }
+        return AssetCreationRequest(changes: self, id: id)
+    }
+
+    /// A request to change the properties of an asset.
+    public func assetChangeRequest(for asset: any ObjectReference) throws -> AssetChangeRequest {
+        try requireReadWrite("change assets")
+        let id = try existingAsset(asset, allowDeleted: true)
+        return AssetChangeRequest(changes: self, id: id)
+    }
+
+    /// Moves assets to Recently Deleted. Their album memberships are kept and come back on recovery.
+    public func deleteAssets(_ assets: [any ObjectReference]) throws {
+        try requireReadWrite("delete assets")
+        for (id, cl) in try trashState(assets) where cl % 2 == 1 {
+            try record(.assetDeleted(causalLength: cl + 1), object: id)
+        }
+    }
+
+    /// Brings assets back from Recently Deleted, with their latest properties and memberships.
+    public func recoverAssets(_ assets: [any ObjectReference]) throws {
+        try requireReadWrite("recover assets")
+        for (id, cl) in try trashState(assets) where cl % 2 == 0 {
+            try record(.assetRecovered(causalLength: cl + 1), object: id)
+        }
+    }
+
+    /// Removes assets in Recently Deleted for good.
+    public func purgeAssets(_ assets: [any ObjectReference]) throws {
+        try requireReadWrite("purge assets")
+        let states = try trashState(assets)
+        if let alive = states.first(where: { $0.1 % 2 == 1 }) {
+            throw PhotoLibraryError(
+                .changeNotSupported,
+                "asset \(LocalIdentifier(uuid: alive.0, kind: .asset)) is not in Recently Deleted; delete it before purging it")
+        }
+        for (id, _) in states { try record(.assetPurged, object: id) }
+    }
+
+    private func trashState(_ assets: [any ObjectReference]) throws -> [(UUID, Int64)] {
+        try assets.map { reference in
+            let id = try existingAsset(reference, allowDeleted: true)
+            let cl = try database.firstRow("SELECT trash_cl FROM assets WHERE asset_id = ?", [id.bytes]) { $0.int64(0) } ?? 1
+            return (id, cl)
+        }
+    }
+
+    /// The UUID of an asset that exists (created, not purged, visible under the current access).
+    func existingAsset(_ reference: any ObjectReference, allowDeleted: Bool = false) throws -> UUID {
+        let id = try PhotoLibrary.parse(reference, kind: .asset)
+        let row = try database.firstRow(
+            "SELECT trash_cl, purged, asset_id IN (SELECT asset_id FROM limited_selection) FROM assets WHERE asset_id = ? AND created = 1",
+            [id.bytes]
+        ) { ($0.int64(0), $0.int64(1) == 1, $0.int64(2) == 1) }
+        guard let (cl, purged, selected) = row, !purged, access != .limited || selected else {
+            throw PhotoLibraryError.notFound(reference.localIdentifier, kind: "asset")
+        }
+        if !allowDeleted && cl % 2 == 0 {
+            throw PhotoLibraryError(
+                .changeNotSupported, "asset \(reference.localIdentifier) is in Recently Deleted; recover it before using it")
+        }
+        return id
+    }
+
+    // MARK: Albums
+
+    /// Creates an album with a title. Titles are not unique: another album may have the same one.
+    ///
+    /// With a `stableKey`, the album's identifier is derived from the key, so devices that create
+    /// "the same" album concurrently (for example an app's own album) converge on one album.
+    public func createAlbum(title: String, stableKey: String? = nil) throws -> AlbumChangeRequest {
+        try requireReadWrite("create albums")
+        let id = stableKey.map { UUID.named("album/" + $0, in: PhotoLibrary.namespace) } ?? library.identifiers.next()
+        try record(.albumCreated(title: title, subtype: CollectionSubtype.albumRegular.rawValue), object: id)
+        return try albumRequest(id, isNew: true)
+    }
+
+    /// The first regular album with this exact title (oldest first), including albums created
+    /// earlier in this block, or nil.
+    public func album(titled title: String) throws -> AlbumChangeRequest? {
+        try requireReadWrite("find albums")
+        let id = try database.firstRow(
+            """
+            SELECT album_id FROM albums WHERE created = 1 AND deleted = 0 AND merged_into IS NULL AND title = ?
+            ORDER BY created_hlc, album_id LIMIT 1
+            """, [title]
+        ) { UUID(bytes: $0.blob(0))! }
+        return try id.map { try albumRequest($0, isNew: false) }
+    }
+
+    /// A request to change an album: its title and its assets.
+    public func albumChangeRequest(for album: any ObjectReference) throws -> AlbumChangeRequest {
+        try requireReadWrite("change albums")
+        return try albumRequest(try existingAlbum(album), isNew: false)
+    }
+
+    /// Deletes albums. Their assets stay in the library.
+    public func deleteAlbums(_ albums: [any ObjectReference]) throws {
+        try requireReadWrite("delete albums")
+        for id in try albums.map({ try existingAlbum($0) }) {
+            try record(.albumDeleted, object: id)
+            albumRequests[id] = nil
+        }
+    }
+
+    /// Merges albums (for example two albums with the same title made on two devices) into the
+    /// one with the smallest identifier: the members are united, positions kept, the others
+    /// disappear, and later changes addressed to them land in the merged album.
+    public func mergeAlbums(_ albums: [any ObjectReference]) throws -> AlbumChangeRequest {
+        try requireReadWrite("merge albums")
+        let ids = Set(try albums.map { try existingAlbum($0) })
+        guard ids.count >= 2, let winner = ids.min(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) else {
+            throw PhotoLibraryError(.changeNotSupported, "merging needs at least two different albums")
+        }
+        for loser in ids where loser != winner {
+            try record(.albumMerged(winner: winner), object: loser)
+            albumRequests[loser] = nil
+        }
+        albumRequests[winner] = nil
+        return try albumRequest(winner, isNew: false)
+    }
+
+    /// The UUID of a live album, following merges.
+    func existingAlbum(_ reference: any ObjectReference) throws -> UUID {
+        let id = try PhotoLibrary.parse(reference, kind: .album)
+        guard let resolved = try AlbumMembers.resolve(id, in: database) else {
+            throw PhotoLibraryError.notFound(reference.localIdentifier, kind: "album")
+        }
+        return resolved
+    }
+
+    private func albumRequest(_ id: UUID, isNew: Bool) throws -> AlbumChangeRequest {
+        if let request = albumRequests[id] { return request }
+        let request = try AlbumChangeRequest(changes: self, id: id, isNew: isNew)
+        albumRequests[id] = request
+        return request
+    }
+}
+
+/// A request that created an asset; its placeholder names the new asset.
+public final class AssetCreationRequest {
+    unowned let changes: LibraryChanges
+    let id: UUID
+
+    init(changes: LibraryChanges, id: UUID) {
+        self.changes = changes
+        self.id = id
+    }
+
+    /// The placeholder of the created asset: its identifier is the asset's final identifier.
+    public var placeholderForCreatedAsset: ObjectPlaceholder { ObjectPlaceholder(LocalIdentifier(uuid: id, kind: .asset)) }
+}
+
+/// A request to change an asset's properties. Each property set is recorded as its own
+/// last-writer-wins change: setting `isFavorite` never touches `isHidden`.
+public final class AssetChangeRequest {
+    unowned let changes: LibraryChanges
+    let id: UUID
+
+    init(changes: LibraryChanges, id: UUID) {
+        self.changes = changes
+        self.id = id
+    }
+
+    /// The asset's identifier.
+    public var localIdentifier: String { LocalIdentifier(uuid: id, kind: .asset).description }
+
+    private func set(_ change: ChangeEvent.AssetChanges) throws {
+        try changes.checkValid("an asset change request")
+        try changes.record(.assetChanged(change), object: id)
+    }
+
+    /// Marks or unmarks the asset as a favorite.
+    public func setFavorite(_ value: Bool) throws { try set(.init(isFavorite: value)) }
+    /// Hides or shows the asset.
+    public func setHidden(_ value: Bool) throws { try set(.init(isHidden: value)) }
+    /// Sets or clears when the photo was taken.
+    public func setCreationDate(_ value: Date?) throws { try set(.init(creationDate: .some(value))) }
+    /// Sets or clears where the photo was taken.
+    public func setLocation(_ value: Location?) throws { try set(.init(location: .some(value))) }
+}

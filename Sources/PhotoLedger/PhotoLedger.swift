@@ -1,2 +1,0 @@
-/// The `PhotoLedger` module.
-enum PhotoLedgerModule {}

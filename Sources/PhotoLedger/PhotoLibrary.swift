@@ -1,0 +1,252 @@
+import Dispatch
+import Foundation
+import LedgerStore
+
+/// A photo library stored in one SQLite file: assets and albums, changed only through change
+/// requests inside change blocks, every change an event in an append-only log.
+///
+/// ```swift
+/// let library = try PhotoLibrary(url: libraryURL, device: "anna-phone")
+/// let placeholder = try await library.performChanges { changes in
+///     let created = try changes.createAsset(fromImageAt: fileURL)
+///     let album = try changes.album(titled: "Trip") ?? changes.createAlbum(title: "Trip")
+///     try album.insertAssets([created.placeholderForCreatedAsset], at: [0])
+///     return created.placeholderForCreatedAsset
+/// }
+/// let asset = try library.fetchAssets(withLocalIdentifiers: [placeholder.localIdentifier]).first
+/// ```
+///
+/// A `PhotoLibrary` is safe to use from any thread or task; change blocks run one at a time.
+public final class PhotoLibrary: Sendable {
+    /// Settings of a library instance.
+    public struct Options: Sendable {
+        /// The physical clock, in Unix milliseconds (injected in tests).
+        public var clock: @Sendable () -> UInt64 = { WallClock.milliseconds() }
+        /// A seed for identifiers and position keys; nil uses the system's random source.
+        public var randomSeed: UInt64?
+        /// Answers authorization requests, as the system prompt would.
+        public var promptHandler: (@Sendable (AccessLevel) async -> AuthorizationStatus)?
+        /// How far ahead of this device's clock a received event's timestamp may be.
+        public var maximumClockDrift: Duration = .seconds(300)
+        /// How long assets stay in Recently Deleted before ``PhotoLibrary/purgeExpiredDeletions()`` removes them.
+        public var deletionRetention: Duration = .seconds(30 * 24 * 3600)
+        /// Open with read and write access already granted (for tools that own their library).
+        public var preauthorized = false
+
+        /// Default options.
+        public init() {}
+    }
+
+    /// The namespace of name-based identifiers (smart albums, albums with a stable key).
+    public static let namespace = UUID(uuidString: "6F0A39D4-7C1E-4D7B-9B57-5A3C2B1E8F10")!
+
+    /// This device's identity in the library.
+    public let device: DeviceID
+    /// The library file.
+    public let url: URL
+    let options: Options
+    let storage: DatabaseQueue
+    let clock: HybridLogicalClock
+    let identifiers: UUIDv7Generator
+    let randomness: RandomSource
+    let observers: ObserverRegistry
+
+    /// Opens (creating if needed) the library at `url` for `device`.
+    ///
+    /// - Throws: ``PhotoLibraryError`` with `.internalError` when the file is not a library
+    ///   or is damaged, `.changeNotSupported` when it was made by a newer version.
+    public init(url: URL, device: DeviceID, options: Options = Options()) throws {
+        if let problem = DeviceID.problem(with: device.rawValue) {
+            throw PhotoLibraryError(.changeNotSupported, "invalid device name '\(device.rawValue)': \(problem)")
+        }
+        self.url = url
+        self.device = device
+        self.options = options
+        do {
+            storage = try DatabaseQueue(path: url.path)
+            try storage.writeWithoutTransaction { try Migrator.library().migrate($0) }
+            let last = try storage.read { try EventLog($0).lastTimestamp() }
+            let drift = options.maximumClockDrift.components
+            clock = HybridLogicalClock(
+                physicalClock: options.clock, last: last,
+                maximumDriftMilliseconds: UInt64(drift.seconds) * 1000 + UInt64(drift.attoseconds / 1_000_000_000_000_000))
+        } catch {
+            throw Self.translate(error, doing: "open the library at \(url.path)")
+        }
+        let seed = options.randomSeed
+        identifiers = UUIDv7Generator(
+            clock: options.clock,
+            random: seed.map { SeededRandomNumberGenerator(seed: $0) as any RandomNumberGenerator & Sendable } ?? SystemRandomNumberGenerator())
+        randomness = RandomSource(seed: seed.map { $0 ^ 0x5DEE_CE66_D1CE_4E5B })
+        observers = ObserverRegistry()
+        if options.preauthorized {
+            try setAuthorizationStatus(.authorized, for: .readWrite)
+        }
+    }
+
+    // MARK: Change blocks
+
+    /// Runs a change block and waits for it. All changes in the block commit together as one
+    /// atomic group of events, or none does when the block throws.
+    ///
+    /// - Throws: The block's error, or ``PhotoLibraryError``: `.accessUserDenied` /
+    ///   `.accessRestricted` without write access, `.changeNotSupported` when called from inside
+    ///   another change block.
+    @discardableResult
+    public func performChangesAndWait<T>(_ body: (LibraryChanges) throws -> T) throws -> T {
+        if storage.isAccessedByCurrentThread {
+            throw PhotoLibraryError(
+                .changeNotSupported,
+                "performChanges cannot be nested: this thread is already inside a change block or a fetch; "
+                    + "make all changes in the outer block")
+        }
+        var touched = TouchedObjects()
+        var afterCommit: [() -> Void] = []
+        let result: T
+        do {
+            result = try storage.write { db in
+                let access = try Self.writeAccess(in: db)
+                let changes = try LibraryChanges(library: self, database: db, access: access)
+                defer { changes.invalidate() }
+                let value = try body(changes)
+                try changes.commit()
+                touched = changes.touched
+                afterCommit = changes.afterCommit
+                return value
+            }
+        } catch {
+            throw Self.translate(error, doing: "perform changes")
+        }
+        for action in afterCommit { action() }
+        notifyObservers(touched)
+        return result
+    }
+
+    /// Runs a change block off the caller's thread and returns its result once it has committed.
+    @discardableResult
+    public func performChanges<T: Sendable>(_ body: @escaping @Sendable (LibraryChanges) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Self.changeQueue.async {
+                continuation.resume(with: Result { try self.performChangesAndWait(body) })
+            }
+        }
+    }
+
+    static let changeQueue = DispatchQueue(label: "photoledger.changes", attributes: .concurrent)
+
+    // MARK: Events from other devices
+
+    /// Applies events that arrived from other devices, in one transaction with the log: new events
+    /// are appended and folded, events already present are ignored. Returns how many were new.
+    package func applyRemoteEvents(_ events: [Event], extra: ((Database) throws -> Void)? = nil) throws -> Int {
+        var touched = TouchedObjects()
+        var applied = 0
+        do {
+            try storage.write { db in
+                for event in events where event.device != device {
+                    try clock.receive(event.timestamp)
+                }
+                let outcomes = try EventLog(db).append(events)
+                let projection = Projection(db)
+                for (event, outcome) in zip(events, outcomes) where outcome != .duplicate {
+                    touched.formUnion(try projection.apply(event))
+                    applied += 1
+                }
+                try extra?(db)
+            }
+        } catch {
+            throw Self.translate(error, doing: "apply events from other devices")
+        }
+        notifyObservers(touched)
+        return applied
+    }
+
+    /// Runs `body` on the library's database inside a write transaction (for the sync engine's
+    /// own bookkeeping: cursors, acknowledgements).
+    package func withDatabase<T>(_ body: (Database) throws -> T) throws -> T {
+        do { return try storage.write(body) } catch { throw Self.translate(error, doing: "update the library") }
+    }
+
+    /// Runs `body` on the library's database for reading.
+    package func readDatabase<T>(_ body: (Database) throws -> T) throws -> T {
+        do { return try storage.read(body) } catch { throw Self.translate(error, doing: "read the library") }
+    }
+
+    // MARK: Maintenance
+
+    /// Deletes and refolds every projection from the log. The result is identical to the
+    /// projections maintained incrementally.
+    public func rebuild() throws {
+        do {
+            try storage.write { try Projection($0).rebuild() }
+        } catch {
+            throw Self.translate(error, doing: "rebuild the projections")
+        }
+    }
+
+    /// Verifies the hash chain of the log.
+    public func verify() throws -> EventLog.Verification {
+        try readDatabase { try EventLog($0).verify() }
+    }
+
+    /// Purges assets that have been in Recently Deleted longer than the retention period.
+    /// Returns their identifiers.
+    @discardableResult
+    public func purgeExpiredDeletions() throws -> [String] {
+        let retention = options.deletionRetention.components.seconds * 1000
+        let cutoff = HLCTimestamp(milliseconds: options.clock() - UInt64(max(0, retention)), counter: 0)
+        let expired = try readDatabase { db in
+            try db.rows(
+                "SELECT asset_id FROM assets WHERE created = 1 AND purged = 0 AND trash_cl % 2 = 0 AND trashed_hlc < ?",
+                [Int64(bitPattern: cutoff.rawValue)]
+            ) { LocalIdentifier(uuid: UUID(bytes: $0.blob(0))!, kind: .asset).description }
+        }
+        guard !expired.isEmpty else { return [] }
+        try performChangesAndWait { try $0.purgeAssets(expired) }
+        return expired
+    }
+
+    // MARK: Helpers
+
+    static func parse(_ reference: any ObjectReference, kind: ObjectKind) throws -> UUID {
+        guard let identifier = LocalIdentifier(reference.localIdentifier), identifier.kind == kind else {
+            throw PhotoLibraryError(
+                .identifierNotFound,
+                "'\(reference.localIdentifier)' is not a valid \(kind == .asset ? "asset" : "album") identifier "
+                    + "(expected <UUID>/L0/\(kind.rawValue))")
+        }
+        return identifier.uuid
+    }
+
+    /// Turns any failure into a ``PhotoLibraryError`` that says what to do.
+    static func translate(_ error: any Error, doing action: String) -> any Error {
+        switch error {
+        case is PhotoLibraryError, is CancellationError:
+            return error
+        case let error as DatabaseError where error.code == 13:
+            return PhotoLibraryError(.notEnoughSpace, "could not \(action): the disk is full; free some space and retry")
+        case let error as DatabaseError:
+            return PhotoLibraryError(.internalError, "could not \(action): \(error)")
+        case let error as MigrationError:
+            if case .newerSchema = error.reason { return PhotoLibraryError(.changeNotSupported, error.description) }
+            return PhotoLibraryError(.internalError, error.description)
+        case let error as ClockDriftError:
+            return PhotoLibraryError(.operationInterrupted, "could not \(action): \(error)")
+        case let error as StoreUsageError:
+            return PhotoLibraryError(.changeNotSupported, "could not \(action): \(error.message)")
+        default:
+            return error
+        }
+    }
+}
+
+/// The library's random source for position keys: seeded in tests, from the system otherwise.
+final class RandomSource: @unchecked Sendable {
+    // Safe to share: `generator` is used only while `lock` is held.
+    private let lock = NSLock()
+    private var generator: SeededRandomNumberGenerator
+
+    init(seed: UInt64?) { generator = SeededRandomNumberGenerator(seed: seed ?? UInt64.random(in: .min ... .max)) }
+
+    func use<T>(_ body: (inout SeededRandomNumberGenerator) -> T) -> T { lock.withLock { body(&generator) } }
+}
