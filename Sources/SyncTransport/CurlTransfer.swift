@@ -19,7 +19,6 @@ final class CurlTransfer {
     private let request: HTTPRequest
     private let configuration: CurlTransport.Configuration
     private let cancellation: CancellationFlag
-    private let shownURL: String
 
     private var upload = UploadSource.none
     private var responseStatus = 0
@@ -35,7 +34,6 @@ final class CurlTransfer {
         self.request = request
         self.configuration = configuration
         self.cancellation = cancellation
-        self.shownURL = URLDisplay.redacted(request.url)
     }
 
     /// Runs the exchange and returns the response, or throws what went wrong.
@@ -124,7 +122,7 @@ final class CurlTransfer {
             })
         try check(plcurl_setopt_pointer(raw, CURLOPT_XFERINFODATA, context))
         try set(CURLOPT_NOPROGRESS, 0)
-        guard upload.size != nil else { return }
+        // Set even without a body, so libcurl never falls back to reading standard input.
         try check(
             plcurl_setopt_read_function(raw) { buffer, size, count, context in
                 guard let context, let buffer else { return Int(CURL_READFUNC_ABORT) }
@@ -226,6 +224,7 @@ final class CurlTransfer {
     /// Returns the number of bytes consumed; anything else makes libcurl fail with a write error.
     private func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
         if bodyGoesToFile == nil { bodyGoesToFile = startDownloadIfNeeded() }
+        if localFileError != nil { return 0 }
         guard bodyGoesToFile == true else {
             let room = request.responseBodyDestination == nil ? bytes.count : max(0, Self.errorBodyLimit - memoryBody.count)
             memoryBody.append(contentsOf: bytes.prefix(room))

@@ -1,5 +1,4 @@
 import CCurl
-import Dispatch
 import Foundation
 import Synchronization
 
@@ -15,7 +14,8 @@ import Synchronization
 /// - Cancelling the calling task aborts the transfer (within about a second even when the server is
 ///   silent) and throws `CancellationError`.
 ///
-/// Blocking libcurl calls run on the transport's own dispatch queue, never on the cooperative pool.
+/// Each transfer blocks a thread of its own, never one of the cooperative pool, so a slow download
+/// does not hold up other requests or other tasks.
 /// Retries are not done here: wrap the transport in a ``RetryingTransport``.
 public final class CurlTransport: HTTPTransport {
     /// Time limits and TLS settings for every request of a transport.
@@ -64,7 +64,6 @@ public final class CurlTransport: HTTPTransport {
     /// The settings every request uses.
     public let configuration: Configuration
     private let pool: EasyHandlePool
-    private let queue = DispatchQueue(label: "PhotoLedger.CurlTransport", qos: .utility, attributes: .concurrent)
 
     /// Creates a transport.
     public init(configuration: Configuration = Configuration()) {
@@ -79,13 +78,13 @@ public final class CurlTransport: HTTPTransport {
     public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
         try Task.checkCancellation()
         try RequestValidation.validate(request)
-        let handle = try pool.checkOut()
+        let handle = try pool.checkOut(for: request.url)
         let cancellation = CancellationFlag()
         let configuration = configuration
         let pool = pool
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                queue.async {
+                Thread.detachNewThread {
                     let result = Result {
                         try CurlTransfer(handle: handle, request: request, configuration: configuration, cancellation: cancellation)
                             .perform()

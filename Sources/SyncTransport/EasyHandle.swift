@@ -1,4 +1,5 @@
 import CCurl
+import Foundation
 import Synchronization
 
 /// One libcurl easy handle with its error buffer; freed in `deinit`.
@@ -39,12 +40,12 @@ final class EasyHandlePool: Sendable {
     init(maximumIdle: Int) { self.maximumIdle = max(0, maximumIdle) }
 
     /// An idle handle, or a new one.
-    func checkOut() throws -> EasyHandle {
-        try CurlGlobal.initialize()
+    func checkOut(for url: URL) throws -> EasyHandle {
+        try CurlGlobal.initialize(for: url)
         if let handle = idle.withLock({ $0.popLast() }) { return handle }
         guard let handle = EasyHandle() else {
             throw TransportError.other(
-                url: "", curlCode: Int(CURLE_FAILED_INIT.rawValue), message: "curl_easy_init failed (out of memory?)")
+                url: URLDisplay.redacted(url), curlCode: Int(CURLE_FAILED_INIT.rawValue), message: "curl_easy_init failed (out of memory?)")
         }
         return handle
     }
@@ -62,11 +63,12 @@ final class EasyHandlePool: Sendable {
 enum CurlGlobal {
     private static let result: UInt32 = plcurl_global_init().rawValue
 
-    static func initialize() throws {
+    static func initialize(for url: URL) throws {
         guard result == CURLE_OK.rawValue else {
             let code = CURLcode(rawValue: result)
             throw TransportError.other(
-                url: "", curlCode: Int(result), message: "curl_global_init failed: \(String(cString: curl_easy_strerror(code)))")
+                url: URLDisplay.redacted(url), curlCode: Int(result),
+                message: "curl_global_init failed: \(String(cString: curl_easy_strerror(code)))")
         }
     }
 }

@@ -142,6 +142,71 @@ struct CurlTransportTests {
         #expect(Set(bodies) == Set((0..<8).map { "/\($0)" }))
     }
 
+    @Test func aConnectionTheServerDroppedIsReplacedAndTheBodyResent() async throws {
+        let server = try ScriptedHTTPServer(script: [
+            .respond(.init(body: Array("first".utf8))),
+            .closeWithoutAnswer,
+            .respond(.init(body: Array("second".utf8))),
+        ])
+        defer { server.stop() }
+        let body = patternBytes(count: 200_000)
+        _ = try await transport.send(HTTPRequest(url: server.url("/1")))
+        let response = try await transport.send(HTTPRequest(method: .post, url: server.url("/2"), body: .bytes(body)))
+        #expect(response.body.bytes == Array("second".utf8))
+        #expect(server.acceptedConnections == 2)
+        #expect(server.requests.suffix(2).map(\.body) == [body, body])
+    }
+
+    @Test func serverClosingAfterAResponseDoesNotBreakTheNextRequest() async throws {
+        let server = try ScriptedHTTPServer(script: [
+            .respond(.init(body: Array("closing".utf8), close: true)),
+            .respond(.init(body: Array("dropping".utf8), dropConnection: true)),
+            .respond(.init(body: Array("fresh".utf8))),
+        ])
+        defer { server.stop() }
+        var bodies: [String] = []
+        for path in ["/1", "/2", "/3"] {
+            let response = try await transport.send(HTTPRequest(method: .put, url: server.url(path), body: .bytes([1, 2])))
+            bodies.append(String(decoding: response.body.bytes, as: UTF8.self))
+        }
+        #expect(bodies == ["closing", "dropping", "fresh"])
+        #expect(server.acceptedConnections == 3)
+    }
+
+    @Test func redirectsAreNotFollowedByDefault() async throws {
+        let server = try ScriptedHTTPServer { request in
+            request.path == "/old"
+                ? .respond(.init(status: 302, headers: [("Location", "/new")])) : .respond(.init(body: Array("new".utf8)))
+        }
+        defer { server.stop() }
+        let response = try await transport.send(HTTPRequest(url: server.url("/old")))
+        #expect(response.status == 302)
+        #expect(response.headers["location"] == "/new")
+        #expect(server.requests.map(\.path) == ["/old"])
+
+        let following = CurlTransport(configuration: .init(followRedirects: true))
+        let followed = try await following.send(HTTPRequest(url: server.url("/old")))
+        #expect(followed.status == 200)
+        #expect(followed.body.bytes == Array("new".utf8))
+        #expect(followed.headers["Location"] == nil)
+    }
+
+    @Test func slowRequestsRunInParallel() async throws {
+        let server = try ScriptedHTTPServer(script: [.respond(.init(delay: .milliseconds(600)))])
+        defer { server.stop() }
+        let transport = transport
+        let clock = ContinuousClock()
+        let start = clock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<6 {
+                group.addTask { _ = try await transport.send(HTTPRequest(url: server.url("/\(index)"))) }
+            }
+            try await group.waitForAll()
+        }
+        #expect(clock.now - start < .milliseconds(1500), "six 600 ms requests must overlap")
+        #expect(server.acceptedConnections == 6)
+    }
+
     // MARK: - Failures
 
     @Test func refusedConnectionIsUnreachableWithAClearMessage() async throws {

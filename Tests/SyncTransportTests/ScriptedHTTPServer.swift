@@ -33,8 +33,11 @@ final class ScriptedHTTPServer: Sendable {
         var delay: Duration?
         /// Sends the headers and this many body bytes, then stalls until the client goes away.
         var stallAfterBodyBytes: Int?
-        /// Closes the connection after answering.
+        /// Closes the connection after answering, saying so with `Connection: close`.
         var close = false
+        /// Closes the connection after answering without saying so, as a server whose idle timeout
+        /// expires does.
+        var dropConnection = false
     }
 
     /// What the server does with one request.
@@ -166,7 +169,7 @@ final class ScriptedHTTPServer: Sendable {
         if response.close { head += "Connection: close\r\n" }
         head += "\r\n"
         guard Self.send(connection, Array(head.utf8)) else { return false }
-        if request.method == "HEAD" { return !response.close }
+        if request.method == "HEAD" { return !response.close && !response.dropConnection }
         if let stall = response.stallAfterBodyBytes {
             _ = Self.send(connection, Array(response.body.prefix(stall)))
             var byte: UInt8 = 0
@@ -184,7 +187,7 @@ final class ScriptedHTTPServer: Sendable {
         } else {
             guard Self.send(connection, response.body) else { return false }
         }
-        return !response.close
+        return !response.close && !response.dropConnection
     }
 
     @discardableResult
