@@ -1,0 +1,166 @@
+import Foundation
+import LedgerStore
+import PhotoMedia
+import Testing
+
+@Suite("Content-addressed resource store")
+struct ResourceStoreTests {
+    let directory: TemporaryDirectory
+    let store: ResourceStore
+
+    init() throws {
+        directory = try TemporaryDirectory()
+        store = try ResourceStore(directory: directory.file("resources"))
+    }
+
+    private func temporaryFiles() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: store.directory.appendingPathComponent("tmp").path)
+    }
+
+    @Test("bytes of every format come back exactly, from data and from a file", arguments: MediaFormat.allCases)
+    func roundTrip(format: MediaFormat) throws {
+        let bytes = SyntheticMedia.sample(format, width: 40, height: 30, seed: 11)
+        let fromData = try store.importMedia(bytes, name: "a.\(format.preferredFilenameExtension)")
+        #expect(fromData.info.format == format)
+        #expect(fromData.resource.hash == Hex.encode(SHA256.hash(bytes)))
+        #expect(fromData.resource.size == Int64(bytes.count))
+        #expect(try store.read(fromData.resource.hash) == Data(bytes))
+
+        let other = SyntheticMedia.sample(format, width: 41, height: 30, seed: 12)
+        let url = try directory.write(other, to: "b.\(format.preferredFilenameExtension)")
+        let fromFile = try store.importMedia(fileAt: url)
+        #expect(fromFile.info.pixelWidth == 41)
+        #expect(try store.read(fromFile.resource.hash) == Data(other))
+        #expect(FileManager.default.fileExists(atPath: url.path), "a copy leaves the source")
+        #expect(try temporaryFiles().isEmpty)
+    }
+
+    @Test("files are named by their SHA-256 in fan-out directories")
+    func layout() throws {
+        let stored = try store.ingest(Array("hello".utf8))
+        #expect(stored.hash == "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824")
+        let url = try #require(store.url(for: stored.hash))
+        #expect(url.path == store.directory.path + "/2c/" + stored.hash)
+        #expect(store.contains(stored.hash))
+        #expect(try store.size(of: stored.hash) == 5)
+    }
+
+    @Test("identical bytes are stored once, and the second ingest says so")
+    func deduplication() throws {
+        let bytes = SyntheticMedia.sample(.jpeg, width: 30, height: 30, seed: 1)
+        let first = try store.ingest(bytes)
+        let second = try store.ingest(fileAt: try directory.write(bytes, to: "copy.jpg"))
+        #expect(first.isNew)
+        #expect(!second.isNew)
+        #expect(first.hash == second.hash)
+        let fanOut = store.directory.appendingPathComponent(String(first.hash.prefix(2))).path
+        #expect(try FileManager.default.contentsOfDirectory(atPath: fanOut) == [first.hash])
+        #expect(try temporaryFiles().isEmpty)
+    }
+
+    @Test("a moved file is stored without touching the source, which the caller deletes after its commit")
+    func moveTransfer() throws {
+        let bytes = SyntheticMedia.sample(.mp4, width: 64, height: 48, seed: 3)
+        let source = try directory.write(bytes, to: "capture.mp4")
+        let imported = try store.importMedia(fileAt: source, transfer: .move)
+        #expect(FileManager.default.fileExists(atPath: source.path), "the source stays until the change commits")
+        try FileManager.default.removeItem(at: source)  // what the library does after its commit
+        #expect(try store.read(imported.resource.hash) == Data(bytes))
+    }
+
+    @Test("invalid media is rejected and leaves nothing in the store")
+    func invalidLeavesNothing() throws {
+        let bytes = Array(SyntheticMedia.sample(.png, width: 30, height: 30, seed: 1).dropLast(5))
+        let url = try directory.write(bytes, to: "IMG_9.png")
+        let error = Samples.mediaError { _ = try store.importMedia(fileAt: url) }
+        #expect(error?.kind == .invalidResource)
+        #expect(error?.resource == "IMG_9.png")
+        #expect(Samples.mediaError { _ = try store.importMedia(bytes, name: "IMG_9.png") }?.kind == .invalidResource)
+        #expect(try temporaryFiles().isEmpty)
+        #expect(!store.contains(Hex.encode(SHA256.hash(bytes))))
+    }
+
+    @Test("ingesting a missing file is a missingResource")
+    func missingSource() throws {
+        let error = Samples.mediaError { _ = try store.importMedia(fileAt: directory.file("nothing.heic")) }
+        #expect(error?.kind == .missingResource)
+        #expect(error?.resource == "nothing.heic")
+    }
+
+    @Test("reading an unknown or malformed hash fails clearly")
+    func unknownHashes() {
+        let absent = String(repeating: "ab", count: 32)
+        #expect(Samples.mediaError { _ = try store.read(absent) }?.kind == .missingResource)
+        #expect(Samples.mediaError { _ = try store.read("../../etc/passwd") }?.kind == .invalidResource)
+        #expect(store.url(for: "../x") == nil)
+        #expect(!store.contains(absent))
+    }
+
+    @Test("a corrupted resource is detected on read, never returned")
+    func corruptionOnRead() throws {
+        let stored = try store.ingest(SyntheticMedia.sample(.gif, width: 20, height: 20, seed: 4))
+        let url = try #require(store.url(for: stored.hash))
+        var bytes = try [UInt8](Data(contentsOf: url))
+        bytes[bytes.count / 2] ^= 0x01
+        try Data(bytes).write(to: url)
+        let error = Samples.mediaError { _ = try store.read(stored.hash) }
+        #expect(error?.kind == .corruptedResource)
+        #expect(error?.resource == stored.hash)
+    }
+
+    @Test("writing a resource to a file streams it with progress, and a corrupted one leaves no partial file")
+    func writeToFile() throws {
+        var random = SeededRandomNumberGenerator(seed: 5)
+        let bytes = (0..<(ResourceStore.chunkSize * 2 + 12_345)).map { _ in UInt8.random(in: 0...255, using: &random) }
+        let stored = try store.ingest(bytes)
+        var reports: [(Int64, Int64)] = []
+        let destination = directory.file("export.bin")
+        try store.write(stored.hash, to: destination) { reports.append(($0, $1)) }
+        #expect(try Data(contentsOf: destination) == Data(bytes))
+        #expect(reports.map(\.0) == [Int64(ResourceStore.chunkSize), Int64(ResourceStore.chunkSize * 2), Int64(bytes.count)])
+        #expect(reports.allSatisfy { $0.1 == Int64(bytes.count) })
+
+        let existing = Samples.mediaError { try store.write(stored.hash, to: destination) }
+        #expect(existing?.kind == .fileSystem, "an existing destination is never overwritten")
+        #expect(try Data(contentsOf: destination) == Data(bytes))
+
+        let url = try #require(store.url(for: stored.hash))
+        let handle = try FileHandle(forWritingTo: url)
+        try handle.seek(toOffset: UInt64(bytes.count - 1))
+        try handle.write(contentsOf: [bytes[bytes.count - 1] ^ 0xFF])
+        try handle.close()
+        let damaged = directory.file("damaged.bin")
+        let error = Samples.mediaError { try store.write(stored.hash, to: damaged) }
+        #expect(error?.kind == .corruptedResource)
+        #expect(!FileManager.default.fileExists(atPath: damaged.path), "the partial destination is removed")
+    }
+
+    @Test("garbage collection removes orphans and temporary files, never a referenced resource")
+    func garbageCollection() throws {
+        let kept = try store.ingest(Array("referenced".utf8))
+        let orphan = try store.ingest(Array("orphan".utf8))
+        let temporary = store.directory.appendingPathComponent("tmp/ingest-left-by-a-crash")
+        try Data("partial".utf8).write(to: temporary)
+
+        let early = try store.collectGarbage(referenced: [kept.hash])
+        #expect(early == GarbageCollectionReport(), "within the grace period nothing is taken")
+
+        let report = try store.collectGarbage(referenced: [kept.hash], gracePeriod: 0, now: Date().addingTimeInterval(1))
+        #expect(report.removedResources == [orphan.hash])
+        #expect(report.removedTemporaryFiles == ["ingest-left-by-a-crash"])
+        #expect(report.reclaimedBytes == Int64("orphan".utf8.count + "partial".utf8.count))
+        #expect(store.contains(kept.hash))
+        #expect(!store.contains(orphan.hash))
+        #expect(try store.read(kept.hash) == Data("referenced".utf8))
+        #expect(try store.collectGarbage(referenced: [kept.hash], gracePeriod: 0) == GarbageCollectionReport())
+    }
+
+    @Test("re-ingesting an orphan refreshes it, so a collection with a grace period spares it")
+    func reingestRefreshes() throws {
+        let orphan = try store.ingest(Array("photo".utf8))
+        let url = try #require(store.url(for: orphan.hash))
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -7200)], ofItemAtPath: url.path)
+        _ = try store.ingest(Array("photo".utf8))
+        #expect(try store.collectGarbage(referenced: []).removedResources.isEmpty)
+    }
+}
