@@ -247,7 +247,8 @@ func admin(_ arguments: ArraySlice<String>) throws {
             }
         let widths = (0..<5).map { column in rows.map { $0[column].count }.max() ?? 0 }
         for row in rows {
-            print(row.enumerated().map { $1.padding(toLength: widths[$0], withPad: " ", startingAt: 0) }.joined(separator: "  "))
+            let cells = row.enumerated().map { $0 == row.count - 1 ? $1 : $1.padding(toLength: widths[$0], withPad: " ", startingAt: 0) }
+            print(cells.joined(separator: "  "))
         }
     case "-h", "--help":
         print(overview)
