@@ -61,11 +61,14 @@ public struct ObjectChangeDetails<T: PhotoObject>: Sendable {
     public var objectWasDeleted: Bool { objectAfterChanges == nil }
 }
 
-/// How a fetch result changed, with PhotoKit's index rules: `removedIndexes` refer to the result
-/// before the changes; `insertedIndexes` to the result after removals and insertions, which has
-/// the length of the new result; `changedIndexes` to the result after the changes; moves go from
-/// an index in the result after removals and insertions to an index in the new result. Apply them
-/// in that order: removals, insertions, changes, moves.
+/// How a fetch result changed, with PhotoKit's index rules. Apply them in this order:
+/// 1. remove the objects at `removedIndexes` (indexes in the result before the changes);
+/// 2. insert the new objects at `insertedIndexes` (indexes in the result after removals and
+///    insertions);
+/// 3. reload the objects at `changedIndexes` (indexes in the new result);
+/// 4. take the moved objects out (`from`: indexes after removals and insertions) and put them in
+///    at their indexes in the new result (`to`), in increasing `to` order.
+/// Only a minimal set of objects moves: the others keep their relative order.
 public struct FetchResultChangeDetails<T: PhotoObject>: Sendable {
     /// The fetch result the details start from.
     public let fetchResultBeforeChanges: FetchResult<T>
@@ -86,8 +89,8 @@ public struct FetchResultChangeDetails<T: PhotoObject>: Sendable {
     public var hasMoves: Bool { !moves.isEmpty }
     /// The objects removed.
     public var removedObjects: [T] { removedIndexes.map { fetchResultBeforeChanges[$0] } }
-    /// The objects inserted.
-    public var insertedObjects: [T] { insertedIndexes.map { fetchResultAfterChanges[$0] } }
+    /// The objects inserted, in the order of ``insertedIndexes``.
+    public let insertedObjects: [T]
     /// The objects changed, as they are now.
     public var changedObjects: [T] { changedIndexes.map { fetchResultAfterChanges[$0] } }
 
@@ -106,24 +109,29 @@ public struct FetchResultChangeDetails<T: PhotoObject>: Sendable {
         let oldIndex = Dictionary(old.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { first, _ in first })
         let newIndex = Dictionary(new.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { first, _ in first })
         removedIndexes = IndexSet(old.indices.filter { newIndex[old[$0].id] == nil })
-        let inserted = IndexSet(new.indices.filter { oldIndex[new[$0].id] == nil })
-        insertedIndexes = inserted
         changedIndexes = IndexSet(new.indices.filter { index in oldIndex[new[index].id].map { old[$0] != new[index] } ?? false })
 
-        // After removals and insertions: new objects at their final indexes, the others in old order.
-        let survivors = old.filter { newIndex[$0.id] != nil }
-        var intermediate: [UUID] = []
-        intermediate.reserveCapacity(new.count)
-        var next = survivors.makeIterator()
-        for index in new.indices { intermediate.append(inserted.contains(index) ? new[index].id : next.next()!.id) }
-        // Objects outside a longest increasing run of new positions are the ones that moved.
-        let survivorTargets = survivors.map { newIndex[$0.id]! }
-        let staying = Set(longestIncreasingSubsequence(survivorTargets).map { survivors[$0].id })
-        var moves: [(from: Int, to: Int)] = []
-        for (index, id) in intermediate.enumerated() where !inserted.contains(index) && !staying.contains(id) {
-            moves.append((from: index, to: newIndex[id]!))
+        // Survivors keep their old relative order, except a minimal set (outside a longest run
+        // whose new positions increase) that moves.
+        let survivors = old.filter { newIndex[$0.id] != nil }.map(\.id)
+        let staying = Set(longestIncreasingSubsequence(survivors.map { newIndex[$0]! }).map { survivors[$0] })
+        // Movers wait right after the staying survivor that preceded them before the change.
+        var moversAfter: [UUID?: [UUID]] = [:]
+        var previousStayer: UUID?
+        for id in survivors {
+            if staying.contains(id) { previousStayer = id } else { moversAfter[previousStayer, default: []].append(id) }
         }
-        self.moves = moves
+        // The state after removals and insertions: new order without the movers, movers where they were.
+        var intermediate = moversAfter[nil] ?? []
+        for object in new where staying.contains(object.id) || oldIndex[object.id] == nil {
+            intermediate.append(object.id)
+            if staying.contains(object.id) { intermediate += moversAfter[object.id] ?? [] }
+        }
+        insertedIndexes = IndexSet(intermediate.indices.filter { oldIndex[intermediate[$0]] == nil })
+        insertedObjects = insertedIndexes.map { new[newIndex[intermediate[$0]]!] }
+        moves = intermediate.enumerated().compactMap { index, id in
+            oldIndex[id] != nil && !staying.contains(id) ? (from: index, to: newIndex[id]!) : nil
+        }
     }
 }
 

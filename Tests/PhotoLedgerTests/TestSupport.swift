@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 import LedgerStore
 @testable import PhotoLedger
 
@@ -119,4 +120,10 @@ final class RecordingObserver: PhotoLibraryChangeObserver, @unchecked Sendable {
         guard semaphore.wait(timeout: .now() + 5) == .success else { return nil }
         return lock.withLock { changes.removeFirst() }
     }
+}
+
+/// Expects `body` to throw a ``PhotoLibraryError`` with `code`.
+func expectError<R>(_ code: PhotoLibraryError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> R) {
+    let error = #expect(throws: PhotoLibraryError.self, sourceLocation: sourceLocation) { _ = try body() }
+    #expect(error?.code == code, sourceLocation: sourceLocation)
 }
