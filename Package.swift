@@ -36,7 +36,7 @@ let package = Package(
         .target(name: "PhotoMedia", dependencies: ["LedgerStore", "CExif", "CZlib"]),
 
         // The public library API: PhotoKit semantics over the event log.
-        .target(name: "PhotoLedger", dependencies: ["LedgerStore"]),
+        .target(name: "PhotoLedger", dependencies: ["LedgerStore", "PhotoMedia"]),
 
         // The sync wire format shared by client and server (JSON bodies, gzip).
         .target(name: "SyncProtocol", dependencies: ["LedgerStore", "CZlib"]),
@@ -74,7 +74,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "photoledger-bench",
-            dependencies: ["LedgerStore", "CBaseline"],
+            dependencies: ["LedgerStore", "CBaseline", "PhotoMedia", "PhotoLedgerServer", "SyncProtocol"],
             path: "Tools/photoledger-bench"
         ),
 
@@ -90,12 +90,17 @@ let package = Package(
             dependencies: ["LedgerStore"],
             path: "Tests/Support/ledger-crash-writer"
         ),
+        .executableTarget(
+            name: "library-crash-importer",
+            dependencies: ["PhotoLedger", "PhotoMedia"],
+            path: "Tests/Support/library-crash-importer"
+        ),
         .testTarget(
             name: "LedgerStoreTests",
             dependencies: ["LedgerStore", "ledger-crash-writer"]
         ),
         .testTarget(name: "PhotoMediaTests", dependencies: ["PhotoMedia"]),
-        .testTarget(name: "PhotoLedgerTests", dependencies: ["PhotoLedger"]),
+        .testTarget(name: "PhotoLedgerTests", dependencies: ["PhotoLedger", "PhotoMedia", "library-crash-importer"]),
         .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol"]),
         .testTarget(name: "SyncTransportTests", dependencies: ["SyncTransport"]),
         .testTarget(name: "PhotoLedgerServerTests", dependencies: ["PhotoLedgerServer", "SyncProtocol", "photoledger-server"]),

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import LedgerStore
+import PhotoMedia
 
 /// A photo library stored in one SQLite file: assets and albums, changed only through change
 /// requests inside change blocks, every change an event in an append-only log.
@@ -50,6 +51,10 @@ public final class PhotoLibrary: Sendable {
     let identifiers: UUIDv7Generator
     let randomness: RandomSource
     let observers: ObserverRegistry
+    /// The content-addressed store of resource bytes, in a directory beside the library file.
+    let resources: ResourceStore
+    /// Fetches a missing resource (set by the sync engine: downloads the blob).
+    package let resourceFetcher = Hook<@Sendable (String) throws -> Void>()
 
     /// Opens (creating if needed) the library at `url` for `device`.
     ///
@@ -78,6 +83,11 @@ public final class PhotoLibrary: Sendable {
             clock: options.clock,
             random: seed.map { SeededRandomNumberGenerator(seed: $0) as any RandomNumberGenerator & Sendable } ?? SystemRandomNumberGenerator())
         randomness = RandomSource(seed: seed.map { $0 ^ 0x5DEE_CE66_D1CE_4E5B })
+        do {
+            resources = try ResourceStore(directory: Self.resourceDirectory(for: url))
+        } catch {
+            throw Self.translate(error)
+        }
         observers = ObserverRegistry()
         if options.preauthorized {
             try setAuthorizationStatus(.authorized, for: .readWrite)
