@@ -104,7 +104,7 @@ let package = Package(
         .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol"]),
         .testTarget(name: "SyncTransportTests", dependencies: ["SyncTransport"]),
         .testTarget(name: "PhotoLedgerServerTests", dependencies: ["PhotoLedgerServer", "SyncProtocol", "photoledger-server"]),
-        .testTarget(name: "PhotoLedgerSyncTests", dependencies: ["PhotoLedgerSync", "PhotoLedgerServer"]),
+        .testTarget(name: "PhotoLedgerSyncTests", dependencies: ["PhotoLedgerSync", "PhotoLedgerServer", "PhotoMedia", "photoledger-server"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -27,7 +27,8 @@ public struct EventLog {
         case duplicate
     }
 
-    static let columns =
+    /// The columns ``decode(_:)`` reads, in order, for queries of the `events` table.
+    public static let columns =
         "local_seq, event_id, device_id, device_seq, hlc, change_block, object_id, type, schema_version, payload, server_seq, hash"
 
     // MARK: Appending
@@ -193,7 +194,7 @@ public struct EventLog {
     }
 
     /// Decodes a row selected with ``columns``.
-    static func decode(_ row: Statement) throws -> StoredEvent {
+    public static func decode(_ row: Statement) throws -> StoredEvent {
         func uuid(_ column: Int32) throws -> UUID {
             guard let value = row.withBlob(column, { UUID(bytes: $0) }) else {
                 throw DecodingError("a 16-byte identifier in column \(column)", offset: 0)
@@ -245,11 +246,13 @@ public struct EventLog {
         }
     }
 
-    /// Walks the whole log in order and recomputes the hash chain.
-    public func verify(pageSize: Int = 1000) throws -> Verification {
-        var chain = HashChain()
+    /// Walks the log in order and recomputes the hash chain: the whole log by default, or the
+    /// events after `localSequence` continuing from the chain value `head` (the part of a log
+    /// whose earlier events were moved to an archive).
+    public func verify(after localSequence: Int64 = 0, head: [UInt8] = HashChain.origin, pageSize: Int = 1000) throws -> Verification {
+        var chain = HashChain(head: head)
         var count = 0
-        var cursor: Int64 = 0
+        var cursor = localSequence
         while true {
             let rows = try database.rows(
                 "SELECT \(Self.columns) FROM events WHERE local_seq > ? ORDER BY local_seq LIMIT ?", [cursor, Int64(pageSize)]

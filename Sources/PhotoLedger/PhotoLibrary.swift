@@ -147,20 +147,31 @@ public final class PhotoLibrary: Sendable {
     // MARK: Events from other devices
 
     /// Applies events that arrived from other devices, in one transaction with the log: new events
-    /// are appended and folded, events already present are ignored. Returns how many were new.
-    package func applyRemoteEvents(_ events: [Event], extra: ((Database) throws -> Void)? = nil) throws -> Int {
+    /// are appended and folded, events already present are ignored. `serverSequences`, when
+    /// given (one per event), are recorded as the server's acknowledgement; `extra` runs in the
+    /// same transaction (the sync engine advances its cursor there). Returns how many were new.
+    package func applyRemoteEvents(
+        _ events: [Event], serverSequences: [Int64]? = nil, extra: ((Database) throws -> Void)? = nil
+    ) throws -> Int {
         var touched = TouchedObjects()
         var applied = 0
         do {
             try storage.write { db in
                 for event in events where event.device != device {
-                    try clock.receive(event.timestamp)
+                    // A stamp too far ahead of this clock is applied but does not drag the clock along.
+                    try? clock.receive(event.timestamp)
                 }
-                let outcomes = try EventLog(db).append(events)
+                let log = EventLog(db)
+                let outcomes = try log.append(events)
                 let projection = Projection(db)
                 for (event, outcome) in zip(events, outcomes) where outcome != .duplicate {
                     touched.formUnion(try projection.apply(event))
                     applied += 1
+                }
+                if let serverSequences {
+                    for (event, sequence) in zip(events, serverSequences) {
+                        try db.execute("UPDATE events SET server_seq = ? WHERE event_id = ? AND server_seq IS NULL", [sequence, event.id.bytes])
+                    }
                 }
                 try extra?(db)
             }

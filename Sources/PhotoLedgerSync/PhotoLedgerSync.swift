@@ -1,2 +1,0 @@
-/// The `PhotoLedgerSync` module.
-enum PhotoLedgerSyncModule {}

@@ -1,0 +1,298 @@
+import Foundation
+import LedgerStore
+import PhotoLedger
+import SyncProtocol
+import SyncTransport
+
+/// What a sync is doing, for progress reports.
+public struct SyncProgress: Sendable, Equatable {
+    /// The step of a sync.
+    public enum Phase: String, Sendable {
+        /// Sending resources the server lacks.
+        case uploadingResources
+        /// Sending this device's new events.
+        case pushing
+        /// Receiving other devices' events.
+        case pulling
+        /// Receiving resources this device lacks.
+        case downloadingResources
+    }
+
+    /// The current step.
+    public var phase: Phase
+    /// Events or resources done in this step.
+    public var completed: Int
+    /// Events or resources in this step, when known.
+    public var total: Int?
+    /// Bytes moved in this step.
+    public var bytes: Int64
+}
+
+/// What a sync did.
+public struct SyncReport: Sendable, Equatable {
+    /// Resources uploaded, and their bytes.
+    public var uploadedResources = 0
+    public var uploadedBytes: Int64 = 0
+    /// This device's events the server stored now (duplicates of earlier pushes not counted).
+    public var pushedEvents = 0
+    /// Events the server refused for good, with its reasons.
+    public var rejectedEvents: [String] = []
+    /// Events received from other devices that were new here.
+    public var pulledEvents = 0
+    /// Resources downloaded, and their bytes.
+    public var downloadedResources = 0
+    public var downloadedBytes: Int64 = 0
+    /// The server sequence this device has pulled up to.
+    public var cursor: Int64 = 0
+}
+
+/// Syncs a library with a server: upload missing resources → push pending events in batches →
+/// pull pages since the stored cursor (each page applied in one transaction with the cursor,
+/// through the same fold as local changes) → download missing resources.
+///
+/// The outbox is the log itself (this device's events without a server sequence), so a crash
+/// loses nothing: the next sync sends what was not acknowledged, and the server ignores
+/// duplicates. Objects created offline keep their identifiers everywhere.
+public final class SyncEngine: Sendable {
+    /// Settings of the engine.
+    public struct Options: Sendable {
+        /// Events per push request.
+        public var pushBatchSize = 500
+        /// Events per pull page.
+        public var pullPageSize = SyncRoutes.defaultPageLimit
+        /// Download resources during sync (true) or when first requested (false).
+        public var downloadResourcesEagerly = true
+        /// Compress request bodies larger than this many bytes.
+        public var gzipThreshold = 1024
+
+        /// Default options.
+        public init() {}
+    }
+
+    /// The library being synced.
+    public let library: PhotoLibrary
+    /// The server and token.
+    public let remote: SyncRemote
+    let transport: any HTTPTransport
+    let options: Options
+
+    static let cursorKey = "sync.cursor"
+    static let lastSyncKey = "sync.lastSync"
+
+    /// An engine for `library` and `remote`, over libcurl with retries by default.
+    public init(
+        library: PhotoLibrary, remote: SyncRemote,
+        transport: any HTTPTransport = RetryingTransport(wrapping: CurlTransport(), policy: RetryPolicy(maximumAttempts: 4)),
+        options: Options = Options()
+    ) {
+        self.library = library
+        self.remote = remote
+        self.transport = transport
+        self.options = options
+        if !options.downloadResourcesEagerly {
+            library.resourceFetcher.value = { [weak self] hash in try self?.downloadBlocking(hash) }
+        }
+    }
+
+    /// An engine for the remote saved in `library`.
+    ///
+    /// - Throws: ``SyncError/noRemote`` when none is saved.
+    public convenience init(library: PhotoLibrary, transport: any HTTPTransport = RetryingTransport(wrapping: CurlTransport())) throws {
+        guard let remote = try SyncRemote.saved(in: library) else { throw SyncError.noRemote }
+        self.init(library: library, remote: remote, transport: transport)
+    }
+
+    /// The server sequence this device has pulled up to.
+    public func cursor() throws -> Int64 {
+        try library.setting(Self.cursorKey).map { Int64(String(decoding: $0, as: UTF8.self)) ?? 0 } ?? 0
+    }
+
+    /// When this device last finished a sync (Unix milliseconds), or nil.
+    public func lastSync() throws -> UInt64? {
+        try library.setting(Self.lastSyncKey).flatMap { UInt64(String(decoding: $0, as: UTF8.self)) }
+    }
+
+    /// Runs a full sync. Cancelling the task stops it between requests (and aborts transfers);
+    /// what was done stays done.
+    @discardableResult
+    public func sync(progress: (@Sendable (SyncProgress) -> Void)? = nil) async throws -> SyncReport {
+        var report = SyncReport()
+        try await uploadResources(&report, progress)
+        try await push(&report, progress)
+        try await pull(&report, progress)
+        if options.downloadResourcesEagerly { try await downloadResources(&report, progress) }
+        report.cursor = try cursor()
+        try library.setSetting(Self.lastSyncKey, Array(String(library.currentTimeMilliseconds).utf8))
+        return report
+    }
+
+    // MARK: Steps
+
+    /// Sends the resources of pending events that the server does not have.
+    func uploadResources(_ report: inout SyncReport, _ progress: (@Sendable (SyncProgress) -> Void)?) async throws {
+        var offset = 0
+        while true {
+            try Task.checkCancellation()
+            let pending = try library.pendingEvents(limit: options.pushBatchSize * 4).dropFirst(offset)
+            guard !pending.isEmpty else { return }
+            let hashes = try library.resourceHashes(referencedBy: Array(pending)).sorted()
+            offset += pending.count
+            guard !hashes.isEmpty else { continue }
+            let missing = try await exchange(.post, SyncRoutes.missingBlobs(library: remote.libraryName), MissingBlobsRequest(hashes: hashes), as: MissingBlobsResponse.self).missing
+            for hash in missing {
+                try Task.checkCancellation()
+                guard let file = library.resourceFile(hash) else {
+                    throw PhotoLibraryError(.missingResource, "resource \(hash) of a pending change is missing on this device; it cannot be uploaded")
+                }
+                let response = try await send(HTTPRequest(
+                    method: .put, url: remote.url(SyncRoutes.blob(library: remote.libraryName, hash: hash)),
+                    headers: authorized(["Content-Type": "application/octet-stream"]), body: .file(file), timeout: .seconds(3600)))
+                guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
+                report.uploadedResources += 1
+                report.uploadedBytes += (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int64) ?? 0
+                progress?(SyncProgress(phase: .uploadingResources, completed: report.uploadedResources, total: missing.count, bytes: report.uploadedBytes))
+            }
+        }
+    }
+
+    /// Pushes the outbox in batches until the server has acknowledged or rejected every event.
+    func push(_ report: inout SyncReport, _ progress: (@Sendable (SyncProgress) -> Void)?) async throws {
+        let total = try library.pendingEventCount()
+        var gapRetries = 0
+        var batch = try library.pendingEvents(limit: options.pushBatchSize)
+        while !batch.isEmpty {
+            try Task.checkCancellation()
+            let response = try await exchange(
+                .post, SyncRoutes.events(library: remote.libraryName), PushRequest(device: library.device, events: batch), as: PushResponse.self)
+            var stored: [(UUID, Int64)] = [], rejected: [(UUID, String)] = []
+            var expected: Int64?
+            for result in response.results {
+                switch result.status {
+                case .stored(let sequence):
+                    stored.append((result.id, sequence))
+                    report.pushedEvents += 1
+                case .duplicate(let sequence): stored.append((result.id, sequence))
+                case .rejected(let reason):
+                    rejected.append((result.id, reason))
+                    report.rejectedEvents.append("\(result.id.uuidString): \(reason)")
+                case .gap(let sequence): expected = expected ?? sequence
+                }
+            }
+            try library.acknowledge(stored: stored, rejected: rejected)
+            progress?(SyncProgress(phase: .pushing, completed: report.pushedEvents, total: total, bytes: 0))
+            if let expected {
+                // The server lacks earlier events of this device (a restored server): send again from there.
+                gapRetries += 1
+                guard gapRetries <= 3 else {
+                    throw SyncError.invalidResponse("the server keeps asking for device sequence \(expected); it may have lost this device's history")
+                }
+                batch = try library.ownEvents(fromDeviceSequence: expected, limit: options.pushBatchSize)
+            } else {
+                batch = try library.pendingEvents(limit: options.pushBatchSize)
+            }
+        }
+    }
+
+    /// Pulls pages since the cursor; each page and the new cursor commit in one transaction.
+    func pull(_ report: inout SyncReport, _ progress: (@Sendable (SyncProgress) -> Void)?) async throws {
+        var cursor = try self.cursor()
+        while true {
+            try Task.checkCancellation()
+            let page = try await exchange(
+                .get, SyncRoutes.pull(library: remote.libraryName, since: cursor, limit: options.pullPageSize), nil as PushRequest?,
+                as: PullResponse.self)
+            guard page.nextCursor >= cursor else {
+                throw SyncError.invalidResponse("the server's cursor went back from \(cursor) to \(page.nextCursor); was the server reset?")
+            }
+            if let bad = page.events.first(where: { !$0.hasValidHash }) {
+                throw SyncError.invalidResponse("event \(bad.id.uuidString) does not match its content hash; nothing from this page was applied")
+            }
+            let next = page.nextCursor
+            report.pulledEvents += try library.applyRemoteEvents(
+                page.events.map(\.event), serverSequences: page.events.map { $0.serverSequence ?? 0 }
+            ) { db in try PhotoLibrary.setSetting(Self.cursorKey, Array(String(next).utf8), in: db) }
+            cursor = next
+            progress?(SyncProgress(phase: .pulling, completed: report.pulledEvents, total: nil, bytes: 0))
+            if !page.hasMore { return }
+        }
+    }
+
+    /// Downloads every referenced resource this device lacks.
+    func downloadResources(_ report: inout SyncReport, _ progress: (@Sendable (SyncProgress) -> Void)?) async throws {
+        let missing = try library.missingResources()
+        for (index, resource) in missing.enumerated() {
+            try Task.checkCancellation()
+            try await download(resource.hash)
+            report.downloadedResources += 1
+            report.downloadedBytes += resource.size
+            progress?(SyncProgress(phase: .downloadingResources, completed: index + 1, total: missing.count, bytes: report.downloadedBytes))
+        }
+    }
+
+    /// Downloads one resource into the library's store.
+    public func download(_ hash: String) async throws {
+        let temporary = library.downloadDirectory.appendingPathComponent("download-\(UUID().uuidString)")
+        let response = try await send(HTTPRequest(
+            method: .get, url: remote.url(SyncRoutes.blob(library: remote.libraryName, hash: hash)), headers: authorized([:]),
+            responseBodyDestination: temporary, timeout: .seconds(3600)))
+        guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
+        try library.adoptDownloadedResource(at: temporary, hash: hash)
+    }
+
+    /// Bridges an on-demand download into the library's synchronous data requests.
+    private func downloadBlocking(_ hash: String) throws {
+        let done = DispatchSemaphore(value: 0)
+        let outcome = OutcomeBox()
+        Task.detached {
+            do { try await self.download(hash) } catch { outcome.error = error }
+            done.signal()
+        }
+        done.wait()
+        if let error = outcome.error { throw error }
+    }
+
+    // MARK: HTTP
+
+    func authorized(_ headers: [String: String]) -> HTTPHeaders {
+        var result = HTTPHeaders()
+        for (name, value) in headers { result[name] = value }
+        result["Authorization"] = "Bearer \(remote.token)"
+        return result
+    }
+
+    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        do { return try await transport.send(request) } catch { throw SyncError.from(error) }
+    }
+
+    /// Sends a JSON message (or nothing) and decodes the JSON answer.
+    func exchange<Request: WireMessage, Response: WireMessage>(
+        _ method: HTTPMethod, _ path: String, _ message: Request?, as: Response.Type
+    ) async throws -> Response {
+        var headers: [String: String] = [:]
+        var body = HTTPBody.empty
+        if let message {
+            var bytes = message.encoded()
+            headers["Content-Type"] = SyncRoutes.jsonContentType
+            if bytes.count > options.gzipThreshold, let packed = try? Gzip.compress(bytes, level: 1) {
+                bytes = packed
+                headers["Content-Encoding"] = "gzip"
+            }
+            body = .bytes(bytes)
+        }
+        let response = try await send(HTTPRequest(method: method, url: remote.url(path), headers: authorized(headers), body: body))
+        guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
+        do {
+            var bytes = response.body.bytes
+            if Gzip.isGzip(bytes) { bytes = try Gzip.decompress(bytes, limit: 256 << 20) }
+            return try Response.decode(bytes)
+        } catch {
+            throw SyncError.invalidResponse("\(path): \(error)")
+        }
+    }
+}
+
+/// Carries an error out of a detached task.
+private final class OutcomeBox: @unchecked Sendable {
+    // Safe to share: written once by the task before the semaphore is signalled, read after the wait.
+    var error: (any Error)?
+}

@@ -1,0 +1,247 @@
+import Foundation
+import LedgerStore
+import PhotoLedgerServer
+import Testing
+@testable import PhotoLedger
+@testable import PhotoLedgerSync
+
+/// Two-device scenarios over the real server on loopback with libcurl, each in both orders:
+/// the device whose write should win syncs first, or last.
+@Suite("Sync scenarios")
+struct SyncScenarioTests {
+    /// Two devices that share one album holding two assets.
+    func twoDevices() async throws -> (TestServer, TemporaryDirectory, TestClock, anna: Device, ben: Device, album: String, assets: [String]) {
+        let clock = TestClock()
+        let server = try TestServer(clock: clock)
+        let directory = try TemporaryDirectory()
+        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
+        let ben = try Device("ben-tablet", server: server, directory: directory, clock: clock, seed: 2)
+        let (album, assets) = try anna.library.performChangesAndWait { changes in
+            let created = try [photo(1), photo(2)].map { try changes.createAsset(from: $0).placeholderForCreatedAsset }
+            let album = try changes.createAlbum(title: "Trip")
+            try album.addAssets(created)
+            return (album.localIdentifier, created.map(\.localIdentifier))
+        }
+        try await anna.sync()
+        try await ben.sync()
+        return (server, directory, clock, anna, ben, album, assets)
+    }
+
+    func syncBoth(_ first: Device, _ second: Device) async throws {
+        try await first.sync()
+        try await second.sync()
+        try await first.sync()
+    }
+
+    @Test("placeholders created offline keep their identifiers on every device, with their bytes", arguments: [true, false])
+    func offlineCreation(annaFirst: Bool) async throws {
+        let (_, _, clock, anna, ben, album, assets) = try await twoDevices()
+        #expect(try ben.members(album) == assets)
+        #expect(try ben.library.requestImageData(for: assets[0], version: .original) == photo(1))
+        clock.advance(milliseconds: 1000)
+        let annaNew = try anna.library.performChangesAndWait { try $0.createAsset(from: photo(3)).placeholderForCreatedAsset.localIdentifier }
+        let benNew = try ben.library.performChangesAndWait { try $0.createAsset(from: photo(4)).placeholderForCreatedAsset.localIdentifier }
+        if annaFirst { try await syncBoth(anna, ben) } else { try await syncBoth(ben, anna) }
+        for device in [anna, ben] {
+            #expect(try device.asset(annaNew) != nil && device.asset(benNew) != nil)
+            #expect(try device.library.requestImageData(for: benNew) == photo(4))
+        }
+        #expect(try anna.dump() == ben.dump())
+    }
+
+    @Test("rename vs rename: the later rename wins whoever syncs first", arguments: [true, false])
+    func renameVersusRename(winnerFirst: Bool) async throws {
+        let (_, _, clock, anna, ben, album, _) = try await twoDevices()
+        try anna.library.performChangesAndWait { try $0.albumChangeRequest(for: album).setTitle("Trip (Anna)") }
+        clock.advance(milliseconds: 10)
+        try ben.library.performChangesAndWait { try $0.albumChangeRequest(for: album).setTitle("Trip (Ben)") }
+        if winnerFirst { try await syncBoth(ben, anna) } else { try await syncBoth(anna, ben) }
+        #expect(try anna.albumTitles() == ["Trip (Ben)"])
+        #expect(try ben.albumTitles() == ["Trip (Ben)"])
+    }
+
+    @Test("an offline edit made earlier but uploaded later loses", arguments: [true, false])
+    func earlierEditUploadedLater(winnerFirst: Bool) async throws {
+        let (_, _, clock, anna, ben, _, assets) = try await twoDevices()
+        try anna.library.performChangesAndWait { try $0.assetChangeRequest(for: assets[0]).setFavorite(true) }  // earlier, offline
+        clock.advance(milliseconds: 3_600_000)
+        try ben.library.performChangesAndWait { try $0.assetChangeRequest(for: assets[0]).setFavorite(false) }
+        if winnerFirst { try await syncBoth(ben, anna) } else { try await syncBoth(anna, ben) }
+        #expect(try anna.asset(assets[0])?.isFavorite == false)
+        #expect(try ben.asset(assets[0])?.isFavorite == false)
+    }
+
+    @Test("favorite set on two devices converges on the last writer", arguments: [true, false])
+    func favoriteOnBoth(winnerFirst: Bool) async throws {
+        let (_, _, clock, anna, ben, _, assets) = try await twoDevices()
+        try ben.library.performChangesAndWait { try $0.assetChangeRequest(for: assets[1]).setFavorite(false) }
+        clock.advance(milliseconds: 1)
+        try anna.library.performChangesAndWait { try $0.assetChangeRequest(for: assets[1]).setFavorite(true) }
+        if winnerFirst { try await syncBoth(anna, ben) } else { try await syncBoth(ben, anna) }
+        #expect(try anna.asset(assets[1])?.isFavorite == true && ben.asset(assets[1])?.isFavorite == true)
+    }
+
+    @Test("add vs remove: a concurrent remove and remove-then-add keep the asset (longer history wins)", arguments: [true, false])
+    func addVersusRemove(addFirst: Bool) async throws {
+        let (_, _, _, anna, ben, album, assets) = try await twoDevices()
+        try anna.library.performChangesAndWait { try $0.albumChangeRequest(for: album).removeAssets([assets[0]]) }
+        try ben.library.performChangesAndWait { changes in
+            let request = try changes.albumChangeRequest(for: album)
+            try request.removeAssets([assets[0]])
+            try request.addAssets([assets[0]])
+        }
+        if addFirst { try await syncBoth(ben, anna) } else { try await syncBoth(anna, ben) }
+        #expect(Set(try anna.members(album)) == Set(assets))
+        #expect(try anna.members(album) == ben.members(album))
+    }
+
+    @Test("concurrent prepends stay contiguous", arguments: [true, false])
+    func concurrentPrepends(annaFirst: Bool) async throws {
+        let (_, _, _, anna, ben, album, assets) = try await twoDevices()
+        func prepend(_ device: Device, seeds: [UInt64]) throws -> [String] {
+            try device.library.performChangesAndWait { changes in
+                let created = try seeds.map { try changes.createAsset(from: photo($0)).placeholderForCreatedAsset }
+                try changes.albumChangeRequest(for: album).insertAssets(created, at: IndexSet(0..<created.count))
+                return created.map(\.localIdentifier)
+            }
+        }
+        let annas = try prepend(anna, seeds: [10, 11, 12])
+        let bens = try prepend(ben, seeds: [20, 21, 22])
+        if annaFirst { try await syncBoth(anna, ben) } else { try await syncBoth(ben, anna) }
+        let order = try anna.members(album)
+        #expect(order == (try ben.members(album)))
+        #expect(order == annas + bens + assets || order == bens + annas + assets)
+    }
+
+    @Test("delete vs edit: the delete wins; recovering shows the latest edit", arguments: [true, false])
+    func deleteVersusEdit(deleteFirst: Bool) async throws {
+        let (_, _, clock, anna, ben, album, assets) = try await twoDevices()
+        try anna.library.performChangesAndWait { try $0.deleteAssets([assets[0]]) }
+        clock.advance(milliseconds: 5)
+        try ben.library.performChangesAndWait { try $0.assetChangeRequest(for: assets[0]).setFavorite(true) }
+        if deleteFirst { try await syncBoth(anna, ben) } else { try await syncBoth(ben, anna) }
+        for device in [anna, ben] {
+            #expect(try device.asset(assets[0]) == nil)
+            #expect(try device.members(album) == [assets[1]])
+        }
+        try ben.library.performChangesAndWait { try $0.recoverAssets([assets[0]]) }
+        try await syncBoth(ben, anna)
+        #expect(try anna.asset(assets[0])?.isFavorite == true)
+        #expect(try anna.members(album) == assets)
+    }
+
+    @Test("same-title albums stay apart until an explicit merge, which converges everywhere", arguments: [true, false])
+    func sameTitleAlbums(annaFirst: Bool) async throws {
+        let (_, _, _, anna, ben, _, assets) = try await twoDevices()
+        let a = try anna.library.performChangesAndWait { changes in
+            let album = try changes.createAlbum(title: "Beach")
+            try album.addAssets([assets[0]])
+            return album.localIdentifier
+        }
+        let b = try ben.library.performChangesAndWait { changes in
+            let album = try changes.createAlbum(title: "Beach")
+            try album.addAssets([assets[1]])
+            return album.localIdentifier
+        }
+        if annaFirst { try await syncBoth(anna, ben) } else { try await syncBoth(ben, anna) }
+        #expect(try anna.albumTitles().filter { $0 == "Beach" }.count == 2)
+        let merged = try ben.library.performChangesAndWait { try $0.mergeAlbums([a, b]).localIdentifier }
+        // A late change addressed to the album that merged away lands in the merged album.
+        let loser = merged == a ? b : a
+        try anna.library.performChangesAndWait { try $0.albumChangeRequest(for: loser).removeAssets([assets[0], assets[1]]) }
+        try await syncBoth(ben, anna)
+        for device in [anna, ben] {
+            #expect(try device.albumTitles().filter { $0 == "Beach" }.count == 1)
+            #expect(try device.library.fetchAssetCollections(withLocalIdentifiers: [loser]).first?.localIdentifier == merged)
+        }
+        #expect(try anna.dump() == ben.dump())
+    }
+
+    @Test("a device clock an hour ahead is refused with a clear error, and nothing is stored")
+    func clockSkew() async throws {
+        let clock = TestClock()
+        let server = try TestServer(clock: clock)
+        let directory = try TemporaryDirectory()
+        let skewedClock = TestClock(clock.read() + 3_600_000)
+        let skewed = try Device("skewed-laptop", server: server, directory: directory, clock: skewedClock, seed: 3)
+        try skewed.library.performChangesAndWait { _ = try $0.createAlbum(title: "From the future") }
+        let error = try #require(throws: SyncError.self) { try await skewed.sync() }
+        guard case .clockSkew(let message) = error else {
+            Issue.record("expected clockSkew, got \(error)")
+            return
+        }
+        #expect(message.contains("ahead of the server clock"))
+        #expect(try skewed.library.pendingEventCount() == 1, "the event stays in the outbox")
+        #expect(try server.store.chainSummary(libraryID: 1).count == 0)
+    }
+
+    @Test("clear errors: unreachable server, refused token, another library's token")
+    func clearErrors() async throws {
+        let clock = TestClock()
+        let server = try TestServer(clock: clock, libraries: ["family", "work"])
+        let directory = try TemporaryDirectory()
+        let device = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
+        let unreachable = SyncEngine(
+            library: device.library, remote: try SyncRemote(libraryURL: "http://127.0.0.1:9/v1/libraries/family", token: "x"),
+            transport: testTransport())
+        let offline = try #require(throws: SyncError.self) { try await unreachable.sync() }
+        #expect(offline.description.contains("is the server running"))
+        let badToken = SyncEngine(
+            library: device.library, remote: try SyncRemote(libraryURL: "http://127.0.0.1:\(server.port)/v1/libraries/family", token: "plt_wrong"),
+            transport: testTransport())
+        let refused = try #require(throws: SyncError.self) { try await badToken.sync() }
+        #expect(refused.description.contains("refused this device's token"))
+        let otherLibrary = SyncEngine(
+            library: device.library,
+            remote: try SyncRemote(libraryURL: "http://127.0.0.1:\(server.port)/v1/libraries/family", token: server.token(device: "anna-phone", library: "work")),
+            transport: testTransport())
+        let forbidden = try #require(throws: SyncError.self) { try await otherLibrary.sync() }
+        #expect(forbidden.description.contains("access refused"))
+        #expect(throws: SyncError.self) { try SyncRemote(libraryURL: "ftp://x/v1/libraries/a", token: "t") }
+        #expect(throws: SyncError.self) { try SyncRemote(libraryURL: "http://x/libraries", token: "t") }
+    }
+
+    @Test("the remote is saved in the library; progress is reported; observers fire for pulled changes")
+    func savedRemoteProgressAndObservers() async throws {
+        let (server, _, _, anna, ben, album, _) = try await twoDevices()
+        let remote = try server.remote(device: "ben-tablet")
+        try remote.save(in: ben.library)
+        #expect(try SyncRemote.saved(in: ben.library) == remote)
+        let observer = Recorder()
+        ben.library.register(observer)
+        try anna.library.performChangesAndWait { try $0.albumChangeRequest(for: album).setTitle("Renamed") }
+        try await anna.sync()
+        let events = Progress()
+        let report = try await SyncEngine(library: ben.library, transport: testTransport()).sync { events.add($0) }
+        #expect(report.pulledEvents == 1)
+        #expect(events.phases.contains(.pulling))
+        #expect(observer.waitForChange()?.changedAlbumIdentifiers == [album])
+        #expect(try ben.albumTitles() == ["Renamed"])
+    }
+}
+
+final class Recorder: PhotoLibraryChangeObserver, @unchecked Sendable {
+    // Safe to share: `changes` is touched only under `lock`.
+    private let lock = NSLock()
+    private var changes: [PhotoLibraryChange] = []
+    private let semaphore = DispatchSemaphore(value: 0)
+
+    func photoLibraryDidChange(_ change: PhotoLibraryChange) {
+        lock.withLock { changes.append(change) }
+        semaphore.signal()
+    }
+
+    func waitForChange() -> PhotoLibraryChange? {
+        guard semaphore.wait(timeout: .now() + 5) == .success else { return nil }
+        return lock.withLock { changes.removeFirst() }
+    }
+}
+
+final class Progress: @unchecked Sendable {
+    // Safe to share: `reports` is touched only under `lock`.
+    private let lock = NSLock()
+    private var reports: [SyncProgress] = []
+
+    func add(_ progress: SyncProgress) { lock.withLock { reports.append(progress) } }
+    var phases: Set<SyncProgress.Phase> { lock.withLock { Set(reports.map(\.phase)) } }
+}

@@ -1,0 +1,137 @@
+import Foundation
+import LedgerStore
+import PhotoLedgerServer
+import SyncProtocol
+import SyncTransport
+import Testing
+@testable import PhotoLedger
+@testable import PhotoLedgerSync
+
+/// A temporary directory, removed when released.
+final class TemporaryDirectory {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("photoledger-sync-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+
+    func file(_ name: String) -> URL { url.appendingPathComponent(name) }
+}
+
+/// A controllable clock shared by devices and the server.
+final class TestClock: @unchecked Sendable {
+    // Safe to share: `now` is touched only under `lock`.
+    private let lock = NSLock()
+    private var now: UInt64
+
+    init(_ start: UInt64 = 1_764_483_790_000) { now = start }
+
+    func read() -> UInt64 { lock.withLock { now } }
+    func advance(milliseconds: UInt64) { lock.withLock { now += milliseconds } }
+}
+
+/// An in-process sync server on loopback with an embedded store.
+final class TestServer {
+    let directory: TemporaryDirectory
+    let store: SQLiteServerStore
+    let clock: TestClock
+    private(set) var server: SyncServer
+    let port: UInt16
+
+    init(clock: TestClock = TestClock(), libraries: [String] = ["family"]) throws {
+        directory = try TemporaryDirectory()
+        self.clock = clock
+        store = try SQLiteServerStore(path: directory.file("server.sqlite").path)
+        for name in libraries { try store.createLibrary(named: name, at: clock.read()) }
+        server = try Self.start(store: store, blobs: directory.file("blobs").path, clock: clock, port: 0)
+        port = server.port
+    }
+
+    static func start(store: SQLiteServerStore, blobs: String, clock: TestClock, port: UInt16) throws -> SyncServer {
+        var configuration = SyncServer.Configuration(store: store, blobDirectory: blobs)
+        configuration.clock = { clock.read() }
+        configuration.logger = DiscardingLogger()
+        configuration.port = port
+        configuration.threadCount = 2
+        let server = try SyncServer(configuration: configuration)
+        try server.start()
+        return server
+    }
+
+    /// Stops the server and starts it again on the same store and port.
+    func restart() throws {
+        server.stop()
+        server = try Self.start(store: store, blobs: directory.file("blobs").path, clock: clock, port: port)
+    }
+
+    func token(device: DeviceID, library: String = "family", scope: TokenScope = .readWrite) throws -> String {
+        let token = try DeviceToken.generate()
+        try store.registerToken(hash: DeviceToken.hash(token), library: library, device: device, scope: scope, at: clock.read())
+        return token
+    }
+
+    func remote(device: DeviceID, library: String = "family", scope: TokenScope = .readWrite) throws -> SyncRemote {
+        try SyncRemote(libraryURL: "http://127.0.0.1:\(port)/v1/libraries/\(library)", token: token(device: device, library: library, scope: scope))
+    }
+
+    deinit { server.stop() }
+}
+
+/// A transport that retries at once (no sleeping), for tests.
+func testTransport(_ base: any HTTPTransport = CurlTransport()) -> any HTTPTransport {
+    RetryingTransport(wrapping: base, policy: RetryPolicy(maximumAttempts: 3), random: SeededRandomNumberGenerator(seed: 1), sleep: { _ in })
+}
+
+/// A device: a library and its sync engine.
+struct Device {
+    let library: PhotoLibrary
+    let engine: SyncEngine
+
+    init(_ name: DeviceID, server: TestServer, directory: TemporaryDirectory, clock: TestClock, seed: UInt64,
+         transport: (any HTTPTransport)? = nil, scope: TokenScope = .readWrite) throws {
+        var options = PhotoLibrary.Options()
+        options.clock = { clock.read() }
+        options.randomSeed = seed
+        options.preauthorized = true
+        library = try PhotoLibrary(url: directory.file("\(name.rawValue).sqlite"), device: name, options: options)
+        engine = SyncEngine(library: library, remote: try server.remote(device: name, scope: scope), transport: transport ?? testTransport())
+    }
+
+    @discardableResult
+    func sync() async throws -> SyncReport { try await engine.sync() }
+
+    func albumTitles() throws -> [String] { try library.fetchAssetCollections(with: .album).map(\.title) }
+
+    func members(_ album: String) throws -> [String] {
+        try library.fetchAssets(in: library.fetchAssetCollections(withLocalIdentifiers: [album])[0]).map(\.localIdentifier)
+    }
+
+    func asset(_ id: String) throws -> Asset? {
+        try library.fetchAssets(withLocalIdentifiers: [id], options: FetchOptions(includeHiddenAssets: true)).first
+    }
+
+    /// Every projection row, for convergence checks.
+    func dump() throws -> [String: [[SQLValue]]] {
+        try library.readDatabase { db in
+            var dump: [String: [[SQLValue]]] = [:]
+            for table in ["assets", "asset_resources", "referenced_resources", "albums", "album_members"] {
+                dump[table] = try db.rows("SELECT * FROM \(table) ORDER BY 1, 2") { row in (0..<row.columnCount).map { row.value($0) } }
+            }
+            return dump
+        }
+    }
+}
+
+/// A small real photo.
+func photo(_ seed: UInt64) -> Data {
+    Data(PhotoMediaSample.jpeg(seed: seed))
+}
+
+import PhotoMedia
+
+enum PhotoMediaSample {
+    static func jpeg(seed: UInt64) -> [UInt8] { SyntheticMedia.sample(.jpeg, width: 32, height: 24, seed: seed) }
+}
