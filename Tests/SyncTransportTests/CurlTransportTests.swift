@@ -192,7 +192,7 @@ struct CurlTransportTests {
     }
 
     @Test func slowRequestsRunInParallel() async throws {
-        let server = try ScriptedHTTPServer(script: [.respond(.init(delay: .milliseconds(600)))])
+        let server = try ScriptedHTTPServer(script: [.respond(.init(delay: .seconds(1)))])
         defer { server.stop() }
         let transport = transport
         let clock = ContinuousClock()
@@ -203,7 +203,7 @@ struct CurlTransportTests {
             }
             try await group.waitForAll()
         }
-        #expect(clock.now - start < .milliseconds(1500), "six 600 ms requests must overlap")
+        #expect(clock.now - start < .milliseconds(2500), "six 1 s requests must overlap (two at a time would take 3 s)")
         #expect(server.acceptedConnections == 6)
     }
 
@@ -237,6 +237,17 @@ struct CurlTransportTests {
         }
         #expect(clock.now - start < .milliseconds(2500))  // the server would answer after 3 s
         #expect(error.isRetryable)
+    }
+
+    @Test func stalledDownloadTimesOutThroughTheLowSpeedLimit() async throws {
+        let server = try ScriptedHTTPServer(script: [.respond(.init(body: patternBytes(count: 100_000), stallAfterBodyBytes: 0))])
+        defer { server.stop() }
+        let impatient = CurlTransport(configuration: .init(requestTimeout: nil, lowSpeedLimit: 100, lowSpeedTime: .seconds(1)))
+        let error = try await #require(throws: TransportError.self) { try await impatient.send(HTTPRequest(url: server.url())) }
+        guard case .timedOut = error else {
+            Issue.record("expected timedOut, got \(error)")
+            return
+        }
     }
 
     @Test func connectionClosedWithoutAnswerIsConnectionLost() async throws {

@@ -104,3 +104,11 @@ func expectMonotonic(_ reports: [TransferProgress], sourceLocation: SourceLocati
         #expect(next.bytesReceived >= previous.bytesReceived, sourceLocation: sourceLocation)
     }
 }
+
+/// Runs blocking work (a child process, polling) on a thread of its own, so that it does not hold
+/// one of the few cooperative threads that timing-sensitive tests share.
+func offCooperativePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
+    }
+}
