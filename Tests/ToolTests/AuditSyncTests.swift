@@ -1,0 +1,172 @@
+import Foundation
+import LedgerStore
+import Testing
+
+@Suite("photoledger: history, verify, rebuild, compact")
+struct AuditTests {
+    @Test func historyJSONHasTheDocumentedShape() throws {
+        let workspace = try Workspace(device: "anna")
+        let ids = try workspace.importPhotos([try workspace.photo("a.jpg", seed: 1)], album: "Trip")
+        #expect(try workspace.cli(["favorite", ids[0]]).status == 0)
+        let events = try #require(try workspace.json(["history"]) as? [[String: Any]])
+        #expect(events.count >= 4)
+        for event in events {
+            #expect(Set(event.keys) == ["eventId", "device", "timestamp", "type", "object", "changes"])
+            #expect(event["device"] as? String == "anna")
+            #expect(UUID(uuidString: event["eventId"] as? String ?? "") != nil)
+            #expect(event["changes"] is [String: Any])
+        }
+        let ofAsset = try #require(try workspace.json(["history", ids[0]]) as? [[String: Any]])
+        #expect(ofAsset.map { $0["object"] as? String } .allSatisfy { $0 == ids[0] })
+        #expect(ofAsset.count == 2)
+    }
+
+    @Test func historyFiltersByDeviceAndSinceAToken() throws {
+        let workspace = try Workspace(device: "anna")
+        _ = try workspace.importPhotos([try workspace.photo("a.jpg", seed: 1)])
+        let first = try workspace.cli(["history"])
+        let token = try #require(first.output.split(separator: "\n").last?.split(separator: " ").last.map(String.init))
+        #expect(try (workspace.json(["history", "--device", "nobody"]) as? [Any])?.isEmpty == true)
+        #expect(try (workspace.json(["history", "--since", token]) as? [Any])?.isEmpty == true)
+        _ = try workspace.importPhotos([try workspace.photo("b.jpg", seed: 2)])
+        #expect(try (workspace.json(["history", "--since", token]) as? [Any])?.count == 1)
+        #expect(try workspace.cli(["history", "--since", "yesterday"]).status == 64)
+    }
+
+    @Test func verifyPassesAndThenCatchesTampering() throws {
+        let workspace = try Workspace()
+        _ = try workspace.importPhotos([try workspace.photo("a.jpg", seed: 1)], album: "Trip")
+        let intact = try workspace.cli(["verify"])
+        #expect(intact.status == 0 && intact.output.contains("The log is intact"))
+        let queue = try DatabaseQueue(path: workspace.library.path)
+        try queue.writeWithoutTransaction { db in
+            try db.execute("DROP TRIGGER events_are_never_changed")
+            try db.execute("UPDATE events SET payload = x'00' WHERE local_seq = 1")
+        }
+        let damaged = try workspace.cli(["verify"])
+        #expect(damaged.status == 3)
+        #expect(damaged.errors.hasPrefix("Error: the log is damaged"))
+        #expect(damaged.errors.contains("Hint: "))
+    }
+
+    @Test func rebuildAndCompactSucceed() throws {
+        let workspace = try Workspace()
+        let ids = try workspace.importPhotos([try workspace.photo("a.jpg", seed: 1)], album: "Trip")
+        let before = try workspace.albums().map { $0["assetIdentifiers"] as? [String] }
+        #expect(try workspace.cli(["rebuild"]).status == 0)
+        #expect(try workspace.albums().map { $0["assetIdentifiers"] as? [String] } == before)
+        let compact = try #require(try workspace.json(["compact"]) as? [String: Any])
+        #expect(compact["removedResources"] as? [String] == [])
+        #expect(ids.count == 1)
+    }
+}
+
+/// A photoledger-server on a free loopback port, stopped at the end of the test.
+final class TestServer {
+    let process = Process()
+    let url: String
+    let database: String
+
+    init(folder: URL) throws {
+        database = folder.appendingPathComponent("server.sqlite").path
+        process.executableURL = ToolRunner.binDirectory.appendingPathComponent("photoledger-server")
+        process.arguments = ["serve", "--db", database, "--blobs", folder.appendingPathComponent("blobs").path, "--listen", "127.0.0.1:0"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line += chunk
+        }
+        url = String(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).dropFirst("listening on ".count))
+        #expect(try ToolRunner.run("photoledger-server", ["admin", "create-library", "family", "--db", database]).status == 0)
+    }
+
+    func token(for device: String) throws -> String {
+        try ToolRunner.run(
+            "photoledger-server", ["admin", "issue-token", "--db", database, "--library", "family", "--device", device, "--scope", "readWrite"]
+        ).output.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    deinit {
+        process.terminate()
+        process.waitUntilExit()
+    }
+}
+
+@Suite("photoledger: remote and sync")
+struct SyncCommandTests {
+    @Test func remoteSetRejectsMalformedURLsAndTokens() throws {
+        let workspace = try Workspace()
+        let bad = try workspace.cli(["remote", "set", "ftp://example/v1/libraries/x", "--token", "t"])
+        #expect(bad.status == 1 && bad.errors.contains("invalid remote"))
+        let noToken = try workspace.cli(["remote", "set", "http://127.0.0.1:1/v1/libraries/x"])
+        #expect(noToken.status == 64)
+        let none = try #require(try workspace.json(["remote", "show"]) as? [String: Any])
+        #expect(none["url"] is NSNull)
+    }
+
+    @Test func syncWithoutARemoteFailsWithAHint() throws {
+        let workspace = try Workspace()
+        let result = try workspace.cli(["sync"])
+        #expect(result.status == 1)
+        #expect(result.errors.contains("no remote is set"))
+    }
+
+    @Test func syncToAnUnreachableServerFails() throws {
+        let workspace = try Workspace()
+        #expect(try workspace.cli(["remote", "set", "http://127.0.0.1:9/v1/libraries/family", "--token", "abc"]).status == 0)
+        let result = try workspace.cli(["sync"])
+        #expect(result.status == 1)
+        #expect(result.errors.hasPrefix("Error: "))
+    }
+
+    @Test func twoDevicesConvergeThroughTheServer() throws {
+        let anna = try Workspace(device: "anna"), ben = try Workspace(device: "ben")
+        let server = try TestServer(folder: anna.folder)
+        for workspace in [anna, ben] {
+            let set = try workspace.cli(["remote", "set", "\(server.url)/v1/libraries/family", "--token", try server.token(for: workspace.device)])
+            #expect(set.status == 0, "\(set.errors)")
+        }
+        let annaPhotos = try anna.importPhotos([try anna.photo("a.jpg", seed: 1), try anna.photo("b.jpg", seed: 2)], album: "Trip")
+        let first = try #require(try anna.json(["sync"]) as? [String: Any])
+        #expect((first["pushedEvents"] as? Int ?? 0) > 0)
+        #expect(first["uploadedResources"] as? Int == 2)
+        let pulled = try ben.cli(["sync"])
+        #expect(pulled.status == 0, "\(pulled.errors)")
+        #expect(pulled.output.contains("Synced with \(server.url)/v1/libraries/family"))
+        #expect(try ben.albums().first?["assetIdentifiers"] as? [String] == annaPhotos)
+        #expect(try ben.cli(["favorite", annaPhotos[1]]).status == 0)
+        #expect(try ben.cli(["sync"]).status == 0)
+        #expect(try anna.cli(["sync"]).status == 0)
+        #expect(try anna.assets(["--favorites"]).compactMap { $0["localIdentifier"] as? String } == [annaPhotos[1]])
+        let status = try #require(try anna.json(["status"]) as? [String: Any])
+        #expect(status["pendingEvents"] as? Int == 0)
+        #expect(status["lastSync"] is String)
+        let exported = ben.folder.appendingPathComponent("a.jpg").path
+        #expect(try ben.cli(["export", annaPhotos[0], "--to", exported]).status == 0)
+        #expect(FileManager.default.contents(atPath: exported) == FileManager.default.contents(atPath: anna.folder.appendingPathComponent("photos/a.jpg").path))
+    }
+}
+
+@Suite("photoledger-demo")
+struct DemoTests {
+    @Test func theDemoRunsEndToEndAndConverges() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("photoledger-demo-test-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let result = try ToolRunner.run("photoledger-demo", ["--folder", folder.path])
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(result.output.contains("Identical on both devices: yes"))
+        #expect(result.output.contains("The conflicts and how they were resolved"))
+        #expect(result.output.contains("The log is intact"))
+        #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("anna-phone/library.sqlite").path))
+        #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("server/server.log").path))
+    }
+
+    @Test func theDemoRejectsUnknownArguments() throws {
+        #expect(try ToolRunner.run("photoledger-demo", ["--bogus"]).status == 64)
+    }
+}

@@ -1,0 +1,252 @@
+import Foundation
+import LedgerStore
+import PhotoLedger
+import PhotoMedia
+
+/// `photoledger import`: files and folders into the library, deduplicated by SHA-256, in change
+/// blocks of ``blockSize`` files.
+struct ImportCommand {
+    /// Files per change block: large enough to amortize the commit, small enough to show progress.
+    static let blockSize = 100
+
+    /// What happened to one file.
+    enum Outcome {
+        case imported(localIdentifier: String)
+        case wouldImport
+        case duplicate(of: String)
+        case notMedia
+        case failed(String)
+    }
+
+    struct Candidate {
+        let url: URL
+        let size: Int64
+    }
+
+    let context: Context
+    let library: PhotoLibrary
+    let albumTitle: String?
+    let move: Bool
+    let recursive: Bool
+    let dryRun: Bool
+
+    private var outcomes: [(path: String, outcome: Outcome)] = []
+    private var progress: ProgressBar?
+    private var doneCount = 0
+    private var doneBytes: Int64 = 0
+
+    init(context: Context, library: PhotoLibrary) {
+        self.context = context
+        self.library = library
+        albumTitle = context.command.value("album")
+        move = context.command.flag("move")
+        recursive = context.command.flag("recursive")
+        dryRun = context.command.flag("dry-run")
+    }
+
+    mutating func run() throws -> Int32 {
+        let started = Date()
+        let candidates = collect(context.command.arguments("path"))
+        if ProgressBar.isTerminal, !context.quiet, !context.json {
+            progress = ProgressBar(totalCount: candidates.count, totalBytes: candidates.reduce(0) { $0 + $1.size })
+        }
+        var known = try knownHashes()
+        var block: [(Candidate, String)] = []
+        for candidate in candidates {
+            switch classify(candidate, known: known) {
+            case .success(let hash):
+                if dryRun {
+                    finish(candidate, .wouldImport)
+                } else {
+                    block.append((candidate, hash))
+                }
+                known[hash] = candidate.url.path
+            case .failure(let outcome):
+                finish(candidate, outcome.outcome)
+            }
+            if block.count == Self.blockSize {
+                try importBlock(block)
+                block.removeAll()
+            }
+        }
+        if !block.isEmpty { try importBlock(block) }
+        progress?.update(count: doneCount, bytes: doneBytes, force: true)
+        progress?.finish()
+        report(elapsed: Date().timeIntervalSince(started))
+        return outcomes.contains { if case .failed = $0.outcome { return true } else { return false } } ? ExitCode.failure : ExitCode.success
+    }
+
+    // MARK: Steps
+
+    /// The files named by the arguments, folders expanded (subfolders with --recursive).
+    private mutating func collect(_ paths: [String]) -> [Candidate] {
+        var found: [Candidate] = []
+        let manager = FileManager.default
+        for path in paths {
+            let url = URL(fileURLWithPath: path)
+            var isDirectory: ObjCBool = false
+            guard manager.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
+                record(path, .failed("no such file or folder"))
+                continue
+            }
+            guard isDirectory.boolValue else {
+                found.append(Candidate(url: url, size: Self.size(of: url)))
+                continue
+            }
+            found += files(in: url)
+        }
+        return found
+    }
+
+    private func files(in folder: URL) -> [Candidate] {
+        let keys: [URLResourceKey] = [.isRegularFileKey, .isDirectoryKey, .fileSizeKey]
+        var options: FileManager.DirectoryEnumerationOptions = [.skipsHiddenFiles]
+        if !recursive { options.insert(.skipsSubdirectoryDescendants) }
+        guard let enumerator = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: keys, options: options) else { return [] }
+        var found: [Candidate] = []
+        for case let url as URL in enumerator {
+            guard let values = try? url.resourceValues(forKeys: Set(keys)), values.isRegularFile == true else { continue }
+            found.append(Candidate(url: url, size: Int64(values.fileSize ?? 0)))
+        }
+        return found.sorted { $0.url.path < $1.url.path }
+    }
+
+    /// The SHA-256 of every asset's photo or video already in the library, to the asset's identifier.
+    private func knownHashes() throws -> [String: String] {
+        var known: [String: String] = [:]
+        for asset in try Listing.allAssets(in: library) {
+            if let hash = try Listing.primaryHash(of: asset, in: library) { known[hash] = asset.localIdentifier }
+        }
+        return known
+    }
+
+    struct Skip: Error { let outcome: Outcome }
+
+    /// The file's hash when it should be imported, or why it is skipped.
+    private func classify(_ candidate: Candidate, known: [String: String]) -> Result<String, Skip> {
+        do {
+            let handle = try FileHandle(forReadingFrom: candidate.url)
+            defer { try? handle.close() }
+            let header = try handle.read(upToCount: MediaFormat.headerLength) ?? Data()
+            guard MediaFormat.detect(header: header) != nil else { return .failure(Skip(outcome: .notMedia)) }
+            var hasher = SHA256()
+            hasher.update(Array(header))
+            while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+                chunk.withUnsafeBytes { hasher.update($0) }
+            }
+            let hash = Hex.encode(hasher.finalize())
+            if let existing = known[hash] { return .failure(Skip(outcome: .duplicate(of: existing))) }
+            return .success(hash)
+        } catch {
+            return .failure(Skip(outcome: .failed("cannot read the file: \(Self.describe(error))")))
+        }
+    }
+
+    /// Creates the block's assets in one change block; a file that fails is reported, the others
+    /// are still imported.
+    private mutating func importBlock(_ block: [(Candidate, String)]) throws {
+        var results: [Outcome] = []
+        let title = albumTitle
+        let transfer = AssetCreationOptions(shouldMoveFile: move)
+        do {
+            results = try library.performChangesAndWait { changes in
+                var results: [Outcome] = []
+                var created: [ObjectPlaceholder] = []
+                for (candidate, _) in block {
+                    do {
+                        let request = try changes.createAsset(withResources: [
+                            ResourceInput(type: Self.isVideo(candidate.url) ? .video : .photo, source: .file(candidate.url), options: transfer)
+                        ])
+                        created.append(request.placeholderForCreatedAsset)
+                        results.append(.imported(localIdentifier: request.placeholderForCreatedAsset.localIdentifier))
+                    } catch {
+                        results.append(.failed(Self.describe(error)))
+                    }
+                }
+                if let title, !created.isEmpty {
+                    let album = try changes.album(titled: title) ?? changes.createAlbum(title: title)
+                    try album.addAssets(created)
+                }
+                return results
+            }
+        } catch {
+            results = Array(repeating: .failed(Self.describe(error)), count: block.count)
+        }
+        for ((candidate, _), outcome) in zip(block, results) { finish(candidate, outcome) }
+    }
+
+    // MARK: Reporting
+
+    private mutating func finish(_ candidate: Candidate, _ outcome: Outcome) {
+        doneCount += 1
+        doneBytes += candidate.size
+        record(candidate.url.path, outcome)
+        progress?.update(count: doneCount, bytes: doneBytes)
+    }
+
+    private mutating func record(_ path: String, _ outcome: Outcome) {
+        outcomes.append((path, outcome))
+        if case .failed(let reason) = outcome {
+            if progress != nil { FileHandle.standardOutput.write(Data("\r\u{1B}[K".utf8)) }
+            context.warn("failed: \(path): \(reason)")
+            return
+        }
+        guard progress == nil else { return }
+        switch outcome {
+        case .imported(let identifier): context.say("imported \(path) -> \(identifier)")
+        case .wouldImport: context.say("would import \(path)")
+        case .duplicate(let original): context.say("skipped duplicate \(path) (same content as \(original))")
+        case .notMedia: context.say("skipped \(path): not a photo or video")
+        case .failed: break
+        }
+    }
+
+    private func report(elapsed: Double) {
+        var imported: [JSON] = [], duplicates: [JSON] = [], notMedia: [JSON] = [], failed: [JSON] = []
+        for (path, outcome) in outcomes {
+            switch outcome {
+            case .imported(let id): imported.append(.object([("path", .string(path)), ("localIdentifier", .string(id))]))
+            case .wouldImport: imported.append(.object([("path", .string(path)), ("localIdentifier", .null)]))
+            case .duplicate(let original): duplicates.append(.object([("path", .string(path)), ("duplicateOf", .string(original))]))
+            case .notMedia: notMedia.append(.string(path))
+            case .failed(let reason): failed.append(.object([("path", .string(path)), ("error", .string(reason))]))
+            }
+        }
+        if context.json {
+            context.emit(.object([
+                ("dryRun", .bool(dryRun)), ("imported", .array(imported)), ("duplicates", .array(duplicates)),
+                ("notMedia", .array(notMedia)), ("failed", .array(failed)),
+            ]))
+            return
+        }
+        let verb = dryRun ? "Would import" : "Imported"
+        let album = albumTitle.map { " into album '\($0)'" } ?? ""
+        var summary = "\(verb) \(imported.count) file\(imported.count == 1 ? "" : "s")\(album) in \(formatDuration(elapsed))"
+        summary += "; skipped \(duplicates.count) duplicate\(duplicates.count == 1 ? "" : "s") and \(notMedia.count) non-media"
+        summary += "; \(failed.count) failed."
+        if context.quiet {
+            if !failed.isEmpty { context.warn(summary) }
+        } else {
+            print(summary)
+        }
+    }
+
+    // MARK: Helpers
+
+    private static func size(of url: URL) -> Int64 {
+        ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber)?.int64Value ?? 0
+    }
+
+    private static func isVideo(_ url: URL) -> Bool {
+        guard let handle = try? FileHandle(forReadingFrom: url) else { return false }
+        defer { try? handle.close() }
+        let header = (try? handle.read(upToCount: MediaFormat.headerLength)) ?? Data()
+        return MediaFormat.detect(header: header)?.mediaType == .video
+    }
+
+    /// The message of an error, without the type's decoration.
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? PhotoLibraryError { return error.message }
+        return "\(error)"
+    }
+}

@@ -1,0 +1,196 @@
+@preconcurrency import Glibc
+import Foundation
+import PhotoLedger
+
+/// A JSON value whose object keys keep the order they were given in, so the tool's output is
+/// stable byte for byte.
+indirect enum JSON {
+    case string(String)
+    case int(Int64)
+    case bool(Bool)
+    case null
+    case array([JSON])
+    case object([(String, JSON)])
+
+    /// An optional string, null when nil.
+    static func string(_ value: String?) -> JSON { value.map { .string($0) } ?? .null }
+
+    /// Compact JSON text.
+    func serialized() -> String {
+        var text = ""
+        write(to: &text)
+        return text
+    }
+
+    private func write(to text: inout String) {
+        switch self {
+        case .string(let value): Self.quote(value, into: &text)
+        case .int(let value): text += String(value)
+        case .bool(let value): text += value ? "true" : "false"
+        case .null: text += "null"
+        case .array(let values):
+            text += "["
+            for (index, value) in values.enumerated() {
+                if index > 0 { text += "," }
+                value.write(to: &text)
+            }
+            text += "]"
+        case .object(let members):
+            text += "{"
+            for (index, (key, value)) in members.enumerated() {
+                if index > 0 { text += "," }
+                Self.quote(key, into: &text)
+                text += ":"
+                value.write(to: &text)
+            }
+            text += "}"
+        }
+    }
+
+    private static func quote(_ value: String, into text: inout String) {
+        text += "\""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": text += "\\\""
+            case "\\": text += "\\\\"
+            case "\n": text += "\\n"
+            case "\r": text += "\\r"
+            case "\t": text += "\\t"
+            case _ where scalar.value < 0x20: text += String(format: "\\u%04x", scalar.value)
+            default: text.unicodeScalars.append(scalar)
+            }
+        }
+        text += "\""
+    }
+}
+
+/// Text and JSON renderings of assets and albums.
+enum Listing {
+    /// Every asset that is not purged: visible, hidden and in Recently Deleted.
+    static func allAssets(in library: PhotoLibrary) throws -> [Asset] {
+        try library.fetchAssets(options: FetchOptions(includeHiddenAssets: true)).allObjects + deletedAssets(in: library)
+    }
+
+    /// The assets in Recently Deleted.
+    static func deletedAssets(in library: PhotoLibrary) throws -> [Asset] {
+        guard let trash = try library.fetchAssetCollections(with: .smartAlbum, subtype: .smartAlbumRecentlyDeleted).firstObject else { return [] }
+        return try library.fetchAssets(in: trash, options: FetchOptions(includeHiddenAssets: true)).allObjects
+    }
+
+    /// The SHA-256 of an asset's primary resource (photo or video), or nil.
+    static func primaryHash(of asset: Asset, in library: PhotoLibrary) throws -> String? {
+        let resources = try library.resources(for: asset)
+        return (resources.first { $0.type == .photo || $0.type == .video } ?? resources.first)?.sha256
+    }
+
+    /// The `assets --json` shape of one asset.
+    static func json(_ asset: Asset, sha256: String?) -> JSON {
+        .object([
+            ("localIdentifier", .string(asset.localIdentifier)),
+            ("mediaType", .string(asset.mediaType.description)),
+            ("pixelWidth", .int(Int64(asset.pixelWidth))),
+            ("pixelHeight", .int(Int64(asset.pixelHeight))),
+            ("creationDate", .string(asset.creationDate.map(isoDate))),
+            ("isFavorite", .bool(asset.isFavorite)),
+            ("isHidden", .bool(asset.isHidden)),
+            ("isDeleted", .bool(asset.isDeleted)),
+            ("sha256", .string(sha256)),
+        ])
+    }
+
+    /// The `albums --json` shape of one album.
+    static func json(_ album: AssetCollection, assets: [Asset]) -> JSON {
+        .object([
+            ("localIdentifier", .string(album.localIdentifier)),
+            ("title", .string(album.title)),
+            ("assetIdentifiers", .array(assets.map { .string($0.localIdentifier) })),
+        ])
+    }
+
+    /// A date as ISO 8601 in UTC, to the second.
+    static func isoDate(_ date: Date) -> String {
+        date.ISO8601Format()
+    }
+
+    /// One line of the text listing of assets.
+    static func line(_ asset: Asset, sha256: String?) -> String {
+        var flags: [String] = []
+        if asset.isFavorite { flags.append("favorite") }
+        if asset.isHidden { flags.append("hidden") }
+        if asset.isDeleted { flags.append("deleted") }
+        return [
+            asset.localIdentifier, asset.mediaType.description.padding(5), "\(asset.pixelWidth)x\(asset.pixelHeight)".padding(9),
+            (asset.creationDate.map(isoDate) ?? "-").padding(20), String((sha256 ?? "-").prefix(12)).padding(12),
+            flags.joined(separator: ","),
+        ].joined(separator: "  ").trimmingTrailingSpaces()
+    }
+
+    /// A short form of an identifier for tables: the first 8 characters of the UUID.
+    static func short(_ identifier: String) -> String { String(identifier.prefix(8)) }
+}
+
+extension String {
+    func padding(_ width: Int) -> String { count >= width ? self : self + String(repeating: " ", count: width - count) }
+
+    func trimmingTrailingSpaces() -> String {
+        var text = self
+        while text.last == " " { text.removeLast() }
+        return text
+    }
+}
+
+/// A byte count for people: 512 B, 1.5 MB.
+func formatBytes(_ bytes: Int64) -> String {
+    let units = ["B", "KB", "MB", "GB", "TB"]
+    var value = Double(bytes)
+    var unit = 0
+    while value >= 1000, unit < units.count - 1 {
+        value /= 1000
+        unit += 1
+    }
+    return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
+}
+
+/// A duration for people: 42s, 3m05s.
+func formatDuration(_ seconds: Double) -> String {
+    guard seconds.isFinite, seconds >= 0 else { return "--" }
+    let total = Int(seconds.rounded())
+    return total < 60 ? "\(total)s" : String(format: "%dm%02ds", total / 60, total % 60)
+}
+
+/// A one-line progress bar redrawn in place on a terminal: count, bytes, rate and time left.
+struct ProgressBar {
+    let totalCount: Int
+    let totalBytes: Int64
+    let start = Date()
+    private var lastDraw = Date.distantPast
+
+    init(totalCount: Int, totalBytes: Int64) {
+        self.totalCount = totalCount
+        self.totalBytes = totalBytes
+    }
+
+    /// Whether standard output is a terminal.
+    static var isTerminal: Bool { isatty(1) == 1 }
+
+    /// Redraws the bar (at most ten times a second unless `force`).
+    mutating func update(count: Int, bytes: Int64, force: Bool = false) {
+        let now = Date()
+        guard force || now.timeIntervalSince(lastDraw) >= 0.1 else { return }
+        lastDraw = now
+        let elapsed = max(now.timeIntervalSince(start), 0.001)
+        let rate = Double(bytes) / elapsed
+        let remaining = rate > 0 ? Double(totalBytes - bytes) / rate : .infinity
+        let fraction = totalBytes > 0 ? Double(bytes) / Double(totalBytes) : Double(count) / Double(max(totalCount, 1))
+        let width = 24
+        let filled = min(width, Int(fraction * Double(width)))
+        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+        let line = "[\(bar)] \(count)/\(totalCount) files  \(formatBytes(bytes))/\(formatBytes(totalBytes))  \(formatBytes(Int64(rate)))/s  ETA \(formatDuration(remaining))"
+        FileHandle.standardOutput.write(Data(("\r" + line + "\u{1B}[K").utf8))
+    }
+
+    /// Ends the bar's line.
+    func finish() {
+        FileHandle.standardOutput.write(Data("\n".utf8))
+    }
+}
