@@ -9,22 +9,35 @@ import Testing
 /// the device whose write should win syncs first, or last.
 @Suite("Sync scenarios")
 struct SyncScenarioTests {
-    /// Two devices that share one album holding two assets.
-    func twoDevices() async throws -> (TestServer, TemporaryDirectory, TestClock, anna: Device, ben: Device, album: String, assets: [String]) {
+    /// Two devices that share one album holding two assets; keeps the server and files alive.
+    final class Scenario {
+        let server: TestServer
+        let directory: TemporaryDirectory
         let clock = TestClock()
-        let server = try TestServer(clock: clock)
-        let directory = try TemporaryDirectory()
-        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
-        let ben = try Device("ben-tablet", server: server, directory: directory, clock: clock, seed: 2)
-        let (album, assets) = try anna.library.performChangesAndWait { changes in
+        let anna: Device
+        let ben: Device
+        var album = ""
+        var assets: [String] = []
+
+        init() throws {
+            server = try TestServer(clock: clock)
+            directory = try TemporaryDirectory()
+            anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
+            ben = try Device("ben-tablet", server: server, directory: directory, clock: clock, seed: 2)
+        }
+    }
+
+    func twoDevices() async throws -> Scenario {
+        let scenario = try Scenario()
+        (scenario.album, scenario.assets) = try scenario.anna.library.performChangesAndWait { changes in
             let created = try [photo(1), photo(2)].map { try changes.createAsset(from: $0).placeholderForCreatedAsset }
             let album = try changes.createAlbum(title: "Trip")
             try album.addAssets(created)
             return (album.localIdentifier, created.map(\.localIdentifier))
         }
-        try await anna.sync()
-        try await ben.sync()
-        return (server, directory, clock, anna, ben, album, assets)
+        try await scenario.anna.sync()
+        try await scenario.ben.sync()
+        return scenario
     }
 
     func syncBoth(_ first: Device, _ second: Device) async throws {
@@ -35,7 +48,9 @@ struct SyncScenarioTests {
 
     @Test("placeholders created offline keep their identifiers on every device, with their bytes", arguments: [true, false])
     func offlineCreation(annaFirst: Bool) async throws {
-        let (_, _, clock, anna, ben, album, assets) = try await twoDevices()
+        let scenario = try await twoDevices()
+        defer { withExtendedLifetime(scenario) {} }
+        let clock = scenario.clock; let anna = scenario.anna; let ben = scenario.ben; let album = scenario.album; let assets = scenario.assets
         #expect(try ben.members(album) == assets)
         #expect(try ben.library.requestImageData(for: assets[0], version: .original) == photo(1))
         clock.advance(milliseconds: 1000)
@@ -51,7 +66,9 @@ struct SyncScenarioTests {
 
     @Test("rename vs rename: the later rename wins whoever syncs first", arguments: [true, false])
     func renameVersusRename(winnerFirst: Bool) async throws {
-        let (_, _, clock, anna, ben, album, _) = try await twoDevices()
+        let scenario = try await twoDevices()
+        defer { withExtendedLifetime(scenario) {} }
+        let clock = scenario.clock; let anna = scenario.anna; let ben = scenario.ben; let album = scenario.album
         try anna.library.performChangesAndWait { try $0.albumChangeRequest(for: album).setTitle("Trip (Anna)") }
         clock.advance(milliseconds: 10)
         try ben.library.performChangesAndWait { try $0.albumChangeRequest(for: album).setTitle("Trip (Ben)") }
@@ -62,7 +79,9 @@ struct SyncScenarioTests {
 
     @Test("an offline edit made earlier but uploaded later loses", arguments: [true, false])
     func earlierEditUploadedLater(winnerFirst: Bool) async throws {
-        let (_, _, clock, anna, ben, _, assets) = try await twoDevices()
+        let scenario = try await twoDevices()
+        defer { withExtendedLifetime(scenario) {} }
+        let clock = scenario.clock; let anna = scenario.anna; let ben = scenario.ben; let assets = scenario.assets
         try anna.library.performChangesAndWait { try $0.assetChangeRequest(for: assets[0]).setFavorite(true) }  // earlier, offline
         clock.advance(milliseconds: 3_600_000)
         try ben.library.performChangesAndWait { try $0.assetChangeRequest(for: assets[0]).setFavorite(false) }
@@ -73,7 +92,9 @@ struct SyncScenarioTests {
 
     @Test("favorite set on two devices converges on the last writer", arguments: [true, false])
     func favoriteOnBoth(winnerFirst: Bool) async throws {
-        let (_, _, clock, anna, ben, _, assets) = try await twoDevices()
+        let scenario = try await twoDevices()
+        defer { withExtendedLifetime(scenario) {} }
+        let clock = scenario.clock; let anna = scenario.anna; let ben = scenario.ben; let assets = scenario.assets
         try ben.library.performChangesAndWait { try $0.assetChangeRequest(for: assets[1]).setFavorite(false) }
         clock.advance(milliseconds: 1)
         try anna.library.performChangesAndWait { try $0.assetChangeRequest(for: assets[1]).setFavorite(true) }
@@ -83,7 +104,9 @@ struct SyncScenarioTests {
 
     @Test("add vs remove: a concurrent remove and remove-then-add keep the asset (longer history wins)", arguments: [true, false])
     func addVersusRemove(addFirst: Bool) async throws {
-        let (_, _, _, anna, ben, album, assets) = try await twoDevices()
+        let scenario = try await twoDevices()
+        defer { withExtendedLifetime(scenario) {} }
+        let anna = scenario.anna; let ben = scenario.ben; let album = scenario.album; let assets = scenario.assets
         try anna.library.performChangesAndWait { try $0.albumChangeRequest(for: album).removeAssets([assets[0]]) }
         try ben.library.performChangesAndWait { changes in
             let request = try changes.albumChangeRequest(for: album)
@@ -97,7 +120,9 @@ struct SyncScenarioTests {
 
     @Test("concurrent prepends stay contiguous", arguments: [true, false])
     func concurrentPrepends(annaFirst: Bool) async throws {
-        let (_, _, _, anna, ben, album, assets) = try await twoDevices()
+        let scenario = try await twoDevices()
+        defer { withExtendedLifetime(scenario) {} }
+        let anna = scenario.anna; let ben = scenario.ben; let album = scenario.album; let assets = scenario.assets
         func prepend(_ device: Device, seeds: [UInt64]) throws -> [String] {
             try device.library.performChangesAndWait { changes in
                 let created = try seeds.map { try changes.createAsset(from: photo($0)).placeholderForCreatedAsset }
@@ -115,7 +140,9 @@ struct SyncScenarioTests {
 
     @Test("delete vs edit: the delete wins; recovering shows the latest edit", arguments: [true, false])
     func deleteVersusEdit(deleteFirst: Bool) async throws {
-        let (_, _, clock, anna, ben, album, assets) = try await twoDevices()
+        let scenario = try await twoDevices()
+        defer { withExtendedLifetime(scenario) {} }
+        let clock = scenario.clock; let anna = scenario.anna; let ben = scenario.ben; let album = scenario.album; let assets = scenario.assets
         try anna.library.performChangesAndWait { try $0.deleteAssets([assets[0]]) }
         clock.advance(milliseconds: 5)
         try ben.library.performChangesAndWait { try $0.assetChangeRequest(for: assets[0]).setFavorite(true) }
@@ -132,7 +159,9 @@ struct SyncScenarioTests {
 
     @Test("same-title albums stay apart until an explicit merge, which converges everywhere", arguments: [true, false])
     func sameTitleAlbums(annaFirst: Bool) async throws {
-        let (_, _, _, anna, ben, _, assets) = try await twoDevices()
+        let scenario = try await twoDevices()
+        defer { withExtendedLifetime(scenario) {} }
+        let anna = scenario.anna; let ben = scenario.ben; let assets = scenario.assets
         let a = try anna.library.performChangesAndWait { changes in
             let album = try changes.createAlbum(title: "Beach")
             try album.addAssets([assets[0]])
@@ -165,7 +194,7 @@ struct SyncScenarioTests {
         let skewedClock = TestClock(clock.read() + 3_600_000)
         let skewed = try Device("skewed-laptop", server: server, directory: directory, clock: skewedClock, seed: 3)
         try skewed.library.performChangesAndWait { _ = try $0.createAlbum(title: "From the future") }
-        let error = try #require(throws: SyncError.self) { try await skewed.sync() }
+        let error = try await #require(throws: SyncError.self) { try await skewed.sync() }
         guard case .clockSkew(let message) = error else {
             Issue.record("expected clockSkew, got \(error)")
             return
@@ -184,18 +213,18 @@ struct SyncScenarioTests {
         let unreachable = SyncEngine(
             library: device.library, remote: try SyncRemote(libraryURL: "http://127.0.0.1:9/v1/libraries/family", token: "x"),
             transport: testTransport())
-        let offline = try #require(throws: SyncError.self) { try await unreachable.sync() }
+        let offline = try await #require(throws: SyncError.self) { try await unreachable.sync() }
         #expect(offline.description.contains("is the server running"))
         let badToken = SyncEngine(
             library: device.library, remote: try SyncRemote(libraryURL: "http://127.0.0.1:\(server.port)/v1/libraries/family", token: "plt_wrong"),
             transport: testTransport())
-        let refused = try #require(throws: SyncError.self) { try await badToken.sync() }
+        let refused = try await #require(throws: SyncError.self) { try await badToken.sync() }
         #expect(refused.description.contains("refused this device's token"))
         let otherLibrary = SyncEngine(
             library: device.library,
             remote: try SyncRemote(libraryURL: "http://127.0.0.1:\(server.port)/v1/libraries/family", token: server.token(device: "anna-phone", library: "work")),
             transport: testTransport())
-        let forbidden = try #require(throws: SyncError.self) { try await otherLibrary.sync() }
+        let forbidden = try await #require(throws: SyncError.self) { try await otherLibrary.sync() }
         #expect(forbidden.description.contains("access refused"))
         #expect(throws: SyncError.self) { try SyncRemote(libraryURL: "ftp://x/v1/libraries/a", token: "t") }
         #expect(throws: SyncError.self) { try SyncRemote(libraryURL: "http://x/libraries", token: "t") }
@@ -203,7 +232,9 @@ struct SyncScenarioTests {
 
     @Test("the remote is saved in the library; progress is reported; observers fire for pulled changes")
     func savedRemoteProgressAndObservers() async throws {
-        let (server, _, _, anna, ben, album, _) = try await twoDevices()
+        let scenario = try await twoDevices()
+        defer { withExtendedLifetime(scenario) {} }
+        let server = scenario.server; let anna = scenario.anna; let ben = scenario.ben; let album = scenario.album
         let remote = try server.remote(device: "ben-tablet")
         try remote.save(in: ben.library)
         #expect(try SyncRemote.saved(in: ben.library) == remote)
