@@ -249,7 +249,14 @@ public struct JSONReader {
     /// Reads a string (valid UTF-8 required).
     public mutating func readString() throws -> String {
         let start = offset
-        let text = try withStringBytes { String(validating: $0, as: UTF8.self) }
+        let text = try withStringBytes { bytes -> String? in
+            var ascii = true
+            for byte in bytes where byte >= 0x80 {
+                ascii = false
+                break
+            }
+            return ascii ? String(decoding: bytes, as: UTF8.self) : String(validating: bytes, as: UTF8.self)
+        }
         guard let text else {
             offset = start
             throw error("invalid UTF-8 in a string")

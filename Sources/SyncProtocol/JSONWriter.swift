@@ -181,18 +181,34 @@ public struct JSONWriter: Sendable {
         bytes.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C])
     }
 
+    /// Appends `count` bytes written by `body` into uninitialized space, without per-byte checks.
+    private mutating func appendBulk(_ count: Int, _ body: (UnsafeMutablePointer<UInt8>) -> Void) {
+        bytes.append(contentsOf: repeatElement(0, count: count))
+        let start = bytes.count - count
+        bytes.withUnsafeMutableBufferPointer { body($0.baseAddress! + start) }
+    }
+
     /// Writes a UUID as its canonical 36-character uppercase string.
     public mutating func uuid(_ value: UUID) {
         separate()
-        bytes.append(UInt8(ascii: "\""))
-        withUnsafeBytes(of: value.uuid) { raw in
-            for index in 0..<16 {
-                if index == 4 || index == 6 || index == 8 || index == 10 { bytes.append(UInt8(ascii: "-")) }
-                bytes.append(Self.upperHexDigits[Int(raw[index] >> 4)])
-                bytes.append(Self.upperHexDigits[Int(raw[index] & 0xF)])
+        appendBulk(38) { output in
+            output[0] = UInt8(ascii: "\"")
+            output[37] = UInt8(ascii: "\"")
+            Self.upperHexDigits.withUnsafeBufferPointer { digits in
+                withUnsafeBytes(of: value.uuid) { raw in
+                    var position = 1
+                    for index in 0..<16 {
+                        if index == 4 || index == 6 || index == 8 || index == 10 {
+                            output[position] = UInt8(ascii: "-")
+                            position += 1
+                        }
+                        output[position] = digits[Int(raw[index] >> 4)]
+                        output[position + 1] = digits[Int(raw[index] & 0xF)]
+                        position += 2
+                    }
+                }
             }
         }
-        bytes.append(UInt8(ascii: "\""))
     }
 
     static let upperHexDigits: [UInt8] = Array("0123456789ABCDEF".utf8)
@@ -200,12 +216,16 @@ public struct JSONWriter: Sendable {
     /// Writes bytes as a lowercase hexadecimal string.
     public mutating func hex(_ value: [UInt8]) {
         separate()
-        bytes.append(UInt8(ascii: "\""))
-        for byte in value {
-            bytes.append(Self.hexDigits[Int(byte >> 4)])
-            bytes.append(Self.hexDigits[Int(byte & 0xF)])
+        appendBulk(value.count * 2 + 2) { output in
+            output[0] = UInt8(ascii: "\"")
+            output[value.count * 2 + 1] = UInt8(ascii: "\"")
+            Self.hexDigits.withUnsafeBufferPointer { digits in
+                for (index, byte) in value.enumerated() {
+                    output[1 + 2 * index] = digits[Int(byte >> 4)]
+                    output[2 + 2 * index] = digits[Int(byte & 0xF)]
+                }
+            }
         }
-        bytes.append(UInt8(ascii: "\""))
     }
 
     /// Writes bytes as a standard, padded base64 string.

@@ -122,8 +122,8 @@ public struct WireEvent: Sendable, Hashable {
     }
 
     /// Reads an event object strictly: any missing or invalid field is an error naming it.
-    public static func read(from reader: inout JSONReader, path: String = "event") throws -> WireEvent {
-        switch try readReceived(from: &reader, path: path) {
+    public static func read(from reader: inout JSONReader, path: @autoclosure () -> String = "event") throws -> WireEvent {
+        switch try readReceived(from: &reader, path: path()) {
         case .valid(let event): return event
         case .invalid(_, _, let field, let problem): throw WireFormatError(field: field, message: problem)
         }
@@ -133,17 +133,19 @@ public struct WireEvent: Sendable, Hashable {
     /// be present and valid (otherwise the event could not even be acknowledged, and this
     /// throws); any other invalid value makes the event ``ReceivedEvent/invalid(id:deviceSequence:field:problem:)``
     /// so it can be acknowledged as rejected. A member of the wrong JSON type always throws.
-    public static func readReceived(from reader: inout JSONReader, path: String = "event") throws -> ReceivedEvent {
+    public static func readReceived(from reader: inout JSONReader, path pathText: @autoclosure () -> String = "event") throws
+        -> ReceivedEvent
+    {
         var id: UUID?, device: DeviceID?, deviceSequence: Int64?, timestamp: HLCTimestamp?
         var changeBlock: UUID?, object: UUID?, type: String?, schemaVersion: Int?, payload: [UInt8]?, hash: [UInt8]?
         var serverSequence: Int64?, chainHash: [UInt8]?
         var problem: (field: String, message: String)?
         func note(_ field: String, _ message: String) {
-            if problem == nil { problem = ("\(path).\(field)", message) }
+            if problem == nil { problem = ("\(pathText()).\(field)", message) }
         }
-        try reading(path) { try reader.beginObject() }
-        while let key = try reading(path, { try reader.nextKey() }) {
-            let field = "\(path).\(key)"
+        try reading(pathText()) { try reader.beginObject() }
+        while let key = try reading(pathText(), { try reader.nextKey() }) {
+            var field: String { "\(pathText()).\(key)" }
             switch key {
             case "id":
                 id = try reading(field) { try reader.withStringBytes(parseUUID) }
@@ -185,15 +187,15 @@ public struct WireEvent: Sendable, Hashable {
                 try reading(field) { try reader.skipValue() }
             }
         }
-        guard let id else { throw WireFormatError(field: "\(path).id", message: "is missing") }
-        guard let deviceSequence else { throw WireFormatError(field: "\(path).deviceSeq", message: "is missing") }
+        guard let id else { throw WireFormatError(field: "\(pathText()).id", message: "is missing") }
+        guard let deviceSequence else { throw WireFormatError(field: "\(pathText()).deviceSeq", message: "is missing") }
         if let problem { return .invalid(id: id, deviceSequence: deviceSequence, field: problem.field, problem: problem.message) }
         let missing = [
             ("device", device == nil), ("hlc", timestamp == nil), ("changeBlock", changeBlock == nil), ("object", object == nil),
             ("type", type == nil), ("schemaVersion", schemaVersion == nil), ("payload", payload == nil), ("hash", hash == nil),
         ].first { $0.1 }
         if let missing {
-            return .invalid(id: id, deviceSequence: deviceSequence, field: "\(path).\(missing.0)", problem: "is missing")
+            return .invalid(id: id, deviceSequence: deviceSequence, field: "\(pathText()).\(missing.0)", problem: "is missing")
         }
         var event = WireEvent(
             Event(
