@@ -24,7 +24,7 @@ public final class LibraryChanges {
         self.database = database
         self.access = access
         self.changeBlock = library.identifiers.next()
-        self.nextSequence = try EventLog(database).lastDeviceSequence(for: library.device) + 1
+        self.nextSequence = try PhotoLibrary.lastDeviceSequence(for: library.device, in: database) + 1  // counts archived events
     }
 
     func invalidate() { isValid = false }

@@ -106,12 +106,14 @@ struct Projection {
     /// The projection tables, in the order a dump lists them.
     static let tables = ["assets", "asset_resources", "referenced_resources", "albums", "album_members"]
 
-    /// Deletes every projection row and folds the whole log again, in keyset pages.
+    /// Deletes every projection row and folds the whole log again, in keyset pages. After a
+    /// compaction, the fold starts from the snapshot of the archived history (Compaction.swift).
     func rebuild() throws {
         for table in Self.tables {
             try database.execute("DELETE FROM \(table)")
         }
-        try EventLog(database).forEach { try apply($0.event) }
+        let start = try CompactionSnapshot.restore(into: database)
+        try EventLog(database).forEach(after: start) { try apply($0.event) }
     }
 
     // MARK: SQL

@@ -1,0 +1,290 @@
+import Foundation
+import LedgerStore
+
+/// Where a library keeps an event.
+public enum EventLocation: String, Sendable, Hashable, Codable {
+    /// The archive file, where compaction moved it.
+    case archive
+    /// The library's live log.
+    case live
+}
+
+/// A place where the stored history does not match its hashes: an event changed, removed or
+/// reordered, in this library or on the server.
+public struct ChainFailure: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Which chain failed.
+    public enum Chain: String, Sendable, Hashable, Codable {
+        /// This library's own chain, in local order (archive, then live log).
+        case local
+        /// The server's chain, in server order, recomputed over the events held here.
+        case server
+    }
+
+    /// Which chain failed.
+    public let chain: Chain
+    /// The position in that chain: the local sequence, or the server sequence.
+    public let position: Int64
+    /// The event at that position, when known.
+    public let eventID: UUID?
+    /// Where the event is kept, when it is held here.
+    public let location: EventLocation?
+    /// What does not match.
+    public let reason: String
+
+    public var description: String {
+        let event = eventID.map { "event \($0.uuidString)" } ?? "an event"
+        let place = location.map { " (\($0.rawValue))" } ?? ""
+        return "\(chain == .local ? "local" : "server") hash chain fails at \(event), position \(position)\(place): \(reason)"
+    }
+}
+
+/// The result of verifying this library's hash chain across the archive and the live log.
+public struct ChainVerificationReport: Sendable, Hashable, CustomStringConvertible {
+    /// Events checked in the archive.
+    public let archivedEvents: Int
+    /// Events checked in the live log.
+    public let liveEvents: Int
+    /// The first problem found, or nil when the chain is intact.
+    public let failure: ChainFailure?
+
+    /// Whether every event matched its hash.
+    public var isIntact: Bool { failure == nil }
+
+    public var description: String {
+        failure?.description ?? "hash chain intact: \(archivedEvents) archived and \(liveEvents) live events"
+    }
+}
+
+/// One event of the server's chain as a pull page reports it.
+package struct ServerChainEntry: Sendable, Hashable {
+    /// The event's position in the server's log.
+    package var serverSequence: Int64
+    /// The event.
+    package var eventID: UUID
+    /// The server's chain value after the event.
+    package var chainHash: [UInt8]
+
+    /// Creates an entry.
+    package init(serverSequence: Int64, eventID: UUID, chainHash: [UInt8]) {
+        self.serverSequence = serverSequence
+        self.eventID = eventID
+        self.chainHash = chainHash
+    }
+}
+
+/// The result of checking the events held here against the server's chain.
+public struct ServerChainReport: Sendable, Hashable, CustomStringConvertible {
+    /// Events held here whose server chain value was recomputed from the local copy and matched.
+    public internal(set) var checked = 0
+    /// Server positions whose event this library does not hold (not pulled yet).
+    public internal(set) var notHeld = 0
+    /// Events held here whose previous server chain value is unknown, so their link was not checked.
+    public internal(set) var unlinked = 0
+    /// The first mismatch, or nil when every checked event matches.
+    public internal(set) var failure: ChainFailure?
+
+    /// Whether no mismatch was found.
+    public var isIntact: Bool { failure == nil }
+
+    public var description: String {
+        failure?.description
+            ?? "server chain matches: \(checked) events checked, \(notHeld) not held here, \(unlinked) without a known predecessor"
+    }
+}
+
+extension PhotoLibrary {
+    // MARK: Local chain
+
+    /// Verifies the library's hash chain: the archive from the first event to the compaction
+    /// horizon, then the live log continuing from the archive's last chain value, and that no
+    /// committed event is missing at the end of the log.
+    public func verifyChain() throws -> ChainVerificationReport {
+        try withArchive { state, archive in
+            var archivedEvents = 0
+            if let archive {
+                let result = try Self.verifyArchive(archive, state: state)
+                archivedEvents = result.count
+                if let failure = result.failure {
+                    return ChainVerificationReport(archivedEvents: archivedEvents, liveEvents: 0, failure: failure)
+                }
+            }
+            return try readDatabase { db in
+                let log = EventLog(db)
+                switch try log.verify(after: state.archivedThrough, head: state.archivedHash) {
+                case .broken(let broken):
+                    return ChainVerificationReport(
+                        archivedEvents: archivedEvents, liveEvents: broken.verifiedCount,
+                        failure: ChainFailure(
+                            chain: .local, position: broken.localSequence, eventID: broken.eventID, location: .live,
+                            reason: "the stored hash does not match: the event, or one before it, was changed, removed or reordered"))
+                case .intact(let count):
+                    let last = max(try log.lastLocalSequence(), state.archivedThrough)
+                    let committed = try db.firstRow("SELECT max(end_seq) FROM commits") { $0.optionalInt64(0) } ?? nil
+                    if let committed, committed > last {
+                        return ChainVerificationReport(
+                            archivedEvents: archivedEvents, liveEvents: count,
+                            failure: ChainFailure(
+                                chain: .local, position: last + 1, eventID: nil, location: .live,
+                                reason: "events up to position \(committed) were committed but the log ends at \(last): "
+                                    + "events were removed from its end"))
+                    }
+                    return ChainVerificationReport(archivedEvents: archivedEvents, liveEvents: count, failure: nil)
+                }
+            }
+        }
+    }
+
+    /// The chain of the archive up to the horizon, ending at the chain value the library recorded.
+    static func verifyArchive(_ archive: Database, state: AuditState) throws -> (count: Int, failure: ChainFailure?) {
+        let log = EventLog(archive)
+        if case .broken(let broken) = try log.verify() {
+            return (
+                broken.verifiedCount,
+                ChainFailure(
+                    chain: .local, position: broken.localSequence, eventID: broken.eventID, location: .archive,
+                    reason: "the stored hash does not match: the archived event, or one before it, was changed, removed or reordered")
+            )
+        }
+        let count = Int(try archive.firstRow("SELECT count(*) FROM events WHERE local_seq <= ?", [state.archivedThrough]) { $0.int64(0) } ?? 0)
+        let head = try archive.firstRow("SELECT hash FROM events WHERE local_seq = ?", [state.archivedThrough]) { $0.blob(0) }
+        guard head == state.archivedHash else {
+            return (
+                count,
+                ChainFailure(
+                    chain: .local, position: state.archivedThrough, eventID: nil, location: .archive,
+                    reason: "the archive does not end with the chain value recorded at compaction: archived events are missing or were replaced")
+            )
+        }
+        return (count, nil)
+    }
+
+    /// The chain of the archive and the live log, in the form ``EventLog/verify(after:head:pageSize:)`` reports.
+    func verifiedChain() throws -> EventLog.Verification {
+        let report = try verifyChain()
+        let count = report.archivedEvents + report.liveEvents
+        guard let failure = report.failure else { return .intact(count: count) }
+        return .broken(EventLog.ChainBreak(localSequence: failure.position, eventID: failure.eventID, verifiedCount: count))
+    }
+
+    // MARK: Server chain
+
+    /// Checks the events of a pull page (or of any run of the server's log, in server order)
+    /// against the server's chain values, and records the values for ``verifyServerChain()``.
+    ///
+    /// For every entry whose event this library holds, the server's chain value is recomputed
+    /// from the previous server value (the previous entry, the value recorded from an earlier
+    /// page, or the origin at position 1) and the local copy of the event: a mismatch means the
+    /// local copy (or the server's) was changed. A held event acknowledged at another server
+    /// position, or a server that now reports another event or value at a position it reported
+    /// before, is a mismatch too. Call it after applying the page's events; it stops at the
+    /// first mismatch and records nothing after it.
+    package func verifyServerChain(_ entries: [ServerChainEntry]) throws -> ServerChainReport {
+        try withArchive { _, archive in
+            try withDatabase { db in
+                var report = ServerChainReport()
+                var previous: ServerChainEntry?
+                for entry in entries.sorted(by: { $0.serverSequence < $1.serverSequence }) {
+                    defer { previous = entry }
+                    if let recorded = try Self.recordedEntry(at: entry.serverSequence, in: db), recorded.entry != entry {
+                        report.failure = ChainFailure(
+                            chain: .server, position: entry.serverSequence, eventID: entry.eventID, location: nil,
+                            reason: "the server now reports another event or chain value at this position than it did before "
+                                + "(event \(recorded.entry.eventID.uuidString)): the server's log was changed")
+                        return report
+                    }
+                    let link = previous?.serverSequence == entry.serverSequence - 1 ? previous?.chainHash : nil
+                    let outcome = try Self.check(entry, after: link, expectHeld: false, db: db, archive: archive)
+                    guard report.count(outcome) else { return report }
+                    try db.execute(
+                        """
+                        INSERT INTO server_chain (server_seq, event_id, chain_hash, held) VALUES (?, ?, ?, ?)
+                        ON CONFLICT (server_seq) DO UPDATE SET held = max(held, excluded.held)
+                        """, [entry.serverSequence, entry.eventID.bytes, entry.chainHash, outcome != .notHeld])
+                }
+                return report
+            }
+        }
+    }
+
+    /// Checks the events held here against every server chain value recorded from pull pages:
+    /// recomputes each value from the previous one and the local copy of the event, and reports
+    /// the first event that was changed, removed or moved since the server chained it.
+    public func verifyServerChain() throws -> ServerChainReport {
+        try withArchive { _, archive in
+            try readDatabase { db in
+                var report = ServerChainReport()
+                var cursor: Int64 = 0
+                var previous: ServerChainEntry?
+                while true {
+                    let page = try db.rows(
+                        "SELECT server_seq, event_id, chain_hash, held FROM server_chain WHERE server_seq > ? ORDER BY server_seq LIMIT 1000",
+                        [cursor]
+                    ) { (ServerChainEntry(serverSequence: $0.int64(0), eventID: UUID(bytes: $0.blob(1)) ?? UUID(), chainHash: $0.blob(2)), $0.int64(3) == 1) }
+                    for (entry, held) in page {
+                        let link = previous?.serverSequence == entry.serverSequence - 1 ? previous?.chainHash : nil
+                        guard report.count(try Self.check(entry, after: link, expectHeld: held, db: db, archive: archive)) else { return report }
+                        previous = entry
+                        cursor = entry.serverSequence
+                    }
+                    if page.count < 1000 { return report }
+                }
+            }
+        }
+    }
+
+    private static func recordedEntry(at serverSequence: Int64, in db: Database) throws -> (entry: ServerChainEntry, held: Bool)? {
+        try db.firstRow("SELECT event_id, chain_hash, held FROM server_chain WHERE server_seq = ?", [serverSequence]) {
+            (ServerChainEntry(serverSequence: serverSequence, eventID: UUID(bytes: $0.blob(0)) ?? UUID(), chainHash: $0.blob(1)), $0.int64(2) == 1)
+        }
+    }
+
+    /// Checks one entry against the local copy of its event.
+    private static func check(
+        _ entry: ServerChainEntry, after link: [UInt8]?, expectHeld: Bool, db: Database, archive: Database?
+    ) throws -> ServerEntryOutcome {
+        func fail(_ reason: String, _ location: EventLocation?) -> ServerEntryOutcome {
+            .failed(ChainFailure(chain: .server, position: entry.serverSequence, eventID: entry.eventID, location: location, reason: reason))
+        }
+        let live = try EventLog(db).event(withID: entry.eventID)
+        let archived = live == nil ? try archive.flatMap { try EventLog($0).event(withID: entry.eventID) } : nil
+        guard let stored = live ?? archived else {
+            return expectHeld ? fail("the event was held here when the server reported it and is now missing: a row was deleted", nil) : .notHeld
+        }
+        let location: EventLocation = live != nil ? .live : .archive
+        if let held = stored.serverSequence, held != entry.serverSequence {
+            return fail(
+                "the event is acknowledged here at server position \(held) but the server has it at \(entry.serverSequence): rows were reordered",
+                location)
+        }
+        let previous = entry.serverSequence == 1 ? HashChain.origin : try link ?? recordedEntry(at: entry.serverSequence - 1, in: db)?.entry.chainHash
+        guard let previous else { return .unlinked }
+        var chain = HashChain(head: previous)
+        guard chain.hash(linking: stored.event) == entry.chainHash else {
+            return fail(
+                "the event held here (local position \(stored.localSequence)) differs from the one the server chained: "
+                    + "its payload or envelope was changed", location)
+        }
+        return .matched
+    }
+}
+
+/// What checking one server chain entry found.
+enum ServerEntryOutcome: Equatable {
+    case matched, notHeld, unlinked
+    case failed(ChainFailure)
+}
+
+extension ServerChainReport {
+    /// Counts an outcome; false when it is a failure (recorded in the report).
+    mutating func count(_ outcome: ServerEntryOutcome) -> Bool {
+        switch outcome {
+        case .matched: checked += 1
+        case .notHeld: notHeld += 1
+        case .unlinked: unlinked += 1
+        case .failed(let failure):
+            self.failure = failure
+            return false
+        }
+        return true
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+import LedgerStore
+
+/// The audit bookkeeping of a library file (Migrations/Library/0003_audit_history.sql): its
+/// identity and its compaction horizon.
+struct AuditState: Sendable, Equatable {
+    /// The random identity of the library file, carried by change tokens and by the archive.
+    var libraryID: UUID
+    /// The local sequence of the last event moved to the archive (0 when none was).
+    var archivedThrough: Int64
+    /// The chain value after that event (32 zero bytes when none was archived).
+    var archivedHash: [UInt8]
+    /// The server sequence the last compaction was given.
+    var serverWatermark: Int64
+    /// The local sequence the projection snapshot was taken at (0 when there is none).
+    var snapshotThrough: Int64
+
+    static func read(_ db: Database) throws -> AuditState {
+        let libraryID = try db.firstRow("SELECT library_id FROM library_identity WHERE id = 1") { UUID(bytes: $0.blob(0)) } ?? nil
+        let state = try db.firstRow(
+            "SELECT archived_through, archived_hash, server_watermark, snapshot_through FROM compaction_state WHERE id = 1"
+        ) { AuditState(libraryID: UUID(), archivedThrough: $0.int64(0), archivedHash: $0.blob(1), serverWatermark: $0.int64(2), snapshotThrough: $0.int64(3)) }
+        guard let libraryID, var state else {
+            throw PhotoLibraryError(.internalError, "the library's audit tables are missing or damaged; restore the file from a backup")
+        }
+        state.libraryID = libraryID
+        return state
+    }
+}
+
+/// The archive of a compacted library: a separate SQLite file beside the library that holds the
+/// events moved out of the live log, with the same columns, indexes and hash chain values, in a
+/// table that is strictly append-only (no update, no delete).
+///
+/// The archive holds a prefix of the log in local order, so the chain runs from the archive's
+/// first event into the live log without a gap.
+enum EventArchive {
+    /// `Photos.sqlite` → `Photos.archive.sqlite`, in the same directory.
+    static func url(for library: URL) -> URL {
+        library.deletingPathExtension().appendingPathExtension("archive.sqlite")
+    }
+
+    static let schema = """
+        CREATE TABLE IF NOT EXISTS archive_identity (
+            id         INTEGER PRIMARY KEY CHECK (id = 1),
+            library_id BLOB    NOT NULL CHECK (length(library_id) = 16)
+        ) STRICT;
+        CREATE TABLE IF NOT EXISTS events (
+            local_seq      INTEGER PRIMARY KEY,
+            event_id       BLOB    NOT NULL UNIQUE CHECK (length(event_id) = 16),
+            device_id      TEXT    NOT NULL,
+            device_seq     INTEGER NOT NULL CHECK (device_seq > 0),
+            hlc            INTEGER NOT NULL,
+            change_block   BLOB    NOT NULL CHECK (length(change_block) = 16),
+            object_id      BLOB    NOT NULL CHECK (length(object_id) = 16),
+            type           TEXT    NOT NULL,
+            schema_version INTEGER NOT NULL,
+            payload        BLOB    NOT NULL,
+            server_seq     INTEGER,
+            hash           BLOB    NOT NULL CHECK (length(hash) = 32)
+        ) STRICT;
+        CREATE UNIQUE INDEX IF NOT EXISTS events_by_device ON events (device_id, device_seq);
+        CREATE INDEX IF NOT EXISTS events_by_object ON events (object_id, local_seq);
+        CREATE UNIQUE INDEX IF NOT EXISTS events_by_server_seq ON events (server_seq) WHERE server_seq IS NOT NULL;
+        CREATE INDEX IF NOT EXISTS events_by_hlc ON events (hlc, local_seq);
+        CREATE INDEX IF NOT EXISTS events_by_change_block ON events (change_block, local_seq);
+        CREATE TRIGGER IF NOT EXISTS archived_events_are_never_deleted BEFORE DELETE ON events
+        BEGIN SELECT RAISE(ABORT, 'the event archive is append-only: archived events cannot be deleted'); END;
+        CREATE TRIGGER IF NOT EXISTS archived_events_are_never_changed BEFORE UPDATE ON events
+        BEGIN SELECT RAISE(ABORT, 'the event archive is append-only: archived events cannot be changed'); END;
+        """
+
+    /// Opens the archive of the library at `library`: nil when it has none and `create` is false.
+    ///
+    /// - Throws: ``PhotoLibraryError`` when the file belongs to another library or is damaged.
+    static func open(for library: URL, libraryID: UUID, create: Bool) throws -> Database? {
+        let url = url(for: library)
+        guard create || FileManager.default.fileExists(atPath: url.path) else { return nil }
+        do {
+            let db = try Database(path: url.path)
+            try db.execute(schema)
+            try db.execute("INSERT INTO archive_identity (id, library_id) VALUES (1, ?) ON CONFLICT DO NOTHING", [libraryID.bytes])
+            let owner = try db.firstRow("SELECT library_id FROM archive_identity WHERE id = 1") { UUID(bytes: $0.blob(0)) } ?? nil
+            guard owner == libraryID else {
+                throw PhotoLibraryError(
+                    .internalError,
+                    "the event archive \(url.path) belongs to another library; move it away or restore this library's own archive")
+            }
+            return db
+        } catch {
+            throw PhotoLibrary.translate(error, doing: "open the event archive \(url.path)")
+        }
+    }
+}
+
+extension PhotoLibrary {
+    /// The audit state and, when the library has been compacted, its open archive.
+    func withArchive<T>(_ body: (AuditState, Database?) throws -> T) throws -> T {
+        let state = try readDatabase { try AuditState.read($0) }
+        let archive = state.archivedThrough > 0 ? try EventArchive.open(for: url, libraryID: state.libraryID, create: false) : nil
+        if state.archivedThrough > 0 && archive == nil {
+            throw PhotoLibraryError(
+                .internalError,
+                "the event archive \(EventArchive.url(for: url).path) is missing: events up to \(state.archivedThrough) were moved "
+                    + "there by compaction; restore it from a backup")
+        }
+        return try body(state, archive)
+    }
+}

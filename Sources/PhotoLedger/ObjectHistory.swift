@@ -1,0 +1,296 @@
+import Foundation
+import LedgerStore
+
+/// One event in the history of an asset or album: who made it, when, in which change block, and
+/// what it changed.
+public struct ObjectHistoryEntry: Sendable, Hashable {
+    /// The event.
+    public let eventID: UUID
+    /// The event type, for example `album.renamed`.
+    public let type: String
+    /// The device that made the change.
+    public let device: DeviceID
+    /// When, as the device's hybrid logical clock stamped it.
+    public let timestamp: HLCTimestamp
+    /// The change block the event belongs to.
+    public let changeBlock: UUID
+    /// The event's position in this library's log.
+    public let localSequence: Int64
+    /// Its position in the server's log, once acknowledged.
+    public let serverSequence: Int64?
+    /// Where the event is kept.
+    public let location: EventLocation
+    /// The fields the event wrote, with the value before and after.
+    public internal(set) var changes: [FieldChange]
+
+    /// When, in wall-clock time (the physical part of ``timestamp``).
+    public var date: Date { timestamp.date }
+}
+
+/// One field an event wrote, with the value it replaced.
+///
+/// Old values come from folding the object's events in `(HLC, device)` order, the order
+/// conflict resolution uses, so they are the same on every device that holds the same events.
+public struct FieldChange: Sendable, Hashable {
+    /// What became of the write.
+    public enum Outcome: Sendable, Hashable {
+        /// The value written is the one in effect now.
+        case inEffect
+        /// A later write (the event named) replaced it.
+        case replaced(by: UUID)
+        /// Conflict resolution overruled it: a concurrent write from another device (the event
+        /// named) has a higher `(HLC, device)` stamp, or a higher causal length, and won.
+        case overruled(by: UUID)
+    }
+
+    /// The field, for example `title`, `isFavorite` or `album <identifier>` (membership).
+    public let field: String
+    /// The value before the write, in the `(HLC, device)` order; nil when unset.
+    public let oldValue: String?
+    /// The value written; nil when cleared.
+    public let newValue: String?
+    /// What became of the write.
+    public internal(set) var outcome: Outcome
+}
+
+/// A position in an object's history, for reading it in pages.
+public struct ObjectHistoryCursor: Hashable, Sendable, Codable {
+    let timestamp: UInt64
+    let device: String
+    let event: UUID
+}
+
+/// One page of an object's history, oldest first in `(HLC, device)` order.
+public struct ObjectHistoryPage: Sendable, Hashable {
+    /// The entries of the page.
+    public let entries: [ObjectHistoryEntry]
+    /// The cursor for the next page, or nil when this is the last one.
+    public let next: ObjectHistoryCursor?
+}
+
+extension PhotoLibrary {
+    /// Every event that touched one asset or album — including album membership changes that
+    /// touched an asset, and merges into an album — oldest first in `(HLC, device)` order, with
+    /// the fields each changed from what to what, and the writes that conflict resolution
+    /// overruled. Archived events are included.
+    ///
+    /// - Parameters:
+    ///   - identifier: An asset (`…/L0/001`) or album (`…/L0/040`) local identifier.
+    ///   - cursor: Where the previous page ended, or nil for the first page.
+    ///   - limit: The most entries to return.
+    /// - Throws: ``PhotoLibraryError`` `.identifierNotFound` when the identifier is malformed
+    ///   or no event ever touched it.
+    public func history(of identifier: String, after cursor: ObjectHistoryCursor? = nil, limit: Int = 100) throws -> ObjectHistoryPage {
+        guard let parsed = LocalIdentifier(identifier) else {
+            throw PhotoLibraryError(.identifierNotFound, "'\(identifier)' is not an asset or album identifier (<UUID>/L0/001 or /L0/040)")
+        }
+        let events = try withArchive { _, archive in
+            try readDatabase { db in try Self.historyEvents(of: parsed, db: db, archive: archive) }
+        }
+        guard !events.isEmpty else { throw PhotoLibraryError.notFound(identifier) }
+        var fold = HistoryFold(object: parsed, device: device)
+        for (stored, location) in events { fold.add(stored, location: location) }
+        let after = cursor.map { HistoryFold.Key(timestamp: $0.timestamp, device: $0.device, event: $0.event) }
+        let remaining = fold.entries.filter { entry in after.map { HistoryFold.key(of: entry) > $0 } ?? true }
+        let page = Array(remaining.prefix(max(0, limit)))
+        let next = remaining.count > page.count ? page.last.map {
+            ObjectHistoryCursor(timestamp: $0.timestamp.rawValue, device: $0.device.rawValue, event: $0.eventID)
+        } : nil
+        return ObjectHistoryPage(entries: page, next: next)
+    }
+
+    /// The events of the history, from the archive and the live log, in `(HLC, device, id)` order.
+    static func historyEvents(of object: LocalIdentifier, db: Database, archive: Database?) throws -> [(StoredEvent, EventLocation)] {
+        // The archive first, so an event still in the live log (after an interrupted compaction) is reported there.
+        let stores: [(Database, EventLocation)] = (archive.map { [($0, .archive)] } ?? []) + [(db, .live)]
+        var events: [UUID: (StoredEvent, EventLocation)] = [:]
+        for (store, location) in stores {
+            let log = EventLog(store)
+            var cursor: Int64 = 0
+            while case let page = try log.events(forObject: object.uuid, after: cursor, limit: 1000), let last = page.last {
+                for stored in page { events[stored.event.id] = (stored, location) }
+                cursor = last.localSequence
+            }
+        }
+        // Other objects' events that name this one: membership changes of the albums an asset was
+        // ever in, and merges of other albums into an album.
+        let (sql, type) = object.kind == .asset
+            ? ("SELECT DISTINCT album_id FROM album_members WHERE asset_id = ?", EventType.albumMembersChanged)
+            : ("SELECT album_id FROM albums WHERE merged_into = ?", EventType.albumMerged)
+        let related = try db.rows(sql, [object.uuid.bytes]) { $0.blob(0) }
+        for (store, location) in stores {
+            for other in related {
+                let ids = try store.rows(
+                    "SELECT event_id FROM events WHERE object_id = ? AND type = ? AND instr(payload, ?) > 0 ORDER BY local_seq",
+                    [other, type.rawValue, object.uuid.bytes]
+                ) { UUID(bytes: $0.blob(0)) }
+                for case let id? in ids {
+                    if let stored = try EventLog(store).event(withID: id) { events[id] = (stored, location) }
+                }
+            }
+        }
+        return events.values.sorted { HistoryFold.key(of: $0.0.event) < HistoryFold.key(of: $1.0.event) }
+    }
+}
+
+/// Folds one object's events in `(HLC, device)` order into history entries with old and new
+/// values, the way the projection folds them: last-writer-wins registers and causal lengths.
+struct HistoryFold {
+    struct Key: Comparable {
+        var timestamp: UInt64
+        var device: String
+        var event: UUID
+
+        static func < (lhs: Key, rhs: Key) -> Bool {
+            if lhs.timestamp != rhs.timestamp { return lhs.timestamp < rhs.timestamp }
+            if lhs.device != rhs.device { return lhs.device.utf8.lexicographicallyPrecedes(rhs.device.utf8) }
+            return lhs.event.bytes.lexicographicallyPrecedes(rhs.event.bytes)
+        }
+    }
+
+    static func key(of event: Event) -> Key {
+        Key(timestamp: event.timestamp.rawValue, device: event.device.rawValue, event: event.id)
+    }
+
+    static func key(of entry: ObjectHistoryEntry) -> Key {
+        Key(timestamp: entry.timestamp.rawValue, device: entry.device.rawValue, event: entry.eventID)
+    }
+
+    /// How a field merges.
+    enum Merge {
+        /// Last writer wins by `(HLC, device)`.
+        case register
+        /// Causal length: the highest wins; odd and even name the two states.
+        case causalLength(Int64, odd: String, even: String)
+        /// Set once or only ever turned on: no conflict.
+        case plain
+
+        var isPlain: Bool {
+            if case .plain = self { return true }
+            return false
+        }
+    }
+
+    /// The write currently in effect for a field.
+    private struct Holder {
+        var value: String?
+        var causalLength: Int64
+        var entry: Int
+        var change: Int
+    }
+
+    let object: LocalIdentifier
+    let device: DeviceID
+    private(set) var entries: [ObjectHistoryEntry] = []
+    private var holders: [String: Holder] = [:]
+
+    init(object: LocalIdentifier, device: DeviceID) {
+        self.object = object
+        self.device = device
+    }
+
+    mutating func add(_ stored: StoredEvent, location: EventLocation) {
+        let event = stored.event
+        entries.append(
+            ObjectHistoryEntry(
+                eventID: event.id, type: event.type, device: event.device, timestamp: event.timestamp, changeBlock: event.changeBlock,
+                localSequence: stored.localSequence, serverSequence: stored.serverSequence, location: location, changes: []))
+        guard let change = try? ChangeEvent.decode(type: event.type, schemaVersion: event.schemaVersion, payload: event.payload) else { return }
+        for (field, value, merge) in writes(of: change, event: event) { write(field, value, merge) }
+    }
+
+    private mutating func write(_ field: String, _ value: String?, _ merge: Merge) {
+        let index = entries.count - 1
+        let holder = holders[field]
+        let position = entries[index].changes.count
+        var change = FieldChange(field: field, oldValue: holder?.value, newValue: value, outcome: .inEffect)
+        var causalLength: Int64 = 0
+        if case .causalLength(let length, let odd, let even) = merge {
+            causalLength = length
+            change = FieldChange(field: field, oldValue: holder?.value, newValue: length % 2 == 1 ? odd : even, outcome: .inEffect)
+            if let holder, length <= holder.causalLength {
+                change.outcome = .overruled(by: entries[holder.entry].eventID)
+                entries[index].changes.append(change)
+                return
+            }
+        }
+        if let holder, !merge.isPlain {
+            entries[holder.entry].changes[holder.change].outcome =
+                isConcurrent(entries[holder.entry], entries[index]) ? .overruled(by: entries[index].eventID) : .replaced(by: entries[index].eventID)
+        }
+        entries[index].changes.append(change)
+        holders[field] = Holder(value: change.newValue, causalLength: causalLength, entry: index, change: position)
+    }
+
+    /// Whether `later` (higher stamp) was made without knowledge of `earlier`, as far as this
+    /// library can tell: it arrived here first although its stamp is higher, `earlier` is this
+    /// device's own write the server has not acknowledged, or the server acknowledged `later` first.
+    private func isConcurrent(_ earlier: ObjectHistoryEntry, _ later: ObjectHistoryEntry) -> Bool {
+        guard earlier.device != later.device else { return false }
+        if earlier.localSequence > later.localSequence { return true }
+        if earlier.device == device && earlier.serverSequence == nil { return true }
+        if let first = earlier.serverSequence, let second = later.serverSequence { return second < first }
+        return false
+    }
+
+    private func writes(of change: ChangeEvent, event: Event) -> [(String, String?, Merge)] {
+        switch change {
+        case .assetCreated(let c):
+            var writes: [(String, String?, Merge)] = [
+                ("mediaType", "\(c.mediaType)", .plain), ("pixelSize", "\(c.pixelWidth)×\(c.pixelHeight)", .plain),
+                ("creationDate", Self.text(c.creationDate), .register), ("location", Self.text(c.location), .register),
+                ("isFavorite", "\(c.isFavorite)", .register), ("isHidden", "\(c.isHidden)", .register),
+                ("isDeleted", nil, .causalLength(1, odd: "false", even: "true")),
+            ]
+            if c.duration > 0 { writes.append(("duration", "\(c.duration)", .plain)) }
+            if !c.resources.isEmpty { writes.append(("resources", c.resources.map(\.filename).joined(separator: ", "), .plain)) }
+            return writes
+        case .assetChanged(let c):
+            var writes: [(String, String?, Merge)] = []
+            if let date = c.creationDate { writes.append(("creationDate", Self.text(date), .register)) }
+            if let location = c.location { writes.append(("location", Self.text(location), .register)) }
+            if let favorite = c.isFavorite { writes.append(("isFavorite", "\(favorite)", .register)) }
+            if let hidden = c.isHidden { writes.append(("isHidden", "\(hidden)", .register)) }
+            return writes
+        case .assetDeleted(let cl), .assetRecovered(let cl):
+            return [("isDeleted", nil, .causalLength(cl, odd: "false", even: "true"))]
+        case .assetPurged:
+            return [("isPurged", "true", .plain)]
+        case .assetContentEdited(let edit):
+            return [("content", edit.rendered.map { "edited " + Hex.encode($0.sha256).prefix(16) } ?? "original", .register)]
+        case .albumCreated(let title, let subtype):
+            return [("subtype", "\(subtype)", .plain), ("title", title, .register)]
+        case .albumRenamed(let title):
+            return [("title", title, .register)]
+        case .albumDeleted:
+            return [("isDeleted", "true", .plain)]
+        case .albumMerged(let winner):
+            return event.object == object.uuid
+                ? [("mergedInto", LocalIdentifier(uuid: winner, kind: .album).description, .plain)]
+                : [("mergedFrom", LocalIdentifier(uuid: event.object, kind: .album).description, .plain)]
+        case .albumMembersChanged(_, let entries):
+            return entries.flatMap { entry -> [(String, String?, Merge)] in
+                let other: LocalIdentifier
+                if object.kind == .asset {
+                    guard entry.asset == object.uuid else { return [] }
+                    other = LocalIdentifier(uuid: event.object, kind: .album)
+                } else {
+                    other = LocalIdentifier(uuid: entry.asset, kind: .asset)
+                }
+                let name = object.kind == .asset ? "album \(other)" : "asset \(other)"
+                var writes: [(String, String?, Merge)] = []
+                if entry.causalLength > 0 { writes.append((name, nil, .causalLength(entry.causalLength, odd: "member", even: "not a member"))) }
+                if let position = entry.position { writes.append((name + " position", position, .register)) }
+                return writes
+            }
+        }
+    }
+
+    private static func text(_ date: Date?) -> String? { date?.ISO8601Format() }
+
+    private static func text(_ location: Location?) -> String? {
+        location.map { location in
+            "\(location.latitude), \(location.longitude)" + (location.altitude.map { ", \($0) m" } ?? "")
+        }
+    }
+}

@@ -1,0 +1,141 @@
+import Foundation
+import LedgerStore
+import Testing
+@testable import PhotoLedger
+
+/// An in-memory stand-in for the sync server: a log in server order with the server's chain
+/// values (SHA-256 of the previous value and the canonical event bytes, as the real server
+/// computes them), push acknowledgements and pull pages.
+final class ScriptedServer {
+    private(set) var log: [(event: Event, chainHash: [UInt8])] = []
+    private var head = HashChain.origin
+    private var cursors: [DeviceID: Int] = [:]
+
+    /// Sends the library's unacknowledged events and records their server sequences.
+    func push(_ library: PhotoLibrary) throws {
+        let pending = try library.readDatabase { try EventLog($0).pendingEvents(limit: 100_000) }
+        try library.withDatabase { db in
+            for stored in pending {
+                var chain = HashChain(head: head)
+                head = chain.link(stored.event)
+                log.append((stored.event, head))
+                try EventLog(db).setServerSequence(Int64(log.count), for: stored.event.id)
+            }
+        }
+    }
+
+    /// Pulls the events after the library's cursor in pages, applies them, records their server
+    /// sequences, and checks them against the server's chain as the sync engine does.
+    @discardableResult
+    func pull(_ library: PhotoLibrary, pageSize: Int = 1000) throws -> ServerChainReport {
+        var report = ServerChainReport()
+        while case let start = cursors[library.device, default: 0], start < log.count {
+            let page = Array(log[start..<min(log.count, start + pageSize)].enumerated().map { (Int64(start + $0.offset + 1), $0.element) })
+            _ = try library.applyRemoteEvents(page.map(\.1.event), serverSequences: page.map(\.0))
+            report = try library.verifyServerChain(
+                page.map { ServerChainEntry(serverSequence: $0.0, eventID: $0.1.event.id, chainHash: $0.1.chainHash) })
+            cursors[library.device] = start + page.count
+        }
+        return report
+    }
+
+    /// Push from every library, then pull into every library.
+    func sync(_ libraries: PhotoLibrary...) throws {
+        for library in libraries { try push(library) }
+        for library in libraries { try pull(library) }
+    }
+
+    /// The chain entries of the whole server log.
+    var entries: [ServerChainEntry] {
+        log.enumerated().map { ServerChainEntry(serverSequence: Int64($0.offset + 1), eventID: $0.element.event.id, chainHash: $0.element.chainHash) }
+    }
+}
+
+/// Runs raw SQL on a library file outside the library, with the append-only triggers dropped:
+/// how tampering is simulated.
+func tamper(_ url: URL, _ statements: String...) throws {
+    let db = try Database(path: url.path)
+    try db.execute("DROP TRIGGER IF EXISTS events_are_never_deleted; DROP TRIGGER IF EXISTS events_are_never_changed")
+    try db.execute("DROP TRIGGER IF EXISTS archived_events_are_never_deleted; DROP TRIGGER IF EXISTS archived_events_are_never_changed")
+    for statement in statements { try db.execute(statement) }
+}
+
+@Suite("Audit: the server's chain checked against the events held here")
+struct AuditServerTests {
+    @Test("after syncing, every held event matches the server's chain, offline too")
+    func serverChainMatches() throws {
+        let directory = try TemporaryDirectory()
+        let clock = TestClock()
+        let anna = try makeLibrary(directory, device: "anna-phone", seed: 1, clock: clock)
+        let ben = try makeLibrary(directory, device: "ben-tablet", seed: 2, clock: clock)
+        let server = ScriptedServer()
+        let assets = try anna.createAssets(3)
+        try ben.createAlbum("Trip")
+        try server.sync(anna, ben)
+        try anna.createAlbum("Pets", assets: assets)
+        try server.sync(anna, ben)
+        let report = try server.pull(anna)
+        #expect(report.isIntact)
+        for library in [anna, ben] {
+            let offline = try library.verifyServerChain()
+            #expect(offline.isIntact && offline.checked == server.log.count && offline.notHeld == 0, "\(offline)")
+        }
+    }
+
+    @Test("a changed payload is reported with its event id and server position")
+    func changedPayloadAgainstServer() throws {
+        let directory = try TemporaryDirectory()
+        let anna = try makeLibrary(directory)
+        let server = ScriptedServer()
+        let assets = try anna.createAssets(4)
+        try anna.performChangesAndWait { try $0.assetChangeRequest(for: assets[1]).setFavorite(true) }
+        try server.sync(anna)
+        let target = server.log[4].event
+        try tamper(anna.url, "UPDATE events SET payload = x'0504' WHERE event_id = x'\(Hex.encode(target.id.bytes))'")
+        let report = try anna.verifyServerChain()
+        #expect(report.failure?.eventID == target.id && report.failure?.position == 5 && report.failure?.chain == .server)
+        #expect(report.failure?.description.contains("payload or envelope was changed") == true)
+    }
+
+    @Test("a deleted row is reported against the server's chain")
+    func deletedRowAgainstServer() throws {
+        let directory = try TemporaryDirectory()
+        let anna = try makeLibrary(directory)
+        let server = ScriptedServer()
+        try anna.createAssets(3)
+        try server.sync(anna)
+        let target = server.log[1].event
+        try tamper(anna.url, "DELETE FROM events WHERE event_id = x'\(Hex.encode(target.id.bytes))'")
+        let report = try anna.verifyServerChain()
+        #expect(report.failure?.eventID == target.id && report.failure?.position == 2)
+        #expect(report.failure?.reason.contains("deleted") == true)
+    }
+
+    @Test("a server that rewrites a position it reported before is caught")
+    func serverRewritesHistory() throws {
+        let directory = try TemporaryDirectory()
+        let anna = try makeLibrary(directory)
+        let server = ScriptedServer()
+        try anna.createAssets(2)
+        try server.sync(anna)
+        var forged = server.entries
+        forged[0].chainHash = [UInt8](repeating: 7, count: 32)
+        let report = try anna.verifyServerChain(forged)
+        #expect(report.failure?.position == 1 && report.failure?.reason.contains("server's log was changed") == true)
+    }
+
+    @Test("entries whose predecessor is unknown are counted, not guessed; events not yet pulled are not held")
+    func unlinkedAndNotHeld() throws {
+        let directory = try TemporaryDirectory()
+        let anna = try makeLibrary(directory, device: "anna-phone")
+        let ben = try makeLibrary(directory, device: "ben-tablet", seed: 2)
+        let server = ScriptedServer()
+        try anna.createAssets(3)
+        try server.push(anna)
+        let entries = server.entries
+        let fresh = try ben.verifyServerChain(Array(entries.suffix(1)))
+        #expect(fresh.notHeld == 1 && fresh.isIntact)
+        let report = try anna.verifyServerChain(Array(entries.suffix(2)))
+        #expect(report.unlinked == 1 && report.checked == 1 && report.isIntact)
+    }
+}
