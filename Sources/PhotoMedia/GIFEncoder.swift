@@ -2,11 +2,12 @@
 /// levels, nearest level per channel), LZW-compressed frames, and the NETSCAPE2.0 looping
 /// extension when there is more than one frame.
 public enum GIFEncoder {
-    /// The GIF file bytes of `frames` (all the size of the first), each shown for `delay`
+    /// The GIF file bytes of `frames` (all the size of the first, sides of at most 65,535 pixels), each shown for `delay`
     /// hundredths of a second; more than one frame makes an animation that loops forever.
     public static func encode(_ frames: [RGBImage], delay: Int = 10) -> [UInt8] {
         precondition(!frames.isEmpty, "a GIF needs at least one frame")
         let width = frames[0].width, height = frames[0].height
+        precondition(width <= 65_535 && height <= 65_535, "a GIF has sides of at most 65,535 pixels")
         var output = Array("GIF89a".utf8)
         output.appendLittleEndian(UInt16(width))
         output.appendLittleEndian(UInt16(height))

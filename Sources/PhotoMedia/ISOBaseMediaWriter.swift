@@ -29,12 +29,12 @@ public enum ISOBaseMediaWriter {
             + zeros(24) + u32(2))
         let trackHeader = fullBox("tkhd", 0, 3,
             u32(created) + u32(created) + u32(1) + zeros(4) + u32(ticks) + zeros(8) + u16(0) + u16(0) + u16(0) + zeros(2) + identity
-            + u32(UInt32(width) << 16) + u32(UInt32(height) << 16))
+            + u32(UInt32(clamping: width) << 16) + u32(UInt32(clamping: height) << 16))
         let mediaHeader = fullBox("mdhd", 0, 0, u32(created) + u32(created) + u32(timescale) + u32(ticks) + u16(0x55C4) + u16(0))
         let handler = fullBox("hdlr", 0, 0, u32(0) + fourCC("vide") + zeros(12) + Array("VideoHandler".utf8) + [0])
         let configuration = box("avcC", [1, 66, 0, 30, 0xFF, 0xE0, 0])
         let sampleEntry = box("avc1",
-            zeros(6) + u16(1) + zeros(16) + u16(UInt16(width)) + u16(UInt16(height)) + u32(0x0048_0000) + u32(0x0048_0000)
+            zeros(6) + u16(1) + zeros(16) + u16(UInt16(clamping: width)) + u16(UInt16(clamping: height)) + u32(0x0048_0000) + u32(0x0048_0000)
             + zeros(4) + u16(1) + zeros(32) + u16(0x18) + u16(0xFFFF) + configuration)
         let sampleTable = box("stbl",
             fullBox("stsd", 0, 0, u32(1) + sampleEntry)

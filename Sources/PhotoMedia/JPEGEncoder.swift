@@ -23,9 +23,10 @@ public struct JPEGEncoder: Sendable {
         self.subsampling = subsampling
     }
 
-    /// The JPEG file bytes of `image`, with an EXIF segment recording `creationDate` (as
+    /// The JPEG file bytes of `image` (sides of at most 65,535 pixels), with an EXIF segment recording `creationDate` (as
     /// DateTimeOriginal) and `location` (GPS latitude, longitude, altitude) when given.
     public func encode(_ image: RGBImage, creationDate: Date? = nil, location: GeoLocation? = nil) -> [UInt8] {
+        precondition(image.width <= 65_535 && image.height <= 65_535, "a baseline JPEG has sides of at most 65,535 pixels")
         var output: [UInt8] = [0xFF, 0xD8]
         if creationDate != nil || location != nil {
             let exif = Exif.payload(creationDate: creationDate, location: location)

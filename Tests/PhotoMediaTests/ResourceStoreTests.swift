@@ -64,7 +64,21 @@ struct ResourceStoreTests {
         let source = try directory.write(bytes, to: "capture.mp4")
         let imported = try store.importMedia(fileAt: source, transfer: .move)
         #expect(FileManager.default.fileExists(atPath: source.path), "the source stays until the change commits")
+        let stored = try #require(store.url(for: imported.resource.hash))
+        let links = try FileManager.default.attributesOfItem(atPath: stored.path)[.referenceCount] as? Int
+        #expect(links == 2, "on one file system the move is a hard link, not a copy")
         try FileManager.default.removeItem(at: source)  // what the library does after its commit
+        #expect(try store.read(imported.resource.hash) == Data(bytes))
+    }
+
+    @Test("a moved symbolic link is copied, never linked, so the store does not depend on its target")
+    func moveOfSymbolicLink() throws {
+        let bytes = SyntheticMedia.sample(.png, width: 16, height: 16, seed: 6)
+        let target = try directory.write(bytes, to: "real.png")
+        let link = directory.file("link.png")
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: target)
+        let imported = try store.importMedia(fileAt: link, transfer: .move)
+        try FileManager.default.removeItem(at: target)
         #expect(try store.read(imported.resource.hash) == Data(bytes))
     }
 
@@ -78,6 +92,31 @@ struct ResourceStoreTests {
         #expect(Samples.mediaError { _ = try store.importMedia(bytes, name: "IMG_9.png") }?.kind == .invalidResource)
         #expect(try temporaryFiles().isEmpty)
         #expect(!store.contains(Hex.encode(SHA256.hash(bytes))))
+    }
+
+    @Test("a batch is stored in order, and one bad file fails alone")
+    func batches() throws {
+        let samples = Samples.all()
+        var urls = try samples.map { try directory.write($0.bytes, to: "batch.\($0.format.preferredFilenameExtension)") }
+        urls.insert(directory.file("missing.jpg"), at: 2)
+        let invalid = try directory.write(Array("not a picture".utf8), to: "notes.jpg")
+        urls.append(invalid)
+
+        let imported = store.importMedia(filesAt: urls, concurrency: 3)
+        #expect(imported.count == urls.count)
+        for (index, result) in imported.enumerated() {
+            switch (urls[index].lastPathComponent, result) {
+            case ("missing.jpg", .failure(let error)): #expect(error.kind == .missingResource)
+            case ("notes.jpg", .failure(let error)): #expect(error.kind == .invalidResource && error.resource == "notes.jpg")
+            case (let name, .success(let value)):
+                #expect(value.info.format.preferredFilenameExtension == (name as NSString).pathExtension)
+                #expect(try store.read(value.resource.hash) == Data(contentsOf: urls[index]))
+            case (let name, .failure(let error)): Issue.record("\(name): \(error)")
+            }
+        }
+        let again = store.ingest(filesAt: Array(urls.dropLast()))  // all but the invalid file, stored above
+        #expect(again.compactMap { try? $0.get() }.allSatisfy { !$0.isNew })
+        #expect(try temporaryFiles().isEmpty)
     }
 
     @Test("ingesting a missing file is a missingResource")

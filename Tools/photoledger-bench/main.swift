@@ -46,7 +46,8 @@ struct Suite {
 }
 
 let suites: [Suite] = [
-    Suite(prefixes: ["append", "read"]) { try EventLogBenchmarks(quick: quick).run() }
+    Suite(prefixes: ["append", "read"]) { try EventLogBenchmarks(quick: quick).run() },
+    Suite(prefixes: ["media"]) { try MediaBenchmarks(quick: quick).run() },
 ]
 
 var figures: [Figure] = []
