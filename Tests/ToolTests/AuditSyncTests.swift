@@ -14,11 +14,16 @@ struct AuditTests {
             #expect(Set(event.keys) == ["eventId", "device", "timestamp", "type", "object", "changes"])
             #expect(event["device"] as? String == "anna")
             #expect(UUID(uuidString: event["eventId"] as? String ?? "") != nil)
-            #expect(event["changes"] is [String: Any])
+            #expect(event["changes"] is [[String: Any]])
         }
         let ofAsset = try #require(try workspace.json(["history", ids[0]]) as? [[String: Any]])
-        #expect(ofAsset.map { $0["object"] as? String } .allSatisfy { $0 == ids[0] })
-        #expect(ofAsset.count == 2)
+        #expect(ofAsset.map { $0["object"] as? String }.allSatisfy { $0 == ids[0] })
+        #expect(ofAsset.map { $0["type"] as? String } == ["asset.created", "album.membersChanged", "asset.changed"])
+        let favorite = try #require((ofAsset.last?["changes"] as? [[String: Any]])?.first)
+        #expect(Set(favorite.keys) == ["field", "oldValue", "newValue", "outcome", "by"])
+        #expect(favorite["field"] as? String == "isFavorite")
+        #expect(favorite["oldValue"] as? String == "false" && favorite["newValue"] as? String == "true")
+        #expect(favorite["outcome"] as? String == "inEffect")
     }
 
     @Test func historyFiltersByDeviceAndSinceAToken() throws {
@@ -146,6 +151,12 @@ struct SyncCommandTests {
         let status = try #require(try anna.json(["status"]) as? [String: Any])
         #expect(status["pendingEvents"] as? Int == 0)
         #expect(status["lastSync"] is String)
+        let history = try #require(try ben.json(["history"]) as? [[String: Any]])
+        #expect(Set(history.compactMap { $0["device"] as? String }) == ["anna", "ben"])
+        let compacted = try #require(try anna.json(["compact", "--up-to", "1000"]) as? [String: Any])
+        #expect((compacted["archivedEvents"] as? Int ?? 0) > 0)
+        #expect(try anna.cli(["verify"]).status == 0)
+        #expect(try (anna.json(["history"]) as? [Any])?.count == history.count)
         let exported = ben.folder.appendingPathComponent("a.jpg").path
         #expect(try ben.cli(["export", annaPhotos[0], "--to", exported]).status == 0)
         #expect(FileManager.default.contents(atPath: exported) == FileManager.default.contents(atPath: anna.folder.appendingPathComponent("photos/a.jpg").path))

@@ -24,6 +24,8 @@ final class Demo {
     /// Photo names by asset identifier, for readable output.
     var names: [String: String] = [:]
     var server: ServerProcess?
+    /// The identifiers of the same-named albums that were merged.
+    var mergedAlbums: [String] = []
 
     init(tools: Tools, folder: URL) {
         self.tools = tools
@@ -39,7 +41,7 @@ final class Demo {
     func run() throws {
         try tools.check()
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        print("PhotoLedger demo — every file it makes is in \(folder.path)\n")
+        print("PhotoLedger demo — every file it makes is in \(folder.path)")
         defer { stopServer() }
 
         heading("1. Anna and Ben take photos offline, each into an album called \"Trip\"")
@@ -72,13 +74,13 @@ final class Demo {
 
         heading("3. Same-named albums: Anna merges them")
         let tripIDs = trips.map(\.identifier)
+        mergedAlbums = tripIDs
         try photoledger(anna, ["album", "merge"] + tripIDs)
         try syncAll()
         let merged = try albums(ben)
         print("Ben now sees \(merged.count) album \"\(merged[0].title)\" with \(merged[0].assets.count) photos; both old identifiers name it.")
         let album = merged[0].identifier
-        let photos = merged[0].assets
-        let favoriteBoth = photos[0], removed = photos[1], deletedPhoto = try identifier(of: "bridge")
+        let favoriteBoth = try identifier(of: "alfama"), removed = try identifier(of: "belem"), deletedPhoto = try identifier(of: "bridge")
 
         heading("4. Offline again, both edit the album and its photos")
         try capture(anna, ["miradouro"], at: lisbon, day: 3, seed: 300)
@@ -114,9 +116,17 @@ final class Demo {
         try explain(final: annaView[0], favoriteBoth: favoriteBoth, removed: removed, deletedPhoto: deletedPhoto)
 
         heading("8. The audit trail of the album (on Ben's device)")
-        print(try photoledger(ben, ["history", album]), terminator: "")
+        for line in try photoledger(ben, ["history", album, "--quiet"]).split(separator: "\n") where !line.contains(" position: ") {
+            print(readable(String(line), album: album))
+        }
+        print("(position keys left out; 'photoledger history' shows everything)")
+        for photo in [favoriteBoth, deletedPhoto] {
+            print("\nThe audit trail of \(name(photo)), leaving out its creation and albums:")
+            try printAssetTrail(photo)
+        }
+        print("")
         for device in [anna, ben] {
-            print("\(device.name): " + (try photoledger(device, ["verify"])).trimmingCharacters(in: .whitespacesAndNewlines))
+            for line in try photoledger(device, ["verify"]).split(separator: "\n") { print("\(device.name): \(line)") }
         }
 
         heading("9. Done")
@@ -243,6 +253,30 @@ final class Demo {
 
     func name(_ identifier: String) -> String { names[identifier] ?? String(identifier.prefix(8)) }
 
+    /// Prints the changes of an asset's own properties, from `history --json` on Ben's device.
+    func printAssetTrail(_ asset: String) throws {
+        let events = (try tools.json(ben, ["history", asset]) as? [[String: Any]]) ?? []
+        let devices = Dictionary(events.map { ($0["eventId"] as? String ?? "", $0["device"] as? String ?? "") }, uniquingKeysWith: { a, _ in a })
+        for event in events {
+            guard let type = event["type"] as? String, type.hasPrefix("asset."), type != "asset.created" else { continue }
+            print("\(event["timestamp"] as? String ?? "")  \((event["device"] as? String ?? "").padding(12))  \(type.padding(22))  \(name(asset))")
+            for change in (event["changes"] as? [[String: Any]]) ?? [] {
+                let by = devices[change["by"] as? String ?? ""] ?? "another device"
+                let outcome = ["inEffect": "in effect", "replaced": "replaced later by \(by)", "overruled": "overruled by a concurrent change from \(by)"]
+                print("    \(change["field"] as? String ?? ""): \(change["oldValue"] as? String ?? "none") → \(change["newValue"] as? String ?? "none")"
+                    + "  (\(outcome[change["outcome"] as? String ?? ""] ?? ""))")
+            }
+        }
+    }
+
+    /// A line of tool output with identifiers replaced by photo and album names.
+    func readable(_ line: String, album: String) -> String {
+        var text = line.replacingOccurrences(of: album, with: "the album")
+        for other in mergedAlbums where other != album { text = text.replacingOccurrences(of: other, with: "the other \"Trip\" album") }
+        for (identifier, name) in names { text = text.replacingOccurrences(of: identifier, with: name) }
+        return text
+    }
+
     @discardableResult
     func photoledger(_ device: Device, _ arguments: [String]) throws -> String {
         try tools.run("photoledger", arguments + ["--library", device.library.path])
@@ -278,4 +312,8 @@ do {
 } catch {
     FileHandle.standardError.write(Data("\nThe demo failed: \(error)\nIts files are in \(folder.path)\n".utf8))
     exit(1)
+}
+
+extension String {
+    func padding(_ width: Int) -> String { count >= width ? self : self + String(repeating: " ", count: width - count) }
 }

@@ -1,103 +1,157 @@
+import CommandLineParsing
 import Foundation
 import LedgerStore
 import PhotoLedger
 
-/// `history`, `verify`, `rebuild`, `compact`.
+/// `history`, `verify`, `rebuild`, `compact`, over the library's audit API.
 enum AuditCommands {
-    /// One entry of the audit trail.
+    /// One entry of the audit trail: an event and the fields it wrote.
     struct Entry {
-        let token: Int64
+        let localSequence: Int64
         let eventID: UUID
         let device: String
         let timestamp: HLCTimestamp
         let type: String
         let object: String
-        let changes: JSON
-
-        var json: JSON {
-            .object([
-                ("eventId", .string(eventID.uuidString)), ("device", .string(device)),
-                ("timestamp", .string(Listing.isoDate(timestamp.date))), ("type", .string(type)), ("object", .string(object)),
-                ("changes", changes),
-            ])
-        }
+        let changes: [FieldChange]
     }
+
+    // MARK: history
 
     static func history(_ context: Context) throws -> Int32 {
         let library = try context.openLibrary()
         let command = context.command
-        var since: Int64 = 0
-        if let token = command.value("since") {
-            guard let value = Int64(token), value >= 0 else {
-                throw LibraryCommands.usage(command, "--since takes a token printed by 'photoledger history', not '\(token)'")
-            }
-            since = value
-        }
-        var object: UUID?
+        let since = try command.value("since").map { try ChangeTokenText.sequence(of: $0, in: library, command: command) } ?? 0
+        var entries: [Entry]
         if let text = command.argument("object") {
-            object = try objectUUID(text, context: context, library: library)
+            entries = try objectHistory(try objectIdentifier(text, context: context, library: library), in: library)
+        } else {
+            entries = try libraryHistory(library, device: command.value("device").map { DeviceID($0) })
         }
-        let device = command.value("device")
-        var entries: [Entry] = []
-        try library.readDatabase { db in
-            let log = EventLog(db)
-            try log.forEach(after: since) { stored in
-                let event = stored.event
-                if let object, event.object != object { return }
-                if let device, event.device.rawValue != device { return }
-                entries.append(entry(stored))
-            }
-        }
-        let nextToken = try library.readDatabase { try EventLog($0).lastLocalSequence() }
+        entries = entries.filter { $0.localSequence > since }
+        if let device = command.value("device") { entries = entries.filter { $0.device == device } }
+        let token = try ChangeTokenText.encode(try library.currentChangeToken)
         if context.json {
-            context.emit(.array(entries.map(\.json)))
+            context.emit(.array(entries.map(json)))
             return ExitCode.success
         }
+        let devices = Dictionary(entries.map { ($0.eventID, $0.device) }, uniquingKeysWith: { first, _ in first })
         for entry in entries {
-            print(
-                [Listing.isoDate(entry.timestamp.date), entry.device.padding(12), entry.type.padding(22), entry.object].joined(separator: "  "))
+            print([Listing.isoDate(entry.timestamp.date), entry.device.padding(12), entry.type.padding(22), entry.object].joined(separator: "  "))
+            for change in entry.changes { print("    " + describe(change, devices: devices)) }
         }
-        context.say("\(entries.count) event\(entries.count == 1 ? "" : "s"); continue with --since \(nextToken)")
+        context.say("\(entries.count) event\(entries.count == 1 ? "" : "s"); changes after these: --since \(token)")
         return ExitCode.success
     }
 
-    /// An audit entry for a stored event.
-    static func entry(_ stored: StoredEvent) -> Entry {
-        let event = stored.event
-        let kind: ObjectKind = event.type.hasPrefix("album.") ? .album : .asset
-        return Entry(
-            token: stored.localSequence, eventID: event.id, device: event.device.rawValue, timestamp: event.timestamp, type: event.type,
-            object: LocalIdentifier(uuid: event.object, kind: kind).description, changes: .object([]))
+    /// The history of one object, with what each event changed and how conflicts were resolved.
+    static func objectHistory(_ identifier: String, in library: PhotoLibrary) throws -> [Entry] {
+        var entries: [Entry] = []
+        var cursor: ObjectHistoryCursor?
+        repeat {
+            let page = try library.history(of: identifier, after: cursor, limit: 1000)
+            entries += page.entries.map { entry in
+                Entry(
+                    localSequence: entry.localSequence, eventID: entry.eventID, device: entry.device.rawValue, timestamp: entry.timestamp,
+                    type: entry.type, object: identifier, changes: entry.changes)
+            }
+            cursor = page.next
+        } while cursor != nil
+        return entries
     }
 
-    private static func objectUUID(_ text: String, context: Context, library: PhotoLibrary) throws -> UUID {
-        if let identifier = LocalIdentifier(text) { return identifier.uuid }
-        if let uuid = UUID(uuidString: text) { return uuid }
-        if let asset = try? context.resolveAssets([text], in: library).first, let identifier = LocalIdentifier(asset) { return identifier.uuid }
-        return try context.resolveAlbum(text, in: library).id
+    /// Every event of the library (archived ones included) in clock order, or one device's in
+    /// device order, each with the fields it changed.
+    static func libraryHistory(_ library: PhotoLibrary, device: DeviceID?) throws -> [Entry] {
+        var events: [AuditEvent] = []
+        var cursor: AuditCursor?
+        repeat {
+            let page = try device.map { try library.events(fromDevice: $0, after: cursor, limit: 1000) }
+                ?? library.events(in: HLCTimestamp.zero...HLCTimestamp(rawValue: UInt64(Int64.max)), after: cursor, limit: 1000)
+            events += page.events
+            cursor = page.next
+        } while cursor != nil
+        // The fields each event changed come from its object's history.
+        let objects = Dictionary(events.map { ($0.eventID, $0.localIdentifier) }, uniquingKeysWith: { first, _ in first })
+        var changes: [UUID: [FieldChange]] = [:]
+        for object in Set(events.compactMap(\.localIdentifier)) {
+            guard let history = try? objectHistory(object, in: library) else { continue }
+            for entry in history where objects[entry.eventID] == object { changes[entry.eventID] = entry.changes }
+        }
+        return events.map { event in
+            Entry(
+                localSequence: event.localSequence, eventID: event.eventID, device: event.device.rawValue, timestamp: event.timestamp,
+                type: event.type, object: event.localIdentifier ?? "", changes: changes[event.eventID] ?? [])
+        }
     }
+
+    /// The `history --json` shape of one entry.
+    static func json(_ entry: Entry) -> JSON {
+        .object([
+            ("eventId", .string(entry.eventID.uuidString)), ("device", .string(entry.device)),
+            ("timestamp", .string(Listing.isoDate(entry.timestamp.date))), ("type", .string(entry.type)), ("object", .string(entry.object)),
+            ("changes", .array(entry.changes.map(json))),
+        ])
+    }
+
+    static func json(_ change: FieldChange) -> JSON {
+        let (outcome, by): (String, UUID?)
+        switch change.outcome {
+        case .inEffect: (outcome, by) = ("inEffect", nil)
+        case .replaced(let event): (outcome, by) = ("replaced", event)
+        case .overruled(let event): (outcome, by) = ("overruled", event)
+        }
+        return .object([
+            ("field", .string(change.field)), ("oldValue", .string(change.oldValue)), ("newValue", .string(change.newValue)),
+            ("outcome", .string(outcome)), ("by", .string(by?.uuidString)),
+        ])
+    }
+
+    /// `title: "Trip" → "Lisbon"  (overruled by ben-laptop)`.
+    static func describe(_ change: FieldChange, devices: [UUID: String]) -> String {
+        let old = change.oldValue.map { "\"\($0)\"" } ?? "none"
+        let new = change.newValue.map { "\"\($0)\"" } ?? "none"
+        var text = "\(change.field): \(old) → \(new)"
+        switch change.outcome {
+        case .inEffect: text += "  (in effect)"
+        case .replaced(let event): text += "  (replaced later by \(devices[event] ?? event.uuidString))"
+        case .overruled(let event): text += "  (overruled by a concurrent change from \(devices[event] ?? event.uuidString))"
+        }
+        return text
+    }
+
+    private static func objectIdentifier(_ text: String, context: Context, library: PhotoLibrary) throws -> String {
+        if LocalIdentifier(text) != nil { return text }
+        if let asset = try? context.resolveAssets([text], in: library).first { return asset }
+        return try context.resolveAlbum(text, in: library).localIdentifier
+    }
+
+    // MARK: verify, rebuild, compact
 
     static func verify(_ context: Context) throws -> Int32 {
         let library = try context.openLibrary()
-        switch try library.verify() {
-        case .intact(let count):
-            if context.json {
-                context.emit(.object([("intact", .bool(true)), ("events", .int(Int64(count)))]))
-            } else {
-                context.say("The log is intact: \(count) event\(count == 1 ? "" : "s") verified against the hash chain.")
-            }
-            return ExitCode.success
-        case .broken(let chainBreak):
-            if context.json {
-                context.emit(.object([
-                    ("intact", .bool(false)), ("events", .int(Int64(chainBreak.verifiedCount))),
-                    ("brokenAt", .int(chainBreak.localSequence)), ("eventId", .string(chainBreak.eventID?.uuidString)),
-                ]))
-            }
+        let local = try library.verifyChain()
+        let server = try library.verifyServerChain()
+        if context.json {
+            context.emit(.object([
+                ("intact", .bool(local.isIntact && server.isIntact)),
+                ("local", .object([
+                    ("archivedEvents", .int(Int64(local.archivedEvents))), ("liveEvents", .int(Int64(local.liveEvents))),
+                    ("failure", .string(local.failure?.description)),
+                ])),
+                ("server", .object([("checkedEvents", .int(Int64(server.checked))), ("failure", .string(server.failure?.description))])),
+            ]))
+        }
+        if let failure = local.failure ?? server.failure {
             throw ToolError(
-                message: "the log is damaged: \(chainBreak)",
+                message: "the log is damaged: \(failure)",
                 hint: "restore the library from a backup, or sync it again from the server into a new library", exitCode: ExitCode.damaged)
         }
+        let total = local.archivedEvents + local.liveEvents
+        context.say("The log is intact: \(total) event\(total == 1 ? "" : "s") verified against the hash chain"
+            + (local.archivedEvents > 0 ? " (\(local.archivedEvents) in the archive)" : "") + ".")
+        context.say("Server chain: \(server.checked) event\(server.checked == 1 ? "" : "s") checked against the hashes the server sent.")
+        return ExitCode.success
     }
 
     static func rebuild(_ context: Context) throws -> Int32 {
@@ -114,12 +168,45 @@ enum AuditCommands {
 
     static func compact(_ context: Context) throws -> Int32 {
         let library = try context.openLibrary()
+        var report: CompactionReport?
+        if let text = context.command.value("up-to") {
+            guard let watermark = Int64(text), watermark >= 0 else {
+                throw LibraryCommands.usage(context.command, "--up-to takes a server sequence number, not '\(text)'")
+            }
+            report = try library.compact(upToServerSequence: watermark)
+        }
         let removed = try library.collectGarbage()
         if context.json {
-            context.emit(.object([("removedResources", .array(removed.map { .string($0) }))]))
+            context.emit(.object([
+                ("archivedEvents", .int(Int64(report?.archivedEvents ?? 0))), ("removedResources", .array(removed.map { .string($0) })),
+            ]))
         } else {
+            if let report { context.say("Log: \(report.description).") }
             context.say("Removed \(removed.count) stored resource\(removed.count == 1 ? "" : "s") that nothing refers to.")
         }
         return ExitCode.success
+    }
+}
+
+/// Change tokens as text: the library's `Codable` token as base64url JSON, so `--since` takes
+/// exactly what `history` printed and expired or foreign tokens are recognized.
+enum ChangeTokenText {
+    static func encode(_ token: PersistentChangeToken) throws -> String {
+        try JSONEncoder().encode(token).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+
+    /// The log position after which `--since` shows events; checks the token belongs to the
+    /// library and has not expired.
+    static func sequence(of text: String, in library: PhotoLibrary, command: ParsedCommandLine) throws -> Int64 {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64), let token = try? JSONDecoder().decode(PersistentChangeToken.self, from: data),
+            let fields = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let sequence = fields["sequence"] as? Int
+        else {
+            throw LibraryCommands.usage(command, "--since takes a token printed by 'photoledger history', not '\(text)'")
+        }
+        _ = try library.fetchPersistentChanges(since: token)
+        return Int64(sequence)
     }
 }

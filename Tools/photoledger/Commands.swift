@@ -100,11 +100,19 @@ let rootCommand = CommandDefinition(
             arguments: [ArgumentDefinition("object", arity: .optional, help: "Only the history of this asset or album.")],
             options: [
                 .option("device", value: "device", help: "Only changes made on this device."),
-                .option("since", value: "token", help: "Only changes after this token (printed by a previous 'history')."),
+                .option("since", value: "token", help: "Only changes after this change token (printed by a previous 'history')."),
             ]),
         CommandDefinition("verify", abstract: "Verify the hash chain of the library's log (exit 3 on damage)."),
         CommandDefinition("rebuild", abstract: "Rebuild the asset and album views from the log."),
-        CommandDefinition("compact", abstract: "Remove stored photo bytes that nothing refers to any more."),
+        CommandDefinition(
+            "compact", abstract: "Archive old events and remove stored photo bytes that nothing refers to.",
+            discussion: """
+                Stored resources that no event refers to are always removed. With --up-to, the
+                oldest events that the server acknowledged at or below that server sequence move to
+                the archive file beside the library (history and verify still read them). Use the
+                smallest LAST_PULLED_SEQ that 'photoledger-server admin list-devices' shows.
+                """,
+            options: [.option("up-to", value: "server-seq", help: "Archive events acknowledged at or below this server sequence.")]),
         CommandDefinition(
             "remote", abstract: "Configure the sync server.",
             subcommands: [

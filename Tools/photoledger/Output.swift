@@ -139,6 +139,9 @@ extension String {
     }
 }
 
+/// "1 photo", "3 photos".
+func count(_ value: Int, _ noun: String) -> String { "\(value) \(noun)\(value == 1 ? "" : "s")" }
+
 /// A byte count for people: 512 B, 1.5 MB.
 func formatBytes(_ bytes: Int64) -> String {
     let units = ["B", "KB", "MB", "GB", "TB"]

@@ -59,8 +59,8 @@ enum SyncCommands {
             ]))
         } else {
             context.say(
-                "Synced with \(engine.remote.description): pushed \(report.pushedEvents) events, pulled \(report.pulledEvents); "
-                    + "uploaded \(report.uploadedResources) photos (\(formatBytes(report.uploadedBytes))), "
+                "Synced with \(engine.remote.description): pushed \(count(report.pushedEvents, "event")), pulled \(report.pulledEvents); "
+                    + "uploaded \(count(report.uploadedResources, "photo")) (\(formatBytes(report.uploadedBytes))), "
                     + "downloaded \(report.downloadedResources) (\(formatBytes(report.downloadedBytes))).")
         }
         return report.rejectedEvents.isEmpty ? ExitCode.success : ExitCode.failure
