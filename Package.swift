@@ -14,7 +14,6 @@ let package = Package(
         .executable(name: "photoledger-server", targets: ["photoledger-server"]),
         .executable(name: "photoledger-bench", targets: ["photoledger-bench"]),
         .executable(name: "photoledger-demo", targets: ["photoledger-demo"]),
-        .executable(name: "photoledger", targets: ["photoledger"]),
     ],
     targets: [
         // C libraries from Debian packages.
@@ -79,16 +78,9 @@ let package = Package(
             path: "Tools/photoledger-bench"
         ),
 
-        // Command-line parsing shared by the tools (swift-argument-parser's conventions).
-        .target(name: "CommandLineParsing", path: "Tools/CommandLineParsing"),
-        .executableTarget(
-            name: "photoledger",
-            dependencies: ["CommandLineParsing", "LedgerStore", "PhotoLedger", "PhotoMedia", "PhotoLedgerSync"],
-            path: "Tools/photoledger"
-        ),
         .executableTarget(
             name: "photoledger-demo",
-            dependencies: ["LedgerStore", "PhotoMedia"],
+            dependencies: ["LedgerStore"],
             path: "Tools/photoledger-demo"
         ),
 
@@ -103,17 +95,24 @@ let package = Package(
             dependencies: ["PhotoLedger", "PhotoMedia"],
             path: "Tests/Support/library-crash-importer"
         ),
+        .target(
+            name: "PhotoLedgerTestSupport",
+            dependencies: ["LedgerStore", "PhotoLedger", "PhotoMedia"],
+            path: "Tests/Support/PhotoLedgerTestSupport"
+        ),
         .testTarget(
             name: "LedgerStoreTests",
             dependencies: ["LedgerStore", "ledger-crash-writer"]
         ),
         .testTarget(name: "PhotoMediaTests", dependencies: ["PhotoMedia"]),
-        .testTarget(name: "PhotoLedgerTests", dependencies: ["PhotoLedger", "PhotoMedia", "library-crash-importer"]),
+        .testTarget(name: "PhotoLedgerTests", dependencies: ["PhotoLedger", "PhotoMedia", "PhotoLedgerTestSupport", "library-crash-importer"]),
         .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol"]),
         .testTarget(name: "SyncTransportTests", dependencies: ["SyncTransport"]),
         .testTarget(name: "PhotoLedgerServerTests", dependencies: ["PhotoLedgerServer", "SyncProtocol", "photoledger-server"]),
-        .testTarget(name: "ToolTests", dependencies: ["photoledger", "photoledger-server", "photoledger-demo", "LedgerStore", "PhotoMedia"]),
-        .testTarget(name: "PhotoLedgerSyncTests", dependencies: ["PhotoLedgerSync", "PhotoLedgerServer", "PhotoMedia", "photoledger-server"]),
+        .testTarget(
+            name: "PhotoLedgerSyncTests",
+            dependencies: ["PhotoLedgerSync", "PhotoLedgerServer", "PhotoMedia", "PhotoLedgerTestSupport", "photoledger-server"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -6,14 +6,14 @@ import PhotoMedia
 /// resources events refer to. Package-level: apps use `PhotoLedgerSync.SyncEngine`.
 extension PhotoLibrary {
     /// This device's events the server has not acknowledged or rejected yet (the outbox), in
-    /// device order.
-    package func pendingEvents(limit: Int) throws -> [Event] {
+    /// device order, after `deviceSequence`.
+    package func pendingEvents(afterDeviceSequence deviceSequence: Int64 = 0, limit: Int) throws -> [Event] {
         try readDatabase { db in
             try db.rows(
                 """
-                SELECT \(EventLog.columns) FROM events WHERE server_seq IS NULL AND device_id = ?
+                SELECT \(EventLog.columns) FROM events WHERE server_seq IS NULL AND device_id = ? AND device_seq > ?
                 AND event_id NOT IN (SELECT event_id FROM sync_rejections) ORDER BY device_seq LIMIT ?
-                """, [device.rawValue, Int64(limit)], EventLog.decode
+                """, [device.rawValue, deviceSequence, Int64(limit)], EventLog.decode
             ).map(\.event)
         }
     }

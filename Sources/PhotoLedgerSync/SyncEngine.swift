@@ -130,13 +130,13 @@ public final class SyncEngine: Sendable {
 
     /// Sends the resources of pending events that the server does not have.
     func uploadResources(_ report: inout SyncReport, _ progress: (@Sendable (SyncProgress) -> Void)?) async throws {
-        var offset = 0
+        var cursor: Int64 = 0
         while true {
             try Task.checkCancellation()
-            let pending = try library.pendingEvents(limit: options.pushBatchSize * 4).dropFirst(offset)
-            guard !pending.isEmpty else { return }
-            let hashes = try library.resourceHashes(referencedBy: Array(pending)).sorted()
-            offset += pending.count
+            let pending = try library.pendingEvents(afterDeviceSequence: cursor, limit: options.pushBatchSize * 4)
+            guard let last = pending.last else { return }
+            cursor = last.deviceSequence
+            let hashes = try library.resourceHashes(referencedBy: pending).sorted()
             guard !hashes.isEmpty else { continue }
             let missing = try await exchange(.post, SyncRoutes.missingBlobs(library: remote.libraryName), MissingBlobsRequest(hashes: hashes), as: MissingBlobsResponse.self).missing
             for hash in missing {

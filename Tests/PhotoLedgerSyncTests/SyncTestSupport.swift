@@ -1,3 +1,4 @@
+@_exported import PhotoLedgerTestSupport
 import Foundation
 import LedgerStore
 import PhotoLedgerServer
@@ -6,32 +7,6 @@ import SyncTransport
 import Testing
 @testable import PhotoLedger
 @testable import PhotoLedgerSync
-
-/// A temporary directory, removed when released.
-final class TemporaryDirectory {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("photoledger-sync-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-
-    func file(_ name: String) -> URL { url.appendingPathComponent(name) }
-}
-
-/// A controllable clock shared by devices and the server.
-final class TestClock: @unchecked Sendable {
-    // Safe to share: `now` is touched only under `lock`.
-    private let lock = NSLock()
-    private var now: UInt64
-
-    init(_ start: UInt64 = 1_764_483_790_000) { now = start }
-
-    func read() -> UInt64 { lock.withLock { now } }
-    func advance(milliseconds: UInt64) { lock.withLock { now += milliseconds } }
-}
 
 /// An in-process sync server on loopback with an embedded store.
 final class TestServer {
@@ -126,12 +101,4 @@ struct Device {
 }
 
 /// A small real photo.
-func photo(_ seed: UInt64) -> Data {
-    Data(PhotoMediaSample.jpeg(seed: seed))
-}
-
-import PhotoMedia
-
-enum PhotoMediaSample {
-    static func jpeg(seed: UInt64) -> [UInt8] { SyntheticMedia.sample(.jpeg, width: 32, height: 24, seed: seed) }
-}
+func photo(_ seed: UInt64) -> Data { samplePhoto(seed) }

@@ -1,34 +1,8 @@
+@_exported import PhotoLedgerTestSupport
 import Foundation
 import Testing
 import LedgerStore
 @testable import PhotoLedger
-
-/// A temporary directory for one test, removed when released.
-final class TemporaryDirectory {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("photoledger-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-
-    func file(_ name: String) -> URL { url.appendingPathComponent(name) }
-}
-
-/// A controllable physical clock.
-final class TestClock: @unchecked Sendable {
-    // Safe to share: `now` is touched only under `lock`.
-    private let lock = NSLock()
-    private var now: UInt64
-
-    init(_ start: UInt64 = 1_764_483_790_000) { now = start }
-
-    func read() -> UInt64 { lock.withLock { now } }
-    func advance(milliseconds: UInt64) { lock.withLock { now += milliseconds } }
-    func set(_ value: UInt64) { lock.withLock { now = value } }
-}
 
 /// Opens a preauthorized library with a seeded random source and an injected clock.
 func makeLibrary(

@@ -1,0 +1,141 @@
+import Foundation
+import LedgerStore
+import PhotoLedger
+import PhotoMedia
+
+/// A temporary directory for one test, removed when released.
+public final class TemporaryDirectory: @unchecked Sendable {
+    // Safe to share: immutable after init.
+    /// The directory.
+    public let url: URL
+
+    /// Creates a fresh directory under the system's temporary directory.
+    public init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("photoledger-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+
+    /// A path inside the directory.
+    public func file(_ name: String) -> URL { url.appendingPathComponent(name) }
+}
+
+/// A controllable physical clock (Unix milliseconds) shared by libraries and servers in a test.
+public final class TestClock: @unchecked Sendable {
+    // Safe to share: `now` is touched only under `lock`.
+    private let lock = NSLock()
+    private var now: UInt64
+
+    /// A clock starting at `start`.
+    public init(_ start: UInt64 = 1_764_483_790_000) { now = start }
+
+    /// The current reading.
+    public func read() -> UInt64 { lock.withLock { now } }
+    /// Moves the clock forward.
+    public func advance(milliseconds: UInt64) { lock.withLock { now += milliseconds } }
+    /// Sets the clock.
+    public func set(_ value: UInt64) { lock.withLock { now = value } }
+}
+
+/// A tiny real JPEG, different for every seed.
+public func samplePhoto(_ seed: UInt64) -> Data {
+    Data(SyntheticMedia.sample(.jpeg, width: 8, height: 8, seed: seed))
+}
+
+/// Random changes of every kind through the public API, for property tests and simulations.
+/// Operations PhotoKit's rules refuse (an index that became invalid, an asset deleted meanwhile)
+/// throw and write nothing; the script ignores those.
+public enum RandomChanges {
+    static let titles = ["Trip", "Family", "Trip", "Pets", "Work"]
+
+    /// Makes one random change on `library`.
+    public static func apply(on library: PhotoLibrary, random: inout SeededRandomNumberGenerator) throws {
+        let assets = try library.fetchAssets(options: FetchOptions(includeHiddenAssets: true)).map(\.localIdentifier)
+        let trashed = try library.fetchAssets(in: library.fetchAssetCollections(with: .smartAlbum, subtype: .smartAlbumRecentlyDeleted)[0])
+            .map(\.localIdentifier)
+        let albums = try library.fetchAssetCollections(with: .album)
+        var r = random
+        defer { random = r }
+        let choice = Int.random(in: 0..<14, using: &r)
+        do {
+            switch choice {
+            case 0, 1:
+                let count = Int.random(in: 1...3, using: &r)
+                let seeds = (0..<count).map { _ in UInt64.random(in: 0...1_000_000, using: &r) }
+                let hidden = Int.random(in: 0..<6, using: &r) == 0
+                try library.performChangesAndWait { changes in
+                    for seed in seeds {
+                        let created = try changes.createAsset(from: samplePhoto(seed))
+                        if hidden { try changes.assetChangeRequest(for: created.placeholderForCreatedAsset).setHidden(true) }
+                    }
+                }
+            case 2:
+                let title = titles.randomElement(using: &r)!
+                let stable = Int.random(in: 0..<4, using: &r) == 0
+                try library.performChangesAndWait { _ = try $0.createAlbum(title: title, stableKey: stable ? "key." + title : nil) }
+            case 3:
+                guard let album = albums.randomElement(using: &r) else { return }
+                let title = titles.randomElement(using: &r)! + " \(Int.random(in: 0..<3, using: &r))"
+                try library.performChangesAndWait { try $0.albumChangeRequest(for: album).setTitle(title) }
+            case 4:
+                guard let album = albums.randomElement(using: &r), !assets.isEmpty else { return }
+                let chosen = (0..<Int.random(in: 1...3, using: &r)).compactMap { _ in assets.randomElement(using: &r) }
+                try library.performChangesAndWait { try $0.albumChangeRequest(for: album).addAssets(chosen) }
+            case 5:
+                guard let album = albums.randomElement(using: &r), let asset = assets.randomElement(using: &r) else { return }
+                let index = Int.random(in: 0...(try library.fetchAssets(in: album).count), using: &r)
+                try library.performChangesAndWait { try $0.albumChangeRequest(for: album).insertAssets([asset], at: [index]) }
+            case 6:
+                guard let album = albums.randomElement(using: &r) else { return }
+                let count = try library.fetchAssets(in: album).count
+                guard count > 0 else { return }
+                let index = Int.random(in: 0..<count, using: &r)
+                try library.performChangesAndWait { try $0.albumChangeRequest(for: album).removeAssets(at: [index]) }
+            case 7:
+                guard let album = albums.randomElement(using: &r) else { return }
+                let count = try library.fetchAssets(in: album).count
+                guard count > 1 else { return }
+                let from = Int.random(in: 0..<count, using: &r), to = Int.random(in: 0..<count, using: &r)
+                try library.performChangesAndWait { try $0.albumChangeRequest(for: album).moveAssets(at: [from], to: to) }
+            case 8:
+                guard let asset = assets.randomElement(using: &r) else { return }
+                let value = Bool.random(using: &r), which = Int.random(in: 0..<3, using: &r)
+                let date = Date(timeIntervalSince1970: Double(Int.random(in: 1_600_000_000...1_700_000_000, using: &r)))
+                try library.performChangesAndWait { changes in
+                    let request = try changes.assetChangeRequest(for: asset)
+                    switch which {
+                    case 0: try request.setFavorite(value)
+                    case 1: try request.setHidden(value)
+                    default: try request.setCreationDate(date)
+                    }
+                }
+            case 9:
+                guard let asset = assets.randomElement(using: &r) else { return }
+                try library.performChangesAndWait { try $0.deleteAssets([asset]) }
+            case 10:
+                guard let asset = trashed.randomElement(using: &r) else { return }
+                let purge = Int.random(in: 0..<4, using: &r) == 0
+                try library.performChangesAndWait { purge ? try $0.purgeAssets([asset]) : try $0.recoverAssets([asset]) }
+            case 11:
+                guard let album = albums.randomElement(using: &r), Int.random(in: 0..<3, using: &r) == 0 else { return }
+                try library.performChangesAndWait { try $0.deleteAlbums([album]) }
+            case 12:
+                let groups = Dictionary(grouping: albums, by: \.title).values.filter { $0.count > 1 }
+                guard let group = groups.randomElement(using: &r) else { return }
+                try library.performChangesAndWait { _ = try $0.mergeAlbums(group) }
+            default:
+                guard let album = albums.randomElement(using: &r) else { return }
+                let count = try library.fetchAssets(in: album).count
+                let seeds = [UInt64.random(in: 0...1_000_000, using: &r), UInt64.random(in: 0...1_000_000, using: &r)]
+                let second = min(count + 1, Int.random(in: 1...max(1, count + 1), using: &r))
+                try library.performChangesAndWait { changes in
+                    let fresh = try seeds.map { try changes.createAsset(from: samplePhoto($0)).placeholderForCreatedAsset }
+                    try changes.albumChangeRequest(for: album).insertAssets(fresh, at: IndexSet([0, second]))
+                }
+            }
+        } catch let error as PhotoLibraryError where [.operationInterrupted, .identifierNotFound, .changeNotSupported].contains(error.code) {
+            // Refused by the rules; nothing was written.
+        }
+    }
+}
