@@ -15,7 +15,11 @@ import Synchronization
 ///   silent) and throws `CancellationError`.
 ///
 /// Each transfer blocks a thread of its own, never one of the cooperative pool, so a slow download
-/// does not hold up other requests or other tasks.
+/// does not hold up other requests or other tasks; callers bound how many requests run at once.
+///
+/// Like every libcurl client, a request sent on a reused connection that the server had already
+/// closed is sent once more on a new connection (the body is rewound), so requests should be
+/// idempotent.
 /// Retries are not done here: wrap the transport in a ``RetryingTransport``.
 public final class CurlTransport: HTTPTransport {
     /// Time limits and TLS settings for every request of a transport.

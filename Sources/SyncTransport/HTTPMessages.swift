@@ -65,7 +65,7 @@ public struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugStringC
     /// The absolute `http` or `https` URL.
     public var url: URL
     /// Header fields to send. The transport adds `Host`, `Content-Length`, `Accept-Encoding` and
-    /// `User-Agent` itself.
+    /// `User-Agent` itself; a `Content-Length` given here is ignored in favour of the body's size.
     public var headers: HTTPHeaders
     /// The body to send; ``HTTPBody/empty`` for none.
     public var body: HTTPBody
