@@ -239,6 +239,23 @@ struct CurlTransportTests {
         #expect(error.isRetryable)
     }
 
+    @Test func unansweredConnectionAttemptTimesOut() async throws {
+        let listener = try FullBacklogListener()
+        defer { listener.close() }
+        let transport = CurlTransport(configuration: .init(connectTimeout: .milliseconds(300)))
+        let clock = ContinuousClock()
+        let start = clock.now
+        let error = try await #require(throws: TransportError.self) {
+            try await transport.send(HTTPRequest(url: URL(string: "http://127.0.0.1:\(listener.port)/")!))
+        }
+        guard case .timedOut(_, let detail) = error else {
+            Issue.record("expected timedOut, got \(error)")
+            return
+        }
+        #expect(detail.contains("connect"))
+        #expect(clock.now - start < .seconds(2))
+    }
+
     @Test func stalledDownloadTimesOutThroughTheLowSpeedLimit() async throws {
         let server = try ScriptedHTTPServer(script: [.respond(.init(body: patternBytes(count: 100_000), stallAfterBodyBytes: 0))])
         defer { server.stop() }

@@ -258,3 +258,39 @@ struct ConnectionReader {
         return true
     }
 }
+
+/// A loopback listener that never accepts and whose backlog is already full, so that a new
+/// connection attempt hangs until the client's connect timeout.
+final class FullBacklogListener {
+    let port: UInt16
+    private var sockets: [Int32] = []
+
+    init() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        sockets.append(listener)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let listening = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, length) == 0 && listen(listener, 0) == 0 && getsockname(listener, $0, &length) == 0
+            }
+        }
+        guard listening else { throw ServerError("cannot listen on 127.0.0.1") }
+        port = UInt16(bigEndian: address.sin_port)
+        for _ in 0..<3 {
+            let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            sockets.append(filler)
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, length) }
+            }
+        }
+        Thread.sleep(forTimeInterval: 0.1)
+    }
+
+    func close() {
+        for socket in sockets { Glibc.close(socket) }
+        sockets = []
+    }
+}
