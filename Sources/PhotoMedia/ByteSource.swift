@@ -43,7 +43,8 @@ final class FileByteSource: ByteSource {
     /// Opens the file at `path`; throws `MediaError` (`missingResource` when it does not exist,
     /// `invalidResource` when it cannot be read or is not a regular file).
     init(path: String, name: String) throws(MediaError) {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK: opening a FIFO must not wait for a writer; it has no effect on regular files.
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else {
             let code = errno
             if code == ENOENT || code == ENOTDIR {

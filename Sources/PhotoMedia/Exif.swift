@@ -175,7 +175,9 @@ enum Exif {
             add(ifds.3, Tag.gpsLongitude, EXIF_FORMAT_RATIONAL, components: 3, rationals(sexagesimal(location.longitude)))
             if let altitude = location.altitude {
                 add(ifds.3, Tag.gpsAltitudeRef, EXIF_FORMAT_BYTE, components: 1, [altitude < 0 ? 1 : 0])
-                add(ifds.3, Tag.gpsAltitude, EXIF_FORMAT_RATIONAL, components: 1, rationals([(UInt32((abs(altitude) * 100).rounded()), 100)]))
+                add(
+                    ifds.3, Tag.gpsAltitude, EXIF_FORMAT_RATIONAL, components: 1,
+                    rationals([(UInt32((abs(altitude) * 100).rounded()), 100)]))
             }
         }
 

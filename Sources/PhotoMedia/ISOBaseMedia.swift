@@ -101,7 +101,9 @@ enum ISOBaseMedia {
         guard let moovBox = boxes.first(where: { $0.type == "moov" }) else {
             throw InvalidMedia("damaged \(kind) (no 'moov' box: the movie header is missing)")
         }
-        guard boxes.contains(where: { $0.type == "mdat" }) else { throw InvalidMedia("truncated \(kind) (no media data: 'mdat' box missing)") }
+        guard boxes.contains(where: { $0.type == "mdat" }) else {
+            throw InvalidMedia("truncated \(kind) (no media data: 'mdat' box missing)")
+        }
         let moov = try load(moovBox, from: source, kind: kind)
         let children = try children(of: moov, in: 0..<moov.count, kind: kind)
         guard let header = children.first(where: { $0.type == "mvhd" }) else { throw InvalidMedia("damaged \(kind) (no 'mvhd' box)") }
@@ -148,7 +150,9 @@ enum ISOBaseMedia {
     }
 
     /// The width and height of the first visual sample entry in `minf/stbl/stsd`.
-    private static func sampleEntrySize(_ bytes: [UInt8], _ mediaBoxes: [(type: String, payload: Range<Int>)], kind: String) throws -> (Int, Int)? {
+    private static func sampleEntrySize(_ bytes: [UInt8], _ mediaBoxes: [(type: String, payload: Range<Int>)], kind: String) throws -> (
+        Int, Int
+    )? {
         guard let information = mediaBoxes.first(where: { $0.type == "minf" }),
             let table = try children(of: bytes, in: information.payload, kind: kind).first(where: { $0.type == "stbl" }),
             let description = try children(of: bytes, in: table.payload, kind: kind).first(where: { $0.type == "stsd" }),
@@ -237,7 +241,8 @@ enum ISOBaseMedia {
     }
 
     /// The payload of the `Exif` item, past its 4-byte TIFF header offset.
-    private static func exifItem(_ meta: [UInt8], _ children: [(type: String, payload: Range<Int>)], source: ByteSource) throws -> [UInt8]? {
+    private static func exifItem(_ meta: [UInt8], _ children: [(type: String, payload: Range<Int>)], source: ByteSource) throws -> [UInt8]?
+    {
         guard let information = children.first(where: { $0.type == "iinf" })?.payload,
             let locations = children.first(where: { $0.type == "iloc" })?.payload
         else { return nil }

@@ -17,32 +17,40 @@ public enum ISOBaseMediaWriter {
         let frames = max(1, Int((duration * Double(frameRate)).rounded()))
         let ticks = UInt32((duration * Double(timescale)).rounded())
         let created = UInt32(clamping: Int64((creationDate?.timeIntervalSince1970 ?? -ISOBaseMedia.epochOffset) + ISOBaseMedia.epochOffset))
-        let fileType = quickTime ? box("ftyp", fourCC("qt  ") + u32(0x2005_0300) + fourCC("qt  "))
+        let fileType =
+            quickTime
+            ? box("ftyp", fourCC("qt  ") + u32(0x2005_0300) + fourCC("qt  "))
             : box("ftyp", fourCC("isom") + u32(512) + fourCC("isom") + fourCC("iso2") + fourCC("avc1") + fourCC("mp41"))
         var random = SeededBytes(seed: seed)
         let mediaData = box("mdat", random.next(frames * max(1, bytesPerFrame)))
         let chunkOffset = UInt32(fileType.count + 8)
 
         let identity = [0x0001_0000, 0, 0, 0, 0x0001_0000, 0, 0, 0, 0x4000_0000].flatMap { u32(UInt32($0)) }
-        let movieHeader = fullBox("mvhd", 0, 0,
+        let movieHeader = fullBox(
+            "mvhd", 0, 0,
             u32(created) + u32(created) + u32(timescale) + u32(ticks) + u32(0x0001_0000) + u16(0x0100) + zeros(10) + identity
-            + zeros(24) + u32(2))
-        let trackHeader = fullBox("tkhd", 0, 3,
+                + zeros(24) + u32(2))
+        let trackHeader = fullBox(
+            "tkhd", 0, 3,
             u32(created) + u32(created) + u32(1) + zeros(4) + u32(ticks) + zeros(8) + u16(0) + u16(0) + u16(0) + zeros(2) + identity
-            + u32(UInt32(clamping: width) << 16) + u32(UInt32(clamping: height) << 16))
+                + u32(UInt32(clamping: width) << 16) + u32(UInt32(clamping: height) << 16))
         let mediaHeader = fullBox("mdhd", 0, 0, u32(created) + u32(created) + u32(timescale) + u32(ticks) + u16(0x55C4) + u16(0))
         let handler = fullBox("hdlr", 0, 0, u32(0) + fourCC("vide") + zeros(12) + Array("VideoHandler".utf8) + [0])
         let configuration = box("avcC", [1, 66, 0, 30, 0xFF, 0xE0, 0])
-        let sampleEntry = box("avc1",
-            zeros(6) + u16(1) + zeros(16) + u16(UInt16(clamping: width)) + u16(UInt16(clamping: height)) + u32(0x0048_0000) + u32(0x0048_0000)
-            + zeros(4) + u16(1) + zeros(32) + u16(0x18) + u16(0xFFFF) + configuration)
-        let sampleTable = box("stbl",
+        let sampleEntry = box(
+            "avc1",
+            zeros(6) + u16(1) + zeros(16) + u16(UInt16(clamping: width)) + u16(UInt16(clamping: height)) + u32(0x0048_0000)
+                + u32(0x0048_0000)
+                + zeros(4) + u16(1) + zeros(32) + u16(0x18) + u16(0xFFFF) + configuration)
+        let sampleTable = box(
+            "stbl",
             fullBox("stsd", 0, 0, u32(1) + sampleEntry)
-            + fullBox("stts", 0, 0, u32(1) + u32(UInt32(frames)) + u32(UInt32(max(1, Int(ticks) / frames))))
-            + fullBox("stsc", 0, 0, u32(1) + u32(1) + u32(UInt32(frames)) + u32(1))
-            + fullBox("stsz", 0, 0, u32(UInt32(max(1, bytesPerFrame))) + u32(UInt32(frames)))
-            + fullBox("stco", 0, 0, u32(1) + u32(chunkOffset)))
-        let information = box("minf",
+                + fullBox("stts", 0, 0, u32(1) + u32(UInt32(frames)) + u32(UInt32(max(1, Int(ticks) / frames))))
+                + fullBox("stsc", 0, 0, u32(1) + u32(1) + u32(UInt32(frames)) + u32(1))
+                + fullBox("stsz", 0, 0, u32(UInt32(max(1, bytesPerFrame))) + u32(UInt32(frames)))
+                + fullBox("stco", 0, 0, u32(1) + u32(chunkOffset)))
+        let information = box(
+            "minf",
             fullBox("vmhd", 0, 1, zeros(8)) + box("dinf", fullBox("dref", 0, 0, u32(1) + fullBox("url ", 0, 1, []))) + sampleTable)
         let track = box("trak", trackHeader + box("mdia", mediaHeader + handler + information))
         return fileType + mediaData + box("moov", movieHeader + track)
@@ -74,13 +82,16 @@ public enum ISOBaseMediaWriter {
                 properties += box("irot", [UInt8(quarterTurns & 3)])
                 associations.append(0x83)
             }
-            return fullBox("meta", 0, 0,
+            return fullBox(
+                "meta", 0, 0,
                 fullBox("hdlr", 0, 0, u32(0) + fourCC("pict") + zeros(12) + [0])
-                + fullBox("pitm", 0, 0, u16(1))
-                + fullBox("iinf", 0, 0, u16(exifItem.isEmpty ? 1 : 2) + infos)
-                + fullBox("iloc", 0, 0, [0x44, 0x00] + u16(exifItem.isEmpty ? 1 : 2) + locations)
-                + box("iprp", box("ipco", properties)
-                    + fullBox("ipma", 0, 0, u32(1) + u16(1) + [UInt8(associations.count)] + associations)))
+                    + fullBox("pitm", 0, 0, u16(1))
+                    + fullBox("iinf", 0, 0, u16(exifItem.isEmpty ? 1 : 2) + infos)
+                    + fullBox("iloc", 0, 0, [0x44, 0x00] + u16(exifItem.isEmpty ? 1 : 2) + locations)
+                    + box(
+                        "iprp",
+                        box("ipco", properties)
+                            + fullBox("ipma", 0, 0, u32(1) + u16(1) + [UInt8(associations.count)] + associations)))
         }
         let metaLength = meta(dataOffset: 0).count
         let dataOffset = fileType.count + metaLength + 8
@@ -92,7 +103,10 @@ public enum ISOBaseMediaWriter {
     static func box(_ type: String, _ payload: [UInt8]) -> [UInt8] { u32(UInt32(payload.count + 8)) + fourCC(type) + payload }
 
     static func fullBox(_ type: String, _ version: UInt8, _ flags: UInt32, _ payload: [UInt8]) -> [UInt8] {
-        box(type, [version, UInt8(truncatingIfNeeded: flags >> 16), UInt8(truncatingIfNeeded: flags >> 8), UInt8(truncatingIfNeeded: flags)] + payload)
+        box(
+            type,
+            [version, UInt8(truncatingIfNeeded: flags >> 16), UInt8(truncatingIfNeeded: flags >> 8), UInt8(truncatingIfNeeded: flags)]
+                + payload)
     }
 
     static func fourCC(_ text: String) -> [UInt8] { Array(text.utf8.prefix(4)) }

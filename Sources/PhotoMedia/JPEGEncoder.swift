@@ -76,12 +76,15 @@ public struct JPEGEncoder: Sendable {
                 for dy in 0..<factor {
                     for dx in 0..<factor {
                         planes.luma.block(x: column * mcuSize + dx * 8, y: row * mcuSize + dy * 8, into: &block)
-                        encodeBlock(&block, quantization: luminance, dc: .luminanceDC, ac: .luminanceAC, previous: &previousDC[0], writer: &writer)
+                        encodeBlock(
+                            &block, quantization: luminance, dc: .luminanceDC, ac: .luminanceAC, previous: &previousDC[0], writer: &writer)
                     }
                 }
                 for (index, plane) in [planes.blue, planes.red].enumerated() {
                     plane.block(x: column * 8, y: row * 8, into: &block)
-                    encodeBlock(&block, quantization: chrominance, dc: .chrominanceDC, ac: .chrominanceAC, previous: &previousDC[index + 1], writer: &writer)
+                    encodeBlock(
+                        &block, quantization: chrominance, dc: .chrominanceDC, ac: .chrominanceAC, previous: &previousDC[index + 1],
+                        writer: &writer)
                 }
             }
         }
@@ -175,9 +178,10 @@ public struct JPEGEncoder: Sendable {
         103, 99,
     ]
 
-    private static let chrominanceQuantization = [
-        17, 18, 24, 47, 99, 99, 99, 99, 18, 21, 26, 66, 99, 99, 99, 99, 24, 26, 56, 99, 99, 99, 99, 99, 47, 66, 99, 99, 99, 99, 99, 99,
-    ] + [Int](repeating: 99, count: 32)
+    private static let chrominanceQuantization =
+        [
+            17, 18, 24, 47, 99, 99, 99, 99, 18, 21, 26, 66, 99, 99, 99, 99, 24, 26, 56, 99, 99, 99, 99, 99, 47, 66, 99, 99, 99, 99, 99, 99,
+        ] + [Int](repeating: 99, count: 32)
 }
 
 /// The three colour planes of an image in YCbCr, level-shifted by −128 and padded by repeating

@@ -180,7 +180,9 @@ public final class ResourceStore: Sendable {
 
     /// Validates and stores many photos and videos at once, several at a time; each result is
     /// what `importMedia(fileAt:transfer:)` gives for that file, in the order of `urls`.
-    public func importMedia(filesAt urls: [URL], transfer: FileTransfer = .copy, concurrency: Int = 8) -> [Result<ImportedResource, MediaError>] {
+    public func importMedia(filesAt urls: [URL], transfer: FileTransfer = .copy, concurrency: Int = 8) -> [Result<
+        ImportedResource, MediaError
+    >] {
         let results = ParallelWork.map(urls, concurrency: concurrency) { (url: URL) throws(MediaError) in
             try self.importMedia(fileAt: url, transfer: transfer, syncDirectory: false)
         }
@@ -213,7 +215,7 @@ public final class ResourceStore: Sendable {
         fileAt url: URL, transfer: FileTransfer, validate: Validation?, syncDirectory: Bool
     ) throws(MediaError) -> (resource: StoredResource, info: MediaInfo?) {
         let name = url.lastPathComponent
-        let source = try FileIO.open(url.path, O_RDONLY, name: name)
+        let source = try FileIO.open(url.path, O_RDONLY | O_NONBLOCK, name: name)  // a FIFO must not block
         defer { close(source) }
         var status = stat()
         guard fstat(source, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
@@ -236,7 +238,9 @@ public final class ResourceStore: Sendable {
         }
     }
 
-    private func ingest(_ bytes: [UInt8], name: String, validate: Validation?) throws(MediaError) -> (resource: StoredResource, info: MediaInfo?) {
+    private func ingest(_ bytes: [UInt8], name: String, validate: Validation?) throws(MediaError) -> (
+        resource: StoredResource, info: MediaInfo?
+    ) {
         let temporary = temporaryPath()
         do throws(MediaError) {
             let descriptor = try FileIO.open(temporary, O_WRONLY | O_CREAT | O_EXCL, name: name)
@@ -343,7 +347,7 @@ public final class ResourceStore: Sendable {
         let descriptor: Int32
         do {
             descriptor = try FileIO.open(path, O_RDONLY, name: hash)
-        } catch where error.kind == .missingResource {
+        } catch  where error.kind == .missingResource {
             throw MediaError(.missingResource, resource: hash, reason: "the resource is not in the store")
         }
         defer { close(descriptor) }
@@ -360,7 +364,9 @@ public final class ResourceStore: Sendable {
         guard Hex.encode(digest.finalize()) == hash else {
             throw MediaError(
                 .corruptedResource, resource: hash,
-                reason: "the stored bytes no longer match their SHA-256 (\(path) is damaged; fetch the resource again from the sync server or restore it from a backup)")
+                reason:
+                    "the stored bytes no longer match their SHA-256 (\(path) is damaged; fetch the resource again from the sync server or restore it from a backup)"
+            )
         }
     }
 
@@ -398,7 +404,9 @@ public final class ResourceStore: Sendable {
     /// between ingesting a resource and committing its event (the library's write lock), or keep
     /// the grace period longer than any change block: an ingest refreshes the file's mtime, so a
     /// resource about to be referenced is never taken.
-    public func collectGarbage(referenced: Set<String>, gracePeriod: TimeInterval = 3600, now: Date = Date()) throws(MediaError) -> GarbageCollectionReport {
+    public func collectGarbage(referenced: Set<String>, gracePeriod: TimeInterval = 3600, now: Date = Date()) throws(MediaError)
+        -> GarbageCollectionReport
+    {
         let cutoff = now.timeIntervalSince1970 - gracePeriod
         var report = GarbageCollectionReport()
         for name in try entries(of: temporaryRoot) {
@@ -410,7 +418,8 @@ public final class ResourceStore: Sendable {
             report.reclaimedBytes += Int64(status.st_size)
         }
         for fanOut in try entries(of: root) where fanOut.utf8.count == 2 {
-            for hash in try entries(of: "\(root)/\(fanOut)") where Self.isValidHash(hash) && hash.hasPrefix(fanOut) && !referenced.contains(hash) {
+            for hash in try entries(of: "\(root)/\(fanOut)")
+            where Self.isValidHash(hash) && hash.hasPrefix(fanOut) && !referenced.contains(hash) {
                 let path = "\(root)/\(fanOut)/\(hash)"
                 guard let status = FileIO.status(path), (status.st_mode & S_IFMT) == S_IFREG, FileIO.modificationTime(status) <= cutoff,
                     unlink(path) == 0

@@ -13,7 +13,8 @@ public enum SyntheticMedia {
         case .gif:
             return GIFEncoder.encode((0..<3).map { RGBImage.scene(width: width, height: height, seed: seed, phase: Double($0) / 3) })
         case .webp:
-            return WebPEncoder.encode(width: width, height: height, colors: [averageColor(RGBImage.scene(width: 16, height: 16, seed: seed))])
+            return WebPEncoder.encode(
+                width: width, height: height, colors: [averageColor(RGBImage.scene(width: 16, height: 16, seed: seed))])
         case .heic:
             return ISOBaseMediaWriter.heic(width: width, height: height, seed: seed)
         case .mp4, .quickTime:

@@ -1,7 +1,8 @@
 import Foundation
 import LedgerStore
-@testable import PhotoMedia
 import Testing
+
+@testable import PhotoMedia
 
 @Suite("Media synthesis")
 struct EncoderTests {

@@ -65,7 +65,8 @@ struct MetadataTests {
 
     @Test("a QuickTime movie without a creation time has none")
     func quickTimeMetadata() throws {
-        let info = try MediaInspector.inspect(ISOBaseMediaWriter.movie(width: 640, height: 360, duration: 1, quickTime: true), name: "a.mov")
+        let info = try MediaInspector.inspect(
+            ISOBaseMediaWriter.movie(width: 640, height: 360, duration: 1, quickTime: true), name: "a.mov")
         #expect(info == MediaInfo(format: .quickTime, pixelWidth: 640, pixelHeight: 360, duration: 1))
     }
 

@@ -40,12 +40,27 @@ struct ValidationTests {
         #expect(error?.reason.contains("not a regular file") == true)
     }
 
-    @Test("unsupported formats are named when recognisable", arguments: [
-        (Array("BM".utf8) + [UInt8](repeating: 0, count: 60), "BMP"),
-        ([0x1A, 0x45, 0xDF, 0xA3] + [UInt8](repeating: 0, count: 40), "Matroska"),
-        (Array("%PDF-1.7\n".utf8), "PDF"),
-        (Array("hello, world".utf8), "not JPEG, PNG, GIF, HEIC, WebP, MP4 or QuickTime"),
-    ])
+    @Test("a FIFO is rejected at once, without waiting for a writer")
+    func fifoIsInvalid() throws {
+        let directory = try TemporaryDirectory()
+        let fifo = directory.file("pipe.jpg")
+        #expect(mkfifo(fifo.path, 0o600) == 0)
+        let inspected = Samples.mediaError { _ = try MediaInspector.inspect(fileAt: fifo) }
+        #expect(inspected?.kind == .invalidResource)
+        let store = try ResourceStore(directory: directory.file("store"))
+        let imported = Samples.mediaError { _ = try store.importMedia(fileAt: fifo) }
+        #expect(imported?.kind == .invalidResource)
+        #expect(imported?.reason.contains("not a regular file") == true)
+    }
+
+    @Test(
+        "unsupported formats are named when recognisable",
+        arguments: [
+            (Array("BM".utf8) + [UInt8](repeating: 0, count: 60), "BMP"),
+            ([0x1A, 0x45, 0xDF, 0xA3] + [UInt8](repeating: 0, count: 40), "Matroska"),
+            (Array("%PDF-1.7\n".utf8), "PDF"),
+            (Array("hello, world".utf8), "not JPEG, PNG, GIF, HEIC, WebP, MP4 or QuickTime"),
+        ])
     func unsupported(bytes: [UInt8], mention: String) {
         let error = Samples.mediaError { _ = try MediaInspector.inspect(bytes, name: "file.bin") }
         #expect(error?.kind == .invalidResource)

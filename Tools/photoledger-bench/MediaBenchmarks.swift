@@ -64,7 +64,9 @@ struct MediaBenchmarks {
             Figure(
                 name: "media.ingest", value: median(ingestRates), unit: "MB/s", baseline: median(copyRates), higherIsBetter: true,
                 target: 0.5,
-                note: "\(fileCount) files of 1 MB into the resource store, 8 at a time (SHA-256, fsync file, rename, fsync directories); baseline: cp -r of the same files on the same disk, no fsync"),
+                note:
+                    "\(fileCount) files of 1 MB into the resource store, 8 at a time (SHA-256, fsync file, rename, fsync directories); baseline: cp -r of the same files on the same disk, no fsync"
+            ),
             Figure(
                 name: "media.ingest.durable", value: median(ingestRates), unit: "MB/s", baseline: median(durableCopyRates),
                 higherIsBetter: true, target: 0.5, note: "the same ingest; baseline: cp -r then sync -f, a copy as durable as the store's"),
