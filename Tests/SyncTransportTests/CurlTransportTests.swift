@@ -191,19 +191,25 @@ struct CurlTransportTests {
         #expect(followed.headers["Location"] == nil)
     }
 
-    @Test func slowRequestsRunInParallel() async throws {
-        let server = try ScriptedHTTPServer(script: [.respond(.init(delay: .seconds(1)))])
+    @Test func transfersRunInParallel() async throws {
+        // Each request is held at the server until all six have arrived: only a transport that
+        // runs them at the same time gets six 200s (a serial one would see 504s after the wait).
+        let arrived = Mutex(0)
+        let server = try ScriptedHTTPServer { _ in
+            arrived.withLock { $0 += 1 }
+            let deadline = Date().addingTimeInterval(15)
+            while arrived.withLock({ $0 }) < 6 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+            return .respond(.init(status: arrived.withLock { $0 } >= 6 ? 200 : 504))
+        }
         defer { server.stop() }
         let transport = transport
-        let clock = ContinuousClock()
-        let start = clock.now
-        try await withThrowingTaskGroup(of: Void.self) { group in
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
             for index in 0..<6 {
-                group.addTask { _ = try await transport.send(HTTPRequest(url: server.url("/\(index)"))) }
+                group.addTask { try await transport.send(HTTPRequest(url: server.url("/\(index)"))).status }
             }
-            try await group.waitForAll()
+            return try await group.reduce(into: []) { $0.append($1) }
         }
-        #expect(clock.now - start < .milliseconds(2500), "six 1 s requests must overlap (two at a time would take 3 s)")
+        #expect(statuses == Array(repeating: 200, count: 6))
         #expect(server.acceptedConnections == 6)
     }
 
@@ -224,7 +230,7 @@ struct CurlTransportTests {
     }
 
     @Test func slowServerTimesOut() async throws {
-        let server = try ScriptedHTTPServer(script: [.respond(.init(delay: .seconds(3)))])
+        let server = try ScriptedHTTPServer(script: [.respond(.init(delay: .seconds(10)))])
         defer { server.stop() }
         let clock = ContinuousClock()
         let start = clock.now
@@ -235,7 +241,7 @@ struct CurlTransportTests {
             Issue.record("expected timedOut, got \(error)")
             return
         }
-        #expect(clock.now - start < .milliseconds(2500))  // the server would answer after 3 s
+        #expect(clock.now - start < .seconds(5))  // the server would answer after 10 s
         #expect(error.isRetryable)
     }
 
@@ -253,7 +259,7 @@ struct CurlTransportTests {
             return
         }
         #expect(detail.contains("connect"))
-        #expect(clock.now - start < .seconds(2))
+        #expect(clock.now - start < .seconds(5))  // the listener never accepts
     }
 
     @Test func stalledDownloadTimesOutThroughTheLowSpeedLimit() async throws {
@@ -427,7 +433,7 @@ struct CurlTransportTests {
         let cancelledAt = clock.now
         download.cancel()
         await #expect(throws: CancellationError.self) { try await download.value }
-        #expect(clock.now - cancelledAt < .seconds(3))
+        #expect(clock.now - cancelledAt < .seconds(5))  // the server never sends the rest
         #expect(try directory.contents().isEmpty)
     }
 
