@@ -412,6 +412,21 @@ struct CurlTransportTests {
         #expect(try directory.contents().isEmpty)
     }
 
+    @Test func unwritableDestinationIsALocalFileError() async throws {
+        let server = try ScriptedHTTPServer(script: [.respond(.init(body: patternBytes(count: 50_000)))])
+        defer { server.stop() }
+        let destination = URL(fileURLWithPath: "/nonexistent-directory/photo.jpg")
+        let error = try await #require(throws: TransportError.self) {
+            try await transport.send(HTTPRequest(url: server.url("/blobs/abc"), responseBodyDestination: destination))
+        }
+        guard case .localFile(let path, _) = error else {
+            Issue.record("expected localFile, got \(error)")
+            return
+        }
+        #expect(path == destination.path)
+        #expect(!error.isRetryable)
+    }
+
     @Test func cancellationMidDownloadThrowsAndLeavesNoFile() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
