@@ -244,13 +244,17 @@ public enum ReceivedEvent: Sendable, Hashable {
 
 // MARK: Field parsers over raw UTF-8
 
+/// Hex digit values by byte; 0xFF marks a byte that is not a hex digit.
+private let hexValues: [UInt8] = {
+    var table = [UInt8](repeating: 0xFF, count: 256)
+    for (index, digit) in "0123456789abcdef".utf8.enumerated() { table[Int(digit)] = UInt8(index) }
+    for (index, digit) in "ABCDEF".utf8.enumerated() { table[Int(digit)] = UInt8(10 + index) }
+    return table
+}()
+
 private func hexValue(_ byte: UInt8) -> UInt8? {
-    switch byte {
-    case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-    case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-    case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-    default: return nil
-    }
+    let value = hexValues[Int(byte)]
+    return value == 0xFF ? nil : value
 }
 
 /// Parses a UUID in its 36-character form (either case), or returns nil.
@@ -276,12 +280,18 @@ public func parseUUID(_ text: UnsafeBufferPointer<UInt8>) -> UUID? {
 /// Parses exactly `count` bytes written as hex digits (either case), or returns nil.
 public func parseHex(_ text: UnsafeBufferPointer<UInt8>, count: Int) -> [UInt8]? {
     guard text.count == count * 2 else { return nil }
-    var bytes = [UInt8](repeating: 0, count: count)
-    for index in 0..<count {
-        guard let high = hexValue(text[2 * index]), let low = hexValue(text[2 * index + 1]) else { return nil }
-        bytes[index] = high << 4 | low
+    var valid = true
+    let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+        hexValues.withUnsafeBufferPointer { table in
+            for index in 0..<count {
+                let high = table[Int(text[2 * index])], low = table[Int(text[2 * index + 1])]
+                if (high | low) > 0x0F { valid = false }
+                buffer[index] = high << 4 | (low & 0x0F)
+            }
+        }
+        initialized = count
     }
-    return bytes
+    return valid ? bytes : nil
 }
 
 /// Parses an unsigned decimal integer of 1–20 digits that fits `UInt64`, or returns nil.

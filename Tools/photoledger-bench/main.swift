@@ -48,6 +48,7 @@ struct Suite {
 let suites: [Suite] = [
     Suite(prefixes: ["append", "read"]) { try EventLogBenchmarks(quick: quick).run() },
     Suite(prefixes: ["media"]) { try MediaBenchmarks(quick: quick).run() },
+    Suite(prefixes: ["server", "codec"]) { try ServerBenchmarks(quick: quick).run() },
 ]
 
 var figures: [Figure] = []
