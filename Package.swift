@@ -74,7 +74,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "photoledger-bench",
-            dependencies: ["LedgerStore", "CBaseline", "PhotoMedia", "PhotoLedgerServer", "SyncProtocol"],
+            dependencies: ["LedgerStore", "CBaseline", "PhotoMedia", "PhotoLedger", "PhotoLedgerServer", "SyncProtocol"],
             path: "Tools/photoledger-bench"
         ),
 

@@ -49,6 +49,7 @@ let suites: [Suite] = [
     Suite(prefixes: ["append", "read"]) { try EventLogBenchmarks(quick: quick).run() },
     Suite(prefixes: ["media"]) { try MediaBenchmarks(quick: quick).run() },
     Suite(prefixes: ["server", "codec"]) { try ServerBenchmarks(quick: quick).run() },
+    Suite(prefixes: ["audit"]) { try AuditBenchmarks(quick: quick).run() },
 ]
 
 var figures: [Figure] = []
