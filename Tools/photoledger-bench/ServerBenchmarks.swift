@@ -106,6 +106,7 @@ struct ServerBenchmarks {
         }
         let port = server.port
         let latencies = Mutex<[Double]>([])
+        let cpuBefore = processCPUSeconds()
         let pushTime = try concurrently(clients) { client in
             let connection = try KeepAliveConnection(port: port)
             var own: [Double] = []
@@ -117,6 +118,7 @@ struct ServerBenchmarks {
             }
             latencies.withLock { $0 += own }
         }
+        let pushCPU = processCPUSeconds() - cpuBefore
         let stored = try store.chainSummary(libraryID: 1).count
         guard stored == Int64(perClient * clients) else { throw BenchmarkError("the server stored \(stored) of \(perClient * clients) events") }
 
@@ -141,6 +143,11 @@ struct ServerBenchmarks {
                 target: 0.5,
                 note: "\(clients) clients on keep-alive loopback connections pushing batches of \(batch) (200-byte payloads) to the "
                     + "in-process server (4 threads), vs the C baseline's local batched append (1,000 per transaction)"),
+            Figure(
+                name: "server.push.cpu", value: Double(perClient * clients) / pushCPU, unit: "events/s", baseline: nil, higherIsBetter: true,
+                target: nil,
+                note: "the same pushes per CPU-second of the whole process (server threads and clients): the rate one idle core "
+                    + "would sustain, comparable when other processes load the machine"),
             Figure(
                 name: "server.push.p99", value: percentile(latencies.withLock { $0 }, 99), unit: "ms", baseline: nil, higherIsBetter: false,
                 target: nil, note: "99th percentile latency of one push request of \(batch) events under \(clients) concurrent clients"),
@@ -244,6 +251,13 @@ func cpuSeconds(_ body: () throws -> Void) rethrows -> Double {
     let start = now()
     try body()
     return now() - start
+}
+
+/// User and system CPU seconds used by this process so far, all threads included.
+func processCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
 }
 
 /// Runs `body(0..<count)` on `count` threads at once and returns the wall time in seconds.
