@@ -176,10 +176,13 @@ public final class SQLiteServerStore: ServerStore {
                 gapped = true
                 return PushResult(id: id, status: .gap(expectedDeviceSequence: lastDeviceSequence + 1))
             }
-            if let known = try knownOutcome(id) { return PushResult(id: id, status: known) }
-            guard sequence == lastDeviceSequence + 1 else {
+            if sequence <= lastDeviceSequence {
+                if let known = try knownOutcome(id) { return PushResult(id: id, status: known) }
                 return PushResult(id: id, status: try reject(id, sequence, "device sequence \(sequence) already used (last is \(lastDeviceSequence))"))
             }
+            // The next sequence: a stored duplicate shows up as a conflict on insert, so only an
+            // earlier rejection needs a lookup here.
+            if let reason = try rejectionReason(id) { return PushResult(id: id, status: .rejected(reason: reason)) }
             switch candidate {
             case .reject(_, _, let reason):
                 lastDeviceSequence = sequence
@@ -202,18 +205,25 @@ public final class SQLiteServerStore: ServerStore {
 
         /// The outcome of an earlier push of `id`: stored (duplicate) or rejected.
         func knownOutcome(_ id: UUID) throws -> PushResult.Status? {
+            let stored = try withUnsafeBytes(of: id.uuid) { key -> Int64? in
+                let statement = try db.cachedStatement("SELECT server_seq FROM server_events WHERE library_id = ? AND event_id = ?")
+                defer { statement.reset() }
+                try statement.bind(credential.libraryID, at: 1)
+                try statement.bind(bytes: key, at: 2)
+                return try statement.step() ? statement.int64(0) : nil
+            }
+            if let stored { return .duplicate(serverSequence: stored) }
+            return try rejectionReason(id).map { .rejected(reason: $0) }
+        }
+
+        /// The reason given when `id` was rejected before, or nil.
+        func rejectionReason(_ id: UUID) throws -> String? {
             try withUnsafeBytes(of: id.uuid) { key in
-                let stored = try db.cachedStatement("SELECT server_seq FROM server_events WHERE library_id = ? AND event_id = ?")
-                defer { stored.reset() }
-                try stored.bind(credential.libraryID, at: 1)
-                try stored.bind(bytes: key, at: 2)
-                if try stored.step() { return .duplicate(serverSequence: stored.int64(0)) }
-                let rejected = try db.cachedStatement("SELECT reason FROM rejected_events WHERE library_id = ? AND event_id = ?")
-                defer { rejected.reset() }
-                try rejected.bind(credential.libraryID, at: 1)
-                try rejected.bind(bytes: key, at: 2)
-                if try rejected.step() { return .rejected(reason: rejected.text(0)) }
-                return nil
+                let statement = try db.cachedStatement("SELECT reason FROM rejected_events WHERE library_id = ? AND event_id = ?")
+                defer { statement.reset() }
+                try statement.bind(credential.libraryID, at: 1)
+                try statement.bind(bytes: key, at: 2)
+                return try statement.step() ? statement.text(0) : nil
             }
         }
 

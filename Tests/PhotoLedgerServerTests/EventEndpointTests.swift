@@ -54,6 +54,20 @@ struct EventEndpointTests {
         #expect(try await client.pullAll().count == 4)
     }
 
+    @Test("a stored event sent again under the next sequence is a duplicate and consumes nothing")
+    func duplicateOnNextSequence() async throws {
+        let fixture = try ServerFixture()
+        var factory = EventFactory()
+        var event = factory.make()
+        let client = fixture.client()
+        _ = try await client.pushResponse([event])
+        event.deviceSequence = 2
+        let response = try await client.pushResponse([event])
+        #expect(response.results[0].status == .duplicate(serverSequence: 1))
+        #expect(response.lastDeviceSequence == 1)
+        #expect(try await client.pushResponse([factory.make()]).results[0].status == .stored(serverSequence: 2))
+    }
+
     @Test("a gap answers the expected sequence for that event and all after it, storing none")
     func gap() async throws {
         let fixture = try ServerFixture()
