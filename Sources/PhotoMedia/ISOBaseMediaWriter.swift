@@ -58,7 +58,8 @@ public enum ISOBaseMediaWriter {
 
     /// A HEIC still image of `width × height` pixels: ftyp `heic`, a `meta` box with handler
     /// `pict`, primary item (`pitm`), item info and locations, and properties `hvcC`, `ispe` and
-    /// (for `quarterTurns` ≠ 0) `irot`; plus an EXIF item when `creationDate` or `location` is given.
+    /// (for `quarterTurns` ≠ 0) `irot`; plus an EXIF item linked to the image by an `iref`
+    /// `cdsc` reference when `creationDate` or `location` is given.
     /// `width × height` is the stored (unrotated) size; the item's data is filler.
     public static func heic(
         width: Int, height: Int, quarterTurns: Int = 0, creationDate: Date? = nil, location: GeoLocation? = nil, seed: UInt64 = 1
@@ -76,6 +77,8 @@ public enum ISOBaseMediaWriter {
                 infos += fullBox("infe", 2, 0, u16(2) + u16(0) + fourCC("Exif") + [0])
                 locations += u16(2) + u16(0) + u16(1) + u32(UInt32(dataOffset + imageData.count)) + u32(UInt32(exifItem.count))
             }
+            // The EXIF item describes ("cdsc") the primary image, as cameras write it.
+            let references = exifItem.isEmpty ? [] : fullBox("iref", 0, 0, box("cdsc", u16(2) + u16(1) + u16(1)))
             var properties = box("hvcC", [1] + zeros(22)) + fullBox("ispe", 0, 0, u32(UInt32(width)) + u32(UInt32(height)))
             var associations: [UInt8] = [0x81, 0x02]  // hvcC (essential), ispe
             if quarterTurns % 4 != 0 {
@@ -88,6 +91,7 @@ public enum ISOBaseMediaWriter {
                     + fullBox("pitm", 0, 0, u16(1))
                     + fullBox("iinf", 0, 0, u16(exifItem.isEmpty ? 1 : 2) + infos)
                     + fullBox("iloc", 0, 0, [0x44, 0x00] + u16(exifItem.isEmpty ? 1 : 2) + locations)
+                    + references
                     + box(
                         "iprp",
                         box("ipco", properties)
