@@ -163,6 +163,36 @@ struct SyncCommandTests {
     }
 }
 
+@Suite("photoledger sync --watch")
+struct SyncWatchTests {
+    @Test func watchSyncsRepeatedlyUntilStopped() throws {
+        let workspace = try Workspace(device: "anna")
+        let server = try TestServer(folder: workspace.folder)
+        #expect(try workspace.cli(["remote", "set", "\(server.url)/v1/libraries/family", "--token", try server.token(for: "anna")]).status == 0)
+        _ = try workspace.importPhotos([try workspace.photo("a.jpg", seed: 1)])
+        let process = Process()
+        process.executableURL = ToolRunner.binDirectory.appendingPathComponent("photoledger")
+        process.arguments = ["sync", "--watch", "--library", workspace.library.path]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var text = ""
+        while !text.contains("Synced with") {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        process.terminate()
+        process.waitUntilExit()
+        #expect(text.contains("every 5 seconds"))
+        #expect(text.contains("pushing events"))
+        #expect(text.contains("Synced with \(server.url)/v1/libraries/family: pushed"))
+        let status = try #require(try workspace.json(["status"]) as? [String: Any])
+        #expect(status["pendingEvents"] as? Int == 0)
+    }
+}
+
 @Suite("photoledger-demo")
 struct DemoTests {
     @Test func theDemoRunsEndToEndAndConverges() throws {

@@ -1,3 +1,4 @@
+@preconcurrency import Glibc
 import CommandLineParsing
 import Foundation
 import LedgerStore
@@ -95,15 +96,17 @@ struct Context {
 
     // MARK: Output
 
-    /// Prints a line unless --quiet or --json.
+    /// Prints a line unless --quiet or --json, at once even when standard output is a pipe.
     func say(_ text: String) {
         guard !quiet, !json else { return }
         print(text)
+        fflush(stdout)
     }
 
     /// Prints a JSON value on standard output.
     func emit(_ value: JSON) {
         print(value.serialized())
+        fflush(stdout)
     }
 
     /// Prints a warning on standard error.

@@ -1,3 +1,4 @@
+@preconcurrency import Glibc
 import Foundation
 import PhotoLedger
 import PhotoLedgerSync
@@ -98,6 +99,7 @@ final class SyncProgressDisplay: @unchecked Sendable {
                 drewInPlace = true
             } else if progress.phase != lastPhase {
                 print(names[progress.phase] ?? progress.phase.rawValue)
+                fflush(stdout)
             }
             lastPhase = progress.phase
         }
