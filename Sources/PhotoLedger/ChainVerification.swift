@@ -232,6 +232,17 @@ extension PhotoLibrary {
         }
     }
 
+    /// Compares the server's chain head (from `GET …/chain`: the last server sequence and the
+    /// chain value after it) with the value recorded here for that position from the pull pages.
+    /// Returns nil when they agree or when this library has not pulled that far.
+    package func verifyServerChainHead(lastServerSequence: Int64, headHash: [UInt8]) throws -> ChainFailure? {
+        let recorded = try readDatabase { try Self.recordedEntry(at: lastServerSequence, in: $0) }
+        guard let recorded, recorded.entry.chainHash != headHash else { return nil }
+        return ChainFailure(
+            chain: .server, position: lastServerSequence, eventID: recorded.entry.eventID, location: nil,
+            reason: "the server's chain head differs from the value it reported for this position in a pull page: the server's log was changed")
+    }
+
     private static func recordedEntry(at serverSequence: Int64, in db: Database) throws -> (entry: ServerChainEntry, held: Bool)? {
         try db.firstRow("SELECT event_id, chain_hash, held FROM server_chain WHERE server_seq = ?", [serverSequence]) {
             (ServerChainEntry(serverSequence: serverSequence, eventID: UUID(bytes: $0.blob(0)) ?? UUID(), chainHash: $0.blob(1)), $0.int64(2) == 1)

@@ -122,6 +122,11 @@ struct AuditServerTests {
         forged[0].chainHash = [UInt8](repeating: 7, count: 32)
         let report = try anna.verifyServerChain(forged)
         #expect(report.failure?.position == 1 && report.failure?.reason.contains("server's log was changed") == true)
+        // The chain summary's head is checked against the value recorded from the pull pages.
+        let head = try #require(server.log.last?.chainHash)
+        #expect(try anna.verifyServerChainHead(lastServerSequence: 2, headHash: head) == nil)
+        #expect(try anna.verifyServerChainHead(lastServerSequence: 2, headHash: forged[0].chainHash)?.position == 2)
+        #expect(try anna.verifyServerChainHead(lastServerSequence: 9, headHash: head) == nil)
     }
 
     @Test("entries whose predecessor is unknown are counted, not guessed; events not yet pulled are not held")
