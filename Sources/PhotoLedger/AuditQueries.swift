@@ -62,7 +62,8 @@ extension PhotoLibrary {
     public func events(fromDevice device: DeviceID, after cursor: AuditCursor? = nil, limit: Int = 100) throws -> AuditPage {
         try auditPage(
             condition: "device_id = ? AND device_seq > ?", values: [device.rawValue, cursor?.key ?? 0],
-            order: "device_seq", limit: limit) { $0.event.deviceSequence }
+            order: "device_seq", limit: limit
+        ) { $0.event.deviceSequence }
     }
 
     /// The events stamped within `range`, in `(HLC, local position)` order, in keyset pages.
@@ -78,7 +79,8 @@ extension PhotoLibrary {
     public func events(inChangeBlock block: UUID, after cursor: AuditCursor? = nil, limit: Int = 100) throws -> AuditPage {
         try auditPage(
             condition: "change_block = ? AND local_seq > ?", values: [block.bytes, cursor?.localSequence ?? 0],
-            order: "local_seq", limit: limit) { $0.localSequence }
+            order: "local_seq", limit: limit
+        ) { $0.localSequence }
     }
 
     /// The SQL of an audit query (for checking its plan).

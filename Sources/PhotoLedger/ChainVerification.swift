@@ -145,14 +145,17 @@ extension PhotoLibrary {
                     reason: "the stored hash does not match: the archived event, or one before it, was changed, removed or reordered")
             )
         }
-        let count = Int(try archive.firstRow("SELECT count(*) FROM events WHERE local_seq <= ?", [state.archivedThrough]) { $0.int64(0) } ?? 0)
+        let count = Int(
+            try archive.firstRow("SELECT count(*) FROM events WHERE local_seq <= ?", [state.archivedThrough]) { $0.int64(0) } ?? 0)
         let head = try archive.firstRow("SELECT hash FROM events WHERE local_seq = ?", [state.archivedThrough]) { $0.blob(0) }
         guard head == state.archivedHash else {
             return (
                 count,
                 ChainFailure(
                     chain: .local, position: state.archivedThrough, eventID: nil, location: .archive,
-                    reason: "the archive does not end with the chain value recorded at compaction: archived events are missing or were replaced")
+                    reason:
+                        "the archive does not end with the chain value recorded at compaction: archived events are missing or were replaced"
+                )
             )
         }
         return (count, nil)
@@ -219,10 +222,18 @@ extension PhotoLibrary {
                     let page = try db.rows(
                         "SELECT server_seq, event_id, chain_hash, held FROM server_chain WHERE server_seq > ? ORDER BY server_seq LIMIT 1000",
                         [cursor]
-                    ) { (ServerChainEntry(serverSequence: $0.int64(0), eventID: UUID(bytes: $0.blob(1)) ?? UUID(), chainHash: $0.blob(2)), $0.int64(3) == 1) }
+                    ) {
+                        (
+                            ServerChainEntry(
+                                serverSequence: $0.int64(0), eventID: UUID(bytes: $0.blob(1)) ?? UUID(), chainHash: $0.blob(2)),
+                            $0.int64(3) == 1
+                        )
+                    }
                     for (entry, held) in page {
                         let link = previous?.serverSequence == entry.serverSequence - 1 ? previous?.chainHash : nil
-                        guard report.count(try Self.check(entry, after: link, expectHeld: held, db: db, archive: archive)) else { return report }
+                        guard report.count(try Self.check(entry, after: link, expectHeld: held, db: db, archive: archive)) else {
+                            return report
+                        }
                         previous = entry
                         cursor = entry.serverSequence
                     }
@@ -240,12 +251,16 @@ extension PhotoLibrary {
         guard let recorded, recorded.entry.chainHash != headHash else { return nil }
         return ChainFailure(
             chain: .server, position: lastServerSequence, eventID: recorded.entry.eventID, location: nil,
-            reason: "the server's chain head differs from the value it reported for this position in a pull page: the server's log was changed")
+            reason:
+                "the server's chain head differs from the value it reported for this position in a pull page: the server's log was changed")
     }
 
     private static func recordedEntry(at serverSequence: Int64, in db: Database) throws -> (entry: ServerChainEntry, held: Bool)? {
         try db.firstRow("SELECT event_id, chain_hash, held FROM server_chain WHERE server_seq = ?", [serverSequence]) {
-            (ServerChainEntry(serverSequence: serverSequence, eventID: UUID(bytes: $0.blob(0)) ?? UUID(), chainHash: $0.blob(1)), $0.int64(2) == 1)
+            (
+                ServerChainEntry(serverSequence: serverSequence, eventID: UUID(bytes: $0.blob(0)) ?? UUID(), chainHash: $0.blob(1)),
+                $0.int64(2) == 1
+            )
         }
     }
 
@@ -254,12 +269,14 @@ extension PhotoLibrary {
         _ entry: ServerChainEntry, after link: [UInt8]?, expectHeld: Bool, db: Database, archive: Database?
     ) throws -> ServerEntryOutcome {
         func fail(_ reason: String, _ location: EventLocation?) -> ServerEntryOutcome {
-            .failed(ChainFailure(chain: .server, position: entry.serverSequence, eventID: entry.eventID, location: location, reason: reason))
+            .failed(
+                ChainFailure(chain: .server, position: entry.serverSequence, eventID: entry.eventID, location: location, reason: reason))
         }
         let live = try EventLog(db).event(withID: entry.eventID)
         let archived = live == nil ? try archive.flatMap { try EventLog($0).event(withID: entry.eventID) } : nil
         guard let stored = live ?? archived else {
-            return expectHeld ? fail("the event was held here when the server reported it and is now missing: a row was deleted", nil) : .notHeld
+            return expectHeld
+                ? fail("the event was held here when the server reported it and is now missing: a row was deleted", nil) : .notHeld
         }
         let location: EventLocation = live != nil ? .live : .archive
         if let held = stored.serverSequence, held != entry.serverSequence {
@@ -267,7 +284,8 @@ extension PhotoLibrary {
                 "the event is acknowledged here at server position \(held) but the server has it at \(entry.serverSequence): rows were reordered",
                 location)
         }
-        let previous = entry.serverSequence == 1 ? HashChain.origin : try link ?? recordedEntry(at: entry.serverSequence - 1, in: db)?.entry.chainHash
+        let previous =
+            entry.serverSequence == 1 ? HashChain.origin : try link ?? recordedEntry(at: entry.serverSequence - 1, in: db)?.entry.chainHash
         guard let previous else { return .unlinked }
         var chain = HashChain(head: previous)
         guard chain.hash(linking: stored.event) == entry.chainHash else {

@@ -78,9 +78,10 @@ extension PhotoLibrary {
     /// The last local sequence of the longest prefix of acknowledged events at or below `watermark`.
     static func compactionHorizon(_ db: Database, watermark: Int64) throws -> Int64 {
         // Events the server refused for good will never be acknowledged; they do not hold the horizon back.
-        let pending = try db.firstRow(
-            "SELECT min(local_seq) FROM events WHERE server_seq IS NULL AND event_id NOT IN (SELECT event_id FROM sync_rejections)"
-        ) { $0.optionalInt64(0) } ?? nil
+        let pending =
+            try db.firstRow(
+                "SELECT min(local_seq) FROM events WHERE server_seq IS NULL AND event_id NOT IN (SELECT event_id FROM sync_rejections)"
+            ) { $0.optionalInt64(0) } ?? nil
         let later = try db.firstRow("SELECT min(local_seq) FROM events WHERE server_seq > ?", [watermark]) { $0.optionalInt64(0) } ?? nil
         // The last event always stays: the live log's next local sequence and chain value continue from it.
         let last = try EventLog(db).lastLocalSequence()
@@ -90,9 +91,10 @@ extension PhotoLibrary {
     /// The highest device sequence `device` has used, counting its archived events (the next
     /// event of the device takes the one after it).
     static func lastDeviceSequence(for device: DeviceID, in db: Database) throws -> Int64 {
-        let archived = try db.firstRow("SELECT last_device_seq FROM archived_device_sequences WHERE device_id = ?", [device.rawValue]) {
-            $0.int64(0)
-        } ?? 0
+        let archived =
+            try db.firstRow("SELECT last_device_seq FROM archived_device_sequences WHERE device_id = ?", [device.rawValue]) {
+                $0.int64(0)
+            } ?? 0
         return max(archived, try EventLog(db).lastDeviceSequence(for: device))
     }
 
@@ -131,10 +133,13 @@ extension PhotoLibrary {
         } catch {
             throw Self.translate(error, doing: "copy events to the archive \(archiveURL.path)")
         }
-        let archived = try Self.verifyArchive(archive, state: AuditState(
-            libraryID: state.libraryID, archivedThrough: horizon, archivedHash: chain.head, serverWatermark: 0, snapshotThrough: 0))
+        let archived = try Self.verifyArchive(
+            archive,
+            state: AuditState(
+                libraryID: state.libraryID, archivedThrough: horizon, archivedHash: chain.head, serverWatermark: 0, snapshotThrough: 0))
         if let failure = archived.failure {
-            throw PhotoLibraryError(.internalError, "could not compact: the archive does not verify (\(failure)); nothing was removed from the log")
+            throw PhotoLibraryError(
+                .internalError, "could not compact: the archive does not verify (\(failure)); nothing was removed from the log")
         }
         return chain.head
     }

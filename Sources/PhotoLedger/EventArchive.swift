@@ -19,7 +19,11 @@ struct AuditState: Sendable, Equatable {
         let libraryID = try db.firstRow("SELECT library_id FROM library_identity WHERE id = 1") { UUID(bytes: $0.blob(0)) } ?? nil
         let state = try db.firstRow(
             "SELECT archived_through, archived_hash, server_watermark, snapshot_through FROM compaction_state WHERE id = 1"
-        ) { AuditState(libraryID: UUID(), archivedThrough: $0.int64(0), archivedHash: $0.blob(1), serverWatermark: $0.int64(2), snapshotThrough: $0.int64(3)) }
+        ) {
+            AuditState(
+                libraryID: UUID(), archivedThrough: $0.int64(0), archivedHash: $0.blob(1), serverWatermark: $0.int64(2),
+                snapshotThrough: $0.int64(3))
+        }
         guard let libraryID, var state else {
             throw PhotoLibraryError(.internalError, "the library's audit tables are missing or damaged; restore the file from a backup")
         }

@@ -93,9 +93,11 @@ extension PhotoLibrary {
         let after = cursor.map { HistoryFold.Key(timestamp: $0.timestamp, device: $0.device, event: $0.event) }
         let remaining = fold.entries.filter { entry in after.map { HistoryFold.key(of: entry) > $0 } ?? true }
         let page = Array(remaining.prefix(max(0, limit)))
-        let next = remaining.count > page.count ? page.last.map {
-            ObjectHistoryCursor(timestamp: $0.timestamp.rawValue, device: $0.device.rawValue, event: $0.eventID)
-        } : nil
+        let next =
+            remaining.count > page.count
+            ? page.last.map {
+                ObjectHistoryCursor(timestamp: $0.timestamp.rawValue, device: $0.device.rawValue, event: $0.eventID)
+            } : nil
         return ObjectHistoryPage(entries: page, next: next)
     }
 
@@ -114,7 +116,8 @@ extension PhotoLibrary {
         }
         // Other objects' events that name this one: membership changes of the albums an asset was
         // ever in, and merges of other albums into an album.
-        let (sql, type) = object.kind == .asset
+        let (sql, type) =
+            object.kind == .asset
             ? ("SELECT DISTINCT album_id FROM album_members WHERE asset_id = ?", EventType.albumMembersChanged)
             : ("SELECT album_id FROM albums WHERE merged_into = ?", EventType.albumMerged)
         let related = try db.rows(sql, [object.uuid.bytes]) { $0.blob(0) }
@@ -195,7 +198,9 @@ struct HistoryFold {
             ObjectHistoryEntry(
                 eventID: event.id, type: event.type, device: event.device, timestamp: event.timestamp, changeBlock: event.changeBlock,
                 localSequence: stored.localSequence, serverSequence: stored.serverSequence, location: location, changes: []))
-        guard let change = try? ChangeEvent.decode(type: event.type, schemaVersion: event.schemaVersion, payload: event.payload) else { return }
+        guard let change = try? ChangeEvent.decode(type: event.type, schemaVersion: event.schemaVersion, payload: event.payload) else {
+            return
+        }
         for (field, value, merge) in writes(of: change, event: event) { write(field, value, merge) }
     }
 
@@ -216,7 +221,8 @@ struct HistoryFold {
         }
         if let holder, !merge.isPlain {
             entries[holder.entry].changes[holder.change].outcome =
-                isConcurrent(entries[holder.entry], entries[index]) ? .overruled(by: entries[index].eventID) : .replaced(by: entries[index].eventID)
+                isConcurrent(entries[holder.entry], entries[index])
+                ? .overruled(by: entries[index].eventID) : .replaced(by: entries[index].eventID)
         }
         entries[index].changes.append(change)
         holders[field] = Holder(value: change.newValue, causalLength: causalLength, entry: index, change: position)
@@ -279,7 +285,9 @@ struct HistoryFold {
                 }
                 let name = object.kind == .asset ? "album \(other)" : "asset \(other)"
                 var writes: [(String, String?, Merge)] = []
-                if entry.causalLength > 0 { writes.append((name, nil, .causalLength(entry.causalLength, odd: "member", even: "not a member"))) }
+                if entry.causalLength > 0 {
+                    writes.append((name, nil, .causalLength(entry.causalLength, odd: "member", even: "not a member")))
+                }
                 if let position = entry.position { writes.append((name + " position", position, .register)) }
                 return writes
             }

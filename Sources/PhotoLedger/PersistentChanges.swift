@@ -171,7 +171,9 @@ struct PersistentChangeBuilder {
         case .albumDeleted: Self.mark(&albums, object, .deleted)
         case .albumMerged:
             Self.mark(&albums, object, .deleted)
-            if let payload, case .albumMerged(let winner)? = try? ChangeEvent.decode(type: type.rawValue, schemaVersion: 1, payload: payload) {
+            if let payload,
+                case .albumMerged(let winner)? = try? ChangeEvent.decode(type: type.rawValue, schemaVersion: 1, payload: payload)
+            {
                 Self.mark(&albums, winner, .touched)
             }
         }

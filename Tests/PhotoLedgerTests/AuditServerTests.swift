@@ -1,6 +1,7 @@
 import Foundation
 import LedgerStore
 import Testing
+
 @testable import PhotoLedger
 
 /// An in-memory stand-in for the sync server: a log in server order with the server's chain
@@ -47,7 +48,9 @@ final class ScriptedServer {
 
     /// The chain entries of the whole server log.
     var entries: [ServerChainEntry] {
-        log.enumerated().map { ServerChainEntry(serverSequence: Int64($0.offset + 1), eventID: $0.element.event.id, chainHash: $0.element.chainHash) }
+        log.enumerated().map {
+            ServerChainEntry(serverSequence: Int64($0.offset + 1), eventID: $0.element.event.id, chainHash: $0.element.chainHash)
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import LedgerStore
 import Testing
+
 @testable import PhotoLedger
 
 @Suite("Audit: change tokens and persistent changes")
@@ -80,8 +81,10 @@ struct AuditTokenTests {
 
     /// The visible assets and live albums, as an app mirroring the library would fetch them.
     static func snapshot(_ library: PhotoLibrary) throws -> (assets: Set<String>, albums: Set<String>) {
-        (Set(try library.fetchAssets(options: FetchOptions(includeHiddenAssets: true)).map(\.localIdentifier)),
-         Set(try library.fetchAssetCollections(with: .album).map(\.localIdentifier)))
+        (
+            Set(try library.fetchAssets(options: FetchOptions(includeHiddenAssets: true)).map(\.localIdentifier)),
+            Set(try library.fetchAssetCollections(with: .album).map(\.localIdentifier))
+        )
     }
 
     @Test("applying the persistent changes since a token to the fetch at that token gives the fetch now", arguments: [3, 11, 29])
@@ -92,7 +95,9 @@ struct AuditTokenTests {
         let ben = try makeLibrary(directory, device: "ben-tablet", seed: seed + 1, clock: clock)
         let server = ScriptedServer()
         var random = SeededRandomNumberGenerator(seed: seed)
-        var marks: [(PersistentChangeToken, (assets: Set<String>, albums: Set<String>))] = [(try anna.currentChangeToken, try Self.snapshot(anna))]
+        var marks: [(PersistentChangeToken, (assets: Set<String>, albums: Set<String>))] = [
+            (try anna.currentChangeToken, try Self.snapshot(anna))
+        ]
         for step in 0..<60 {
             let library = Bool.random(using: &random) ? anna : ben
             clock.advance(milliseconds: 10)
@@ -170,16 +175,22 @@ struct AuditTokenTests {
         let blob = [UInt8](repeating: 1, count: 16)
         let changes = try plan("SELECT local_seq, object_id, type FROM events WHERE local_seq > ? ORDER BY local_seq", [Int64(0)])
         #expect(changes.contains("USING INTEGER PRIMARY KEY (rowid>?)"), "\(changes)")
-        let history = try plan("SELECT local_seq FROM events WHERE object_id = ? AND local_seq > ? ORDER BY local_seq LIMIT ?", [blob, Int64(0), Int64(1)])
+        let history = try plan(
+            "SELECT local_seq FROM events WHERE object_id = ? AND local_seq > ? ORDER BY local_seq LIMIT ?", [blob, Int64(0), Int64(1)])
         #expect(history.contains("USING INDEX events_by_object") || history.contains("USING COVERING INDEX events_by_object"), "\(history)")
         let members = try plan(
-            "SELECT event_id FROM events WHERE object_id = ? AND type = ? AND instr(payload, ?) > 0 ORDER BY local_seq", [blob, "album.membersChanged", blob])
+            "SELECT event_id FROM events WHERE object_id = ? AND type = ? AND instr(payload, ?) > 0 ORDER BY local_seq",
+            [blob, "album.membersChanged", blob])
         #expect(members.contains("events_by_object"), "\(members)")
-        let byTime = try plan(PhotoLibrary.auditSQL(condition: "(hlc, local_seq) > (?, ?) AND hlc <= ?", order: "hlc, local_seq"), [Int64(0), Int64(0), Int64(9), Int64(5)])
+        let byTime = try plan(
+            PhotoLibrary.auditSQL(condition: "(hlc, local_seq) > (?, ?) AND hlc <= ?", order: "hlc, local_seq"),
+            [Int64(0), Int64(0), Int64(9), Int64(5)])
         #expect(byTime.contains("events_by_hlc"), "\(byTime)")
-        let byBlock = try plan(PhotoLibrary.auditSQL(condition: "change_block = ? AND local_seq > ?", order: "local_seq"), [blob, Int64(0), Int64(5)])
+        let byBlock = try plan(
+            PhotoLibrary.auditSQL(condition: "change_block = ? AND local_seq > ?", order: "local_seq"), [blob, Int64(0), Int64(5)])
         #expect(byBlock.contains("events_by_change_block"), "\(byBlock)")
-        let byDevice = try plan(PhotoLibrary.auditSQL(condition: "device_id = ? AND device_seq > ?", order: "device_seq"), ["anna-phone", Int64(0), Int64(5)])
+        let byDevice = try plan(
+            PhotoLibrary.auditSQL(condition: "device_id = ? AND device_seq > ?", order: "device_seq"), ["anna-phone", Int64(0), Int64(5)])
         #expect(byDevice.contains("events_by_device"), "\(byDevice)")
         for text in [changes, history, members, byTime, byBlock, byDevice] { #expect(!text.contains("SCAN events"), "\(text)") }
     }
@@ -214,6 +225,8 @@ struct AuditTokenTests {
         #expect(window.count == 4 && window.allSatisfy { $0.device == "ben-tablet" })
         let block = annas[0].changeBlock
         let blockEvents = try all { try anna.events(inChangeBlock: block, after: $0, limit: 2) }
-        #expect(blockEvents.count == 5 && blockEvents.allSatisfy { $0.changeBlock == block && $0.localIdentifier?.hasSuffix("/L0/001") == true })
+        #expect(
+            blockEvents.count == 5 && blockEvents.allSatisfy { $0.changeBlock == block && $0.localIdentifier?.hasSuffix("/L0/001") == true }
+        )
     }
 }

@@ -1,12 +1,15 @@
 import Foundation
 import LedgerStore
 import Testing
+
 @testable import PhotoLedger
 
 @Suite("Audit: compaction to the archive, and tampering with either file")
 struct CompactionTests {
     /// Two synced libraries with some history; returns Anna's.
-    static func history(_ directory: TemporaryDirectory) throws -> (anna: PhotoLibrary, ben: PhotoLibrary, server: ScriptedServer, assets: [String], album: String) {
+    static func history(_ directory: TemporaryDirectory) throws -> (
+        anna: PhotoLibrary, ben: PhotoLibrary, server: ScriptedServer, assets: [String], album: String
+    ) {
         let clock = TestClock()
         let anna = try makeLibrary(directory, device: "anna-phone", seed: 1, clock: clock)
         let ben = try makeLibrary(directory, device: "ben-tablet", seed: 2, clock: clock)
@@ -46,6 +49,19 @@ struct CompactionTests {
         let historyAfter = try anna.history(of: album, limit: 100).entries
         #expect(historyAfter.map(\.eventID) == historyBefore.map(\.eventID))
         #expect(historyAfter.filter { $0.location == .archive }.count == historyBefore.count)
+        // Audit queries read the archive and the live log as one, in order.
+        var annas: [AuditEvent] = []
+        var cursor: AuditCursor?
+        repeat {
+            let page = try anna.events(fromDevice: "anna-phone", after: cursor, limit: 4)
+            annas += page.events
+            cursor = page.next
+        } while cursor != nil
+        #expect(annas.map(\.deviceSequence) == Array(1...9) && annas.allSatisfy { $0.location == .archive })
+        let bens = try anna.events(fromDevice: "ben-tablet").events
+        #expect(bens.map(\.location) == [.archive, .live])
+        let everything = try anna.events(in: HLCTimestamp.zero...HLCTimestamp(rawValue: UInt64(Int64.max)), limit: 100).events
+        #expect(everything.count == count && everything.map(\.localSequence).sorted() == Array(1...Int64(count)))
         // The log goes on: new events chain from the archive, a second compaction moves them too.
         try anna.performChangesAndWait { try $0.assetChangeRequest(for: assets[1]).setHidden(true) }
         try anna.rebuild()
@@ -89,7 +105,10 @@ struct CompactionTests {
         #expect(error.message.contains("compacted") && error.message.contains("fetch everything you mirror again"))
         #expect(try anna.fetchPersistentChanges(since: current).count == 0)
         try anna.performChangesAndWait { try $0.assetChangeRequest(for: assets[2]).setFavorite(true) }
-        #expect(Array(try anna.fetchPersistentChanges(since: current)).map { $0.changeDetails(for: .asset).updatedLocalIdentifiers } == [[assets[2]]])
+        #expect(
+            Array(try anna.fetchPersistentChanges(since: current)).map { $0.changeDetails(for: .asset).updatedLocalIdentifiers } == [
+                [assets[2]]
+            ])
     }
 
     @Test("tampering in the live log: a changed payload, a deleted row, a reordered row, a removed tail")
@@ -97,8 +116,10 @@ struct CompactionTests {
         for (statement, position) in [
             ("UPDATE events SET payload = x'00' WHERE local_seq = 4", Int64(4)),
             ("DELETE FROM events WHERE local_seq = 3", Int64(4)),
-            ("UPDATE events SET local_seq = -7 WHERE local_seq = 7; UPDATE events SET local_seq = 7 WHERE local_seq = 8; "
-                + "UPDATE events SET local_seq = 8 WHERE local_seq = -7", Int64(7)),
+            (
+                "UPDATE events SET local_seq = -7 WHERE local_seq = 7; UPDATE events SET local_seq = 7 WHERE local_seq = 8; "
+                    + "UPDATE events SET local_seq = 8 WHERE local_seq = -7", Int64(7)
+            ),
         ] {
             let directory = try TemporaryDirectory()
             let library = try makeLibrary(directory)
@@ -125,8 +146,10 @@ struct CompactionTests {
         for (statement, position, serverSees) in [
             ("UPDATE events SET payload = x'00' WHERE local_seq = 2", Int64(2), true),
             ("DELETE FROM events WHERE local_seq = 2", Int64(3), true),
-            ("UPDATE events SET local_seq = -3 WHERE local_seq = 3; UPDATE events SET local_seq = 3 WHERE local_seq = 4; "
-                + "UPDATE events SET local_seq = 4 WHERE local_seq = -3", Int64(3), false),
+            (
+                "UPDATE events SET local_seq = -3 WHERE local_seq = 3; UPDATE events SET local_seq = 3 WHERE local_seq = 4; "
+                    + "UPDATE events SET local_seq = 4 WHERE local_seq = -3", Int64(3), false
+            ),
         ] {
             let directory = try TemporaryDirectory()
             let (anna, _, server, _, _) = try Self.history(directory)

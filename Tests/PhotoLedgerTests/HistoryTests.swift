@@ -1,6 +1,7 @@
 import Foundation
 import LedgerStore
 import Testing
+
 @testable import PhotoLedger
 
 @Suite("Audit: the history of one object")

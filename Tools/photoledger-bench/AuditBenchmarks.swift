@@ -64,7 +64,8 @@ struct AuditBenchmarks {
         }
         let changeSeconds = median(changeTimes)
 
-        let (historyLibrary, _, target) = try Self.makeLibrary(at: directory.appendingPathComponent("history.sqlite"), events: historyLogCount)
+        let (historyLibrary, _, target) = try Self.makeLibrary(
+            at: directory.appendingPathComponent("history.sqlite"), events: historyLogCount)
         var historyTimes: [Double] = []
         var entries = 0
         for _ in 0..<(repetitions * 10) {
@@ -74,7 +75,9 @@ struct AuditBenchmarks {
             Figure(
                 name: "audit.persistentChanges", value: Double(changesCount) / changeSeconds, unit: "events/s", baseline: nil,
                 higherIsBetter: true, target: nil,
-                note: String(format: "fetchPersistentChanges over %d events (%d changes) in %.1f ms", changesCount, changeCount, changeSeconds * 1000)),
+                note: String(
+                    format: "fetchPersistentChanges over %d events (%d changes) in %.1f ms", changesCount, changeCount, changeSeconds * 1000
+                )),
             Figure(
                 name: "audit.history", value: median(historyTimes), unit: "ms", baseline: nil, higherIsBetter: false, target: 50,
                 note: "history of one asset (\(entries) entries) in a \(historyLogCount)-event log, p50; read through events_by_object"),
