@@ -92,6 +92,26 @@ struct CompactionTests {
         #expect(try anna.allEvents().count == 2)
     }
 
+    @Test("a compaction interrupted after copying to the archive changes nothing visible, and the next one completes it")
+    func interruptedCompaction() throws {
+        let directory = try TemporaryDirectory()
+        let (anna, _, server, _, _) = try Self.history(directory)
+        let before = try anna.projectionDump()
+        let count = try anna.allEvents().count
+        let crash = "CREATE TRIGGER crash BEFORE UPDATE ON compaction_state BEGIN SELECT RAISE(ABORT, 'interrupted'); END"
+        try anna.withDatabase { try $0.execute(crash) }
+        #expect(throws: PhotoLibraryError.self) { try anna.compact(upToServerSequence: Int64(server.log.count)) }
+        #expect(FileManager.default.fileExists(atPath: anna.archiveURL.path))
+        #expect(try anna.allEvents().count == count)
+        #expect(try anna.verify() == .intact(count: count))
+        #expect(try anna.events(fromDevice: "anna-phone").events.count == 9)
+        try anna.withDatabase { try $0.execute("DROP TRIGGER crash") }
+        #expect(try anna.compact(upToServerSequence: Int64(server.log.count)).archivedEvents == count - 1)
+        #expect(try anna.verify() == .intact(count: count))
+        #expect(try anna.events(fromDevice: "anna-phone").events.count == 9)
+        #expect(try anna.projectionDump() == before)
+    }
+
     @Test("a token older than the compaction horizon expires with what to do; a token at the horizon still works")
     func expiredToken() throws {
         let directory = try TemporaryDirectory()
