@@ -64,7 +64,7 @@ public struct PushRequest: WireMessage, Hashable {
 
     /// Creates a push request from log events, computing each content hash.
     public init(device: DeviceID, events: [Event]) {
-        self.init(device: device, events: events.map { WireEvent($0) })
+        self.init(device: device, events: WireEvent.hashing(events))
     }
 
     public func write(to writer: inout JSONWriter) {

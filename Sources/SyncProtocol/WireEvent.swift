@@ -86,6 +86,19 @@ public struct WireEvent: Sendable, Hashable {
         self.chainHash = chainHash
     }
 
+    /// The wire forms of `events`, hashing them with one reusable digest and buffer (faster
+    /// than ``init(_:serverSequence:chainHash:)`` one by one).
+    public static func hashing(_ events: [Event]) -> [WireEvent] {
+        var digest = SHA256()
+        var writer = ByteWriter(capacity: 512)
+        return events.map { event in
+            writer.removeAll()
+            event.writeCanonicalBytes(into: &writer)
+            writer.bytes.withUnsafeBytes { digest.update($0) }
+            return WireEvent(event, hash: digest.finalizeAndReset())
+        }
+    }
+
     /// The event envelope.
     public var event: Event {
         Event(

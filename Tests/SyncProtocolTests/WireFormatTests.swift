@@ -32,6 +32,14 @@ struct WireEventTests {
         }
     }
 
+    @Test("batch hashing gives the same content hashes as hashing one by one")
+    func batchHashing() {
+        let events = sampleEvents(20)
+        #expect(WireEvent.hashing(events) == events.map { WireEvent($0) })
+        let allValid = WireEvent.hashing(events).allSatisfy { $0.hasValidHash }
+        #expect(allValid)
+    }
+
     @Test("the clock stamp is a decimal string because it exceeds 2^53")
     func hlcAsString() throws {
         var event = sampleEvents(1)[0]
