@@ -26,7 +26,7 @@ enum AuditCommands {
         if let text = command.argument("object") {
             entries = try objectHistory(try objectIdentifier(text, context: context, library: library), in: library)
         } else {
-            entries = try libraryHistory(library, device: command.value("device").map { DeviceID($0) })
+            entries = try libraryHistory(library, device: command.value("device").map { DeviceID($0) }, after: since)
         }
         entries = entries.filter { $0.localSequence > since }
         if let device = command.value("device") { entries = entries.filter { $0.device == device } }
@@ -60,15 +60,15 @@ enum AuditCommands {
         return entries
     }
 
-    /// Every event of the library (archived ones included) in clock order, or one device's in
-    /// device order, each with the fields it changed.
-    static func libraryHistory(_ library: PhotoLibrary, device: DeviceID?) throws -> [Entry] {
+    /// Every event of the library after the log position `since` (archived ones included) in
+    /// clock order, or one device's in device order, each with the fields it changed.
+    static func libraryHistory(_ library: PhotoLibrary, device: DeviceID?, after since: Int64) throws -> [Entry] {
         var events: [AuditEvent] = []
         var cursor: AuditCursor?
         repeat {
             let page = try device.map { try library.events(fromDevice: $0, after: cursor, limit: 1000) }
                 ?? library.events(in: HLCTimestamp.zero...HLCTimestamp(rawValue: UInt64(Int64.max)), after: cursor, limit: 1000)
-            events += page.events
+            events += page.events.filter { $0.localSequence > since }
             cursor = page.next
         } while cursor != nil
         // The fields each event changed come from its object's history.
