@@ -192,7 +192,9 @@ enum AuditCommands {
 /// exactly what `history` printed and expired or foreign tokens are recognized.
 enum ChangeTokenText {
     static func encode(_ token: PersistentChangeToken) throws -> String {
-        try JSONEncoder().encode(token).base64EncodedString()
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return try encoder.encode(token).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
 
