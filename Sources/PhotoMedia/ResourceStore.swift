@@ -136,7 +136,7 @@ public final class ResourceStore: Sendable {
 
     /// Stores `bytes`; `name` appears in errors.
     public func ingest(_ bytes: some Collection<UInt8>, name: String = "data") throws(MediaError) -> StoredResource {
-        try ingest(Array(bytes), name: name, validate: nil).resource
+        try ingest(Array(bytes), name: name)
     }
 
     /// Stores a copy of the file at `url` (or a hard link, for `.move`: see `FileTransfer`),
@@ -165,7 +165,7 @@ public final class ResourceStore: Sendable {
     public func importMedia(_ bytes: some Collection<UInt8>, name: String) throws(MediaError) -> ImportedResource {
         let array = Array(bytes)
         let info = try MediaInspector.inspect(array, name: name)
-        return ImportedResource(resource: try ingest(array, name: name, validate: nil).resource, info: info)
+        return ImportedResource(resource: try ingest(array, name: name), info: info)
     }
 
     /// Stores many files at once: several at a time, so that their `fsync`s overlap (one file's
@@ -180,9 +180,9 @@ public final class ResourceStore: Sendable {
 
     /// Validates and stores many photos and videos at once, several at a time; each result is
     /// what `importMedia(fileAt:transfer:)` gives for that file, in the order of `urls`.
-    public func importMedia(filesAt urls: [URL], transfer: FileTransfer = .copy, concurrency: Int = 8) -> [Result<
-        ImportedResource, MediaError
-    >] {
+    public func importMedia(
+        filesAt urls: [URL], transfer: FileTransfer = .copy, concurrency: Int = 8
+    ) -> [Result<ImportedResource, MediaError>] {
         let results = ParallelWork.map(urls, concurrency: concurrency) { (url: URL) throws(MediaError) in
             try self.importMedia(fileAt: url, transfer: transfer, syncDirectory: false)
         }
@@ -238,9 +238,7 @@ public final class ResourceStore: Sendable {
         }
     }
 
-    private func ingest(_ bytes: [UInt8], name: String, validate: Validation?) throws(MediaError) -> (
-        resource: StoredResource, info: MediaInfo?
-    ) {
+    private func ingest(_ bytes: [UInt8], name: String) throws(MediaError) -> StoredResource {
         let temporary = temporaryPath()
         do throws(MediaError) {
             let descriptor = try FileIO.open(temporary, O_WRONLY | O_CREAT | O_EXCL, name: name)
@@ -251,8 +249,7 @@ public final class ResourceStore: Sendable {
             }
             if let failure { throw failure }
             try FileIO.sync(descriptor, name: name)
-            let info = try validate?(temporary)
-            return (try install(temporary, hash: Hex.encode(SHA256.hash(bytes)), name: name, syncDirectory: true), info)
+            return try install(temporary, hash: Hex.encode(SHA256.hash(bytes)), name: name, syncDirectory: true)
         } catch {
             unlink(temporary)
             throw error
