@@ -14,6 +14,7 @@ let package = Package(
         .executable(name: "photoledger-server", targets: ["photoledger-server"]),
         .executable(name: "photoledger-bench", targets: ["photoledger-bench"]),
         .executable(name: "photoledger-demo", targets: ["photoledger-demo"]),
+        .executable(name: "photoledger", targets: ["photoledger"]),
     ],
     targets: [
         // C libraries from Debian packages.
@@ -74,13 +75,20 @@ let package = Package(
         ),
         .executableTarget(
             name: "photoledger-bench",
-            dependencies: ["LedgerStore", "CBaseline", "PhotoMedia", "PhotoLedger", "PhotoLedgerServer", "SyncProtocol"],
+            dependencies: ["LedgerStore", "CBaseline", "PhotoMedia", "PhotoLedger", "PhotoLedgerServer", "PhotoLedgerSync", "SyncProtocol", "SyncTransport"],
             path: "Tools/photoledger-bench"
         ),
 
+        // Command-line parsing shared by the tools (swift-argument-parser's conventions).
+        .target(name: "CommandLineParsing", path: "Tools/CommandLineParsing"),
+        .executableTarget(
+            name: "photoledger",
+            dependencies: ["CommandLineParsing", "LedgerStore", "PhotoLedger", "PhotoMedia", "PhotoLedgerSync"],
+            path: "Tools/photoledger"
+        ),
         .executableTarget(
             name: "photoledger-demo",
-            dependencies: ["LedgerStore"],
+            dependencies: ["LedgerStore", "PhotoMedia"],
             path: "Tools/photoledger-demo"
         ),
 
@@ -109,6 +117,7 @@ let package = Package(
         .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol"]),
         .testTarget(name: "SyncTransportTests", dependencies: ["SyncTransport"]),
         .testTarget(name: "PhotoLedgerServerTests", dependencies: ["PhotoLedgerServer", "SyncProtocol", "photoledger-server"]),
+        .testTarget(name: "ToolTests", dependencies: ["photoledger", "photoledger-server", "photoledger-demo", "LedgerStore", "PhotoMedia"]),
         .testTarget(
             name: "PhotoLedgerSyncTests",
             dependencies: ["PhotoLedgerSync", "PhotoLedgerServer", "PhotoMedia", "PhotoLedgerTestSupport", "photoledger-server"]

@@ -11,6 +11,7 @@ public final class Database {
     /// The path of the database file.
     public let path: String
     private var statementCache: [String: Statement] = [:]
+    private var preparedCache: [ObjectIdentifier: Statement] = [:]
     private var savepointDepth = 0
 
     /// How a connection is opened.
@@ -22,6 +23,10 @@ public final class Database {
         /// `PRAGMA synchronous`: `NORMAL` (durable across process crashes; the default in WAL
         /// mode) or `FULL` (also across power loss, at the cost of one fsync per commit).
         public var synchronous: Synchronous = .normal
+        /// The page cache per connection, in KiB.
+        public var cacheSizeKiB = 32 * 1024
+        /// How much of the file reads may map into memory, in bytes (0 turns mapping off).
+        public var memoryMapBytes = 256 << 20
 
         /// SQLite's durability level for commits.
         public enum Synchronous: String, Sendable { case normal = "NORMAL", full = "FULL" }
@@ -57,11 +62,15 @@ public final class Database {
         }
         try execute("PRAGMA synchronous = \(options.synchronous.rawValue)")
         try execute("PRAGMA foreign_keys = ON")
+        // A larger page cache and memory-mapped reads keep hot B-tree pages out of read(2) calls.
+        try execute("PRAGMA cache_size = -\(options.cacheSizeKiB)")
+        try execute("PRAGMA mmap_size = \(options.memoryMapBytes)")
         _ = csqlite_db_config_int(connection, SQLITE_DBCONFIG_DEFENSIVE, 1)
     }
 
     deinit {
         statementCache.removeAll()
+        preparedCache.removeAll()
         sqlite3_close_v2(handle)
     }
 
@@ -85,6 +94,24 @@ public final class Database {
         let statement = try Statement(database: self, sql: sql)
         statementCache[sql] = statement
         return statement
+    }
+
+    /// The prepared statement for `sql`, found by the identity of `sql` (no hashing of its text:
+    /// for statements run on hot paths).
+    public func cachedStatement(_ sql: PreparedSQL) throws -> Statement {
+        let key = ObjectIdentifier(sql)
+        if let statement = preparedCache[key] {
+            statement.reset()
+            return statement
+        }
+        let statement = try Statement(database: self, sql: sql.text)
+        preparedCache[key] = statement
+        return statement
+    }
+
+    /// Runs one statement of a hot path with bound values.
+    public func execute(_ sql: PreparedSQL, _ values: [any SQLBindable]) throws {
+        try cachedStatement(sql).execute(values)
     }
 
     /// Runs one or more SQL statements without parameters (schema scripts, pragmas).
@@ -182,4 +209,14 @@ public final class Database {
         let findings = try rows("PRAGMA integrity_check") { $0.text(0) }
         return findings == ["ok"] ? [] : findings
     }
+}
+
+/// SQL text that a connection prepares once and finds again by identity. Declare it once
+/// (`static let insert = PreparedSQL("INSERT …")`) for statements on hot paths.
+public final class PreparedSQL: Sendable {
+    /// The SQL text.
+    public let text: String
+
+    /// Wraps SQL text.
+    public init(_ text: String) { self.text = text }
 }

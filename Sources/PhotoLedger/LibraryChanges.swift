@@ -249,3 +249,14 @@ public final class AssetChangeRequest {
     /// Sets or clears where the photo was taken.
     public func setLocation(_ value: Location?) throws { try set(.init(location: .some(value))) }
 }
+
+extension LibraryChanges {
+    /// Records an image asset without resource bytes: the log and projections alone, for
+    /// benchmarks and simulations that measure them without media I/O.
+    package func createImageRecord(width: Int, height: Int, creationDate: Date?) throws -> AssetCreationRequest {
+        try createAsset(
+            ChangeEvent.AssetCreation(
+                mediaType: .image, mediaSubtypes: [], pixelWidth: width, pixelHeight: height, duration: 0, creationDate: creationDate,
+                location: nil, isFavorite: false, isHidden: false, resources: []))
+    }
+}

@@ -127,7 +127,7 @@ struct Projection {
         (columns + ["\(stamp)_hlc", "\(stamp)_device"]).map { "\($0) = \(lww($0, stamp: stamp))" }.joined(separator: ", ")
     }
 
-    static let assetCreatedSQL = """
+    static let assetCreatedSQL = PreparedSQL("""
         INSERT INTO assets (asset_id, created, created_hlc, source_device, media_type, media_subtypes, pixel_width, pixel_height,
             duration, creation_date, latitude, longitude, altitude, favorite, hidden, creation_date_hlc, creation_date_device,
             location_hlc, location_device, favorite_hlc, favorite_device, hidden_hlc, hidden_device, trash_cl, modification_hlc)
@@ -141,9 +141,9 @@ struct Projection {
             \(lwwSet(["favorite"], stamp: "favorite")),
             \(lwwSet(["hidden"], stamp: "hidden")),
             trash_cl = max(trash_cl, 1), modification_hlc = max(modification_hlc, excluded.modification_hlc)
-        """
+        """)
 
-    static let assetChangedSQL = """
+    static let assetChangedSQL = PreparedSQL("""
         INSERT INTO assets (asset_id, creation_date, creation_date_hlc, creation_date_device, latitude, longitude, altitude,
             location_hlc, location_device, favorite, favorite_hlc, favorite_device, hidden, hidden_hlc, hidden_device, modification_hlc)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -153,35 +153,35 @@ struct Projection {
             \(lwwSet(["favorite"], stamp: "favorite")),
             \(lwwSet(["hidden"], stamp: "hidden")),
             modification_hlc = max(modification_hlc, excluded.modification_hlc)
-        """
+        """)
 
-    static let assetTrashSQL = """
+    static let assetTrashSQL = PreparedSQL("""
         INSERT INTO assets (asset_id, trash_cl, trashed_hlc, modification_hlc) VALUES (?, ?, ?, ?)
         ON CONFLICT (asset_id) DO UPDATE SET trash_cl = max(trash_cl, excluded.trash_cl),
             trashed_hlc = max(trashed_hlc, excluded.trashed_hlc), modification_hlc = max(modification_hlc, excluded.modification_hlc)
-        """
+        """)
 
-    static let assetPurgedSQL = """
+    static let assetPurgedSQL = PreparedSQL("""
         INSERT INTO assets (asset_id, purged, modification_hlc) VALUES (?, 1, ?)
         ON CONFLICT (asset_id) DO UPDATE SET purged = 1, modification_hlc = max(modification_hlc, excluded.modification_hlc)
-        """
+        """)
 
-    static let assetContentSQL = """
+    static let assetContentSQL = PreparedSQL("""
         INSERT INTO assets (asset_id, content_sha256, adjustment_sha256, adjustment_format, content_hlc, content_device, modification_hlc)
         VALUES (?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (asset_id) DO UPDATE SET
             \(lwwSet(["content_sha256", "adjustment_sha256", "adjustment_format"], stamp: "content")),
             modification_hlc = max(modification_hlc, excluded.modification_hlc)
-        """
+        """)
 
-    static let resourceSQL = """
+    static let resourceSQL = PreparedSQL("""
         INSERT INTO asset_resources (asset_id, resource_index, type, sha256, size, uniform_type, original_filename)
         VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
-        """
+        """)
 
-    static let referenceSQL = "INSERT INTO referenced_resources (sha256, size, uniform_type) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+    static let referenceSQL = PreparedSQL("INSERT INTO referenced_resources (sha256, size, uniform_type) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
 
-    static let albumCreatedSQL = """
+    static let albumCreatedSQL = PreparedSQL("""
         INSERT INTO albums (album_id, created, created_hlc, source_device, subtype, title, title_hlc, title_device, modification_hlc)
         VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (album_id) DO UPDATE SET
@@ -192,35 +192,35 @@ struct Projection {
             subtype = excluded.subtype,
             \(lwwSet(["title"], stamp: "title")),
             modification_hlc = max(modification_hlc, excluded.modification_hlc)
-        """
+        """)
 
-    static let albumRenamedSQL = """
+    static let albumRenamedSQL = PreparedSQL("""
         INSERT INTO albums (album_id, title, title_hlc, title_device, modification_hlc) VALUES (?, ?, ?, ?, ?)
         ON CONFLICT (album_id) DO UPDATE SET \(lwwSet(["title"], stamp: "title")),
             modification_hlc = max(modification_hlc, excluded.modification_hlc)
-        """
+        """)
 
-    static let albumDeletedSQL = """
+    static let albumDeletedSQL = PreparedSQL("""
         INSERT INTO albums (album_id, deleted, modification_hlc) VALUES (?, 1, ?)
         ON CONFLICT (album_id) DO UPDATE SET deleted = 1, modification_hlc = max(modification_hlc, excluded.modification_hlc)
-        """
+        """)
 
-    static let albumMergedSQL = """
+    static let albumMergedSQL = PreparedSQL("""
         INSERT INTO albums (album_id, merged_into, modification_hlc) VALUES (?, ?, ?)
         ON CONFLICT (album_id) DO UPDATE SET
             merged_into = CASE WHEN merged_into IS NULL OR excluded.merged_into < merged_into THEN excluded.merged_into ELSE merged_into END,
             modification_hlc = max(modification_hlc, excluded.modification_hlc)
-        """
+        """)
 
-    static let albumTouchedSQL = """
+    static let albumTouchedSQL = PreparedSQL("""
         INSERT INTO albums (album_id, modification_hlc) VALUES (?, ?)
         ON CONFLICT (album_id) DO UPDATE SET modification_hlc = max(modification_hlc, excluded.modification_hlc)
-        """
+        """)
 
-    static let memberSQL = """
+    static let memberSQL = PreparedSQL("""
         INSERT INTO album_members (album_id, asset_id, cl, position, position_hlc, position_device) VALUES (?, ?, ?, ?, ?, ?)
         ON CONFLICT (album_id, asset_id) DO UPDATE SET
             cl = max(cl, excluded.cl),
             \(lwwSet(["position"], stamp: "position"))
-        """
+        """)
 }

@@ -44,6 +44,9 @@ public struct SyncReport: Sendable, Equatable {
     public var downloadedBytes: Int64 = 0
     /// The server sequence this device has pulled up to.
     public var cursor: Int64 = 0
+
+    /// An empty report.
+    public init() {}
 }
 
 /// Syncs a library with a server: upload missing resources → push pending events in batches →
@@ -212,8 +215,26 @@ public final class SyncEngine: Sendable {
                 page.events.map(\.event), serverSequences: page.events.map { $0.serverSequence ?? 0 }
             ) { db in try PhotoLibrary.setSetting(Self.cursorKey, Array(String(next).utf8), in: db) }
             cursor = next
+            try checkServerChain(page.events)
             progress?(SyncProgress(phase: .pulling, completed: report.pulledEvents, total: nil, bytes: 0))
-            if !page.hasMore { return }
+            if !page.hasMore { break }
+        }
+        let summary = try await exchange(.get, SyncRoutes.chain(library: remote.libraryName), nil as PushRequest?, as: ChainSummary.self)
+        if let failure = try library.verifyServerChainHead(lastServerSequence: summary.lastServerSequence, headHash: summary.headHash) {
+            throw SyncError.invalidResponse("the server's event chain head does not match what this device received: \(failure)")
+        }
+    }
+
+    /// Checks the server's chain values of a page against this device's copies of the events and
+    /// records them for later audits.
+    func checkServerChain(_ events: [WireEvent]) throws {
+        let entries = events.compactMap { event in
+            event.serverSequence.flatMap { sequence in
+                event.chainHash.map { ServerChainEntry(serverSequence: sequence, eventID: event.id, chainHash: $0) }
+            }
+        }
+        if let failure = try library.verifyServerChain(entries).failure {
+            throw SyncError.invalidResponse("the server's event chain does not match this device's copy: \(failure)")
         }
     }
 

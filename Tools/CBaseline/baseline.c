@@ -225,3 +225,37 @@ double baseline_rebuild(const char *path, long *rows) {
     sqlite3_close(db);
     return elapsed;
 }
+
+double baseline_asset_lookups(const char *path, int count, double *latencies) {
+    sqlite3 *db = open_db(path);
+    if (!db) return -1;
+    sqlite3_stmt *ids = NULL, *lookup = NULL;
+    sqlite3_prepare_v2(db, "SELECT asset_id FROM assets ORDER BY asset_id", -1, &ids, NULL);
+    long total = 0, capacity = 1024;
+    uint8_t (*all)[16] = malloc(sizeof(uint8_t[16]) * (size_t)capacity);
+    while (sqlite3_step(ids) == SQLITE_ROW) {
+        if (total == capacity) { capacity *= 2; all = realloc(all, sizeof(uint8_t[16]) * (size_t)capacity); }
+        memcpy(all[total++], sqlite3_column_blob(ids, 0), 16);
+    }
+    sqlite3_finalize(ids);
+    if (total == 0) { free(all); sqlite3_close(db); return -1; }
+    sqlite3_prepare_v2(db, "SELECT * FROM assets WHERE asset_id = ?", -1, &lookup, NULL);
+    double start = now_seconds();
+    long checksum = 0;
+    for (int i = 0; i < count; i++) {
+        double t0 = now_seconds();
+        sqlite3_bind_blob(lookup, 1, all[((long)i * 7919) % total], 16, SQLITE_STATIC);
+        if (sqlite3_step(lookup) == SQLITE_ROW) {
+            int columns = sqlite3_column_count(lookup);
+            for (int c = 0; c < columns; c++) checksum += sqlite3_column_bytes(lookup, c) + sqlite3_column_int64(lookup, c);
+        }
+        sqlite3_reset(lookup);
+        latencies[i] = (now_seconds() - t0) * 1e6;
+    }
+    double elapsed = now_seconds() - start;
+    if (checksum == 42) fprintf(stderr, " ");
+    free(all);
+    sqlite3_finalize(lookup);
+    sqlite3_close(db);
+    return elapsed;
+}

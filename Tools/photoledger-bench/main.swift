@@ -21,6 +21,13 @@ while let argument = arguments.next() {
     switch argument {
     case "--quick": quick = true
     case "--json": json = true
+    case "--sync-pull-child":
+        // Device B of the sync benchmark, run as its own process so its peak RSS is its own.
+        do { try SyncBenchmarks.runPullChild(Array(arguments)) } catch {
+            FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
+            exit(1)
+        }
+        exit(0)
     case "--only":
         guard let value = arguments.next() else {
             FileHandle.standardError.write(Data("Error: --only needs a value\nUsage: photoledger-bench [--quick] [--json] [--only <prefix>]\n".utf8))
@@ -47,6 +54,8 @@ struct Suite {
 
 let suites: [Suite] = [
     Suite(prefixes: ["append", "read"]) { try EventLogBenchmarks(quick: quick).run() },
+    Suite(prefixes: ["library"]) { try LibraryBenchmarks(quick: quick).run() },
+    Suite(prefixes: ["sync"]) { try SyncBenchmarks(quick: quick).run() },
     Suite(prefixes: ["media"]) { try MediaBenchmarks(quick: quick).run() },
     Suite(prefixes: ["server", "codec"]) { try ServerBenchmarks(quick: quick).run() },
     Suite(prefixes: ["audit"]) { try AuditBenchmarks(quick: quick).run() },

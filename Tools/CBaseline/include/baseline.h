@@ -21,4 +21,8 @@ double baseline_point_lookups(const char *path, int count, double *latencies);
 /// `baseline_objects` (1,000 upserts per transaction): the C shape of a projection rebuild.
 double baseline_rebuild(const char *path, long *rows);
 
+/// Looks up `count` assets by asset id in the `assets` projection table (ids taken from the
+/// table, spread over it), reading every column; writes each lookup's duration in microseconds.
+double baseline_asset_lookups(const char *path, int count, double *latencies);
+
 #endif

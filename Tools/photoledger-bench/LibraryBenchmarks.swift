@@ -1,0 +1,132 @@
+import CBaseline
+import Foundation
+import LedgerStore
+import PhotoLedger
+import PhotoMedia
+
+/// Library figures: change-block latency, a large import in one block, projection rebuild beside
+/// a C scan-and-upsert, fetch by identifier beside a C point lookup, and a large album in order.
+struct LibraryBenchmarks {
+    let quick: Bool
+
+    init(quick: Bool) { self.quick = quick }
+
+    func library(_ path: URL, seed: UInt64 = 1) throws -> PhotoLibrary {
+        var options = PhotoLibrary.Options()
+        options.preauthorized = true
+        options.randomSeed = seed
+        return try PhotoLibrary(url: path, device: "bench-device", options: options)
+    }
+
+    func run() throws -> [Figure] {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var figures: [Figure] = []
+
+        // Change block latency: create one asset from photo bytes and insert it at the front of an album.
+        let small = try library(directory.appendingPathComponent("latency.sqlite"))
+        let album = try small.performChangesAndWait { try $0.createAlbum(title: "Camera").localIdentifier }
+        let photos = (0..<64).map { Data(SyntheticMedia.sample(.jpeg, width: 64, height: 48, seed: UInt64($0))) }
+        var latencies: [Double] = []
+        for index in 0..<(quick ? 300 : 1000) {
+            latencies.append(try seconds {
+                try small.performChangesAndWait { changes in
+                    let created = try changes.createAsset(from: photos[index % photos.count])
+                    try changes.albumChangeRequest(for: album).insertAssets([created.placeholderForCreatedAsset], at: [0])
+                }
+            } * 1000)
+        }
+        figures.append(Figure(
+            name: "library.block.p50", value: median(latencies), unit: "ms", baseline: nil, higherIsBetter: false, target: nil,
+            note: "one change block: create an asset from JPEG bytes (validated, hashed, stored with fsync) + insert at 0"))
+        figures.append(Figure(
+            name: "library.block.p99", value: percentile(latencies, 99), unit: "ms", baseline: nil, higherIsBetter: false, target: nil,
+            note: "same blocks, 99th percentile"))
+
+        // A 10,000-asset import in one block (asset records and album membership).
+        let large = try library(directory.appendingPathComponent("large.sqlite"))
+        let importCount = 10_000
+        var bigAlbum = ""
+        let importTime = try seconds {
+            bigAlbum = try large.performChangesAndWait { changes in
+                let album = try changes.createAlbum(title: "Everything")
+                let created = try (0..<importCount).map { index in
+                    try changes.createImageRecord(width: 4032, height: 3024, creationDate: Date(timeIntervalSince1970: 1_700_000_000 + Double(index)))
+                        .placeholderForCreatedAsset
+                }
+                try album.addAssets(created)
+                return album.localIdentifier
+            }
+        }
+        figures.append(Figure(
+            name: "library.import.10k", value: Double(importCount) / importTime, unit: "assets/s", baseline: nil, higherIsBetter: true,
+            target: nil, note: "10,000 asset creations + one addAssets in a single change block (\(String(format: "%.2f", importTime)) s)"))
+
+        // Fetch of the 10,000-asset album in order.
+        let collection = try large.fetchAssetCollections(withLocalIdentifiers: [bigAlbum])[0]
+        var albumFetches: [Double] = []
+        for _ in 0..<20 {
+            var count = 0
+            albumFetches.append(try seconds { count = try large.fetchAssets(in: collection).count } * 1000)
+            guard count == importCount else { throw BenchmarkError("the album holds \(count) assets, expected \(importCount)") }
+        }
+        figures.append(Figure(
+            name: "library.album.10k", value: median(albumFetches), unit: "ms", baseline: nil, higherIsBetter: false, target: 10,
+            note: "fetch a 10,000-asset album in album order (median of 20)"))
+
+        // Fetch by identifier beside a C point lookup on the same assets table.
+        let identifiers = try large.fetchAssets(options: FetchOptions(fetchLimit: 2000)).map(\.localIdentifier)
+        var fetchLatencies: [Double] = []
+        for identifier in identifiers {
+            fetchLatencies.append(try seconds { _ = try large.fetchAssets(withLocalIdentifiers: [identifier]).first } * 1e6)
+        }
+        var cLatencies = [Double](repeating: 0, count: 2000)
+        _ = baseline_asset_lookups(directory.appendingPathComponent("large.sqlite").path, 2000, &cLatencies)
+        figures.append(Figure(
+            name: "library.fetch-by-id.p50", value: median(fetchLatencies), unit: "µs", baseline: median(cLatencies),
+            higherIsBetter: false, target: 0.5, note: "fetchAssets(withLocalIdentifiers:) of one asset; C: SELECT * by asset_id"))
+
+        // Rebuild of a 100,000-event log beside the C scan-and-upsert of the same rows.
+        let rebuildPath = directory.appendingPathComponent("rebuild.sqlite")
+        let log = try library(rebuildPath, seed: 2)
+        let eventCount = quick ? 30_000 : 100_000
+        try makeLog(log, events: eventCount)
+        var ours: [Double] = [], theirs: [Double] = []
+        for _ in 0..<(quick ? 1 : 3) {
+            ours.append(Double(eventCount) / (try seconds { try log.rebuild() }))
+            var rows = 0
+            let c = baseline_rebuild(rebuildPath.path, &rows)
+            theirs.append(Double(rows) / c)
+        }
+        figures.append(Figure(
+            name: "library.rebuild", value: median(ours), unit: "events/s", baseline: median(theirs), higherIsBetter: true, target: 0.5,
+            note: "rebuild() of \(eventCount) events (decode + LWW/causal-length upserts); C: keyset scan + one upsert per event"))
+        return figures
+    }
+
+    /// A log of `events` events: asset creations, property changes and album memberships.
+    func makeLog(_ library: PhotoLibrary, events: Int) throws {
+        var made = 0
+        var random = SeededRandomNumberGenerator(seed: 42)
+        while made < events {
+            made += try library.performChangesAndWait { changes in
+                let album = try changes.createAlbum(title: "Album \(made)")
+                var count = 1
+                var assets: [ObjectPlaceholder] = []
+                for _ in 0..<300 {
+                    assets.append(try changes.createImageRecord(width: 4000, height: 3000, creationDate: nil).placeholderForCreatedAsset)
+                    count += 1
+                }
+                for asset in assets.prefix(200) {
+                    try changes.assetChangeRequest(for: asset).setFavorite(Bool.random(using: &random))
+                    count += 1
+                }
+                for chunk in stride(from: 0, to: assets.count, by: 3) {
+                    try album.addAssets(Array(assets[chunk..<min(chunk + 3, assets.count)]))
+                    count += 1
+                }
+                return count
+            }
+        }
+    }
+}

@@ -1,0 +1,152 @@
+import Foundation
+import LedgerStore
+import PhotoLedger
+import PhotoLedgerSync
+import SyncTransport
+
+/// End-to-end sync figures: events created on device A, pushed through the photoledger-server
+/// binary on loopback, pulled and applied by a fresh device B (a child process, so its peak RSS
+/// is its own); the server's peak RSS is read from /proc. Sizes: 100k and 1M (quick: 20k and 100k).
+struct SyncBenchmarks {
+    let quick: Bool
+
+    /// Runs device B's pull in this process and prints "EVENTS SECONDS PEAK_RSS_KIB".
+    static func runPullChild(_ arguments: [String]) throws {
+        var options = PhotoLibrary.Options()
+        options.preauthorized = true
+        let library = try PhotoLibrary(url: URL(fileURLWithPath: arguments[0]), device: "device-b", options: options)
+        let engine = SyncEngine(library: library, remote: try SyncRemote(libraryURL: arguments[1], token: arguments[2]))
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var result: Result<(Int, Double), any Error> = .success((0, 0))
+        Task {
+            do {
+                var report = SyncReport()
+                let elapsed = try await ContinuousClock().measure { report = try await engine.sync() }
+                result = .success((report.pulledEvents, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
+            } catch {
+                result = .failure(error)
+            }
+            done.signal()
+        }
+        done.wait()
+        let (events, seconds) = try result.get()
+        print("\(events) \(seconds) \(peakResidentKiB(pid: getpid()))")
+    }
+
+    func run() throws -> [Figure] {
+        let sizes = quick ? [20_000, 100_000] : [100_000, 1_000_000]
+        var figures: [Figure] = []
+        var rss: [(Int, Int, Int)] = []
+        for size in sizes {
+            let (pushRate, pullRate, clientKiB, serverKiB) = try measure(events: size)
+            rss.append((size, clientKiB, serverKiB))
+            figures.append(Figure(
+                name: "sync.push.\(size / 1000)k", value: pushRate, unit: "events/s", baseline: nil, higherIsBetter: true, target: nil,
+                note: "device A pushes \(size) events through photoledger-server on loopback (batches of 500, libcurl)"))
+            figures.append(Figure(
+                name: "sync.pull.\(size / 1000)k", value: pullRate, unit: "events/s", baseline: nil, higherIsBetter: true, target: 50_000,
+                note: "fresh device B pulls and applies \(size) events (pages of 1,000, one transaction each)"))
+        }
+        for (size, client, server) in rss {
+            figures.append(Figure(
+                name: "sync.rss.client.\(size / 1000)k", value: Double(client) / 1024, unit: "MiB", baseline: nil, higherIsBetter: false,
+                target: nil, note: "peak RSS of device B's process while pulling \(size) events"))
+            figures.append(Figure(
+                name: "sync.rss.server.\(size / 1000)k", value: Double(server) / 1024, unit: "MiB", baseline: nil, higherIsBetter: false,
+                target: nil, note: "peak RSS of the server process after serving \(size) events in and out"))
+        }
+        return figures
+    }
+
+    func measure(events: Int) throws -> (push: Double, pull: Double, clientKiB: Int, serverKiB: Int) {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let bench = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+        let serverTool = bench.deletingLastPathComponent().appendingPathComponent("photoledger-server")
+        guard FileManager.default.isExecutableFile(atPath: serverTool.path) else {
+            throw BenchmarkError("photoledger-server is not built next to the benchmark; run `swift build -c release` first")
+        }
+        let db = directory.appendingPathComponent("server.sqlite").path
+        _ = try runTool(serverTool, ["admin", "create-library", "bench", "--db", db])
+        let tokens = try ["device-a", "device-b"].map {
+            try runTool(serverTool, ["admin", "issue-token", "--db", db, "--library", "bench", "--device", $0, "--scope", "readWrite"])
+        }
+        let server = Process()
+        server.executableURL = serverTool
+        server.arguments = ["serve", "--db", db, "--blobs", directory.appendingPathComponent("blobs").path, "--listen", "127.0.0.1:0"]
+        let output = Pipe()
+        server.standardOutput = output
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        defer { if server.isRunning { server.terminate(); server.waitUntilExit() } }
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line += chunk
+        }
+        let origin = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "listening on ", with: "")
+        let libraryURL = "\(origin)/v1/libraries/bench"
+
+        var options = PhotoLibrary.Options()
+        options.preauthorized = true
+        let deviceA = try PhotoLibrary(url: directory.appendingPathComponent("a.sqlite"), device: "device-a", options: options)
+        var made = 0
+        while made < events {
+            let count = min(1000, events - made)
+            try deviceA.performChangesAndWait { changes in
+                for _ in 0..<count { _ = try changes.createImageRecord(width: 4032, height: 3024, creationDate: nil) }
+            }
+            made += count
+        }
+        let engine = SyncEngine(library: deviceA, remote: try SyncRemote(libraryURL: libraryURL, token: tokens[0]))
+        let pushSeconds = try blockingSeconds { try await engine.sync() }
+
+        let child = try runTool(bench, ["--sync-pull-child", directory.appendingPathComponent("b.sqlite").path, libraryURL, tokens[1]])
+        let parts = child.split(separator: " ")
+        guard parts.count == 3, let pulled = Int(parts[0]), let seconds = Double(parts[1]), let clientKiB = Int(parts[2]), pulled == events else {
+            throw BenchmarkError("device B's pull reported '\(child)', expected \(events) events")
+        }
+        return (Double(events) / pushSeconds, Double(pulled) / seconds, clientKiB, peakResidentKiB(pid: server.processIdentifier))
+    }
+}
+
+/// Peak resident set size (VmHWM) of a process, in KiB.
+func peakResidentKiB(pid: Int32) -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+    else { return 0 }
+    return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "0") ?? 0
+}
+
+/// Runs a built tool and returns its trimmed standard output.
+func runTool(_ tool: URL, _ arguments: [String]) throws -> String {
+    let process = Process()
+    process.executableURL = tool
+    process.arguments = arguments
+    let output = Pipe()
+    process.standardOutput = output
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { throw BenchmarkError("\(tool.lastPathComponent) \(arguments.first ?? "") failed") }
+    return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+}
+
+/// Runs async work from synchronous benchmark code and returns the seconds it took.
+func blockingSeconds(_ body: @escaping @Sendable () async throws -> Void) throws -> Double {
+    let done = DispatchSemaphore(value: 0)
+    nonisolated(unsafe) var failure: (any Error)?
+    nonisolated(unsafe) var elapsed = 0.0
+    Task {
+        let clock = ContinuousClock()
+        let start = clock.now
+        do { try await body() } catch { failure = error }
+        let duration = clock.now - start
+        elapsed = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        done.signal()
+    }
+    done.wait()
+    if let failure { throw failure }
+    return elapsed
+}
