@@ -12,7 +12,7 @@ import Testing
 /// has identical projections, and no event is lost or duplicated.
 @Suite("Multi-replica sync simulation")
 struct SyncSimulationTests {
-    static let schedules = Int(ProcessInfo.processInfo.environment["PHOTOLEDGER_SIMULATION_SCHEDULES"] ?? "") ?? 120
+    static let schedules = Int(ProcessInfo.processInfo.environment["PHOTOLEDGER_SIMULATION_SCHEDULES"] ?? "") ?? 1000
 
     @Test("devices converge after random changes and syncs through faults", arguments: 0..<schedules)
     func converge(schedule: Int) async throws {
