@@ -79,15 +79,3 @@ struct EndToEndTests {
         #expect(stopped.description.contains("is the server running"))
     }
 }
-
-/// The path of an executable built beside the test binary.
-func builtExecutable(_ name: String) throws -> URL {
-    let testBinary = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-    var directory = testBinary.deletingLastPathComponent()
-    while directory.path != "/" {
-        let candidate = directory.appendingPathComponent(name)
-        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-        directory = directory.deletingLastPathComponent()
-    }
-    throw SyncError.invalidRemote("cannot find the built executable \(name); run `swift build` first")
-}

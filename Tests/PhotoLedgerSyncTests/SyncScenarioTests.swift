@@ -238,7 +238,7 @@ struct SyncScenarioTests {
         let remote = try server.remote(device: "ben-tablet")
         try remote.save(in: ben.library)
         #expect(try SyncRemote.saved(in: ben.library) == remote)
-        let observer = Recorder()
+        let observer = RecordingObserver()
         ben.library.register(observer)
         try anna.library.performChangesAndWait { try $0.albumChangeRequest(for: album).setTitle("Renamed") }
         try await anna.sync()
@@ -246,25 +246,8 @@ struct SyncScenarioTests {
         let report = try await SyncEngine(library: ben.library, transport: testTransport()).sync { events.add($0) }
         #expect(report.pulledEvents == 1)
         #expect(events.phases.contains(.pulling))
-        #expect(observer.waitForChange()?.changedAlbumIdentifiers == [album])
+        #expect(observer.next()?.changedAlbumIdentifiers == [album])
         #expect(try ben.albumTitles() == ["Renamed"])
-    }
-}
-
-final class Recorder: PhotoLibraryChangeObserver, @unchecked Sendable {
-    // Safe to share: `changes` is touched only under `lock`.
-    private let lock = NSLock()
-    private var changes: [PhotoLibraryChange] = []
-    private let semaphore = DispatchSemaphore(value: 0)
-
-    func photoLibraryDidChange(_ change: PhotoLibraryChange) {
-        lock.withLock { changes.append(change) }
-        semaphore.signal()
-    }
-
-    func waitForChange() -> PhotoLibraryChange? {
-        guard semaphore.wait(timeout: .now() + 5) == .success else { return nil }
-        return lock.withLock { changes.removeFirst() }
     }
 }
 

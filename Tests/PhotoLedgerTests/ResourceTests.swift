@@ -210,15 +210,3 @@ struct ResourceTests {
 extension Hex {
     static func sha256(_ data: Data) -> String { encode(SHA256.hash(Array(data))) }
 }
-
-/// The path of an executable built beside the test binary.
-func builtExecutable(_ name: String) throws -> URL {
-    let testBinary = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-    var directory = testBinary.deletingLastPathComponent()
-    while directory.path != "/" {
-        let candidate = directory.appendingPathComponent(name)
-        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-        directory = directory.deletingLastPathComponent()
-    }
-    throw PhotoLibraryError(.internalError, "cannot find the built executable \(name); run `swift build` first")
-}

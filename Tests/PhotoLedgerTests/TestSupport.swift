@@ -77,24 +77,6 @@ extension PhotoLibrary {
     }
 }
 
-/// Waits for an observer's notifications.
-final class RecordingObserver: PhotoLibraryChangeObserver, @unchecked Sendable {
-    // Safe to share: `changes` is touched only under `lock`.
-    private let lock = NSLock()
-    private var changes: [PhotoLibraryChange] = []
-    private let semaphore = DispatchSemaphore(value: 0)
-
-    func photoLibraryDidChange(_ change: PhotoLibraryChange) {
-        lock.withLock { changes.append(change) }
-        semaphore.signal()
-    }
-
-    /// The next notification, or nil after 5 s.
-    func next() -> PhotoLibraryChange? {
-        guard semaphore.wait(timeout: .now() + 5) == .success else { return nil }
-        return lock.withLock { changes.removeFirst() }
-    }
-}
 
 /// Expects `body` to throw a ``PhotoLibraryError`` with `code`.
 func expectError<R>(_ code: PhotoLibraryError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> R) {

@@ -98,3 +98,26 @@ func printTable(_ figures: [Figure]) {
     }
     for figure in figures { print("  \(figure.name): \(figure.note)") }
 }
+
+/// Peak resident set size (VmHWM) of a process, in KiB.
+func peakResidentKiB(pid: Int32) -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+    else { return 0 }
+    return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "0") ?? 0
+}
+
+/// Runs a built tool and returns its trimmed standard output.
+@discardableResult
+func runTool(_ tool: URL, _ arguments: [String]) throws -> String {
+    let process = Process()
+    process.executableURL = tool
+    process.arguments = arguments
+    let output = Pipe()
+    process.standardOutput = output
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { throw BenchmarkError("\(tool.lastPathComponent) \(arguments.first ?? "") failed") }
+    return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+}

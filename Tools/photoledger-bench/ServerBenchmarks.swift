@@ -169,8 +169,8 @@ struct ServerBenchmarks {
             return []
         }
         let db = directory.appendingPathComponent("rss.sqlite").path
-        try runChild(executable, ["admin", "create-library", "bench", "--db", db])
-        let token = try runChild(executable, ["admin", "issue-token", "--db", db, "--library", "bench", "--device", "device-0", "--scope", "readWrite"])
+        try runTool(executable, ["admin", "create-library", "bench", "--db", db])
+        let token = try runTool(executable, ["admin", "issue-token", "--db", db, "--library", "bench", "--device", "device-0", "--scope", "readWrite"])
             .trimmingCharacters(in: .whitespacesAndNewlines)
         let process = Process()
         process.executableURL = executable
@@ -206,37 +206,15 @@ struct ServerBenchmarks {
             }
         }
         try grow(to: memorySizes.small)
-        let small = try peakRSS(process.processIdentifier)
+        let small = Double(peakResidentKiB(pid: process.processIdentifier)) / 1024
         try grow(to: memorySizes.large)
-        let large = try peakRSS(process.processIdentifier)
+        let large = Double(peakResidentKiB(pid: process.processIdentifier)) / 1024
         return [
             Figure(
                 name: "server.rss", value: large, unit: "MB", baseline: small, higherIsBetter: false, target: 1 / 1.5,
                 note: "peak RSS of the server process after pushing and pulling \(memorySizes.large) events, vs after \(memorySizes.small) "
                     + "(baseline): memory must not grow with the log")
         ]
-    }
-
-    func peakRSS(_ pid: Int32) throws -> Double {
-        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
-        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-            let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "")
-        else { throw BenchmarkError("cannot read VmHWM of process \(pid)") }
-        return kilobytes / 1024
-    }
-
-    @discardableResult
-    func runChild(_ executable: URL, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw BenchmarkError("photoledger-server \(arguments.prefix(2).joined(separator: " ")) failed") }
-        return String(decoding: data, as: UTF8.self)
     }
 }
 

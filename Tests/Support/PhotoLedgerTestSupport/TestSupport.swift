@@ -139,3 +139,37 @@ public enum RandomChanges {
         }
     }
 }
+
+/// Records a library's change notifications and waits for them.
+public final class RecordingObserver: PhotoLibraryChangeObserver, @unchecked Sendable {
+    // Safe to share: `changes` is touched only under `lock`.
+    private let lock = NSLock()
+    private var changes: [PhotoLibraryChange] = []
+    private let semaphore = DispatchSemaphore(value: 0)
+
+    /// A recorder with nothing recorded.
+    public init() {}
+
+    public func photoLibraryDidChange(_ change: PhotoLibraryChange) {
+        lock.withLock { changes.append(change) }
+        semaphore.signal()
+    }
+
+    /// The next notification, or nil after 5 seconds.
+    public func next() -> PhotoLibraryChange? {
+        guard semaphore.wait(timeout: .now() + 5) == .success else { return nil }
+        return lock.withLock { changes.removeFirst() }
+    }
+}
+
+/// The path of an executable built beside the test binary (found by walking up from it).
+public func builtExecutable(_ name: String) throws -> URL {
+    let testBinary = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+    var directory = testBinary.deletingLastPathComponent()
+    while directory.path != "/" {
+        let candidate = directory.appendingPathComponent(name)
+        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        directory = directory.deletingLastPathComponent()
+    }
+    throw PhotoLibraryError(.internalError, "cannot find the built executable \(name); run `swift build` first")
+}
