@@ -23,10 +23,12 @@ public final class Database {
         /// `PRAGMA synchronous`: `NORMAL` (durable across process crashes; the default in WAL
         /// mode) or `FULL` (also across power loss, at the cost of one fsync per commit).
         public var synchronous: Synchronous = .normal
-        /// The page cache per connection, in KiB.
-        public var cacheSizeKiB = 32 * 1024
-        /// How much of the file reads may map into memory, in bytes (0 turns mapping off).
-        public var memoryMapBytes = 256 << 20
+        /// The page cache per connection, in KiB: a fixed bound, so memory does not grow with
+        /// the database.
+        public var cacheSizeKiB = 16 * 1024
+        /// How much of the file reads may map into memory, in bytes. Off by default: mapped pages
+        /// count as resident memory and grow with the file.
+        public var memoryMapBytes = 0
 
         /// SQLite's durability level for commits.
         public enum Synchronous: String, Sendable { case normal = "NORMAL", full = "FULL" }
@@ -62,7 +64,7 @@ public final class Database {
         }
         try execute("PRAGMA synchronous = \(options.synchronous.rawValue)")
         try execute("PRAGMA foreign_keys = ON")
-        // A larger page cache and memory-mapped reads keep hot B-tree pages out of read(2) calls.
+        // A bounded page cache keeps hot B-tree pages out of read(2) calls.
         try execute("PRAGMA cache_size = -\(options.cacheSizeKiB)")
         try execute("PRAGMA mmap_size = \(options.memoryMapBytes)")
         _ = csqlite_db_config_int(connection, SQLITE_DBCONFIG_DEFENSIVE, 1)
