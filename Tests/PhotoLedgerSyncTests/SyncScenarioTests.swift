@@ -50,11 +50,7 @@ struct SyncScenarioTests {
     func offlineCreation(annaFirst: Bool) async throws {
         let scenario = try await twoDevices()
         defer { withExtendedLifetime(scenario) {} }
-        let clock = scenario.clock
-        let anna = scenario.anna
-        let ben = scenario.ben
-        let album = scenario.album
-        let assets = scenario.assets
+        let (clock, anna, ben, album, assets) = (scenario.clock, scenario.anna, scenario.ben, scenario.album, scenario.assets)
         #expect(try ben.members(album) == assets)
         #expect(try ben.library.requestImageData(for: assets[0], version: .original) == photo(1))
         clock.advance(milliseconds: 1000)
@@ -72,10 +68,7 @@ struct SyncScenarioTests {
     func renameVersusRename(winnerFirst: Bool) async throws {
         let scenario = try await twoDevices()
         defer { withExtendedLifetime(scenario) {} }
-        let clock = scenario.clock
-        let anna = scenario.anna
-        let ben = scenario.ben
-        let album = scenario.album
+        let (clock, anna, ben, album) = (scenario.clock, scenario.anna, scenario.ben, scenario.album)
         try anna.library.performChangesAndWait { try $0.albumChangeRequest(for: album).setTitle("Trip (Anna)") }
         clock.advance(milliseconds: 10)
         try ben.library.performChangesAndWait { try $0.albumChangeRequest(for: album).setTitle("Trip (Ben)") }
@@ -88,10 +81,7 @@ struct SyncScenarioTests {
     func earlierEditUploadedLater(winnerFirst: Bool) async throws {
         let scenario = try await twoDevices()
         defer { withExtendedLifetime(scenario) {} }
-        let clock = scenario.clock
-        let anna = scenario.anna
-        let ben = scenario.ben
-        let assets = scenario.assets
+        let (clock, anna, ben, assets) = (scenario.clock, scenario.anna, scenario.ben, scenario.assets)
         try anna.library.performChangesAndWait { try $0.assetChangeRequest(for: assets[0]).setFavorite(true) }  // earlier, offline
         clock.advance(milliseconds: 3_600_000)
         try ben.library.performChangesAndWait { try $0.assetChangeRequest(for: assets[0]).setFavorite(false) }
@@ -104,10 +94,7 @@ struct SyncScenarioTests {
     func favoriteOnBoth(winnerFirst: Bool) async throws {
         let scenario = try await twoDevices()
         defer { withExtendedLifetime(scenario) {} }
-        let clock = scenario.clock
-        let anna = scenario.anna
-        let ben = scenario.ben
-        let assets = scenario.assets
+        let (clock, anna, ben, assets) = (scenario.clock, scenario.anna, scenario.ben, scenario.assets)
         try ben.library.performChangesAndWait { try $0.assetChangeRequest(for: assets[1]).setFavorite(false) }
         clock.advance(milliseconds: 1)
         try anna.library.performChangesAndWait { try $0.assetChangeRequest(for: assets[1]).setFavorite(true) }
@@ -119,10 +106,7 @@ struct SyncScenarioTests {
     func addVersusRemove(addFirst: Bool) async throws {
         let scenario = try await twoDevices()
         defer { withExtendedLifetime(scenario) {} }
-        let anna = scenario.anna
-        let ben = scenario.ben
-        let album = scenario.album
-        let assets = scenario.assets
+        let (anna, ben, album, assets) = (scenario.anna, scenario.ben, scenario.album, scenario.assets)
         try anna.library.performChangesAndWait { try $0.albumChangeRequest(for: album).removeAssets([assets[0]]) }
         try ben.library.performChangesAndWait { changes in
             let request = try changes.albumChangeRequest(for: album)
@@ -138,10 +122,7 @@ struct SyncScenarioTests {
     func concurrentPrepends(annaFirst: Bool) async throws {
         let scenario = try await twoDevices()
         defer { withExtendedLifetime(scenario) {} }
-        let anna = scenario.anna
-        let ben = scenario.ben
-        let album = scenario.album
-        let assets = scenario.assets
+        let (anna, ben, album, assets) = (scenario.anna, scenario.ben, scenario.album, scenario.assets)
         func prepend(_ device: Device, seeds: [UInt64]) throws -> [String] {
             try device.library.performChangesAndWait { changes in
                 let created = try seeds.map { try changes.createAsset(from: photo($0)).placeholderForCreatedAsset }
@@ -161,11 +142,7 @@ struct SyncScenarioTests {
     func deleteVersusEdit(deleteFirst: Bool) async throws {
         let scenario = try await twoDevices()
         defer { withExtendedLifetime(scenario) {} }
-        let clock = scenario.clock
-        let anna = scenario.anna
-        let ben = scenario.ben
-        let album = scenario.album
-        let assets = scenario.assets
+        let (clock, anna, ben, album, assets) = (scenario.clock, scenario.anna, scenario.ben, scenario.album, scenario.assets)
         try anna.library.performChangesAndWait { try $0.deleteAssets([assets[0]]) }
         clock.advance(milliseconds: 5)
         try ben.library.performChangesAndWait { try $0.assetChangeRequest(for: assets[0]).setFavorite(true) }
@@ -184,9 +161,7 @@ struct SyncScenarioTests {
     func sameTitleAlbums(annaFirst: Bool) async throws {
         let scenario = try await twoDevices()
         defer { withExtendedLifetime(scenario) {} }
-        let anna = scenario.anna
-        let ben = scenario.ben
-        let assets = scenario.assets
+        let (anna, ben, assets) = (scenario.anna, scenario.ben, scenario.assets)
         let a = try anna.library.performChangesAndWait { changes in
             let album = try changes.createAlbum(title: "Beach")
             try album.addAssets([assets[0]])
@@ -259,10 +234,7 @@ struct SyncScenarioTests {
     func savedRemoteProgressAndObservers() async throws {
         let scenario = try await twoDevices()
         defer { withExtendedLifetime(scenario) {} }
-        let server = scenario.server
-        let anna = scenario.anna
-        let ben = scenario.ben
-        let album = scenario.album
+        let (server, anna, ben, album) = (scenario.server, scenario.anna, scenario.ben, scenario.album)
         let remote = try server.remote(device: "ben-tablet")
         try remote.save(in: ben.library)
         #expect(try SyncRemote.saved(in: ben.library) == remote)
