@@ -48,8 +48,16 @@ public final class Statement {
 
     /// Binds a text value (copied by SQLite).
     public func bind(_ value: String, at index: Int32) throws {
-        try check(sqlite3_bind_text(handle, index, value, -1, csqlite_transient()))
+        var value = value
+        try value.withUTF8 { utf8 in
+            // Bound with its length (no strlen); an empty buffer may have no address, and SQLite
+            // binds a NULL pointer as NULL, so '' points at a static empty string instead.
+            let start = UnsafeRawPointer(utf8.baseAddress ?? Self.emptyText.utf8Start).assumingMemoryBound(to: CChar.self)
+            try check(sqlite3_bind_text(handle, index, start, Int32(utf8.count), csqlite_transient()))
+        }
     }
+
+    private static let emptyText: StaticString = ""
 
     /// Binds bytes as a BLOB (copied by SQLite). An empty array binds an empty BLOB, not NULL.
     public func bind(_ value: [UInt8], at index: Int32) throws {

@@ -163,11 +163,9 @@ public final class PhotoLibrary: Sendable {
                 }
                 let log = EventLog(db)
                 let outcomes = try log.append(events)
-                let projection = Projection(db)
-                for (event, outcome) in zip(events, outcomes) where outcome != .duplicate {
-                    touched.formUnion(try projection.apply(event))
-                    applied += 1
-                }
+                let fresh = zip(events, outcomes).lazy.filter { $0.1 != .duplicate }.map(\.0)
+                touched = try Projection(db).apply(fresh)
+                applied = outcomes.count { $0 != .duplicate }
                 if let serverSequences {
                     for (event, sequence) in zip(events, serverSequences) {
                         try db.execute("UPDATE events SET server_seq = ? WHERE event_id = ? AND server_seq IS NULL", [sequence, event.id.bytes])

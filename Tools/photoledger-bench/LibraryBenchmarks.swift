@@ -86,6 +86,9 @@ struct LibraryBenchmarks {
             name: "library.fetch-by-id.p50", value: median(fetchLatencies), unit: "µs", baseline: median(cLatencies),
             higherIsBetter: false, target: 0.5, note: "fetchAssets(withLocalIdentifiers:) of one asset; C: SELECT * by asset_id"))
 
+        return figures + (try rebuildFigure(directory))
+    }
+    func rebuildFigure(_ directory: URL) throws -> [Figure] {
         // Rebuild of a 100,000-event log beside the C scan-and-upsert of the same rows.
         let rebuildPath = directory.appendingPathComponent("rebuild.sqlite")
         let log = try library(rebuildPath, seed: 2)
@@ -98,10 +101,9 @@ struct LibraryBenchmarks {
             let c = baseline_rebuild(rebuildPath.path, &rows)
             theirs.append(Double(rows) / c)
         }
-        figures.append(Figure(
+        return [Figure(
             name: "library.rebuild", value: median(ours), unit: "events/s", baseline: median(theirs), higherIsBetter: true, target: 0.5,
-            note: "rebuild() of \(eventCount) events (decode + LWW/causal-length upserts); C: keyset scan + one upsert per event"))
-        return figures
+            note: "rebuild() of \(eventCount) events (decode + LWW/causal-length upserts); C: keyset scan + one upsert per event")]
     }
 
     /// A log of `events` events: asset creations, property changes and album memberships.

@@ -1,0 +1,411 @@
+import Foundation
+import LedgerStore
+
+/// A last-writer-wins stamp: the event's clock value, ties broken by the device identifier's
+/// bytes (the order SQLite's `(hlc, device) > (hlc, device)` gives on the stored columns).
+struct WriterStamp: Comparable {
+    var hlc: Int64
+    var device: String
+
+    static let zero = WriterStamp(hlc: 0, device: "")
+
+    static func < (lhs: WriterStamp, rhs: WriterStamp) -> Bool {
+        lhs.hlc != rhs.hlc ? lhs.hlc < rhs.hlc : lhs.device.utf8.lexicographicallyPrecedes(rhs.device.utf8)
+    }
+}
+
+/// A last-writer-wins register folded in memory: keeps the value with the greatest stamp.
+struct Register<Value> {
+    var value: Value
+    var stamp = WriterStamp.zero
+
+    init(_ value: Value) { self.value = value }
+
+    mutating func offer(_ candidate: Value, at stamp: WriterStamp) {
+        if stamp > self.stamp {
+            value = candidate
+            self.stamp = stamp
+        }
+    }
+}
+
+/// Events folded in memory, one merged row per object, then written with one upsert per row.
+///
+/// The in-memory merge is the same commutative, idempotent merge the upserts perform against the
+/// stored rows (last-writer-wins registers by `(hlc, device)`, causal lengths and timestamps
+/// with `max`, flags with OR, the merge winner with `min`), so folding a batch first and merging
+/// the result into the tables gives the tables that folding each event alone gives. A page of a
+/// thousand events about a few hundred objects costs a few hundred statements instead of one or
+/// more per event.
+struct ProjectionBatch {
+    struct AssetRow {
+        var created = false
+        var createdHLC: Int64 = 0
+        var sourceDevice = ""
+        var mediaType = 0
+        var mediaSubtypes = 0
+        var pixelWidth = 0
+        var pixelHeight = 0
+        var duration = 0.0
+        var creationDate = Register<Double?>(nil)
+        var location = Register<Location?>(nil)
+        var favorite = Register(false)
+        var hidden = Register(false)
+        var trashCausalLength: Int64 = 0
+        var trashedHLC: Int64 = 0
+        var purged = false
+        var content = Register<ChangeEvent.ContentEdit?>(nil)
+        var modificationHLC: Int64 = 0
+    }
+
+    struct AlbumRow {
+        var created = false
+        var creation = WriterStamp.zero
+        var subtype = 2
+        var title = Register("")
+        var deleted = false
+        var mergedInto: UUID?
+        var modificationHLC: Int64 = 0
+    }
+
+    struct MemberKey: Hashable {
+        var album: UUID
+        var asset: UUID
+    }
+
+    struct MemberRow {
+        var causalLength: Int64 = 0
+        var position = Register("")
+    }
+
+    /// Rows keyed by object, in the order the objects were first touched (for the UUIDv7
+    /// identifiers of a log, close to key order, which keeps B-tree inserts local).
+    private struct Rows<Key: Hashable, Row> {
+        private(set) var keys: [Key] = []
+        private var indexes: [Key: Int] = [:]
+        private(set) var rows: [Row] = []
+        let empty: Row
+
+        init(empty: Row) { self.empty = empty }
+
+        /// Changes the row of `key` in place (an empty row when the key is new).
+        mutating func update(_ key: Key, _ body: (inout Row) -> Void) {
+            let index: Int
+            if let known = indexes[key] {
+                index = known
+            } else {
+                index = rows.count
+                indexes[key] = index
+                keys.append(key)
+                rows.append(empty)
+            }
+            body(&rows[index])
+        }
+
+        var isEmpty: Bool { keys.isEmpty }
+    }
+
+    private var assets = Rows<UUID, AssetRow>(empty: AssetRow())
+    private var albums = Rows<UUID, AlbumRow>(empty: AlbumRow())
+    private var members = Rows<MemberKey, MemberRow>(empty: MemberRow())
+    private var resources: [(asset: UUID, index: Int, record: ResourceRecord)] = []
+    private var referenced: [ResourceRecord] = []
+    private var referencedHashes: Set<[UInt8]> = []
+
+    /// The objects the folded events touched.
+    private(set) var touched = TouchedObjects()
+    /// The number of events folded.
+    private(set) var eventCount = 0
+
+    var isEmpty: Bool { eventCount == 0 }
+
+    // MARK: Folding
+
+    /// Folds one stored event (events of types this build does not know change nothing).
+    mutating func add(_ event: Event) throws {
+        guard let change = try ChangeEvent.decode(type: event.type, schemaVersion: event.schemaVersion, payload: event.payload) else {
+            return
+        }
+        add(change, object: event.object, stamp: WriterStamp(hlc: Int64(bitPattern: event.timestamp.rawValue), device: event.device.rawValue))
+    }
+
+    /// Folds a decoded change about `object` written at `stamp`.
+    mutating func add(_ change: ChangeEvent, object id: UUID, stamp: WriterStamp) {
+        eventCount += 1
+        let hlc = stamp.hlc
+        switch change {
+        case .assetCreated(let c):
+            assets.update(id) { row in
+                row.created = true
+                row.createdHLC = hlc
+                row.sourceDevice = stamp.device
+                row.mediaType = c.mediaType.rawValue
+                row.mediaSubtypes = c.mediaSubtypes.rawValue
+                row.pixelWidth = c.pixelWidth
+                row.pixelHeight = c.pixelHeight
+                row.duration = c.duration
+                row.creationDate.offer(c.creationDate?.timeIntervalSince1970, at: stamp)
+                row.location.offer(c.location, at: stamp)
+                row.favorite.offer(c.isFavorite, at: stamp)
+                row.hidden.offer(c.isHidden, at: stamp)
+                row.trashCausalLength = max(row.trashCausalLength, 1)
+                row.modificationHLC = max(row.modificationHLC, hlc)
+            }
+            for (index, record) in c.resources.enumerated() {
+                resources.append((id, index, record))
+                reference(record)
+            }
+            touched.assets.insert(id)
+        case .assetChanged(let c):
+            assets.update(id) { row in
+                if let date = c.creationDate { row.creationDate.offer(date?.timeIntervalSince1970, at: stamp) }
+                if let location = c.location { row.location.offer(location, at: stamp) }
+                if let favorite = c.isFavorite { row.favorite.offer(favorite, at: stamp) }
+                if let hidden = c.isHidden { row.hidden.offer(hidden, at: stamp) }
+                row.modificationHLC = max(row.modificationHLC, hlc)
+            }
+            touched.assets.insert(id)
+        case .assetDeleted(let causalLength), .assetRecovered(let causalLength):
+            let deleted = if case .assetDeleted = change { true } else { false }
+            assets.update(id) { row in
+                row.trashCausalLength = max(row.trashCausalLength, causalLength)
+                if deleted { row.trashedHLC = max(row.trashedHLC, hlc) }
+                row.modificationHLC = max(row.modificationHLC, hlc)
+            }
+            touched.assets.insert(id)
+        case .assetPurged:
+            assets.update(id) { row in
+                row.purged = true
+                row.modificationHLC = max(row.modificationHLC, hlc)
+            }
+            touched.assets.insert(id)
+        case .assetContentEdited(let edit):
+            assets.update(id) { row in
+                row.content.offer(edit, at: stamp)
+                row.modificationHLC = max(row.modificationHLC, hlc)
+            }
+            for record in [edit.rendered, edit.adjustment].compactMap({ $0 }) { reference(record) }
+            touched.assets.insert(id)
+        case .albumCreated(let title, let subtype):
+            albums.update(id) { row in
+                if !row.created || stamp < row.creation {
+                    row.creation = stamp
+                    row.subtype = subtype
+                }
+                row.created = true
+                row.title.offer(title, at: stamp)
+                row.modificationHLC = max(row.modificationHLC, hlc)
+            }
+            touched.albums.insert(id)
+        case .albumRenamed(let title):
+            albums.update(id) { row in
+                row.title.offer(title, at: stamp)
+                row.modificationHLC = max(row.modificationHLC, hlc)
+            }
+            touched.albums.insert(id)
+        case .albumDeleted:
+            albums.update(id) { row in
+                row.deleted = true
+                row.modificationHLC = max(row.modificationHLC, hlc)
+            }
+            touched.albums.insert(id)
+        case .albumMerged(let winner):
+            albums.update(id) { row in
+                if row.mergedInto.map({ winner.bytes < $0.bytes }) ?? true { row.mergedInto = winner }
+                row.modificationHLC = max(row.modificationHLC, hlc)
+            }
+            albums.update(winner) { $0.modificationHLC = max($0.modificationHLC, hlc) }
+            touched.albums.formUnion([id, winner])
+        case .albumMembersChanged(_, let entries):
+            albums.update(id) { $0.modificationHLC = max($0.modificationHLC, hlc) }
+            touched.albums.insert(id)
+            for entry in entries {
+                members.update(MemberKey(album: id, asset: entry.asset)) { row in
+                    row.causalLength = max(row.causalLength, entry.causalLength)
+                    if let position = entry.position { row.position.offer(position, at: stamp) }
+                }
+                touched.assets.insert(entry.asset)
+            }
+        }
+    }
+
+    private mutating func reference(_ record: ResourceRecord) {
+        if referencedHashes.insert(record.sha256).inserted { referenced.append(record) }
+    }
+
+    // MARK: Writing
+
+    /// Merges the folded rows into the projection tables: one upsert per object.
+    func write(to database: Database) throws {
+        guard !isEmpty else { return }
+        if !assets.isEmpty {
+            let statement = try database.cachedStatement(Self.assetSQL)
+            for (id, row) in zip(assets.keys, assets.rows) {
+                defer { statement.reset() }
+                try bind(id, at: 1, statement)
+                try statement.bind(row.created ? 1 : 0, at: 2)
+                try statement.bind(row.createdHLC, at: 3)
+                try statement.bind(row.sourceDevice, at: 4)
+                try statement.bind(Int64(row.mediaType), at: 5)
+                try statement.bind(Int64(row.mediaSubtypes), at: 6)
+                try statement.bind(Int64(row.pixelWidth), at: 7)
+                try statement.bind(Int64(row.pixelHeight), at: 8)
+                try statement.bind(.real(row.duration), at: 9)
+                try statement.bind(row.creationDate.value.map(SQLValue.real) ?? .null, at: 10)
+                try bind(row.creationDate.stamp, at: 11, statement)
+                let location = row.location.value
+                try statement.bind(location.map { .real($0.latitude) } ?? .null, at: 13)
+                try statement.bind(location.map { .real($0.longitude) } ?? .null, at: 14)
+                try statement.bind(location?.altitude.map(SQLValue.real) ?? .null, at: 15)
+                try bind(row.location.stamp, at: 16, statement)
+                try statement.bind(row.favorite.value ? 1 : 0, at: 18)
+                try bind(row.favorite.stamp, at: 19, statement)
+                try statement.bind(row.hidden.value ? 1 : 0, at: 21)
+                try bind(row.hidden.stamp, at: 22, statement)
+                try statement.bind(row.trashCausalLength, at: 24)
+                try statement.bind(row.trashedHLC, at: 25)
+                try statement.bind(row.purged ? 1 : 0, at: 26)
+                let content = row.content.value
+                try statement.bind(content?.rendered.map { .blob($0.sha256) } ?? .null, at: 27)
+                try statement.bind(content?.adjustment.map { .blob($0.sha256) } ?? .null, at: 28)
+                try statement.bind(content?.adjustmentFormat.map(SQLValue.text) ?? .null, at: 29)
+                try bind(row.content.stamp, at: 30, statement)
+                try statement.bind(row.modificationHLC, at: 32)
+                try statement.step()
+            }
+        }
+        if !resources.isEmpty {
+            let statement = try database.cachedStatement(Self.resourceSQL)
+            for (asset, index, record) in resources {
+                defer { statement.reset() }
+                try bind(asset, at: 1, statement)
+                try statement.bind(Int64(index), at: 2)
+                try statement.bind(Int64(record.type.rawValue), at: 3)
+                try statement.bind(record.sha256, at: 4)
+                try statement.bind(record.size, at: 5)
+                try statement.bind(record.uniformType, at: 6)
+                try statement.bind(record.filename, at: 7)
+                try statement.step()
+            }
+        }
+        if !referenced.isEmpty {
+            let statement = try database.cachedStatement(Self.referenceSQL)
+            for record in referenced {
+                defer { statement.reset() }
+                try statement.bind(record.sha256, at: 1)
+                try statement.bind(record.size, at: 2)
+                try statement.bind(record.uniformType, at: 3)
+                try statement.step()
+            }
+        }
+        if !albums.isEmpty {
+            let statement = try database.cachedStatement(Self.albumSQL)
+            for (id, row) in zip(albums.keys, albums.rows) {
+                defer { statement.reset() }
+                try bind(id, at: 1, statement)
+                try statement.bind(row.created ? 1 : 0, at: 2)
+                try bind(row.creation, at: 3, statement)
+                try statement.bind(Int64(row.subtype), at: 5)
+                try statement.bind(row.title.value, at: 6)
+                try bind(row.title.stamp, at: 7, statement)
+                try statement.bind(row.deleted ? 1 : 0, at: 9)
+                if let winner = row.mergedInto { try bind(winner, at: 10, statement) }
+                try statement.bind(row.modificationHLC, at: 11)
+                try statement.step()
+            }
+        }
+        if !members.isEmpty {
+            let statement = try database.cachedStatement(Self.memberSQL)
+            for (key, row) in zip(members.keys, members.rows) {
+                defer { statement.reset() }
+                try bind(key.album, at: 1, statement)
+                try bind(key.asset, at: 2, statement)
+                try statement.bind(row.causalLength, at: 3)
+                try statement.bind(row.position.value, at: 4)
+                try bind(row.position.stamp, at: 5, statement)
+                try statement.step()
+            }
+        }
+    }
+
+    private func bind(_ id: UUID, at index: Int32, _ statement: Statement) throws {
+        try withUnsafeBytes(of: id.uuid) { try statement.bind(bytes: $0, at: index) }
+    }
+
+    /// Binds a stamp to two parameters: the clock value at `index`, the device at `index + 1`.
+    private func bind(_ stamp: WriterStamp, at index: Int32, _ statement: Statement) throws {
+        try statement.bind(stamp.hlc, at: index)
+        try statement.bind(stamp.device, at: index + 1)
+    }
+
+    // MARK: SQL
+
+    /// `CASE` choosing the winner of a last-writer-wins register between the stored row and `excluded`.
+    private static func lww(_ columns: [String], stamp: String) -> String {
+        (columns + ["\(stamp)_hlc", "\(stamp)_device"]).map { column in
+            "\(column) = CASE WHEN (excluded.\(stamp)_hlc, excluded.\(stamp)_device) > (\(stamp)_hlc, \(stamp)_device) "
+                + "THEN excluded.\(column) ELSE \(column) END"
+        }.joined(separator: ",\n    ")
+    }
+
+    /// Creation fields are written once, by the object's creation event.
+    private static func fromCreation(_ columns: [String]) -> String {
+        columns.map { "\($0) = CASE WHEN excluded.created = 1 THEN excluded.\($0) ELSE \($0) END" }.joined(separator: ",\n    ")
+    }
+
+    static let assetSQL = PreparedSQL("""
+        INSERT INTO assets (asset_id, created, created_hlc, source_device, media_type, media_subtypes, pixel_width, pixel_height,
+            duration, creation_date, creation_date_hlc, creation_date_device, latitude, longitude, altitude, location_hlc,
+            location_device, favorite, favorite_hlc, favorite_device, hidden, hidden_hlc, hidden_device, trash_cl, trashed_hlc,
+            purged, content_sha256, adjustment_sha256, adjustment_format, content_hlc, content_device, modification_hlc)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24,
+            ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32)
+        ON CONFLICT (asset_id) DO UPDATE SET
+            \(fromCreation(["created_hlc", "source_device", "media_type", "media_subtypes", "pixel_width", "pixel_height", "duration"])),
+            created = max(created, excluded.created),
+            \(lww(["creation_date"], stamp: "creation_date")),
+            \(lww(["latitude", "longitude", "altitude"], stamp: "location")),
+            \(lww(["favorite"], stamp: "favorite")),
+            \(lww(["hidden"], stamp: "hidden")),
+            \(lww(["content_sha256", "adjustment_sha256", "adjustment_format"], stamp: "content")),
+            trash_cl = max(trash_cl, excluded.trash_cl),
+            trashed_hlc = max(trashed_hlc, excluded.trashed_hlc),
+            purged = max(purged, excluded.purged),
+            modification_hlc = max(modification_hlc, excluded.modification_hlc)
+        """)
+
+    static let resourceSQL = PreparedSQL("""
+        INSERT INTO asset_resources (asset_id, resource_index, type, sha256, size, uniform_type, original_filename)
+        VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+        """)
+
+    static let referenceSQL = PreparedSQL("INSERT INTO referenced_resources (sha256, size, uniform_type) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
+
+    /// An album's creation stamp is the earliest creation's (two devices may create the same
+    /// album: named system albums have deterministic identifiers); its subtype comes with it.
+    private static let earlierCreation =
+        "excluded.created = 1 AND (albums.created = 0 OR (excluded.created_hlc, excluded.source_device) < (albums.created_hlc, albums.source_device))"
+
+    static let albumSQL = PreparedSQL("""
+        INSERT INTO albums (album_id, created, created_hlc, source_device, subtype, title, title_hlc, title_device, deleted,
+            merged_into, modification_hlc)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+        ON CONFLICT (album_id) DO UPDATE SET
+            created_hlc = CASE WHEN \(earlierCreation) THEN excluded.created_hlc ELSE albums.created_hlc END,
+            source_device = CASE WHEN \(earlierCreation) THEN excluded.source_device ELSE albums.source_device END,
+            subtype = CASE WHEN \(earlierCreation) THEN excluded.subtype ELSE albums.subtype END,
+            created = max(created, excluded.created),
+            \(lww(["title"], stamp: "title")),
+            deleted = max(deleted, excluded.deleted),
+            merged_into = CASE WHEN excluded.merged_into IS NOT NULL AND (merged_into IS NULL OR excluded.merged_into < merged_into)
+                THEN excluded.merged_into ELSE merged_into END,
+            modification_hlc = max(modification_hlc, excluded.modification_hlc)
+        """)
+
+    static let memberSQL = PreparedSQL("""
+        INSERT INTO album_members (album_id, asset_id, cl, position, position_hlc, position_device) VALUES (?, ?, ?, ?, ?, ?)
+        ON CONFLICT (album_id, asset_id) DO UPDATE SET
+            cl = max(cl, excluded.cl),
+            \(lww(["position"], stamp: "position"))
+        """)
+}
