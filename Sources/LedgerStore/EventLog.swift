@@ -34,21 +34,28 @@ public struct EventLog {
     // MARK: Appending
 
     /// Appends events in order, in one transaction (a savepoint when a transaction is open).
+    ///
+    /// `serverSequences`, when given, holds the server's sequence of each event (events pulled
+    /// from the server arrive with it), stored with the new rows. An event already in the log is
+    /// left as it is; acknowledge it with ``setServerSequence(_:for:)``.
     @discardableResult
-    public func append(_ events: [Event]) throws -> [AppendOutcome] {
-        try database.inTransaction {
+    public func append(_ events: [Event], serverSequences: [Int64]? = nil) throws -> [AppendOutcome] {
+        precondition(serverSequences.map { $0.count == events.count } ?? true, "one server sequence per event")
+        return try database.inTransaction {
             var chain = HashChain(head: try lastHash())
             let insert = try database.cachedStatement(
                 """
-                INSERT INTO events (event_id, device_id, device_seq, hlc, change_block, object_id, type, schema_version, payload, hash)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING
+                INSERT INTO events (event_id, device_id, device_seq, hlc, change_block, object_id, type, schema_version, payload, hash,
+                    server_seq)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING
                 """)
             var outcomes: [AppendOutcome] = []
             outcomes.reserveCapacity(events.count)
             var latest = HLCTimestamp.zero
-            for event in events {
+            for (index, event) in events.enumerated() {
                 let hash = chain.hash(linking: event)
                 try bind(event, hash: hash, to: insert)
+                if let serverSequences { try insert.bind(serverSequences[index], at: 11) }
                 defer { insert.reset() }
                 try insert.step()
                 if database.changes == 1 {

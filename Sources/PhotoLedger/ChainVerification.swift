@@ -183,30 +183,48 @@ extension PhotoLibrary {
     /// first mismatch and records nothing after it.
     package func verifyServerChain(_ entries: [ServerChainEntry]) throws -> ServerChainReport {
         try withArchive { _, archive in
-            try withDatabase { db in
-                var report = ServerChainReport()
-                var previous: ServerChainEntry?
-                for entry in entries.sorted(by: { $0.serverSequence < $1.serverSequence }) {
-                    defer { previous = entry }
-                    if let recorded = try Self.recordedEntry(at: entry.serverSequence, in: db), recorded.entry != entry {
-                        report.failure = ChainFailure(
-                            chain: .server, position: entry.serverSequence, eventID: entry.eventID, location: nil,
-                            reason: "the server now reports another event or chain value at this position than it did before "
-                                + "(event \(recorded.entry.eventID.uuidString)): the server's log was changed")
-                        return report
-                    }
-                    let link = previous?.serverSequence == entry.serverSequence - 1 ? previous?.chainHash : nil
-                    let outcome = try Self.check(entry, after: link, expectHeld: false, db: db, archive: archive)
-                    guard report.count(outcome) else { return report }
-                    try db.execute(
-                        """
-                        INSERT INTO server_chain (server_seq, event_id, chain_hash, held) VALUES (?, ?, ?, ?)
-                        ON CONFLICT (server_seq) DO UPDATE SET held = max(held, excluded.held)
-                        """, [entry.serverSequence, entry.eventID.bytes, entry.chainHash, outcome != .notHeld])
-                }
+            try withDatabase { db in try Self.recordServerChain(entries, db: db, archive: archive) }
+        }
+    }
+
+    /// The work of ``verifyServerChain(_:)`` inside the caller's transaction. `appended` holds
+    /// events this transaction has just stored from the same page, with their local positions:
+    /// their stored copies are the events themselves, so they are not read back.
+    static func recordServerChain(
+        _ entries: [ServerChainEntry], appended: [UUID: (event: Event, localSequence: Int64)] = [:], db: Database, archive: Database?
+    ) throws -> ServerChainReport {
+        var report = ServerChainReport()
+        let sorted = entries.sorted { $0.serverSequence < $1.serverSequence }
+        guard let first = sorted.first, let last = sorted.last else { return report }
+        var recorded: [Int64: ServerChainEntry] = [:]
+        try db.forEachRow(
+            "SELECT server_seq, event_id, chain_hash FROM server_chain WHERE server_seq BETWEEN ? AND ?",
+            [first.serverSequence - 1, last.serverSequence]
+        ) { row in
+            recorded[row.int64(0)] = ServerChainEntry(
+                serverSequence: row.int64(0), eventID: UUID(bytes: row.blob(1)) ?? UUID(), chainHash: row.blob(2))
+        }
+        let insert = try db.cachedStatement(
+            """
+            INSERT INTO server_chain (server_seq, event_id, chain_hash, held) VALUES (?, ?, ?, ?)
+            ON CONFLICT (server_seq) DO UPDATE SET held = max(held, excluded.held)
+            """)
+        var previous = recorded[first.serverSequence - 1]
+        for entry in sorted {
+            defer { previous = entry }
+            if let before = recorded[entry.serverSequence], before != entry {
+                report.failure = ChainFailure(
+                    chain: .server, position: entry.serverSequence, eventID: entry.eventID, location: nil,
+                    reason: "the server now reports another event or chain value at this position than it did before "
+                        + "(event \(before.eventID.uuidString)): the server's log was changed")
                 return report
             }
+            let link = previous?.serverSequence == entry.serverSequence - 1 ? previous?.chainHash : nil
+            let outcome = try check(entry, after: link, expectHeld: false, appended: appended[entry.eventID], db: db, archive: archive)
+            guard report.count(outcome) else { return report }
+            try insert.execute([entry.serverSequence, entry.eventID.bytes, entry.chainHash, outcome != .notHeld])
         }
+        return report
     }
 
     /// Checks the events held here against every server chain value recorded from pull pages:
@@ -266,32 +284,40 @@ extension PhotoLibrary {
 
     /// Checks one entry against the local copy of its event.
     private static func check(
-        _ entry: ServerChainEntry, after link: [UInt8]?, expectHeld: Bool, db: Database, archive: Database?
+        _ entry: ServerChainEntry, after link: [UInt8]?, expectHeld: Bool, appended: (event: Event, localSequence: Int64)? = nil,
+        db: Database, archive: Database?
     ) throws -> ServerEntryOutcome {
         func fail(_ reason: String, _ location: EventLocation?) -> ServerEntryOutcome {
             .failed(
                 ChainFailure(chain: .server, position: entry.serverSequence, eventID: entry.eventID, location: location, reason: reason))
         }
-        let live = try EventLog(db).event(withID: entry.eventID)
-        let archived = live == nil ? try archive.flatMap { try EventLog($0).event(withID: entry.eventID) } : nil
-        guard let stored = live ?? archived else {
-            return expectHeld
-                ? fail("the event was held here when the server reported it and is now missing: a row was deleted", nil) : .notHeld
-        }
-        let location: EventLocation = live != nil ? .live : .archive
-        if let held = stored.serverSequence, held != entry.serverSequence {
-            return fail(
-                "the event is acknowledged here at server position \(held) but the server has it at \(entry.serverSequence): rows were reordered",
-                location)
+        let held: (event: Event, localSequence: Int64, location: EventLocation)
+        if let appended {
+            // Stored by this transaction with this server sequence.
+            held = (appended.event, appended.localSequence, .live)
+        } else {
+            let live = try EventLog(db).event(withID: entry.eventID)
+            let archived = live == nil ? try archive.flatMap { try EventLog($0).event(withID: entry.eventID) } : nil
+            guard let stored = live ?? archived else {
+                return expectHeld
+                    ? fail("the event was held here when the server reported it and is now missing: a row was deleted", nil) : .notHeld
+            }
+            let location: EventLocation = live != nil ? .live : .archive
+            if let acknowledged = stored.serverSequence, acknowledged != entry.serverSequence {
+                return fail(
+                    "the event is acknowledged here at server position \(acknowledged) but the server has it at \(entry.serverSequence): "
+                        + "rows were reordered", location)
+            }
+            held = (stored.event, stored.localSequence, location)
         }
         let previous =
             entry.serverSequence == 1 ? HashChain.origin : try link ?? recordedEntry(at: entry.serverSequence - 1, in: db)?.entry.chainHash
         guard let previous else { return .unlinked }
         var chain = HashChain(head: previous)
-        guard chain.hash(linking: stored.event) == entry.chainHash else {
+        guard chain.hash(linking: held.event) == entry.chainHash else {
             return fail(
-                "the event held here (local position \(stored.localSequence)) differs from the one the server chained: "
-                    + "its payload or envelope was changed", location)
+                "the event held here (local position \(held.localSequence)) differs from the one the server chained: "
+                    + "its payload or envelope was changed", held.location)
         }
         return .matched
     }

@@ -148,36 +148,60 @@ public final class PhotoLibrary: Sendable {
 
     /// Applies events that arrived from other devices, in one transaction with the log: new events
     /// are appended and folded, events already present are ignored. `serverSequences`, when
-    /// given (one per event), are recorded as the server's acknowledgement; `extra` runs in the
-    /// same transaction (the sync engine advances its cursor there). Returns how many were new.
+    /// given (one per event), are recorded as the server's acknowledgement. `chain` holds the
+    /// server's chain values of a pull page: they are checked against the events held here and
+    /// recorded (``verifyServerChain(_:)``) in the same transaction, and a mismatch rolls the whole
+    /// page back and throws ``ServerChainMismatch``. `extra` runs in the same transaction (the
+    /// sync engine advances its cursor there). Returns how many events were new.
     package func applyRemoteEvents(
-        _ events: [Event], serverSequences: [Int64]? = nil, extra: ((Database) throws -> Void)? = nil
+        _ events: [Event], serverSequences: [Int64]? = nil, chain: [ServerChainEntry] = [], extra: ((Database) throws -> Void)? = nil
     ) throws -> Int {
         var touched = TouchedObjects()
         var applied = 0
         do {
-            try storage.write { db in
-                for event in events where event.device != device {
-                    // A stamp too far ahead of this clock is applied but does not drag the clock along.
-                    try? clock.receive(event.timestamp)
-                }
-                let log = EventLog(db)
-                let outcomes = try log.append(events)
-                let fresh = zip(events, outcomes).lazy.filter { $0.1 != .duplicate }.map(\.0)
-                touched = try Projection(db).apply(fresh)
-                applied = outcomes.count { $0 != .duplicate }
-                if let serverSequences {
-                    for (event, sequence) in zip(events, serverSequences) {
-                        try db.execute("UPDATE events SET server_seq = ? WHERE event_id = ? AND server_seq IS NULL", [sequence, event.id.bytes])
+            try withArchive { _, archive in
+                try storage.write { db in
+                    for event in events where event.device != device {
+                        // A stamp too far ahead of this clock is applied but does not drag the clock along.
+                        try? clock.receive(event.timestamp)
                     }
+                    let outcomes = try EventLog(db).append(events, serverSequences: serverSequences)
+                    var appended: [UUID: (event: Event, localSequence: Int64)] = [:]
+                    appended.reserveCapacity(events.count)
+                    for (index, outcome) in outcomes.enumerated() {
+                        switch outcome {
+                        case .appended(let localSequence):
+                            appended[events[index].id] = (events[index], localSequence)
+                        case .duplicate:
+                            // Held already (this device's own event, or a repeated delivery): acknowledge it.
+                            guard let serverSequences else { continue }
+                            try db.execute(
+                                "UPDATE events SET server_seq = ? WHERE event_id = ? AND server_seq IS NULL",
+                                [serverSequences[index], events[index].id.bytes])
+                        }
+                    }
+                    touched = try Projection(db).apply(events.lazy.filter { appended[$0.id] != nil })
+                    applied = appended.count
+                    let report = try Self.recordServerChain(chain, appended: appended, db: db, archive: archive)
+                    if let failure = report.failure { throw ServerChainMismatch(failure: failure) }
+                    try extra?(db)
                 }
-                try extra?(db)
             }
+        } catch let mismatch as ServerChainMismatch {
+            throw mismatch
         } catch {
             throw Self.translate(error, doing: "apply events from other devices")
         }
         notifyObservers(touched)
         return applied
+    }
+
+    /// A pull page whose events do not match the server's chain values; nothing of it was applied.
+    package struct ServerChainMismatch: Error, CustomStringConvertible {
+        /// The first entry that did not match.
+        package var failure: ChainFailure
+
+        package var description: String { "the server's event chain does not match this device's copy: \(failure)" }
     }
 
     /// Runs `body` on the library's database inside a write transaction (for the sync engine's

@@ -199,25 +199,26 @@ public final class SyncEngine: Sendable {
     /// Pulls pages since the cursor; each page and the new cursor commit in one transaction.
     func pull(_ report: inout SyncReport, _ progress: (@Sendable (SyncProgress) -> Void)?) async throws {
         var cursor = try self.cursor()
-        while true {
+        // The next page is fetched, decoded and hash-checked while the current one is applied.
+        var pending: Task<PulledPage, any Error>? = fetchPage(since: cursor)
+        defer { pending?.cancel() }
+        while let fetching = pending {
             try Task.checkCancellation()
-            let page = try await exchange(
-                .get, SyncRoutes.pull(library: remote.libraryName, since: cursor, limit: options.pullPageSize), nil as PushRequest?,
-                as: PullResponse.self)
-            guard page.nextCursor >= cursor else {
-                throw SyncError.invalidResponse("the server's cursor went back from \(cursor) to \(page.nextCursor); was the server reset?")
+            let page = try await fetching.value
+            guard page.cursor >= cursor else {
+                throw SyncError.invalidResponse("the server's cursor went back from \(cursor) to \(page.cursor); was the server reset?")
             }
-            if let bad = page.events.first(where: { !$0.hasValidHash }) {
-                throw SyncError.invalidResponse("event \(bad.id.uuidString) does not match its content hash; nothing from this page was applied")
+            pending = page.hasMore ? fetchPage(since: page.cursor) : nil
+            let next = page.cursor
+            do {
+                report.pulledEvents += try library.applyRemoteEvents(page.events, serverSequences: page.serverSequences, chain: page.chain) { db in
+                    try PhotoLibrary.setSetting(Self.cursorKey, Array(String(next).utf8), in: db)
+                }
+            } catch let mismatch as PhotoLibrary.ServerChainMismatch {
+                throw SyncError.invalidResponse("\(mismatch.description); nothing from this page was applied")
             }
-            let next = page.nextCursor
-            report.pulledEvents += try library.applyRemoteEvents(
-                page.events.map(\.event), serverSequences: page.events.map { $0.serverSequence ?? 0 }
-            ) { db in try PhotoLibrary.setSetting(Self.cursorKey, Array(String(next).utf8), in: db) }
             cursor = next
-            try checkServerChain(page.events)
             progress?(SyncProgress(phase: .pulling, completed: report.pulledEvents, total: nil, bytes: 0))
-            if !page.hasMore { break }
         }
         let summary = try await exchange(.get, SyncRoutes.chain(library: remote.libraryName), nil as PushRequest?, as: ChainSummary.self)
         if let failure = try library.verifyServerChainHead(lastServerSequence: summary.lastServerSequence, headHash: summary.headHash) {
@@ -225,16 +226,36 @@ public final class SyncEngine: Sendable {
         }
     }
 
-    /// Checks the server's chain values of a page against this device's copies of the events and
-    /// records them for later audits.
-    func checkServerChain(_ events: [WireEvent]) throws {
-        let entries = events.compactMap { event in
-            event.serverSequence.flatMap { sequence in
-                event.chainHash.map { ServerChainEntry(serverSequence: sequence, eventID: event.id, chainHash: $0) }
+    /// A pull page, decoded and checked, ready to apply.
+    struct PulledPage: Sendable {
+        var events: [Event]
+        var serverSequences: [Int64]
+        var chain: [ServerChainEntry]
+        var cursor: Int64
+        var hasMore: Bool
+    }
+
+    /// Starts fetching the page after `cursor`: every event's content hash is checked before
+    /// anything of the page is applied.
+    private func fetchPage(since cursor: Int64) -> Task<PulledPage, any Error> {
+        Task {
+            let page = try await exchange(
+                .get, SyncRoutes.pull(library: remote.libraryName, since: cursor, limit: options.pullPageSize), nil as PushRequest?,
+                as: PullResponse.self)
+            if let bad = page.events.first(where: { !$0.hasValidHash }) {
+                throw SyncError.invalidResponse("event \(bad.id.uuidString) does not match its content hash; nothing from this page was applied")
             }
-        }
-        if let failure = try library.verifyServerChain(entries).failure {
-            throw SyncError.invalidResponse("the server's event chain does not match this device's copy: \(failure)")
+            if let unsequenced = page.events.first(where: { $0.serverSequence == nil }) {
+                throw SyncError.invalidResponse("event \(unsequenced.id.uuidString) of a pull page has no server sequence; nothing from this page was applied")
+            }
+            return PulledPage(
+                events: page.events.map(\.event), serverSequences: page.events.map { $0.serverSequence ?? 0 },
+                chain: page.events.compactMap { event in
+                    event.serverSequence.flatMap { sequence in
+                        event.chainHash.map { ServerChainEntry(serverSequence: sequence, eventID: event.id, chainHash: $0) }
+                    }
+                },
+                cursor: page.nextCursor, hasMore: page.hasMore)
         }
     }
 
