@@ -117,13 +117,15 @@ public enum Route: Sendable, Hashable {
     case chain(library: String)
     /// `GET …/verify`.
     case verify(library: String)
+    /// `GET …/watermark`.
+    case watermark(library: String)
 
     /// The library named in the path, if any.
     public var library: String? {
         switch self {
         case .health: return nil
         case .push(let library), .pull(let library), .blob(let library, _, _), .missingBlobs(let library), .chain(let library),
-            .verify(let library):
+            .verify(let library), .watermark(let library):
             return library
         }
     }
@@ -158,6 +160,7 @@ public enum Route: Sendable, Hashable {
         case "events": return try allow(["GET", "POST"], method == "POST" ? .push(library: library) : .pull(library: library))
         case "chain": return try allow(["GET"], .chain(library: library))
         case "verify": return try allow(["GET"], .verify(library: library))
+        case "watermark": return try allow(["GET"], .watermark(library: library))
         case "blobs/missing": return try allow(["POST"], .missingBlobs(library: library))
         default:
             guard tail.hasPrefix("blobs/") else { throw HTTPError.notFound("no route for \(path)") }

@@ -141,7 +141,7 @@ public final class SyncRequestHandler: Sendable {
         switch route {
         case .health, .missingBlobs: allowed = true
         case .push: allowed = scope.canWrite
-        case .pull, .chain, .verify: allowed = scope.canRead
+        case .pull, .chain, .verify, .watermark: allowed = scope.canRead
         case .blob(_, _, let method):
             allowed = method == "HEAD" || (method == "PUT" ? scope.canWrite : scope.canRead)
         }
@@ -156,6 +156,7 @@ public final class SyncRequestHandler: Sendable {
         case .push: return "pushing events"
         case .pull: return "pulling events"
         case .chain, .verify: return "reading the event chain"
+        case .watermark: return "reading the compaction watermark"
         case .missingBlobs: return "listing missing blobs"
         case .blob(_, _, let method): return method == "PUT" ? "uploading blobs" : "downloading blobs"
         }
@@ -242,6 +243,8 @@ public final class SyncRequestHandler: Sendable {
             return .json(try store.chainSummary(libraryID: credential!.libraryID))
         case .verify:
             return .json(try store.verifyChain(libraryID: credential!.libraryID))
+        case .watermark:
+            return .json(try store.compactionWatermark(libraryID: credential!.libraryID))
         case .missingBlobs:
             guard case .json(let json) = body else { throw HTTPError.badRequest("this request needs a JSON body") }
             return try missingBlobs(try json.finish(), credential: credential!)

@@ -317,6 +317,26 @@ public final class SQLiteServerStore: ServerStore {
         }
     }
 
+    public func compactionWatermark(libraryID: Int64) throws -> CompactionWatermark {
+        // One statement, so the head and the devices' positions come from one snapshot. Devices
+        // count when they can still pull: a token that is not revoked and whose scope allows it.
+        let row = try read { db in
+            try db.firstRow(
+                """
+                WITH counted AS (
+                    SELECT last_pulled_seq FROM devices
+                    WHERE library_id = ?1 AND device_id IN (
+                        SELECT device_id FROM tokens
+                        WHERE library_id = ?1 AND revoked_at IS NULL AND scope IN ('readWrite', 'readOnly')))
+                SELECT last_seq, (SELECT count(*) FROM counted), (SELECT min(last_pulled_seq) FROM counted)
+                FROM libraries WHERE library_id = ?1
+                """, [libraryID]
+            ) { ($0.int64(0), $0.int64(1), $0.optionalInt64(2)) }
+        }
+        guard case let (last, count, lowest)? = row else { throw ServerStoreError("library \(libraryID) no longer exists") }
+        return CompactionWatermark(watermark: min(lowest ?? last, last), lastServerSequence: last, deviceCount: Int(count))
+    }
+
     public func verifyChain(libraryID: Int64) throws -> ChainVerification {
         var chain = HashChain()
         var cursor: Int64 = 0

@@ -164,6 +164,14 @@ public protocol ServerStore: Sendable {
     func chainSummary(libraryID: Int64) throws -> ChainSummary
     /// Recomputes the library's chain from the first event.
     func verifyChain(libraryID: Int64) throws -> ChainVerification
+    /// The lowest server sequence that every counted device of the library has pulled, with the
+    /// library's last server sequence and the number of devices counted.
+    ///
+    /// A device counts when it has a token that is not revoked and may pull (`readWrite` or
+    /// `readOnly`); its position is the `since` of its last pull (0 when it never pulled). The
+    /// watermark is the lowest position, capped at the last server sequence, or the last server
+    /// sequence when no device counts. Reads one consistent state.
+    func compactionWatermark(libraryID: Int64) throws -> CompactionWatermark
     /// Whether the library holds the blob, and its size.
     func blobSize(libraryID: Int64, hash: [UInt8]) throws -> Int64?
     /// Records that the library holds the blob; returns false when it already did.

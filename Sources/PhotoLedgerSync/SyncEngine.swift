@@ -53,6 +53,10 @@ public struct SyncReport: Sendable, Equatable {
 /// pull pages since the stored cursor (each page applied in one transaction with the cursor,
 /// through the same fold as local changes) → download missing resources.
 ///
+/// Pulling ends with a page that brings no events, so the server has recorded that this device
+/// holds everything up to its cursor: that position is what the library's compaction watermark
+/// (``compactionWatermark()``) is made of.
+///
 /// The outbox is the log itself (this device's events without a server sequence), so a crash
 /// loses nothing: the next sync sends what was not acknowledged, and the server ignores
 /// duplicates. Objects created offline keep their identifiers everywhere.
@@ -197,9 +201,13 @@ public final class SyncEngine: Sendable {
     }
 
     /// Pulls pages since the cursor; each page and the new cursor commit in one transaction.
+    /// Stops at a page without events: asking for events after the cursor is how the server
+    /// learns that this device holds every event up to it.
     func pull(_ report: inout SyncReport, _ progress: (@Sendable (SyncProgress) -> Void)?) async throws {
         var cursor = try self.cursor()
-        // The next page is fetched, decoded and hash-checked while the current one is applied.
+        // While more pages follow, the next one is fetched, decoded and hash-checked while the
+        // current one is applied (so the server may record this device one page ahead of what
+        // it has committed; the server keeps every event, so nothing is lost by a crash).
         var pending: Task<PulledPage, any Error>? = fetchPage(since: cursor)
         defer { pending?.cancel() }
         while let fetching = pending {
@@ -219,6 +227,10 @@ public final class SyncEngine: Sendable {
             }
             cursor = next
             progress?(SyncProgress(phase: .pulling, completed: report.pulledEvents, total: nil, bytes: 0))
+            if pending == nil && !page.events.isEmpty {
+                // The last page brought events: ask once more, now that they are committed.
+                pending = fetchPage(since: next)
+            }
         }
         let summary = try await exchange(.get, SyncRoutes.chain(library: remote.libraryName), nil as PushRequest?, as: ChainSummary.self)
         if let failure = try library.verifyServerChainHead(lastServerSequence: summary.lastServerSequence, headHash: summary.headHash) {
@@ -306,9 +318,10 @@ public final class SyncEngine: Sendable {
         do { return try await transport.send(request) } catch { throw SyncError.from(error) }
     }
 
-    /// Sends a JSON message (or nothing) and decodes the JSON answer.
+    /// Sends a JSON message (or nothing) and decodes the JSON answer; a 404 throws `notFound`
+    /// when given.
     func exchange<Request: WireMessage, Response: WireMessage>(
-        _ method: HTTPMethod, _ path: String, _ message: Request?, as: Response.Type
+        _ method: HTTPMethod, _ path: String, _ message: Request?, as: Response.Type, notFound: SyncError? = nil
     ) async throws -> Response {
         var headers: [String: String] = [:]
         var body = HTTPBody.empty
@@ -322,6 +335,7 @@ public final class SyncEngine: Sendable {
             body = .bytes(bytes)
         }
         let response = try await send(HTTPRequest(method: method, url: remote.url(path), headers: authorized(headers), body: body))
+        if response.status == 404, let notFound { throw notFound }
         guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
         do {
             var bytes = response.body.bytes

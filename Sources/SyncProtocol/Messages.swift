@@ -471,6 +471,67 @@ public enum ChainVerification: WireMessage, Hashable {
     }
 }
 
+/// `GET /v1/libraries/{library}/watermark`: how far every device of the library has pulled, so
+/// a device can tell which of its events it may move to its archive.
+///
+/// ```json
+/// {"watermark":120,"lastServerSeq":135,"devices":3}
+/// ```
+///
+/// The devices counted are those with at least one token that is not revoked and may pull
+/// (`readWrite` or `readOnly`). A device whose every token is revoked can no longer pull, and an
+/// `addOnly` device never pulls, so neither holds the watermark back. The watermark is the
+/// lowest last pulled position among the counted devices (0 for a device that never pulled),
+/// never above `lastServerSeq`; with no device counted it is `lastServerSeq`.
+public struct CompactionWatermark: WireMessage, Hashable {
+    /// The highest server sequence that every counted device has pulled: each of them holds every
+    /// event at or below it.
+    public var watermark: Int64
+    /// The library's last server sequence (0 for an empty log).
+    public var lastServerSequence: Int64
+    /// How many devices the watermark was computed over.
+    public var deviceCount: Int
+
+    /// Creates a watermark.
+    public init(watermark: Int64, lastServerSequence: Int64, deviceCount: Int) {
+        self.watermark = watermark
+        self.lastServerSequence = lastServerSequence
+        self.deviceCount = deviceCount
+    }
+
+    public func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("watermark"); writer.integer(watermark)
+        writer.key("lastServerSeq"); writer.integer(lastServerSequence)
+        writer.key("devices"); writer.integer(Int64(deviceCount))
+        writer.endObject()
+    }
+
+    /// Reads the message; a watermark outside `0...lastServerSeq` or a negative device count is
+    /// malformed.
+    public static func read(from reader: inout JSONReader) throws -> CompactionWatermark {
+        var watermark: Int64?, last: Int64?, devices: Int64?
+        try readObject(&reader, path: "") { key, reader in
+            switch key {
+            case "watermark": watermark = try reading(key) { try reader.readInt64() }
+            case "lastServerSeq": last = try reading(key) { try reader.readInt64() }
+            case "devices": devices = try reading(key) { try reader.readInt64() }
+            default: return false
+            }
+            return true
+        }
+        let message = CompactionWatermark(
+            watermark: try required(watermark, "watermark"), lastServerSequence: try required(last, "lastServerSeq"),
+            deviceCount: Int(clamping: try required(devices, "devices")))
+        guard message.lastServerSequence >= 0 else { throw WireFormatError(field: "lastServerSeq", message: "must not be negative") }
+        guard (0...message.lastServerSequence).contains(message.watermark) else {
+            throw WireFormatError(field: "watermark", message: "must be from 0 to lastServerSeq (\(message.lastServerSequence))")
+        }
+        guard message.deviceCount >= 0 else { throw WireFormatError(field: "devices", message: "must not be negative") }
+        return message
+    }
+}
+
 /// `GET /v1/health`: `{"status":"ok","version":"…"}`.
 public struct HealthResponse: WireMessage, Hashable {
     /// `ok` when the server is serving.

@@ -25,6 +25,9 @@ public enum SyncRoutes {
     /// `GET /v1/libraries/{library}/verify`.
     public static func verify(library: String) -> String { "/v1/libraries/\(library)/verify" }
 
+    /// `GET /v1/libraries/{library}/watermark`: the ``CompactionWatermark`` of the library.
+    public static func watermark(library: String) -> String { "/v1/libraries/\(library)/watermark" }
+
     /// The page size of a pull without `limit`.
     public static let defaultPageLimit = 1000
     /// The largest page a pull returns.

@@ -122,9 +122,45 @@ struct MessageTests {
         #expect(String(decoding: error.encoded(), as: UTF8.self) == #"{"error":{"code":"clockSkew","message":"ahead","serverTime":1764483790000}}"#)
     }
 
+    @Test("compaction watermarks round-trip with the documented members")
+    func compactionWatermark() throws {
+        for message in [
+            CompactionWatermark(watermark: 120, lastServerSequence: 135, deviceCount: 3),
+            CompactionWatermark(watermark: 0, lastServerSequence: 0, deviceCount: 0),
+            CompactionWatermark(watermark: Int64.max, lastServerSequence: Int64.max, deviceCount: 1),
+        ] {
+            #expect(try CompactionWatermark.decode(message.encoded()) == message)
+        }
+        let text = String(decoding: CompactionWatermark(watermark: 120, lastServerSequence: 135, deviceCount: 3).encoded(), as: UTF8.self)
+        #expect(text == #"{"watermark":120,"lastServerSeq":135,"devices":3}"#)
+        let later = try CompactionWatermark.decode(Array(#"{"devices":2,"pinnedBy":["x"],"lastServerSeq":9,"watermark":4}"#.utf8))
+        #expect(later == CompactionWatermark(watermark: 4, lastServerSequence: 9, deviceCount: 2))
+    }
+
+    @Test(
+        "malformed compaction watermarks name the field",
+        arguments: [
+            (#"{"lastServerSeq":9,"devices":1}"#, "watermark"),
+            (#"{"watermark":1,"devices":1}"#, "lastServerSeq"),
+            (#"{"watermark":1,"lastServerSeq":9}"#, "devices"),
+            (#"{"watermark":"1","lastServerSeq":9,"devices":1}"#, "watermark"),
+            (#"{"watermark":10,"lastServerSeq":9,"devices":1}"#, "watermark"),
+            (#"{"watermark":-1,"lastServerSeq":9,"devices":1}"#, "watermark"),
+            (#"{"watermark":0,"lastServerSeq":-1,"devices":1}"#, "lastServerSeq"),
+            (#"{"watermark":1,"lastServerSeq":9,"devices":-2}"#, "devices"),
+        ])
+    func malformedCompactionWatermark(text: String, field: String) {
+        #expect {
+            _ = try CompactionWatermark.decode(Array(text.utf8))
+        } throws: { error in
+            (error as? WireFormatError)?.field == field
+        }
+    }
+
     @Test("routes and names")
     func routes() {
         #expect(SyncRoutes.pull(library: "family", since: 10, limit: 500) == "/v1/libraries/family/events?since=10&limit=500")
+        #expect(SyncRoutes.watermark(library: "family") == "/v1/libraries/family/watermark")
         #expect(LibraryName.problem(with: "family-2026.v1_x") == nil)
         #expect(LibraryName.problem(with: "x'; DROP TABLE libraries;--") != nil)
         #expect(LibraryName.problem(with: "") != nil)

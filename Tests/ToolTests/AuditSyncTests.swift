@@ -60,9 +60,24 @@ struct AuditTests {
         let before = try workspace.albums().map { $0["assetIdentifiers"] as? [String] }
         #expect(try workspace.cli(["rebuild"]).status == 0)
         #expect(try workspace.albums().map { $0["assetIdentifiers"] as? [String] } == before)
-        let compact = try #require(try workspace.json(["compact"]) as? [String: Any])
+        let compact = try #require(try workspace.json(["compact", "--up-to", "0"]) as? [String: Any])
         #expect(compact["removedResources"] as? [String] == [])
+        #expect(compact["source"] as? String == "option" && compact["remote"] is NSNull && compact["archivedEvents"] as? Int == 0)
         #expect(ids.count == 1)
+    }
+
+    @Test func compactWithoutARemoteOrASequenceIsAUsageError() throws {
+        let workspace = try Workspace()
+        _ = try workspace.importPhotos([try workspace.photo("a.jpg", seed: 1)])
+        for arguments in [["compact"], ["compact", "--json"]] {
+            let result = try workspace.cli(arguments)
+            #expect(result.status == 64)
+            #expect(result.output.isEmpty)
+            #expect(result.errors.contains("no remote to ask for the compaction watermark"))
+            #expect(result.errors.contains("photoledger remote set URL --token TOKEN") && result.errors.contains("--up-to SERVER_SEQ"))
+        }
+        #expect(try workspace.cli(["compact", "--up-to", "-3"]).status == 64)
+        #expect(try workspace.cli(["verify"]).status == 0)
     }
 }
 
@@ -209,5 +224,87 @@ struct DemoTests {
 
     @Test func theDemoRejectsUnknownArguments() throws {
         #expect(try ToolRunner.run("photoledger-demo", ["--bogus"]).status == 64)
+    }
+}
+
+@Suite("photoledger compact: the remote's watermark")
+struct CompactWatermarkTests {
+    /// The `cursor` of `sync --json`: the server position the device has pulled up to.
+    func sync(_ workspace: Workspace) throws -> Int {
+        let report = try #require(try workspace.json(["sync"]) as? [String: Any])
+        return try #require(report["cursor"] as? Int)
+    }
+
+    @Test func compactArchivesWhatEveryDevicePulled() throws {
+        let anna = try Workspace(device: "anna"), ben = try Workspace(device: "ben")
+        let server = try TestServer(folder: anna.folder)
+        for workspace in [anna, ben] {
+            let token = try server.token(for: workspace.device)
+            #expect(try workspace.cli(["remote", "set", "\(server.url)/v1/libraries/family", "--token", token]).status == 0)
+        }
+        let photos = try anna.importPhotos([try anna.photo("a.jpg", seed: 1), try anna.photo("b.jpg", seed: 2)], album: "Trip")
+        let early = try #require(try anna.cli(["history"]).output.split(separator: "\n").last?.split(separator: " ").last.map(String.init))
+        _ = try sync(anna)
+        _ = try sync(ben)
+        #expect(try ben.cli(["favorite", photos[0]]).status == 0)
+        let benPosition = try sync(ben)
+        _ = try sync(anna)
+        _ = try anna.importPhotos([try anna.photo("c.jpg", seed: 3)])
+        let head = try sync(anna)
+        #expect(benPosition > 0 && benPosition < head)
+        let history = try #require(try anna.json(["history"]) as? [[String: Any]])
+
+        let compacted = try #require(try anna.json(["compact"]) as? [String: Any])
+        let keys = ["archivedEvents", "devices", "horizon", "lastServerSeq", "remote", "removedResources", "source", "watermark"]
+        #expect(compacted.keys.sorted() == keys)
+        #expect(compacted["source"] as? String == "remote")
+        #expect(compacted["remote"] as? String == "\(server.url)/v1/libraries/family")
+        #expect(compacted["watermark"] as? Int == benPosition, "Ben has pulled the least")
+        #expect(compacted["lastServerSeq"] as? Int == head)
+        #expect(compacted["devices"] as? Int == 2)
+        let archived = try #require(compacted["archivedEvents"] as? Int)
+        #expect(archived == benPosition, "Anna's log holds the events up to Ben's position first, in server order")
+        #expect(compacted["horizon"] as? Int == archived)
+
+        let verified = try #require(try anna.json(["verify"]) as? [String: Any])
+        #expect(verified["intact"] as? Bool == true)
+        #expect((verified["local"] as? [String: Any])?["archivedEvents"] as? Int == archived)
+        #expect(try (anna.json(["history"]) as? [Any])?.count == history.count)
+        let expired = try anna.cli(["history", "--since", early])
+        #expect(expired.status == 1 && expired.errors.contains("older than the change history still kept"))
+
+        let text = try anna.cli(["compact"])
+        #expect(text.status == 0, "\(text.errors)")
+        #expect(
+            text.output.contains(
+                "Watermark from \(server.url)/v1/libraries/family: server position \(benPosition) of \(head), pulled by all 2 devices"))
+        #expect(text.output.contains("nothing to compact below server position \(benPosition)"))
+        // An explicit sequence still wins over the remote.
+        let explicit = try #require(try anna.json(["compact", "--up-to", "1"]) as? [String: Any])
+        #expect(explicit["source"] as? String == "option" && explicit["watermark"] as? Int == 1 && explicit["archivedEvents"] as? Int == 0)
+    }
+
+    @Test func compactFailsClearlyWhenTheRemoteCannotAnswer() throws {
+        let anna = try Workspace(device: "anna")
+        _ = try anna.importPhotos([try anna.photo("a.jpg", seed: 1)])
+        #expect(try anna.cli(["remote", "set", "http://127.0.0.1:9/v1/libraries/family", "--token", "plt_x"]).status == 0)
+        let offline = try anna.cli(["compact", "--json"])
+        #expect(offline.status == 1 && offline.output.isEmpty)
+        #expect(offline.errors.hasPrefix("Error: server unreachable"))
+
+        let server = try TestServer(folder: anna.folder)
+        #expect(try anna.cli(["remote", "set", "\(server.url)/v1/libraries/family", "--token", try server.token(for: "anna")]).status == 0)
+        _ = try sync(anna)
+        let revoke = ["admin", "revoke-token", "--db", server.database, "--library", "family", "--device", "anna"]
+        #expect(try ToolRunner.run("photoledger-server", revoke).status == 0)
+        let refused = try anna.cli(["compact"])
+        #expect(refused.status == 1 && refused.errors.contains("refused this device's token"))
+
+        let token = try server.token(for: "anna")
+        #expect(try anna.cli(["remote", "set", "\(server.url)/v1/libraries/elsewhere", "--token", token]).status == 0)
+        let unknown = try anna.cli(["compact"])
+        #expect(unknown.status == 1 && unknown.errors.contains("check the library name in the remote URL"))
+        let verified = try #require(try anna.json(["verify"]) as? [String: Any])
+        #expect((verified["local"] as? [String: Any])?["archivedEvents"] as? Int == 0, "a failed compact archives nothing")
     }
 }

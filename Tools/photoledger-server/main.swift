@@ -229,7 +229,9 @@ func admin(_ arguments: ArraySlice<String>) throws {
             usage: "photoledger-server admin list-devices --db <path> --library <name>",
             help: """
                 OVERVIEW: List the devices of a library: scope, last device sequence, last pulled server
-                sequence (the compaction watermark) and whether the device's tokens are revoked.
+                sequence and whether the device's tokens are revoked. The compaction watermark is the
+                lowest last pulled sequence among the devices that can still pull (not revoked, not
+                addOnly); devices read it from GET /v1/libraries/<name>/watermark.
 
                 USAGE: photoledger-server admin list-devices --db <path> --library <name>
 

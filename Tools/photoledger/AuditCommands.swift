@@ -2,6 +2,7 @@ import CommandLineParsing
 import Foundation
 import LedgerStore
 import PhotoLedger
+import PhotoLedgerSync
 
 /// `history`, `verify`, `rebuild`, `compact`, over the library's audit API.
 enum AuditCommands {
@@ -166,22 +167,60 @@ enum AuditCommands {
         return ExitCode.success
     }
 
-    static func compact(_ context: Context) throws -> Int32 {
+    /// Where `compact` took its watermark from.
+    enum WatermarkSource {
+        /// `--up-to`.
+        case option
+        /// The remote's answer, with the server's last sequence and the devices counted.
+        case remote(SyncRemote, lastServerSequence: Int64, devices: Int)
+    }
+
+    static func compact(_ context: Context) async throws -> Int32 {
         let library = try context.openLibrary()
-        var report: CompactionReport?
+        let report: CompactionReport
+        let source: WatermarkSource
         if let text = context.command.value("up-to") {
             guard let watermark = Int64(text), watermark >= 0 else {
                 throw LibraryCommands.usage(context.command, "--up-to takes a server sequence number, not '\(text)'")
             }
             report = try library.compact(upToServerSequence: watermark)
+            source = .option
+        } else if let remote = try SyncRemote.saved(in: library) {
+            let engine = SyncEngine(library: library, remote: remote)
+            let result = try await engine.compactAcknowledgedEvents()
+            report = result.report
+            source = .remote(remote, lastServerSequence: result.watermark.lastServerSequence, devices: result.watermark.deviceCount)
+        } else {
+            throw LibraryCommands.usage(
+                context.command,
+                "no server sequence to compact up to: this library has no remote to ask for the compaction watermark; "
+                    + "set one with 'photoledger remote set URL --token TOKEN' (then sync), or pass --up-to SERVER_SEQ "
+                    + "(--up-to 0 archives nothing and only removes unreferenced photo bytes)")
         }
         let removed = try library.collectGarbage()
         if context.json {
-            context.emit(.object([
-                ("archivedEvents", .int(Int64(report?.archivedEvents ?? 0))), ("removedResources", .array(removed.map { .string($0) })),
-            ]))
+            var fields: [(String, JSON)] = [("watermark", .int(report.serverWatermark))]
+            switch source {
+            case .option:
+                fields += [("source", .string("option")), ("remote", .null), ("lastServerSeq", .null), ("devices", .null)]
+            case .remote(let remote, let last, let devices):
+                fields += [
+                    ("source", .string("remote")), ("remote", .string(remote.description)), ("lastServerSeq", .int(last)),
+                    ("devices", .int(Int64(devices))),
+                ]
+            }
+            fields += [
+                ("archivedEvents", .int(Int64(report.archivedEvents))), ("horizon", .int(report.horizon)),
+                ("removedResources", .array(removed.map { .string($0) })),
+            ]
+            context.emit(.object(fields))
         } else {
-            if let report { context.say("Log: \(report.description).") }
+            if case .remote(let remote, let last, let devices) = source {
+                context.say(
+                    "Watermark from \(remote.description): server position \(report.serverWatermark) of \(last), "
+                        + "pulled by \(devices == 1 ? "the only device" : "all \(devices) devices") that can pull.")
+            }
+            context.say("Log: \(report.description).")
             context.say("Removed \(removed.count) stored resource\(removed.count == 1 ? "" : "s") that nothing refers to.")
         }
         return ExitCode.success

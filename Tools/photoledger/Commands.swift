@@ -107,12 +107,18 @@ let rootCommand = CommandDefinition(
         CommandDefinition(
             "compact", abstract: "Archive old events and remove stored photo bytes that nothing refers to.",
             discussion: """
-                Stored resources that no event refers to are always removed. With --up-to, the
-                oldest events that the server acknowledged at or below that server sequence move to
-                the archive file beside the library (history and verify still read them). Use the
-                smallest LAST_PULLED_SEQ that 'photoledger-server admin list-devices' shows.
+                The oldest events that the server acknowledged at or below a server sequence, the
+                watermark, move to the archive file beside the library; history and verify still
+                read them, and change tokens from before them expire. Without --up-to the
+                watermark is asked of the remote: the position that every device of the library
+                that can still pull has pulled (sync every device first). Stored resources that no
+                event refers to are removed too.
                 """,
-            options: [.option("up-to", value: "server-seq", help: "Archive events acknowledged at or below this server sequence.")]),
+            options: [
+                .option(
+                    "up-to", value: "server-seq",
+                    help: "Archive events acknowledged at or below this server sequence instead of asking the remote."),
+            ]),
         CommandDefinition(
             "remote", abstract: "Configure the sync server.",
             subcommands: [

@@ -24,7 +24,7 @@ func run(_ command: ParsedCommandLine) async throws -> Int32 {
     case "history": return try AuditCommands.history(context)
     case "verify": return try AuditCommands.verify(context)
     case "rebuild": return try AuditCommands.rebuild(context)
-    case "compact": return try AuditCommands.compact(context)
+    case "compact": return try await AuditCommands.compact(context)
     case "remote": return try SyncCommands.remote(context, command.path[1])
     case "sync": return try await SyncCommands.sync(context)
     default: throw ToolError(message: "unknown subcommand '\(command.path[0])'", exitCode: ExitCode.usage)
