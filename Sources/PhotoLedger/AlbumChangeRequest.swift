@@ -38,9 +38,10 @@ public final class AlbumChangeRequest {
         try changes.checkValid("an album change request")
         var seen = Set(members.map(\.asset))
         var added: [UUID] = []
+        let group = try AlbumMembers.group(of: id, in: changes.database)
         for reference in assets {
             let asset = try changes.existingAsset(reference)
-            if seen.insert(asset).inserted, try !isHiddenMember(asset) { added.append(asset) }
+            if seen.insert(asset).inserted, try !isHiddenMember(asset, group: group) { added.append(asset) }
         }
         guard !added.isEmpty else { return }
         let keys = changes.library.randomness.use {
@@ -66,8 +67,9 @@ public final class AlbumChangeRequest {
     public func removeAssets(_ assets: [any ObjectReference]) throws {
         try changes.checkValid("an album change request")
         let ids = try Set(assets.map { try changes.existingAsset($0, allowDeleted: true) })
+        let group = try AlbumMembers.group(of: id, in: changes.database)
         let removed = members.filter { ids.contains($0.asset) }.map(\.asset)
-            + (try ids.filter { id in !members.contains { $0.asset == id } }.filter { try isHiddenMember($0) })
+            + (try ids.filter { id in !members.contains { $0.asset == id } }.filter { try isHiddenMember($0, group: group) })
         try recordRemovals(.remove, removed)
         members.removeAll { ids.contains($0.asset) }
     }
@@ -212,8 +214,8 @@ public final class AlbumChangeRequest {
     }
 
     /// Whether `asset` is a member that the index operations do not see (hidden, for example).
-    private func isHiddenMember(_ asset: UUID) throws -> Bool {
-        let group = try AlbumMembers.group(of: id, in: changes.database)
+    /// `group` is the album's merge group (``AlbumMembers/group(of:in:)``).
+    private func isHiddenMember(_ asset: UUID, group: [UUID]) throws -> Bool {
         return try !AlbumMembers.memberRows(of: asset, in: group, db: changes.database).isEmpty
     }
 }
