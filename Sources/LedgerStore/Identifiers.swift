@@ -1,3 +1,4 @@
+import CCrypto
 import Foundation
 
 extension UUID {
@@ -55,7 +56,7 @@ public final class UUIDv7Generator: @unchecked Sendable {
 
     /// A generator over the system clock and the system's random source.
     public convenience init() {
-        self.init(clock: { WallClock.milliseconds() }, random: SystemRandomNumberGenerator())
+        self.init(clock: { WallClock.milliseconds() }, random: BufferedSystemRandom())
     }
 
     /// A generator over an injected clock (Unix milliseconds) and random source.
@@ -127,5 +128,27 @@ public struct DeviceID: Hashable, Comparable, Sendable, CustomStringConvertible,
                 || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
         }
         return allowed ? nil : "a device name may contain only letters, digits, '-', '_' and '.'"
+    }
+}
+
+/// libcrypto's generator (seeded from the system's random source) read 512 bytes at a time,
+/// instead of one system call per value (identifiers are made by the thousand in an import).
+struct BufferedSystemRandom: RandomNumberGenerator, Sendable {
+    private var buffer = [UInt64](repeating: 0, count: 64)
+    private var index = 64
+
+    mutating func next() -> UInt64 {
+        if index == buffer.count {
+            buffer.withUnsafeMutableBytes { raw in
+                if RAND_bytes(raw.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(raw.count)) != 1 {
+                    // libcrypto's generator could not seed: the standard library's source fills the buffer.
+                    var system = SystemRandomNumberGenerator()
+                    for offset in raw.indices { raw[offset] = system.next() }
+                }
+            }
+            index = 0
+        }
+        defer { index += 1 }
+        return buffer[index]
     }
 }

@@ -1,12 +1,22 @@
 import CCrypto
 
+/// The SHA-256 implementation, fetched from libcrypto's provider once. (`EVP_sha256()` makes
+/// OpenSSL 3 look the implementation up again at every digest start, which costs as much as
+/// hashing a few hundred bytes.)
+nonisolated(unsafe) private let sha256Algorithm: OpaquePointer = {
+    guard let algorithm = EVP_MD_fetch(nil, "SHA2-256", nil) else {
+        fatalError("libcrypto has no SHA-256 implementation")
+    }
+    return algorithm
+}()
+
 /// SHA-256 through OpenSSL's libcrypto, one-shot or streaming.
 public struct SHA256: ~Copyable {
     private let context: OpaquePointer
 
     /// Starts a new digest.
     public init() {
-        guard let context = EVP_MD_CTX_new(), EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1 else {
+        guard let context = EVP_MD_CTX_new(), EVP_DigestInit_ex(context, sha256Algorithm, nil) == 1 else {
             fatalError("libcrypto could not start a SHA-256 digest (out of memory)")
         }
         self.context = context
@@ -38,7 +48,7 @@ public struct SHA256: ~Copyable {
         var digest = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         digest.withUnsafeMutableBufferPointer { _ = EVP_DigestFinal_ex(context, $0.baseAddress, &length) }
-        EVP_DigestInit_ex(context, EVP_sha256(), nil)
+        EVP_DigestInit_ex(context, sha256Algorithm, nil)
         return digest
     }
 
@@ -47,7 +57,7 @@ public struct SHA256: ~Copyable {
         var digest = [UInt8](repeating: 0, count: 32)
         digest.withUnsafeMutableBufferPointer { output in
             var length: UInt32 = 0
-            _ = EVP_Digest(bytes.baseAddress, bytes.count, output.baseAddress, &length, EVP_sha256(), nil)
+            _ = EVP_Digest(bytes.baseAddress, bytes.count, output.baseAddress, &length, sha256Algorithm, nil)
         }
         return digest
     }

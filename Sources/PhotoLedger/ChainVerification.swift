@@ -222,7 +222,12 @@ extension PhotoLibrary {
             let link = previous?.serverSequence == entry.serverSequence - 1 ? previous?.chainHash : nil
             let outcome = try check(entry, after: link, expectHeld: false, appended: appended[entry.eventID], db: db, archive: archive)
             guard report.count(outcome) else { return report }
-            try insert.execute([entry.serverSequence, entry.eventID.bytes, entry.chainHash, outcome != .notHeld])
+            defer { insert.reset() }
+            try insert.bind(entry.serverSequence, at: 1)
+            try withUnsafeBytes(of: entry.eventID.uuid) { try insert.bind(bytes: $0, at: 2) }
+            try insert.bind(entry.chainHash, at: 3)
+            try insert.bind(outcome != .notHeld ? 1 : 0, at: 4)
+            try insert.step()
         }
         return report
     }

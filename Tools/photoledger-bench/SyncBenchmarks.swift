@@ -15,7 +15,9 @@ struct SyncBenchmarks {
         var options = PhotoLibrary.Options()
         options.preauthorized = true
         let library = try PhotoLibrary(url: URL(fileURLWithPath: arguments[0]), device: "device-b", options: options)
-        let engine = SyncEngine(library: library, remote: try SyncRemote(libraryURL: arguments[1], token: arguments[2]))
+        var engineOptions = SyncEngine.Options()
+        if let pageSize = ProcessInfo.processInfo.environment["TMP_PAGE"].flatMap(Int.init) { engineOptions.pullPageSize = pageSize }
+        let engine = SyncEngine(library: library, remote: try SyncRemote(libraryURL: arguments[1], token: arguments[2]), options: engineOptions)
         let done = DispatchSemaphore(value: 0)
         nonisolated(unsafe) var result: Result<(Int, Double), any Error> = .success((0, 0))
         Task {
@@ -47,6 +49,11 @@ struct SyncBenchmarks {
                 name: "sync.pull.\(size / 1000)k", value: pullRate, unit: "events/s", baseline: nil, higherIsBetter: true, target: 50_000,
                 note: "fresh device B pulls and applies \(size) events (pages of 1,000, one transaction each)"))
         }
+        let applySize = quick ? 20_000 : 100_000
+        figures.append(Figure(
+            name: "sync.apply.\(applySize / 1000)k", value: try applyRate(events: applySize), unit: "events/s", baseline: nil,
+            higherIsBetter: true, target: nil,
+            note: "device B's share of a pull: \(applySize) events applied in pages of 1,000 with server sequences and chain values, in-process (no HTTP)"))
         for (size, client, server) in rss {
             figures.append(Figure(
                 name: "sync.rss.client.\(size / 1000)k", value: Double(client) / 1024, unit: "MiB", baseline: nil, higherIsBetter: false,
@@ -56,6 +63,41 @@ struct SyncBenchmarks {
                 target: nil, note: "peak RSS of the server process after serving \(size) events in and out"))
         }
         return figures
+    }
+
+    /// Events made on one library, applied page by page to a fresh one as pull pages are.
+    func applyRate(events count: Int) throws -> Double {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var options = PhotoLibrary.Options()
+        options.preauthorized = true
+        let deviceA = try PhotoLibrary(url: directory.appendingPathComponent("a.sqlite"), device: "device-a", options: options)
+        var made = 0
+        while made < count {
+            let block = min(1000, count - made)
+            try deviceA.performChangesAndWait { changes in
+                for _ in 0..<block { _ = try changes.createImageRecord(width: 4032, height: 3024, creationDate: nil) }
+            }
+            made += block
+        }
+        let events = try deviceA.readDatabase { db in
+            var all: [Event] = []
+            try EventLog(db).forEach { all.append($0.event) }
+            return all
+        }
+        var chain = HashChain()
+        let entries = events.enumerated().map { index, event in
+            ServerChainEntry(serverSequence: Int64(index + 1), eventID: event.id, chainHash: chain.link(event))
+        }
+        let deviceB = try PhotoLibrary(url: directory.appendingPathComponent("b.sqlite"), device: "device-b", options: options)
+        let elapsed = try seconds {
+            for start in stride(from: 0, to: events.count, by: 1000) {
+                let range = start..<min(events.count, start + 1000)
+                _ = try deviceB.applyRemoteEvents(
+                    Array(events[range]), serverSequences: range.map { Int64($0 + 1) }, chain: Array(entries[range]))
+            }
+        }
+        return Double(events.count) / elapsed
     }
 
     func measure(events: Int) throws -> (push: Double, pull: Double, clientKiB: Int, serverKiB: Int) {
