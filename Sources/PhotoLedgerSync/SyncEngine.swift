@@ -65,8 +65,9 @@ public final class SyncEngine: Sendable {
     public struct Options: Sendable {
         /// Events per push request.
         public var pushBatchSize = 500
-        /// Events per pull page.
-        public var pullPageSize = SyncRoutes.defaultPageLimit
+        /// Events per pull page (the server's largest: fewer requests and commits; a page of
+        /// 5,000 events and the next one being fetched hold a few megabytes).
+        public var pullPageSize = SyncRoutes.maximumPageLimit
         /// Download resources during sync (true) or when first requested (false).
         public var downloadResourcesEagerly = true
         /// Compress request bodies larger than this many bytes.
