@@ -4,10 +4,13 @@ import PhotoLedger
 import PhotoMedia
 
 /// `photoledger import`: files and folders into the library, deduplicated by SHA-256, in change
-/// blocks of ``blockSize`` files.
+/// blocks of at most ``blockSize`` files and ``blockBytes`` bytes.
 struct ImportCommand {
-    /// Files per change block: large enough to amortize the commit, small enough to show progress.
-    static let blockSize = 100
+    /// Files per change block: large enough to amortize the commit and the flushes that end each
+    /// block, small enough to show progress.
+    static let blockSize = 500
+    /// Bytes per change block, so that a block of large files still ends within a few seconds.
+    static let blockBytes: Int64 = 512 << 20
 
     /// What happened to one file.
     enum Outcome {
@@ -56,6 +59,7 @@ struct ImportCommand {
         // and duplicate detection to the library, which reads each file once.
         var known = dryRun ? try knownHashes() : [:]
         var block: [Candidate] = []
+        var blockBytes: Int64 = 0
         for candidate in candidates {
             switch classify(candidate, known: known) {
             case .success(let hash):
@@ -64,13 +68,15 @@ struct ImportCommand {
                     known[hash] = candidate.url.path
                 } else {
                     block.append(candidate)
+                    blockBytes += candidate.size
                 }
             case .failure(let outcome):
                 finish(candidate, outcome.outcome)
             }
-            if block.count == Self.blockSize {
+            if block.count == Self.blockSize || blockBytes >= Self.blockBytes {
                 try importBlock(block)
                 block.removeAll()
+                blockBytes = 0
             }
         }
         if !block.isEmpty { try importBlock(block) }
@@ -103,14 +109,16 @@ struct ImportCommand {
     }
 
     private func files(in folder: URL) -> [Candidate] {
-        let keys: [URLResourceKey] = [.isRegularFileKey, .isDirectoryKey, .fileSizeKey]
         var options: FileManager.DirectoryEnumerationOptions = [.skipsHiddenFiles]
         if !recursive { options.insert(.skipsSubdirectoryDescendants) }
-        guard let enumerator = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: keys, options: options) else { return [] }
+        guard let enumerator = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: [], options: options) else { return [] }
         var found: [Candidate] = []
         for case let url as URL in enumerator {
-            guard let values = try? url.resourceValues(forKeys: Set(keys)), values.isRegularFile == true else { continue }
-            found.append(Candidate(url: url, size: Int64(values.fileSize ?? 0)))
+            // lstat, not resource values: those also look up the owner's user and group names,
+            // several file reads per file.
+            var status = stat()
+            guard lstat(url.path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { continue }
+            found.append(Candidate(url: url, size: Int64(status.st_size)))
         }
         return found.sorted { $0.url.path < $1.url.path }
     }
