@@ -66,6 +66,7 @@ struct AssetImportTests {
         #expect(events.map(\.object) == ids.map { LocalIdentifier($0)!.uuid }, "assets are created in file order")
         #expect(try storedFiles(library).count == files.count)
         #expect(try temporaryFiles(library).isEmpty)
+        #expect(try library.performChangesAndWait { try $0.importAssets(fromFilesAt: []) }.isEmpty)
     }
 
     @Test("a bad or missing file in the middle fails alone, with its name and reason, and nothing of it is stored")
