@@ -25,6 +25,9 @@ let package = Package(
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CExif", pkgConfig: "libexif", providers: [.apt(["libexif-dev"])]),
 
+        // One Linux call Swift's Glibc module does not import (sync_file_range, a GNU extension).
+        .target(name: "CFileSync"),
+
         // The store: SQLite connection, migrations, append-only event log, hybrid logical clock.
         .target(
             name: "LedgerStore",
@@ -34,7 +37,7 @@ let package = Package(
 
         // Media: format detection from bytes, metadata (EXIF via libexif, MP4 boxes), the
         // content-addressed resource store, and image/video synthesis for demos and tests.
-        .target(name: "PhotoMedia", dependencies: ["LedgerStore", "CExif", "CZlib"]),
+        .target(name: "PhotoMedia", dependencies: ["LedgerStore", "CExif", "CZlib", "CFileSync"]),
 
         // The public library API: PhotoKit semantics over the event log.
         .target(name: "PhotoLedger", dependencies: ["LedgerStore", "PhotoMedia"]),

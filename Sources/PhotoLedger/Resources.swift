@@ -229,18 +229,24 @@ extension LibraryChanges {
             if input.options.shouldMoveFile, case .file(let url) = input.source { moved.append(url) }
         }
         guard let info = primaryInfo else { throw PhotoLibraryError(.invalidResource, "the primary resource could not be read") }
+        let request = try createAsset(primary: info, resources: records, isLivePhoto: inputs.contains { $0.type == .pairedVideo })
+        for url in moved { afterCommit.append { try? FileManager.default.removeItem(at: url) } }
+        return request
+    }
+
+    /// Records a new asset whose resources are stored: its properties come from what its photo
+    /// or video holds.
+    func createAsset(primary info: MediaInfo, resources records: [ResourceRecord], isLivePhoto: Bool) throws -> AssetCreationRequest {
         var subtypes: MediaSubtypes = []
         if info.isAnimated { subtypes.insert(.photoAnimation) }
-        if inputs.contains(where: { $0.type == .pairedVideo }) { subtypes.insert(.photoLive) }
-        let request = try createAsset(
+        if isLivePhoto { subtypes.insert(.photoLive) }
+        return try createAsset(
             ChangeEvent.AssetCreation(
                 mediaType: info.mediaType == .video ? .video : .image, mediaSubtypes: subtypes,
                 pixelWidth: info.pixelWidth, pixelHeight: info.pixelHeight, duration: info.duration ?? 0,
                 creationDate: info.creationDate,
                 location: info.location.map { Location(latitude: $0.latitude, longitude: $0.longitude, altitude: $0.altitude) },
                 isFavorite: false, isHidden: false, resources: records))
-        for url in moved { afterCommit.append { try? FileManager.default.removeItem(at: url) } }
-        return request
     }
 
     /// Validates and stores one resource; returns its record and, for media, what it holds.

@@ -35,6 +35,22 @@ struct MemoryByteSource: ByteSource {
     }
 }
 
+/// Bytes in a buffer the caller owns, valid only while the caller keeps it (an inspection of
+/// a file still in the buffer it was copied through).
+struct BufferByteSource: ByteSource {
+    let bytes: UnsafeRawBufferPointer
+
+    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+    var count: Int64 { Int64(bytes.count) }
+
+    func read(at offset: Int64, length: Int) throws -> [UInt8] {
+        guard offset >= 0, offset < Int64(bytes.count), length > 0 else { return [] }
+        let start = Int(offset)
+        return Array(bytes[start..<min(bytes.count, start + length)])
+    }
+}
+
 /// A regular file opened read-only, read with `pread`; the descriptor is closed in `deinit`.
 final class FileByteSource: ByteSource {
     private let descriptor: Int32

@@ -79,7 +79,7 @@ public enum FileTransfer: Sendable, Equatable {
 public final class ResourceStore: Sendable {
     /// The store's directory.
     public let directory: URL
-    private let root: String
+    let root: String
     private let temporaryRoot: String
 
     /// Bytes read, hashed and written per step when copying or verifying.
@@ -108,7 +108,7 @@ public final class ResourceStore: Sendable {
         return URL(fileURLWithPath: path(for: hash))
     }
 
-    private func path(for hash: String) -> String { "\(root)/\(hash.prefix(2))/\(hash)" }
+    func path(for hash: String) -> String { "\(root)/\(hash.prefix(2))/\(hash)" }
 
     private func checkedPath(for hash: String) throws(MediaError) -> String {
         guard Self.isValidHash(hash) else {
@@ -142,22 +142,18 @@ public final class ResourceStore: Sendable {
     /// Stores a copy of the file at `url` (or a hard link, for `.move`: see `FileTransfer`),
     /// streaming it in 1 MB chunks while hashing. `missingResource` when the file does not exist.
     public func ingest(fileAt url: URL, transfer: FileTransfer = .copy) throws(MediaError) -> StoredResource {
-        try ingest(fileAt: url, transfer: transfer, validate: nil, syncDirectory: true).resource
+        try ingest(fileAt: url, transfer: transfer, validate: nil).resource
     }
 
     /// Validates a photo or video and stores it: the bytes are written to a temporary file,
     /// inspected there (so what is inspected is exactly what is stored) and only then given their
     /// name. Invalid input throws `invalidResource` naming the file and leaves nothing behind.
     public func importMedia(fileAt url: URL, transfer: FileTransfer = .copy) throws(MediaError) -> ImportedResource {
-        try importMedia(fileAt: url, transfer: transfer, syncDirectory: true)
-    }
-
-    private func importMedia(fileAt url: URL, transfer: FileTransfer, syncDirectory: Bool) throws(MediaError) -> ImportedResource {
         let name = url.lastPathComponent
         let validate = { (path: String) throws(MediaError) in
             try MediaInspector.inspect(FileByteSource(path: path, name: name), name: name)
         }
-        let result = try ingest(fileAt: url, transfer: transfer, validate: validate, syncDirectory: syncDirectory)
+        let result = try ingest(fileAt: url, transfer: transfer, validate: validate)
         return ImportedResource(resource: result.resource, info: result.info!)
     }
 
@@ -168,51 +164,10 @@ public final class ResourceStore: Sendable {
         return ImportedResource(resource: try ingest(array, name: name), info: info)
     }
 
-    /// Stores many files at once: several at a time, so that their `fsync`s overlap (one file's
-    /// flush waits on the disk, not on the others). Each result is what `ingest(fileAt:transfer:)`
-    /// gives for that file, in the order of `urls`; one failure does not stop the others.
-    public func ingest(filesAt urls: [URL], transfer: FileTransfer = .copy, concurrency: Int = 8) -> [Result<StoredResource, MediaError>] {
-        let results = ParallelWork.map(urls, concurrency: concurrency) { (url: URL) throws(MediaError) in
-            try self.ingest(fileAt: url, transfer: transfer, validate: nil, syncDirectory: false).resource
-        }
-        return syncDirectories(of: results, concurrency: concurrency, hash: \.hash)
-    }
-
-    /// Validates and stores many photos and videos at once, several at a time; each result is
-    /// what `importMedia(fileAt:transfer:)` gives for that file, in the order of `urls`.
-    public func importMedia(
-        filesAt urls: [URL], transfer: FileTransfer = .copy, concurrency: Int = 8
-    ) -> [Result<ImportedResource, MediaError>] {
-        let results = ParallelWork.map(urls, concurrency: concurrency) { (url: URL) throws(MediaError) in
-            try self.importMedia(fileAt: url, transfer: transfer, syncDirectory: false)
-        }
-        return syncDirectories(of: results, concurrency: concurrency, hash: \.resource.hash)
-    }
-
-    /// Makes the names of a batch durable: one `fsync` per fan-out directory that received a file,
-    /// instead of one per file. A failure there fails every result in that directory.
-    private func syncDirectories<Value: Sendable>(
-        of results: [Result<Value, MediaError>], concurrency: Int, hash: (Value) -> String
-    ) -> [Result<Value, MediaError>] {
-        let fanOuts = Set(results.compactMap { try? hash($0.get()).prefix(2) }).map(String.init)
-        let failures = ParallelWork.map(fanOuts, concurrency: concurrency) { (fanOut: String) throws(MediaError) in
-            try FileIO.syncDirectory("\(self.root)/\(fanOut)", name: fanOut)
-        }
-        var failed: [String: MediaError] = [:]
-        for (fanOut, result) in zip(fanOuts, failures) {
-            if case .failure(let error) = result { failed[fanOut] = error }
-        }
-        guard !failed.isEmpty else { return results }
-        return results.map { result in
-            guard let value = try? result.get(), let error = failed[String(hash(value).prefix(2))] else { return result }
-            return .failure(error)
-        }
-    }
-
     private typealias Validation = (String) throws(MediaError) -> MediaInfo
 
     private func ingest(
-        fileAt url: URL, transfer: FileTransfer, validate: Validation?, syncDirectory: Bool
+        fileAt url: URL, transfer: FileTransfer, validate: Validation?
     ) throws(MediaError) -> (resource: StoredResource, info: MediaInfo?) {
         let name = url.lastPathComponent
         let source = try FileIO.open(url.path, O_RDONLY | O_NONBLOCK, name: name)  // a FIFO must not block
@@ -231,7 +186,7 @@ public final class ResourceStore: Sendable {
                 digest = try copyFile(source, to: temporary, name: name)
             }
             let info = try validate?(temporary)
-            return (try install(temporary, hash: Hex.encode(digest), name: name, syncDirectory: syncDirectory), info)
+            return (try install(temporary, hash: Hex.encode(digest), name: name), info)
         } catch {
             unlink(temporary)
             throw error
@@ -249,7 +204,7 @@ public final class ResourceStore: Sendable {
             }
             if let failure { throw failure }
             try FileIO.sync(descriptor, name: name)
-            return try install(temporary, hash: Hex.encode(SHA256.hash(bytes)), name: name, syncDirectory: true)
+            return try install(temporary, hash: Hex.encode(SHA256.hash(bytes)), name: name)
         } catch {
             unlink(temporary)
             throw error
@@ -259,7 +214,7 @@ public final class ResourceStore: Sendable {
     /// Hard-links the source of a move into `tmp/`, when that is safe: a regular file (not a
     /// symbolic link) with no other names, on the same file system, and still the file that was
     /// opened. Otherwise the caller copies.
-    private func linkForMove(_ source: String, to temporary: String, opened: stat) -> Bool {
+    func linkForMove(_ source: String, to temporary: String, opened: stat) -> Bool {
         guard let named = FileIO.status(source), (named.st_mode & S_IFMT) == S_IFREG, named.st_nlink == 1,
             named.st_ino == opened.st_ino, named.st_dev == opened.st_dev, link(source, temporary) == 0
         else { return false }
@@ -270,7 +225,7 @@ public final class ResourceStore: Sendable {
         return true
     }
 
-    private func temporaryPath() -> String { "\(temporaryRoot)/ingest-\(UUID().uuidString.lowercased())" }
+    func temporaryPath() -> String { "\(temporaryRoot)/ingest-\(UUID().uuidString.lowercased())" }
 
     /// Copies `source` to a new file at `path` in chunks while hashing, then fsyncs it.
     private func copyFile(_ source: Int32, to path: String, name: String) throws(MediaError) -> [UInt8] {
@@ -303,8 +258,8 @@ public final class ResourceStore: Sendable {
     }
 
     /// Gives a complete, fsynced temporary file its hash name (or drops it when identical bytes
-    /// are already stored) and, with `syncDirectory`, makes the name durable.
-    private func install(_ temporary: String, hash: String, name: String, syncDirectory: Bool) throws(MediaError) -> StoredResource {
+    /// are already stored) and makes the name durable.
+    private func install(_ temporary: String, hash: String, name: String) throws(MediaError) -> StoredResource {
         guard let written = FileIO.status(temporary) else {
             throw MediaError(.fileSystem, resource: name, reason: "the temporary file \(temporary) vanished")
         }
@@ -322,7 +277,7 @@ public final class ResourceStore: Sendable {
         guard rename(temporary, final) == 0 else {
             throw MediaError(.fileSystem, resource: name, reason: "could not rename into the store (\(FileIO.lastError()))")
         }
-        if syncDirectory { try FileIO.syncDirectory(fanOut, name: name) }
+        try FileIO.syncDirectory(fanOut, name: name)
         return StoredResource(hash: hash, size: size, isNew: true)
     }
 

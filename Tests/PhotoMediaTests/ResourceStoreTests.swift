@@ -119,6 +119,56 @@ struct ResourceStoreTests {
         #expect(try temporaryFiles().isEmpty)
     }
 
+    @Test("a batch stores identical bytes once: the first such file is the new one, and stored bytes are not written again")
+    func batchDeduplication() throws {
+        let bytes = SyntheticMedia.sample(.jpeg, width: 24, height: 24, seed: 21)
+        let copies = try (0..<6).map { try directory.write(bytes, to: "same-\($0).jpg") }
+        let other = try directory.write(SyntheticMedia.sample(.png, width: 24, height: 24, seed: 22), to: "other.png")
+        let results = store.importMedia(filesAt: [other] + copies, concurrency: 4).map { try? $0.get().resource }
+        #expect(results.allSatisfy { $0 != nil })
+        #expect(results.map { $0?.isNew } == [true, true, false, false, false, false, false])
+        #expect(Set(results.map { $0?.hash }).count == 2)
+        let hash = try #require(results[1]?.hash)
+        let fanOut = store.directory.appendingPathComponent(String(hash.prefix(2))).path
+        #expect(try FileManager.default.contentsOfDirectory(atPath: fanOut).filter { $0.hasPrefix(hash.prefix(2)) && $0.count == 64 } == [hash])
+
+        let stored = try #require(store.url(for: hash))
+        let before = try FileManager.default.attributesOfItem(atPath: stored.path)[.systemFileNumber] as? Int
+        let again = store.ingest(filesAt: copies)
+        #expect(again.allSatisfy { (try? $0.get())?.isNew == false })
+        #expect(try FileManager.default.attributesOfItem(atPath: stored.path)[.systemFileNumber] as? Int == before, "the stored file is kept, not replaced")
+        #expect(try temporaryFiles().isEmpty)
+    }
+
+    @Test("a moved batch links the sources instead of copying them, and leaves them in place")
+    func batchMove() throws {
+        let sources = try (0..<3).map { try directory.write(SyntheticMedia.sample(.gif, width: 10, height: 10, seed: UInt64(30 + $0)), to: "move-\($0).gif") }
+        let results = store.importMedia(filesAt: sources, transfer: .move)
+        for (source, result) in zip(sources, results) {
+            let imported = try result.get()
+            #expect(FileManager.default.fileExists(atPath: source.path))
+            let stored = try #require(store.url(for: imported.resource.hash))
+            #expect(try FileManager.default.attributesOfItem(atPath: stored.path)[.referenceCount] as? Int == 2)
+            #expect(try store.read(imported.resource.hash) == Data(contentsOf: source))
+        }
+        #expect(try temporaryFiles().isEmpty)
+    }
+
+    @Test("a batch file larger than the copy buffer is validated from its temporary file, and a damaged one leaves nothing")
+    func batchLargeFiles() throws {
+        let movie = ISOBaseMediaWriter.movie(width: 320, height: 240, duration: 120, bytesPerFrame: 5000)
+        #expect(movie.count > 16 << 20, "larger than the copy buffer (4 MiB) and than one writeback step (16 MiB)")
+        let good = try directory.write(movie, to: "long.mp4")
+        let damaged = try directory.write([0xFF, 0xD8, 0xFF, 0xE0] + [UInt8](repeating: 0x42, count: 6 << 20), to: "damaged.jpg")
+        let results = store.importMedia(filesAt: [good, damaged])
+        let imported = try results[0].get()
+        #expect(imported.info.format == .mp4 && imported.info.pixelWidth == 320)
+        #expect(imported.resource.size == Int64(movie.count))
+        #expect(try store.read(imported.resource.hash) == Data(movie))
+        #expect(Samples.mediaError { _ = try results[1].get() }?.resource == "damaged.jpg")
+        #expect(try temporaryFiles().isEmpty)
+    }
+
     @Test("ingesting a missing file is a missingResource")
     func missingSource() throws {
         let error = Samples.mediaError { _ = try store.importMedia(fileAt: directory.file("nothing.heic")) }

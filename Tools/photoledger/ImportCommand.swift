@@ -4,10 +4,13 @@ import PhotoLedger
 import PhotoMedia
 
 /// `photoledger import`: files and folders into the library, deduplicated by SHA-256, in change
-/// blocks of ``blockSize`` files.
+/// blocks of at most ``blockSize`` files and ``blockBytes`` bytes.
 struct ImportCommand {
-    /// Files per change block: large enough to amortize the commit, small enough to show progress.
-    static let blockSize = 100
+    /// Files per change block: large enough to amortize the commit and the flushes that end each
+    /// block, small enough to show progress.
+    static let blockSize = 500
+    /// Bytes per change block, so that a block of large files still ends within a few seconds.
+    static let blockBytes: Int64 = 512 << 20
 
     /// What happened to one file.
     enum Outcome {
@@ -31,6 +34,8 @@ struct ImportCommand {
     let dryRun: Bool
 
     private var outcomes: [(path: String, outcome: Outcome)] = []
+    /// The files this run imported, by the local identifier of their asset.
+    private var importedPaths: [String: String] = [:]
     private var progress: ProgressBar?
     private var doneCount = 0
     private var doneBytes: Int64 = 0
@@ -50,23 +55,28 @@ struct ImportCommand {
         if ProgressBar.isTerminal, !context.quiet, !context.json {
             progress = ProgressBar(totalCount: candidates.count, totalBytes: candidates.reduce(0) { $0 + $1.size })
         }
-        var known = try knownHashes()
-        var block: [(Candidate, String)] = []
+        // A dry run hashes every file here to report duplicates; a real import leaves hashing
+        // and duplicate detection to the library, which reads each file once.
+        var known = dryRun ? try knownHashes() : [:]
+        var block: [Candidate] = []
+        var blockBytes: Int64 = 0
         for candidate in candidates {
             switch classify(candidate, known: known) {
             case .success(let hash):
-                if dryRun {
+                if let hash {
                     finish(candidate, .wouldImport)
+                    known[hash] = candidate.url.path
                 } else {
-                    block.append((candidate, hash))
+                    block.append(candidate)
+                    blockBytes += candidate.size
                 }
-                known[hash] = candidate.url.path
             case .failure(let outcome):
                 finish(candidate, outcome.outcome)
             }
-            if block.count == Self.blockSize {
+            if block.count == Self.blockSize || blockBytes >= Self.blockBytes {
                 try importBlock(block)
                 block.removeAll()
+                blockBytes = 0
             }
         }
         if !block.isEmpty { try importBlock(block) }
@@ -99,14 +109,16 @@ struct ImportCommand {
     }
 
     private func files(in folder: URL) -> [Candidate] {
-        let keys: [URLResourceKey] = [.isRegularFileKey, .isDirectoryKey, .fileSizeKey]
         var options: FileManager.DirectoryEnumerationOptions = [.skipsHiddenFiles]
         if !recursive { options.insert(.skipsSubdirectoryDescendants) }
-        guard let enumerator = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: keys, options: options) else { return [] }
+        guard let enumerator = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: [], options: options) else { return [] }
         var found: [Candidate] = []
         for case let url as URL in enumerator {
-            guard let values = try? url.resourceValues(forKeys: Set(keys)), values.isRegularFile == true else { continue }
-            found.append(Candidate(url: url, size: Int64(values.fileSize ?? 0)))
+            // lstat, not resource values: those also look up the owner's user and group names,
+            // several file reads per file.
+            var status = stat()
+            guard lstat(url.path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { continue }
+            found.append(Candidate(url: url, size: Int64(status.st_size)))
         }
         return found.sorted { $0.url.path < $1.url.path }
     }
@@ -122,13 +134,14 @@ struct ImportCommand {
 
     struct Skip: Error { let outcome: Outcome }
 
-    /// The file's hash when it should be imported, or why it is skipped.
-    private func classify(_ candidate: Candidate, known: [String: String]) -> Result<String, Skip> {
+    /// Whether the file should be imported (with its hash in a dry run), or why it is skipped.
+    private func classify(_ candidate: Candidate, known: [String: String]) -> Result<String?, Skip> {
         do {
             let handle = try FileHandle(forReadingFrom: candidate.url)
             defer { try? handle.close() }
             let header = try handle.read(upToCount: MediaFormat.headerLength) ?? Data()
             guard MediaFormat.detect(header: header) != nil else { return .failure(Skip(outcome: .notMedia)) }
+            guard dryRun else { return .success(nil) }
             var hasher = SHA256()
             hasher.update(Array(header))
             while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
@@ -142,37 +155,43 @@ struct ImportCommand {
         }
     }
 
-    /// Creates the block's assets in one change block; a file that fails is reported, the others
-    /// are still imported.
-    private mutating func importBlock(_ block: [(Candidate, String)]) throws {
+    /// Imports the block's files in one change block (the library stores them as one batch and
+    /// skips files whose bytes are already an asset's); a file that fails is reported, the
+    /// others are still imported.
+    private mutating func importBlock(_ block: [Candidate]) throws {
         var results: [Outcome] = []
         let title = albumTitle
-        let transfer = AssetCreationOptions(shouldMoveFile: move)
+        let options = AssetImportOptions(shouldMoveFile: move, skipsDuplicates: true)
         do {
             results = try library.performChangesAndWait { changes in
-                var results: [Outcome] = []
-                var created: [ObjectPlaceholder] = []
-                for (candidate, _) in block {
-                    do {
-                        let request = try changes.createAsset(withResources: [
-                            ResourceInput(type: Self.isVideo(candidate.url) ? .video : .photo, source: .file(candidate.url), options: transfer)
-                        ])
-                        created.append(request.placeholderForCreatedAsset)
-                        results.append(.imported(localIdentifier: request.placeholderForCreatedAsset.localIdentifier))
-                    } catch {
-                        results.append(.failed(Self.describe(error)))
-                    }
-                }
+                let imported = try changes.importAssets(fromFilesAt: block.map(\.url), options: options)
+                let created = imported.compactMap(\.placeholderForCreatedAsset)
                 if let title, !created.isEmpty {
                     let album = try changes.album(titled: title) ?? changes.createAlbum(title: title)
                     try album.addAssets(created)
                 }
-                return results
+                return imported.map { result -> Outcome in
+                    switch result {
+                    case .created(let request): .imported(localIdentifier: request.placeholderForCreatedAsset.localIdentifier)
+                    case .duplicate(let original): .duplicate(of: original)
+                    case .failed(let error): .failed(Self.describe(error))
+                    }
+                }
             }
         } catch {
             results = Array(repeating: .failed(Self.describe(error)), count: block.count)
         }
-        for ((candidate, _), outcome) in zip(block, results) { finish(candidate, outcome) }
+        for (candidate, outcome) in zip(block, results) {
+            switch outcome {
+            case .imported(let identifier):
+                importedPaths[identifier] = candidate.url.path
+                finish(candidate, outcome)
+            case .duplicate(let original):
+                finish(candidate, .duplicate(of: importedPaths[original] ?? original))  // a file of this run, by its path
+            default:
+                finish(candidate, outcome)
+            }
+        }
     }
 
     // MARK: Reporting
@@ -235,13 +254,6 @@ struct ImportCommand {
 
     private static func size(of url: URL) -> Int64 {
         ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber)?.int64Value ?? 0
-    }
-
-    private static func isVideo(_ url: URL) -> Bool {
-        guard let handle = try? FileHandle(forReadingFrom: url) else { return false }
-        defer { try? handle.close() }
-        let header = (try? handle.read(upToCount: MediaFormat.headerLength)) ?? Data()
-        return MediaFormat.detect(header: header)?.mediaType == .video
     }
 
     /// The message of an error, without the type's decoration.

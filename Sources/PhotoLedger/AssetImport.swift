@@ -1,0 +1,110 @@
+import Foundation
+import LedgerStore
+import PhotoMedia
+
+/// Options of a batch import (``LibraryChanges/importAssets(fromFilesAt:options:)``).
+public struct AssetImportOptions: Sendable {
+    /// Move the files into the library instead of copying them (PhotoKit's `shouldMoveFile`):
+    /// the source of each file that became an asset is removed after the change block commits;
+    /// when the block fails, or for a file that failed or was a skipped duplicate, it stays.
+    public var shouldMoveFile = false
+    /// Create no asset for a file whose bytes are already the photo or video of an asset (one
+    /// this block can see, including one in Recently Deleted, hidden, or created earlier in the
+    /// block) and report it as ``AssetImportResult/duplicate(of:)``. Off by default: as in
+    /// PhotoKit, the same bytes added twice make two assets (the bytes are stored once).
+    public var skipsDuplicates = false
+    /// How many files are read, hashed and written at a time (and at most how many flushes are
+    /// in flight at once).
+    public var concurrency = 8
+
+    /// Import options; by default files are copied, duplicates become assets too, 8 at a time.
+    public init(shouldMoveFile: Bool = false, skipsDuplicates: Bool = false, concurrency: Int = 8) {
+        self.shouldMoveFile = shouldMoveFile
+        self.skipsDuplicates = skipsDuplicates
+        self.concurrency = concurrency
+    }
+}
+
+/// What a batch import did with one file.
+public enum AssetImportResult {
+    /// The file is a new asset: a photo or a video, as its bytes say.
+    case created(AssetCreationRequest)
+    /// With ``AssetImportOptions/skipsDuplicates``: the file's bytes are already the photo or
+    /// video of the asset with this local identifier, and no asset was created.
+    case duplicate(of: String)
+    /// The file was not imported and nothing of it was stored: `.invalidResource` (not a
+    /// supported photo or video, damaged, empty, not a regular file) or `.missingResource`,
+    /// with the file's name and the reason in the message.
+    case failed(PhotoLibraryError)
+
+    /// The created asset's placeholder, or nil when no asset was created.
+    public var placeholderForCreatedAsset: ObjectPlaceholder? {
+        if case .created(let request) = self { return request.placeholderForCreatedAsset }
+        return nil
+    }
+}
+
+extension LibraryChanges {
+    /// Creates one asset from each file, a photo or a video as its bytes say, storing the files
+    /// as one batch: much faster than one ``createAsset(fromImageAt:options:)`` per file, because
+    /// the files are copied and hashed several at a time and their flushes to the disk are
+    /// grouped (see `ResourceStore.importMedia(filesAt:transfer:concurrency:)`).
+    ///
+    /// Each file is validated as ``createAsset(fromImageAt:options:)`` validates it, and a file
+    /// that fails (missing, unreadable, not a supported photo or video) is reported in its
+    /// result without stopping the others; nothing of it is stored. To make the batch all or
+    /// nothing, throw from the change block when a result is ``AssetImportResult/failed(_:)``.
+    ///
+    /// Every stored file and its name are on the disk before this returns, so the block's events
+    /// never refer to bytes that are not: a crash before the commit leaves only unreferenced
+    /// files, which ``PhotoLibrary/collectGarbage(gracePeriod:)`` removes. Identical bytes are
+    /// stored once, within the batch and with what the library already holds.
+    ///
+    /// - Returns: One result per file, in the order of `urls`; the assets are created in that order.
+    public func importAssets(fromFilesAt urls: [URL], options: AssetImportOptions = AssetImportOptions()) throws -> [AssetImportResult] {
+        try checkValid("importAssets")
+        let stored = library.resources.importMedia(
+            filesAt: urls, transfer: options.shouldMoveFile ? .move : .copy, concurrency: options.concurrency)
+        var createdInBatch: [String: String] = [:]  // hash → local identifier, for add-only access
+        var results: [AssetImportResult] = []
+        results.reserveCapacity(urls.count)
+        for (url, result) in zip(urls, stored) {
+            let imported: ImportedResource
+            switch result {
+            case .failure(let error):
+                results.append(.failed(PhotoLibrary.translate(error)))
+                continue
+            case .success(let value):
+                imported = value
+            }
+            let hash = imported.resource.hash
+            if options.skipsDuplicates, let original = try createdInBatch[hash] ?? assetHolding(hash) {
+                results.append(.duplicate(of: original))
+                continue
+            }
+            let record = ResourceRecord(
+                type: imported.info.mediaType == .video ? .video : .photo, sha256: Hex.decode(hash)!, size: imported.resource.size,
+                uniformType: imported.info.format.uniformTypeIdentifier, filename: url.lastPathComponent)
+            let request = try createAsset(primary: imported.info, resources: [record], isLivePhoto: false)
+            createdInBatch[hash] = request.placeholderForCreatedAsset.localIdentifier
+            if options.shouldMoveFile { afterCommit.append { try? FileManager.default.removeItem(at: url) } }
+            results.append(.created(request))
+        }
+        return results
+    }
+
+    /// The local identifier of the oldest asset this block can see whose photo or video has the
+    /// bytes named `hash`, or nil.
+    private func assetHolding(_ hash: String) throws -> String? {
+        guard access != .addOnly else { return nil }
+        let id = try database.firstRow(
+            """
+            SELECT r.asset_id FROM asset_resources r JOIN assets a ON a.asset_id = r.asset_id
+            WHERE r.sha256 = ? AND r.type IN (1, 2) AND a.created = 1 AND a.purged = 0
+                AND (? = 0 OR a.asset_id IN (SELECT asset_id FROM limited_selection))
+            ORDER BY a.created_hlc, a.asset_id LIMIT 1
+            """, [Hex.decode(hash)!, access == .limited ? 1 : 0]
+        ) { UUID(bytes: $0.blob(0))! }
+        return id.map { LocalIdentifier(uuid: $0, kind: .asset).description }
+    }
+}
