@@ -238,41 +238,37 @@ struct ProjectionBatch {
     /// Merges the folded rows into the projection tables: one upsert per object.
     func write(to database: Database) throws {
         guard !isEmpty else { return }
-        if !assets.isEmpty {
-            let statement = try database.cachedStatement(Self.assetSQL)
-            for (id, row) in zip(assets.keys, assets.rows) {
-                defer { statement.reset() }
-                try bind(id, at: 1, statement)
-                try statement.bind(row.created ? 1 : 0, at: 2)
-                try statement.bind(row.createdHLC, at: 3)
-                try statement.bind(row.sourceDevice, at: 4)
-                try statement.bind(Int64(row.mediaType), at: 5)
-                try statement.bind(Int64(row.mediaSubtypes), at: 6)
-                try statement.bind(Int64(row.pixelWidth), at: 7)
-                try statement.bind(Int64(row.pixelHeight), at: 8)
-                try statement.bind(.real(row.duration), at: 9)
-                try statement.bind(row.creationDate.value.map(SQLValue.real) ?? .null, at: 10)
-                try bind(row.creationDate.stamp, at: 11, statement)
-                let location = row.location.value
-                try statement.bind(location.map { .real($0.latitude) } ?? .null, at: 13)
-                try statement.bind(location.map { .real($0.longitude) } ?? .null, at: 14)
-                try statement.bind(location?.altitude.map(SQLValue.real) ?? .null, at: 15)
-                try bind(row.location.stamp, at: 16, statement)
-                try statement.bind(row.favorite.value ? 1 : 0, at: 18)
-                try bind(row.favorite.stamp, at: 19, statement)
-                try statement.bind(row.hidden.value ? 1 : 0, at: 21)
-                try bind(row.hidden.stamp, at: 22, statement)
-                try statement.bind(row.trashCausalLength, at: 24)
-                try statement.bind(row.trashedHLC, at: 25)
-                try statement.bind(row.purged ? 1 : 0, at: 26)
-                let content = row.content.value
-                try statement.bind(content?.rendered.map { .blob($0.sha256) } ?? .null, at: 27)
-                try statement.bind(content?.adjustment.map { .blob($0.sha256) } ?? .null, at: 28)
-                try statement.bind(content?.adjustmentFormat.map(SQLValue.text) ?? .null, at: 29)
-                try bind(row.content.stamp, at: 30, statement)
-                try statement.bind(row.modificationHLC, at: 32)
-                try statement.step()
-            }
+        try writeRows(assets.rows.count, columns: 32, sql: { Self.assetSQL(rows: $0) }, in: database) { index, base, statement in
+            let id = assets.keys[index], row = assets.rows[index]
+            try bind(id, at: base + 1, statement)
+            try statement.bind(row.created ? 1 : 0, at: base + 2)
+            try statement.bind(row.createdHLC, at: base + 3)
+            try statement.bind(row.sourceDevice, at: base + 4)
+            try statement.bind(Int64(row.mediaType), at: base + 5)
+            try statement.bind(Int64(row.mediaSubtypes), at: base + 6)
+            try statement.bind(Int64(row.pixelWidth), at: base + 7)
+            try statement.bind(Int64(row.pixelHeight), at: base + 8)
+            try statement.bind(.real(row.duration), at: base + 9)
+            try statement.bind(row.creationDate.value.map(SQLValue.real) ?? .null, at: base + 10)
+            try bind(row.creationDate.stamp, at: base + 11, statement)
+            let location = row.location.value
+            try statement.bind(location.map { .real($0.latitude) } ?? .null, at: base + 13)
+            try statement.bind(location.map { .real($0.longitude) } ?? .null, at: base + 14)
+            try statement.bind(location?.altitude.map(SQLValue.real) ?? .null, at: base + 15)
+            try bind(row.location.stamp, at: base + 16, statement)
+            try statement.bind(row.favorite.value ? 1 : 0, at: base + 18)
+            try bind(row.favorite.stamp, at: base + 19, statement)
+            try statement.bind(row.hidden.value ? 1 : 0, at: base + 21)
+            try bind(row.hidden.stamp, at: base + 22, statement)
+            try statement.bind(row.trashCausalLength, at: base + 24)
+            try statement.bind(row.trashedHLC, at: base + 25)
+            try statement.bind(row.purged ? 1 : 0, at: base + 26)
+            let content = row.content.value
+            try statement.bind(content?.rendered.map { .blob($0.sha256) } ?? .null, at: base + 27)
+            try statement.bind(content?.adjustment.map { .blob($0.sha256) } ?? .null, at: base + 28)
+            try statement.bind(content?.adjustmentFormat.map(SQLValue.text) ?? .null, at: base + 29)
+            try bind(row.content.stamp, at: base + 30, statement)
+            try statement.bind(row.modificationHLC, at: base + 32)
         }
         if !resources.isEmpty {
             let statement = try database.cachedStatement(Self.resourceSQL)
@@ -314,17 +310,34 @@ struct ProjectionBatch {
                 try statement.step()
             }
         }
-        if !members.isEmpty {
-            let statement = try database.cachedStatement(Self.memberSQL)
-            for (key, row) in zip(members.keys, members.rows) {
-                defer { statement.reset() }
-                try bind(key.album, at: 1, statement)
-                try bind(key.asset, at: 2, statement)
-                try statement.bind(row.causalLength, at: 3)
-                try statement.bind(row.position.value, at: 4)
-                try bind(row.position.stamp, at: 5, statement)
-                try statement.step()
-            }
+        try writeRows(members.rows.count, columns: 6, sql: { Self.memberSQL(rows: $0) }, in: database) { index, base, statement in
+            let key = members.keys[index], row = members.rows[index]
+            try bind(key.album, at: base + 1, statement)
+            try bind(key.asset, at: base + 2, statement)
+            try statement.bind(row.causalLength, at: base + 3)
+            try statement.bind(row.position.value, at: base + 4)
+            try bind(row.position.stamp, at: base + 5, statement)
+        }
+    }
+
+    /// Rows per multi-row upsert: one statement execution per hundred rows instead of per row.
+    static let rowsPerStatement = 100
+
+    /// Writes `count` rows through multi-row statements: `sql(n)` is the statement for `n` rows,
+    /// `bindRow(index, base, statement)` binds row `index` to parameters `base + 1`…. Rows past
+    /// the last full hundred go one by one, so only two statements per table are ever cached.
+    private func writeRows(
+        _ count: Int, columns: Int32, sql: (Int) -> String, in database: Database,
+        _ bindRow: (_ index: Int, _ base: Int32, Statement) throws -> Void
+    ) throws {
+        var start = 0
+        while start < count {
+            let rows = count - start >= Self.rowsPerStatement ? Self.rowsPerStatement : 1
+            let statement = try database.cachedStatement(sql(rows))
+            defer { statement.reset() }
+            for offset in 0..<rows { try bindRow(start + offset, Int32(offset) * columns, statement) }
+            try statement.step()
+            start += rows
         }
     }
 
@@ -353,13 +366,14 @@ struct ProjectionBatch {
         columns.map { "\($0) = CASE WHEN excluded.created = 1 THEN excluded.\($0) ELSE \($0) END" }.joined(separator: ",\n    ")
     }
 
-    static let assetSQL = PreparedSQL("""
+    /// The upsert of `rows` asset rows.
+    static func assetSQL(rows: Int) -> String {
+        """
         INSERT INTO assets (asset_id, created, created_hlc, source_device, media_type, media_subtypes, pixel_width, pixel_height,
             duration, creation_date, creation_date_hlc, creation_date_device, latitude, longitude, altitude, location_hlc,
             location_device, favorite, favorite_hlc, favorite_device, hidden, hidden_hlc, hidden_device, trash_cl, trashed_hlc,
             purged, content_sha256, adjustment_sha256, adjustment_format, content_hlc, content_device, modification_hlc)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24,
-            ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32)
+        VALUES \(valueRows(rows, columns: 32))
         ON CONFLICT (asset_id) DO UPDATE SET
             \(fromCreation(["created_hlc", "source_device", "media_type", "media_subtypes", "pixel_width", "pixel_height", "duration"])),
             created = max(created, excluded.created),
@@ -372,7 +386,8 @@ struct ProjectionBatch {
             trashed_hlc = max(trashed_hlc, excluded.trashed_hlc),
             purged = max(purged, excluded.purged),
             modification_hlc = max(modification_hlc, excluded.modification_hlc)
-        """)
+        """
+    }
 
     static let resourceSQL = PreparedSQL("""
         INSERT INTO asset_resources (asset_id, resource_index, type, sha256, size, uniform_type, original_filename)
@@ -402,10 +417,19 @@ struct ProjectionBatch {
             modification_hlc = max(modification_hlc, excluded.modification_hlc)
         """)
 
-    static let memberSQL = PreparedSQL("""
-        INSERT INTO album_members (album_id, asset_id, cl, position, position_hlc, position_device) VALUES (?, ?, ?, ?, ?, ?)
+    /// The upsert of `rows` membership rows.
+    static func memberSQL(rows: Int) -> String {
+        """
+        INSERT INTO album_members (album_id, asset_id, cl, position, position_hlc, position_device) VALUES \(valueRows(rows, columns: 6))
         ON CONFLICT (album_id, asset_id) DO UPDATE SET
             cl = max(cl, excluded.cl),
             \(lww(["position"], stamp: "position"))
-        """)
+        """
+    }
+
+    /// `(?, …), (?, …)`: `rows` groups of `columns` parameters.
+    private static func valueRows(_ rows: Int, columns: Int) -> String {
+        let row = "(" + Array(repeating: "?", count: columns).joined(separator: ", ") + ")"
+        return Array(repeating: row, count: rows).joined(separator: ", ")
+    }
 }
