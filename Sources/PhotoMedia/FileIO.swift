@@ -7,6 +7,18 @@ enum FileIO {
     static func lastError() -> String { String(cString: strerror(errno)) }
 
     /// Opens `path`; `missingResource` when it does not exist, `fileSystem` otherwise.
+    /// Opens a source file for reading (without blocking on a FIFO) and checks that it is a
+    /// regular file; the caller closes the descriptor.
+    static func openRegularFile(_ url: URL, name: String) throws(MediaError) -> (descriptor: Int32, status: stat) {
+        let source = try open(url.path, O_RDONLY | O_NONBLOCK, name: name)
+        var status = stat()
+        guard fstat(source, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
+            close(source)
+            throw MediaError(.invalidResource, resource: name, reason: "unreadable (not a regular file)")
+        }
+        return (source, status)
+    }
+
     static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644, name: String) throws(MediaError) -> Int32 {
         while true {
             let descriptor = Foundation.open(path, flags | O_CLOEXEC, mode)

@@ -96,12 +96,8 @@ extension ResourceStore {
         flusher: Flusher
     ) throws(MediaError) -> StagedFile {
         let name = url.lastPathComponent
-        let source = try FileIO.open(url.path, O_RDONLY | O_NONBLOCK, name: name)  // a FIFO must not block
+        let (source, status) = try FileIO.openRegularFile(url, name: name)
         defer { close(source) }
-        var status = stat()
-        guard fstat(source, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
-            throw MediaError(.invalidResource, resource: name, reason: "unreadable (not a regular file)")
-        }
         let temporary = temporaryPath()
         let written: (digest: [UInt8], size: Int64, descriptor: Int32)
         if transfer == .move && linkForMove(url.path, to: temporary, opened: status) {

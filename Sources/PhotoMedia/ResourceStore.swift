@@ -170,12 +170,8 @@ public final class ResourceStore: Sendable {
         fileAt url: URL, transfer: FileTransfer, validate: Validation?
     ) throws(MediaError) -> (resource: StoredResource, info: MediaInfo?) {
         let name = url.lastPathComponent
-        let source = try FileIO.open(url.path, O_RDONLY | O_NONBLOCK, name: name)  // a FIFO must not block
+        let (source, status) = try FileIO.openRegularFile(url, name: name)
         defer { close(source) }
-        var status = stat()
-        guard fstat(source, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
-            throw MediaError(.invalidResource, resource: name, reason: "unreadable (not a regular file)")
-        }
         let temporary = temporaryPath()
         do {
             let digest: [UInt8]

@@ -63,21 +63,27 @@ struct SyncBenchmarks {
         return figures
     }
 
+    /// Device A's library in `directory`, with `events` asset creations in blocks of 1,000.
+    static func deviceA(in directory: URL, events: Int) throws -> PhotoLibrary {
+        var options = PhotoLibrary.Options()
+        options.preauthorized = true
+        let library = try PhotoLibrary(url: directory.appendingPathComponent("a.sqlite"), device: "device-a", options: options)
+        var made = 0
+        while made < events {
+            let count = min(1000, events - made)
+            try library.performChangesAndWait { changes in
+                for _ in 0..<count { _ = try changes.createImageRecord(width: 4032, height: 3024, creationDate: nil) }
+            }
+            made += count
+        }
+        return library
+    }
+
     /// Events made on one library, applied page by page to a fresh one as pull pages are.
     func applyRate(events count: Int) throws -> Double {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        var options = PhotoLibrary.Options()
-        options.preauthorized = true
-        let deviceA = try PhotoLibrary(url: directory.appendingPathComponent("a.sqlite"), device: "device-a", options: options)
-        var made = 0
-        while made < count {
-            let block = min(1000, count - made)
-            try deviceA.performChangesAndWait { changes in
-                for _ in 0..<block { _ = try changes.createImageRecord(width: 4032, height: 3024, creationDate: nil) }
-            }
-            made += block
-        }
+        let deviceA = try Self.deviceA(in: directory, events: count)
         let events = try deviceA.readDatabase { db in
             var all: [Event] = []
             try EventLog(db).forEach { all.append($0.event) }
@@ -87,6 +93,8 @@ struct SyncBenchmarks {
         let entries = events.enumerated().map { index, event in
             ServerChainEntry(serverSequence: Int64(index + 1), eventID: event.id, chainHash: chain.link(event))
         }
+        var options = PhotoLibrary.Options()
+        options.preauthorized = true
         let deviceB = try PhotoLibrary(url: directory.appendingPathComponent("b.sqlite"), device: "device-b", options: options)
         let elapsed = try seconds {
             for start in stride(from: 0, to: events.count, by: 5000) {
@@ -128,17 +136,7 @@ struct SyncBenchmarks {
         let origin = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "listening on ", with: "")
         let libraryURL = "\(origin)/v1/libraries/bench"
 
-        var options = PhotoLibrary.Options()
-        options.preauthorized = true
-        let deviceA = try PhotoLibrary(url: directory.appendingPathComponent("a.sqlite"), device: "device-a", options: options)
-        var made = 0
-        while made < events {
-            let count = min(1000, events - made)
-            try deviceA.performChangesAndWait { changes in
-                for _ in 0..<count { _ = try changes.createImageRecord(width: 4032, height: 3024, creationDate: nil) }
-            }
-            made += count
-        }
+        let deviceA = try Self.deviceA(in: directory, events: events)
         let engine = SyncEngine(library: deviceA, remote: try SyncRemote(libraryURL: libraryURL, token: tokens[0]))
         let pushSeconds = try blockingSeconds { try await engine.sync() }
 
