@@ -15,7 +15,7 @@ public final class AlbumChangeRequest {
     init(changes: LibraryChanges, id: UUID, isNew: Bool) throws {
         self.changes = changes
         self.id = id
-        self.members = isNew ? [] : try AlbumMembers.ordered(id, in: changes.database, visible: Fetching.visibleAsset)
+        self.members = isNew ? [] : try AlbumMembers.ordered(id, in: changes.database).map { ($0.asset, $0.position) }
     }
 
     /// The placeholder of the album: for a created album, its final identifier.

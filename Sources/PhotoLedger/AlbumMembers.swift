@@ -33,30 +33,81 @@ enum AlbumMembers {
         ) { UUID(bytes: $0.blob(0))! }
     }
 
-    /// The member assets of `album` in album order, with their position keys. `visible` is an SQL
-    /// condition on the assets table (alias `a`) that members must meet.
-    static func ordered(_ album: UUID, in db: Database, visible: String, values: [any SQLBindable] = []) throws -> [(asset: UUID, position: String)] {
-        let group = try group(of: album, in: db)
+    /// A member of an album, as a fetch or a change request reads it.
+    struct Member {
+        var asset: UUID
+        var position: String
+        /// The asset's modification clock value (its version).
+        var version: Int64
+    }
+
+    /// The member assets of `album` (and of every album merged into it) in album order.
+    ///
+    /// - Parameters:
+    ///   - includeHidden: whether hidden assets count as members (assets not created yet, purged
+    ///     or in Recently Deleted never do). Read from the membership rows, with no asset lookup.
+    ///   - condition: an SQL condition on the asset row (alias `a`) that members must also meet,
+    ///     with its bound `values`; only then is each member's asset row read.
+    static func ordered(
+        _ album: UUID, in db: Database, includeHidden: Bool = false, condition: String? = nil, values: [any SQLBindable] = []
+    ) throws -> [Member] {
+        try ordered(group: try group(of: album, in: db), in: db, includeHidden: includeHidden, condition: condition, values: values)
+    }
+
+    /// The members' identifiers and versions only, in album order (what a fetch reads).
+    static func identifiers(
+        group: [UUID], in db: Database, includeHidden: Bool, condition: String?, values: [any SQLBindable]
+    ) throws -> (identifiers: [UUID], versions: [Int64]) {
+        guard group.count == 1 else {
+            let members = try ordered(group: group, in: db, includeHidden: includeHidden, condition: condition, values: values)
+            return (members.map(\.asset), members.map(\.version))
+        }
+        var identifiers: [UUID] = [], versions: [Int64] = []
+        try db.forEachRow(
+            """
+            SELECT m.asset_id, m.asset_version FROM album_members m\(join(condition))
+            WHERE m.album_id = ? AND m.cl % 2 = 1 AND \(filter(includeHidden, condition)) ORDER BY m.position, m.asset_id
+            """, [group[0].bytes] + values
+        ) { row in
+            identifiers.append(row.withBlob(0) { UUID(bytes: $0) }!)
+            versions.append(row.int64(1))
+        }
+        return (identifiers, versions)
+    }
+
+    private static func join(_ condition: String?) -> String {
+        condition == nil ? "" : " JOIN assets a ON a.asset_id = m.asset_id"
+    }
+
+    private static func filter(_ includeHidden: Bool, _ condition: String?) -> String {
+        "m.asset_state >= \(includeHidden ? 1 : 2)" + (condition.map { " AND " + $0 } ?? "")
+    }
+
+    static func ordered(
+        group: [UUID], in db: Database, includeHidden: Bool, condition: String?, values: [any SQLBindable]
+    ) throws -> [Member] {
+        let join = join(condition), filter = filter(includeHidden, condition)
         if group.count == 1 {
             return try db.rows(
                 """
-                SELECT m.asset_id, m.position FROM album_members m JOIN assets a ON a.asset_id = m.asset_id
-                WHERE m.album_id = ? AND m.cl % 2 = 1 AND \(visible) ORDER BY m.position, m.asset_id
-                """, [album.bytes] + values
-            ) { (UUID(bytes: $0.blob(0))!, $0.text(1)) }
+                SELECT m.asset_id, m.position, m.asset_version FROM album_members m\(join)
+                WHERE m.album_id = ? AND m.cl % 2 = 1 AND \(filter) ORDER BY m.position, m.asset_id
+                """, [group[0].bytes] + values
+            ) { Member(asset: $0.withBlob(0) { UUID(bytes: $0) }!, position: $0.text(1), version: $0.int64(2)) }
         }
-        struct Member { var present = false; var position = ""; var stamp: (Int64, String) = (0, "") }
-        var members: [UUID: Member] = [:]
+        struct Merged { var present = false; var position = ""; var stamp: (Int64, String) = (0, ""); var version: Int64 = 0 }
+        var members: [UUID: Merged] = [:]
         let placeholders = group.map { _ in "?" }.joined(separator: ", ")
         try db.forEachRow(
             """
-            SELECT m.asset_id, m.cl, m.position, m.position_hlc, m.position_device FROM album_members m
-            JOIN assets a ON a.asset_id = m.asset_id WHERE m.album_id IN (\(placeholders)) AND \(visible)
+            SELECT m.asset_id, m.cl, m.position, m.position_hlc, m.position_device, m.asset_version FROM album_members m\(join)
+            WHERE m.album_id IN (\(placeholders)) AND \(filter)
             """, group.map { $0.bytes } + values
         ) { row in
             let asset = UUID(bytes: row.blob(0))!
-            var member = members[asset] ?? Member()
+            var member = members[asset] ?? Merged()
             member.present = member.present || row.int64(1) % 2 == 1
+            member.version = row.int64(5)
             let stamp = (row.int64(3), row.text(4))
             if stamp > member.stamp {
                 member.stamp = stamp
@@ -65,7 +116,7 @@ enum AlbumMembers {
             members[asset] = member
         }
         return members.filter(\.value.present)
-            .map { (asset: $0.key, position: $0.value.position) }
+            .map { Member(asset: $0.key, position: $0.value.position, version: $0.value.version) }
             .sorted { ($0.position, $0.asset.bytes) < ($1.position, $1.asset.bytes) }
     }
 

@@ -90,7 +90,9 @@ public struct FetchResultChangeDetails<T: PhotoObject>: Sendable {
     /// The objects removed.
     public var removedObjects: [T] { removedIndexes.map { fetchResultBeforeChanges[$0] } }
     /// The objects inserted, in the order of ``insertedIndexes``.
-    public let insertedObjects: [T]
+    public var insertedObjects: [T] { insertedNewIndexes.map { fetchResultAfterChanges[$0] } }
+    /// Where each inserted object is in the new result.
+    private let insertedNewIndexes: [Int]
     /// The objects changed, as they are now.
     public var changedObjects: [T] { changedIndexes.map { fetchResultAfterChanges[$0] } }
 
@@ -105,15 +107,22 @@ public struct FetchResultChangeDetails<T: PhotoObject>: Sendable {
     init(before: FetchResult<T>, after: FetchResult<T>) {
         fetchResultBeforeChanges = before
         fetchResultAfterChanges = after
-        let old = before.allObjects, new = after.allObjects
-        let oldIndex = Dictionary(old.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { first, _ in first })
-        let newIndex = Dictionary(new.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { first, _ in first })
-        removedIndexes = IndexSet(old.indices.filter { newIndex[old[$0].id] == nil })
-        changedIndexes = IndexSet(new.indices.filter { index in oldIndex[new[index].id].map { old[$0] != new[index] } ?? false })
+        let old = before.identifiers, new = after.identifiers
+        let oldIndex = Dictionary(old.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        let newIndex = Dictionary(new.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        removedIndexes = IndexSet(old.indices.filter { newIndex[old[$0]] == nil })
+        // An object changed when its version moved; results without versions compare the objects.
+        let changed: (Int, Int) -> Bool
+        if let oldVersions = before.versions, let newVersions = after.versions {
+            changed = { oldVersions[$0] != newVersions[$1] }
+        } else {
+            changed = { before[$0] != after[$1] }
+        }
+        changedIndexes = IndexSet(new.indices.filter { index in oldIndex[new[index]].map { changed($0, index) } ?? false })
 
         // Survivors keep their old relative order, except a minimal set (outside a longest run
         // whose new positions increase) that moves.
-        let survivors = old.filter { newIndex[$0.id] != nil }.map(\.id)
+        let survivors = old.filter { newIndex[$0] != nil }
         let staying = Set(longestIncreasingSubsequence(survivors.map { newIndex[$0]! }).map { survivors[$0] })
         // Movers wait right after the staying survivor that preceded them before the change.
         var moversAfter: [UUID?: [UUID]] = [:]
@@ -123,12 +132,12 @@ public struct FetchResultChangeDetails<T: PhotoObject>: Sendable {
         }
         // The state after removals and insertions: new order without the movers, movers where they were.
         var intermediate = moversAfter[nil] ?? []
-        for object in new where staying.contains(object.id) || oldIndex[object.id] == nil {
-            intermediate.append(object.id)
-            if staying.contains(object.id) { intermediate += moversAfter[object.id] ?? [] }
+        for id in new where staying.contains(id) || oldIndex[id] == nil {
+            intermediate.append(id)
+            if staying.contains(id) { intermediate += moversAfter[id] ?? [] }
         }
         insertedIndexes = IndexSet(intermediate.indices.filter { oldIndex[intermediate[$0]] == nil })
-        insertedObjects = insertedIndexes.map { new[newIndex[intermediate[$0]]!] }
+        insertedNewIndexes = insertedIndexes.map { newIndex[intermediate[$0]]! }
         moves = intermediate.enumerated().compactMap { index, id in
             oldIndex[id] != nil && !staying.contains(id) ? (from: index, to: newIndex[id]!) : nil
         }

@@ -69,29 +69,122 @@ public struct FetchOptions: Sendable, Hashable {
     }
 }
 
-/// The ordered result of a fetch: a frozen snapshot. Its count and members do not change after the
-/// fetch; observe the library to get updated results.
-public struct FetchResult<Element: Hashable & Sendable>: RandomAccessCollection, Sendable {
-    let objects: [Element]
+/// The ordered result of a fetch, as PhotoKit's `PHFetchResult`.
+///
+/// Which objects it holds, and in which order, is frozen at the fetch: observe the library to
+/// get updated results. Like PhotoKit's, a large result reads its objects lazily: the fetch reads
+/// the identifiers (and each object's version, for change details) and the first
+/// ``FetchResult/batchSize`` objects; the others are read from the library in batches when first
+/// accessed, and stay the same afterwards. An object read after it was changed shows the change
+/// (the change details of that commit report it).
+public struct FetchResult<Element: PhotoObject>: RandomAccessCollection, Sendable {
+    /// The identifiers of the objects, in order.
+    let identifiers: [UUID]
+    /// Each object's modification clock value at the fetch; nil when the result compares whole
+    /// objects instead (albums, results built from objects).
+    let versions: [Int64]?
     let query: FetchQuery
+    private let storage: FetchResultStorage<Element>
 
-    init(_ objects: [Element], query: FetchQuery) {
-        self.objects = objects
+    /// How many objects a fetch reads with the identifiers, and a lazy read reads at once.
+    public static var batchSize: Int { FetchResultStorage<Element>.batchSize }
+
+    /// A result whose objects are all read.
+    init(_ objects: [Element], versions: [Int64]? = nil, query: FetchQuery) {
+        self.identifiers = objects.map(\.id)
+        self.versions = versions
         self.query = query
+        self.storage = FetchResultStorage(objects: objects.map { $0 }, loader: nil)
+    }
+
+    /// A result of `identifiers` whose first objects are `loaded`; `loader` reads the others.
+    init(identifiers: [UUID], versions: [Int64], loaded: [Element], query: FetchQuery, loader: FetchResultStorage<Element>.Loader?) {
+        self.identifiers = identifiers
+        self.versions = versions
+        self.query = query
+        var objects = [Element?](repeating: nil, count: identifiers.count)
+        for (index, object) in loaded.prefix(identifiers.count).enumerated() { objects[index] = object }
+        self.storage = FetchResultStorage(objects: objects, loader: loader)
     }
 
     public var startIndex: Int { 0 }
-    public var endIndex: Int { objects.count }
-    public subscript(position: Int) -> Element { objects[position] }
+    public var endIndex: Int { identifiers.count }
+    public subscript(position: Int) -> Element { storage.object(at: position, identifiers: identifiers) }
 
     /// The object at `index` (PhotoKit's `object(at:)`).
-    public func object(at index: Int) -> Element { objects[index] }
+    public func object(at index: Int) -> Element { self[index] }
+    /// The objects at `indexes`, in index order, read from the library where not read yet.
+    ///
+    /// - Throws: ``PhotoLibraryError`` when the library cannot be read; subscripts and iteration
+    ///   stop the process in that case instead, so call this first where a read failure must be
+    ///   handled.
+    public func objects(at indexes: IndexSet) throws -> [Element] {
+        try storage.load(Array(indexes), identifiers: identifiers)
+        return indexes.map { self[$0] }
+    }
     /// The first object, or nil when empty.
-    public var firstObject: Element? { objects.first }
+    public var firstObject: Element? { isEmpty ? nil : self[0] }
     /// The last object, or nil when empty.
-    public var lastObject: Element? { objects.last }
+    public var lastObject: Element? { isEmpty ? nil : self[count - 1] }
     /// All objects, in order.
-    public var allObjects: [Element] { objects }
+    public var allObjects: [Element] {
+        do {
+            return try objects(at: IndexSet(integersIn: 0..<count))
+        } catch {
+            fatalError("\(error)")
+        }
+    }
+}
+
+/// The objects of a fetch result, read in batches on first access.
+final class FetchResultStorage<Element: PhotoObject>: @unchecked Sendable {
+    // Safe to share: `objects` is touched only while `lock` is held.
+    typealias Loader = @Sendable ([UUID]) throws -> [Element]
+
+    static var batchSize: Int { 100 }
+
+    private let lock = NSLock()
+    private var objects: [Element?]
+    private let loader: Loader?
+
+    init(objects: [Element?], loader: Loader?) {
+        self.objects = objects
+        self.loader = loader
+    }
+
+    func object(at index: Int, identifiers: [UUID]) -> Element {
+        precondition(index >= 0 && index < identifiers.count, "index \(index) is out of range: the fetch result has \(identifiers.count) objects")
+        if let object = lock.withLock({ objects[index] }) { return object }
+        do {
+            let start = index - index % Self.batchSize
+            try load(Array(start..<min(identifiers.count, start + Self.batchSize)), identifiers: identifiers)
+        } catch {
+            fatalError("\(error)")
+        }
+        return lock.withLock { objects[index]! }
+    }
+
+    /// Reads the objects at `indexes` that are not read yet, a batch at a time.
+    func load(_ indexes: [Int], identifiers: [UUID]) throws {
+        let missing = lock.withLock { indexes.filter { objects[$0] == nil } }
+        guard !missing.isEmpty else { return }
+        guard let loader else { preconditionFailure("a fetch result built from objects has them all") }
+        for start in stride(from: 0, to: missing.count, by: Self.batchSize) {
+            let batch = Array(missing[start..<min(missing.count, start + Self.batchSize)])
+            let found = Dictionary(try loader(batch.map { identifiers[$0] }).map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+            var absent: UUID?
+            lock.withLock {
+                for index in batch where objects[index] == nil {
+                    if let object = found[identifiers[index]] { objects[index] = object } else { absent = identifiers[index] }
+                }
+            }
+            if let absent {
+                throw PhotoLibraryError(
+                    .internalError,
+                    "object \(absent) of a fetch result is no longer in the library's projections; rebuild the views with `photoledger rebuild`")
+            }
+        }
+    }
 }
 
 /// How to run a fetch again (for change details).
@@ -106,14 +199,14 @@ enum FetchQuery: Sendable, Hashable {
 
 /// SQL for fetches.
 enum Fetching {
-    /// Members a default album fetch shows: created, not purged, not in Recently Deleted, not hidden.
-    static let visibleAsset = "a.created = 1 AND a.purged = 0 AND a.trash_cl % 2 = 1 AND a.hidden = 0"
-
     static let assetColumns = """
         a.asset_id, a.media_type, a.media_subtypes, a.pixel_width, a.pixel_height, a.duration, a.creation_date, a.modification_hlc,
         a.created_hlc, a.latitude, a.longitude, a.altitude, a.favorite, a.hidden, a.trash_cl, a.trashed_hlc, a.source_device,
         a.content_sha256 IS NOT NULL
         """
+
+    /// The column of ``assetColumns`` holding the asset's version (its modification clock value).
+    static let versionColumn: Int32 = 7
 
     static func asset(_ row: Statement) -> Asset {
         let deleted = row.int64(14) % 2 == 0

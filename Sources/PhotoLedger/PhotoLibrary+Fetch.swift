@@ -80,14 +80,83 @@ extension PhotoLibrary {
     }
 
     func fetch(_ query: FetchQuery) throws -> FetchResult<Asset> {
-        FetchResult(try read { db, access in try Self.assets(query, db: db, access: access, now: options.clock()) }, query: query)
+        let found = try read { db, access in try Self.assets(query, db: db, access: access, now: options.clock()) }
+        return FetchResult(
+            identifiers: found.identifiers, versions: found.versions, loaded: found.loaded, query: query,
+            loader: { [reader] ids in try reader.read { db in try Self.assets(withIDs: ids, db: db) } })
     }
 
     func fetch(_ query: FetchQuery) throws -> FetchResult<AssetCollection> {
         FetchResult(try read { db, access in try Self.collections(query, db: db, access: access, now: options.clock()) }, query: query)
     }
 
-    static func assets(_ query: FetchQuery, db: Database, access: Access, now: UInt64) throws -> [Asset] {
+    /// What an asset fetch read: every identifier and version, the first objects.
+    struct AssetFetch {
+        var identifiers: [UUID] = []
+        var versions: [Int64] = []
+        var loaded: [Asset] = []
+
+        /// Assets read whole.
+        init(_ assets: [Asset], versions: [Int64]) {
+            identifiers = assets.map(\.id)
+            self.versions = versions
+            loaded = assets
+        }
+
+        /// Rows of ``Fetching/assetColumns``: the first batch read whole, the others by identifier and version.
+        init(rows sql: String, _ values: [any SQLBindable], db: Database) throws {
+            try db.forEachRow(sql, values) { row in
+                if loaded.count < FetchResult<Asset>.batchSize {
+                    loaded.append(Fetching.asset(row))
+                    identifiers.append(loaded[loaded.count - 1].id)
+                } else {
+                    identifiers.append(row.withBlob(0) { UUID(bytes: $0) }!)
+                }
+                versions.append(row.int64(Fetching.versionColumn))
+            }
+        }
+
+        /// Identifiers and versions read elsewhere: the first batch read from the asset rows.
+        init(identifiers: [UUID], versions: [Int64], db: Database) throws {
+            self.identifiers = identifiers
+            self.versions = versions
+            let first = identifiers.prefix(FetchResult<Asset>.batchSize)
+            let byID = Dictionary(try PhotoLibrary.assets(withIDs: Array(first), db: db).map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+            loaded = first.compactMap { byID[$0] }
+            guard loaded.count == first.count else {
+                throw PhotoLibraryError(
+                    .internalError, "an album member has no asset row in the library's views; rebuild the views with `photoledger rebuild`")
+            }
+        }
+
+        static let empty = AssetFetch([], versions: [])
+    }
+
+    /// The assets with these identifiers, in any order (missing ones left out).
+    static func assets(withIDs ids: [UUID], db: Database) throws -> [Asset] {
+        guard !ids.isEmpty else { return [] }
+        let size = FetchResult<Asset>.batchSize
+        var assets: [Asset] = []
+        assets.reserveCapacity(ids.count)
+        for start in stride(from: 0, to: ids.count, by: size) {
+            let chunk = ids[start..<min(ids.count, start + size)]
+            // One statement for every chunk: short chunks repeat their first identifier.
+            let statement = try db.cachedStatement(assetsByIDSQL)
+            defer { statement.reset() }
+            for index in 0..<size {
+                let id = index < chunk.count ? chunk[chunk.startIndex + index] : chunk[chunk.startIndex]
+                try withUnsafeBytes(of: id.uuid) { try statement.bind(bytes: $0, at: Int32(index + 1)) }
+            }
+            while try statement.step() { assets.append(Fetching.asset(statement)) }
+        }
+        return assets
+    }
+
+    private static let assetsByIDSQL = PreparedSQL(
+        "SELECT \(Fetching.assetColumns) FROM assets a WHERE a.asset_id IN ("
+            + Array(repeating: "?", count: FetchResult<Asset>.batchSize).joined(separator: ", ") + ")")
+
+    static func assets(_ query: FetchQuery, db: Database, access: Access, now: UInt64) throws -> AssetFetch {
         var conditions = ["a.created = 1", "a.purged = 0"]
         var values: [any SQLBindable] = []
         let options: FetchOptions
@@ -99,7 +168,7 @@ extension PhotoLibrary {
         case .assetsWithIdentifiers(let ids, let o):
             options = o
             conditions.append("a.trash_cl % 2 = 1")
-            if ids.isEmpty { return [] }
+            if ids.isEmpty { return .empty }
             if ids.count == 1 {
                 conditions.append("a.asset_id = ?")
                 values.append(ids[0].bytes)
@@ -107,37 +176,7 @@ extension PhotoLibrary {
                 conditions.append("a.asset_id IN (SELECT value FROM temp_ids)")
             }
         case .assetsInAlbum(let album, let o):
-            options = o
-            guard let resolved = try AlbumMembers.resolve(album, in: db) else { return [] }
-            var visible = "a.created = 1 AND a.purged = 0 AND a.trash_cl % 2 = 1"
-            if !o.includeHiddenAssets && !Fetching.mentionsHidden(o.predicate) { visible += " AND a.hidden = 0" }
-            if access == .limited { visible += " AND a.asset_id IN (SELECT asset_id FROM limited_selection)" }
-            var extra: [any SQLBindable] = []
-            if let predicate = o.predicate {
-                let condition = Fetching.condition(predicate)
-                visible += " AND " + condition.sql
-                extra = condition.values
-            }
-            let group = try AlbumMembers.group(of: resolved, in: db)
-            var assets: [Asset]
-            if group.count == 1 {
-                let order = try Fetching.order(o.sortDescriptors, defaultOrder: "m.position, m.asset_id", forAssets: true)
-                let limit = o.fetchLimit > 0 ? " LIMIT \(o.fetchLimit)" : ""
-                return try db.rows(
-                    """
-                    SELECT \(Fetching.assetColumns) FROM album_members m JOIN assets a ON a.asset_id = m.asset_id
-                    WHERE m.album_id = ? AND m.cl % 2 = 1 AND \(visible) ORDER BY \(order)\(limit)
-                    """, [resolved.bytes] + extra, Fetching.asset)
-            }
-            // A merged album: unite the members of every album merged into it.
-            let members = try AlbumMembers.ordered(resolved, in: db, visible: visible, values: extra)
-            let byID = Dictionary(
-                try withTemporaryIDs(members.map(\.asset), in: db) {
-                    try db.rows("SELECT \(Fetching.assetColumns) FROM assets a WHERE a.asset_id IN (SELECT value FROM temp_ids)", [], Fetching.asset)
-                }.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-            assets = members.compactMap { byID[$0.asset] }
-            if !o.sortDescriptors.isEmpty { assets = try sort(assets, by: o.sortDescriptors) }
-            return o.fetchLimit > 0 ? Array(assets.prefix(o.fetchLimit)) : assets
+            return try assets(inAlbum: album, options: o, db: db, access: access)
         case .assetsInSmartAlbum(let subtype, let o):
             options = o
             switch subtype {
@@ -151,10 +190,10 @@ extension PhotoLibrary {
                 values.append(Int64(bitPattern: HLCTimestamp(milliseconds: now &- 30 * 86_400_000, counter: 0).rawValue))
                 defaultOrder = "a.created_hlc DESC, a.asset_id"
             case .smartAlbumUserLibrary: conditions.append("a.trash_cl % 2 = 1")
-            default: return []
+            default: return .empty
             }
         case .collections, .collectionsWithIdentifiers:
-            return []
+            return .empty
         }
         let hiddenAllowed = options.includeHiddenAssets || Fetching.mentionsHidden(options.predicate)
         if !hiddenAllowed, !(query.isRecentlyDeleted) { conditions.append("a.hidden = 0") }
@@ -169,23 +208,75 @@ extension PhotoLibrary {
         }
         var sql = "SELECT \(Fetching.assetColumns) FROM assets a WHERE " + conditions.joined(separator: " AND ")
         if case .assetsWithIdentifiers(let ids, _) = query, ids.count > 1 {
-            let assets = try withTemporaryIDs(ids, in: db) { try db.rows(sql, values, Fetching.asset) }
+            let rows = try withTemporaryIDs(ids, in: db) { try db.rows(sql, values) { (Fetching.asset($0), $0.int64(Fetching.versionColumn)) } }
             if !options.sortDescriptors.isEmpty {
-                let sorted = try sort(assets, by: options.sortDescriptors)
-                return options.fetchLimit > 0 ? Array(sorted.prefix(options.fetchLimit)) : sorted
+                let sorted = try sort(rows, by: options.sortDescriptors)
+                return limit(AssetFetch(sorted.map(\.0), versions: sorted.map(\.1)), options.fetchLimit)
             }
-            let byID = Dictionary(assets.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+            let byID = Dictionary(rows.map { ($0.0.id, $0) }, uniquingKeysWith: { first, _ in first })
             var seen = Set<UUID>()
-            let ordered: [Asset] = ids.compactMap { id in seen.insert(id).inserted ? byID[id] : nil }
-            return options.fetchLimit > 0 ? Array(ordered.prefix(options.fetchLimit)) : ordered
+            let ordered = ids.compactMap { id in seen.insert(id).inserted ? byID[id] : nil }
+            return limit(AssetFetch(ordered.map(\.0), versions: ordered.map(\.1)), options.fetchLimit)
         }
         sql += " ORDER BY " + (try Fetching.order(options.sortDescriptors, defaultOrder: defaultOrder, forAssets: true))
         if options.fetchLimit > 0 { sql += " LIMIT \(options.fetchLimit)" }
-        return try db.rows(sql, values, Fetching.asset)
+        return try AssetFetch(rows: sql, values, db: db)
+    }
+
+    /// The assets of a regular album: in album order from the membership rows alone, unless a
+    /// condition or a sort needs the asset rows.
+    static func assets(inAlbum album: UUID, options o: FetchOptions, db: Database, access: Access) throws -> AssetFetch {
+        guard let resolved = try AlbumMembers.resolve(album, in: db) else { return .empty }
+        let includeHidden = o.includeHiddenAssets || Fetching.mentionsHidden(o.predicate)
+        var conditions: [String] = []
+        var values: [any SQLBindable] = []
+        if access == .limited { conditions.append("a.asset_id IN (SELECT asset_id FROM limited_selection)") }
+        if let predicate = o.predicate {
+            guard !Fetching.mentionsTitle(predicate) else {
+                throw PhotoLibraryError(.changeNotSupported, "assets have no title: use a title condition when fetching albums")
+            }
+            let condition = Fetching.condition(predicate)
+            conditions.append(condition.sql)
+            values += condition.values
+        }
+        let condition = conditions.isEmpty ? nil : conditions.joined(separator: " AND ")
+        let group = try AlbumMembers.group(of: resolved, in: db)
+        if o.sortDescriptors.isEmpty {
+            var (identifiers, versions) = try AlbumMembers.identifiers(
+                group: group, in: db, includeHidden: includeHidden, condition: condition, values: values)
+            if o.fetchLimit > 0, identifiers.count > o.fetchLimit {
+                identifiers.removeLast(identifiers.count - o.fetchLimit)
+                versions.removeLast(versions.count - o.fetchLimit)
+            }
+            return try AssetFetch(identifiers: identifiers, versions: versions, db: db)
+        }
+        let order = try Fetching.order(o.sortDescriptors, defaultOrder: "", forAssets: true)
+        if group.count == 1 {
+            let filter = "m.asset_state >= \(includeHidden ? 1 : 2)" + (condition.map { " AND " + $0 } ?? "")
+            return try AssetFetch(
+                rows: """
+                    SELECT \(Fetching.assetColumns) FROM album_members m JOIN assets a ON a.asset_id = m.asset_id
+                    WHERE m.album_id = ? AND m.cl % 2 = 1 AND \(filter) ORDER BY \(order)\(o.fetchLimit > 0 ? " LIMIT \(o.fetchLimit)" : "")
+                    """, [resolved.bytes] + values, db: db)
+        }
+        // A merged album with a sort: read every member, sort in memory.
+        let members = try AlbumMembers.ordered(group: group, in: db, includeHidden: includeHidden, condition: condition, values: values)
+        let versions = Dictionary(members.map { ($0.asset, $0.version) }, uniquingKeysWith: { first, _ in first })
+        let sorted = try sort(try assets(withIDs: members.map(\.asset), db: db).map { ($0, versions[$0.id] ?? 0) }, by: o.sortDescriptors)
+        return limit(AssetFetch(sorted.map(\.0), versions: sorted.map(\.1)), o.fetchLimit)
+    }
+
+    static func limit(_ fetch: AssetFetch, _ limit: Int) -> AssetFetch {
+        guard limit > 0, fetch.identifiers.count > limit else { return fetch }
+        var fetch = fetch
+        fetch.identifiers.removeLast(fetch.identifiers.count - limit)
+        fetch.versions.removeLast(fetch.versions.count - limit)
+        if fetch.loaded.count > limit { fetch.loaded.removeLast(fetch.loaded.count - limit) }
+        return fetch
     }
 
     /// Sorts fetched assets in memory (album fetches with sort descriptors).
-    static func sort(_ assets: [Asset], by descriptors: [SortDescriptor]) throws -> [Asset] {
+    static func sort(_ assets: [(Asset, Int64)], by descriptors: [SortDescriptor]) throws -> [(Asset, Int64)] {
         func key(_ asset: Asset, _ sortKey: SortKey) throws -> Double {
             switch sortKey {
             case .creationDate: return asset.creationDate?.timeIntervalSince1970 ?? -.infinity
@@ -199,12 +290,12 @@ extension PhotoLibrary {
             case .title: throw PhotoLibraryError(.changeNotSupported, "cannot sort assets by title; choose another sort key")
             }
         }
-        let keyed = try assets.map { asset in (asset, try descriptors.map { try key(asset, $0.key) }) }
+        let keyed = try assets.map { asset in (asset, try descriptors.map { try key(asset.0, $0.key) }) }
         return keyed.sorted { lhs, rhs in
             for (index, descriptor) in descriptors.enumerated() where lhs.1[index] != rhs.1[index] {
                 return descriptor.ascending ? lhs.1[index] < rhs.1[index] : lhs.1[index] > rhs.1[index]
             }
-            return lhs.0.id.bytes < rhs.0.id.bytes
+            return lhs.0.0.id.bytes < rhs.0.0.id.bytes
         }.map(\.0)
     }
 
@@ -234,7 +325,7 @@ extension PhotoLibrary {
         }
         var result: [AssetCollection] = []
         for subtype in smartSubtypes {
-            let count = try assets(.assetsInSmartAlbum(subtype, FetchOptions()), db: db, access: access, now: now).count
+            let count = try assets(.assetsInSmartAlbum(subtype, FetchOptions()), db: db, access: access, now: now).identifiers.count
             result.append(
                 AssetCollection(
                     id: subtype.smartAlbumID, collectionType: .smartAlbum, subtype: subtype, title: subtype.smartAlbumTitle,
@@ -254,11 +345,10 @@ extension PhotoLibrary {
                 conditions.append(condition.sql)
                 values += condition.values
             }
-            let limited = access == .limited ? " AND a.asset_id IN (SELECT asset_id FROM limited_selection)" : ""
+            let limited = access == .limited ? " AND m.asset_id IN (SELECT asset_id FROM limited_selection)" : ""
             let sql = """
                 SELECT c.album_id, c.subtype, c.title, c.created_hlc, c.modification_hlc, c.source_device,
-                    (SELECT count(*) FROM album_members m JOIN assets a ON a.asset_id = m.asset_id
-                     WHERE m.album_id = c.album_id AND m.cl % 2 = 1 AND \(Fetching.visibleAsset)\(limited))
+                    (SELECT count(*) FROM album_members m WHERE m.album_id = c.album_id AND m.cl % 2 = 1 AND m.asset_state = 2\(limited))
                 FROM albums c WHERE \(conditions.joined(separator: " AND "))
                 ORDER BY \(try Fetching.order(options.sortDescriptors, defaultOrder: "c.created_hlc, c.album_id", forAssets: false))
                 """

@@ -47,6 +47,9 @@ public final class PhotoLibrary: Sendable {
     public let url: URL
     let options: Options
     let storage: DatabaseQueue
+    /// A second, read-only connection for what fetch results read lazily: it sees the last
+    /// commit, never waits for a change block and never joins one.
+    let reader: LazyReadConnection
     let clock: HybridLogicalClock
     let identifiers: UUIDv7Generator
     let randomness: RandomSource
@@ -69,6 +72,7 @@ public final class PhotoLibrary: Sendable {
         self.options = options
         do {
             storage = try DatabaseQueue(path: url.path)
+            reader = LazyReadConnection(path: url.path)
             try storage.writeWithoutTransaction { try Migrator.library().migrate($0) }
             let last = try storage.read { try EventLog($0).lastTimestamp() }
             let drift = options.maximumClockDrift.components
@@ -293,4 +297,32 @@ final class RandomSource: @unchecked Sendable {
     init(seed: UInt64?) { generator = SeededRandomNumberGenerator(seed: seed ?? UInt64.random(in: .min ... .max)) }
 
     func use<T>(_ body: (inout SeededRandomNumberGenerator) -> T) -> T { lock.withLock { body(&generator) } }
+}
+
+/// A read-only connection opened on first use.
+final class LazyReadConnection: @unchecked Sendable {
+    // Safe to share: `queue` is touched only while `lock` is held; the queue serializes its own use.
+    private let lock = NSLock()
+    private var queue: DatabaseQueue?
+    let path: String
+
+    init(path: String) { self.path = path }
+
+    /// Runs `body` on the connection (opening it the first time).
+    func read<T>(_ body: (Database) throws -> T) throws -> T {
+        do {
+            let connection = try lock.withLock {
+                if let queue { return queue }
+                var options = Database.Options()
+                options.readOnly = true
+                options.cacheSizeKiB = 2 * 1024
+                let opened = try DatabaseQueue(path: path, options: options)
+                queue = opened
+                return opened
+            }
+            return try connection.read(body)
+        } catch {
+            throw PhotoLibrary.translate(error, doing: "read the library")
+        }
+    }
 }

@@ -57,6 +57,9 @@ struct Projection {
     /// How many events a rebuild folds in memory before writing (bounds its memory).
     static let rebuildBatchSize = 20_000
 
+    /// The page cache of a rebuild, in KiB.
+    static let rebuildCacheKiB = 64 * 1024
+
     /// Deletes every projection row and folds the whole log again, in batches folded in memory
     /// per object. After a compaction, the fold starts from the snapshot of the archived history
     /// (Compaction.swift).
@@ -64,13 +67,24 @@ struct Projection {
         for table in Self.tables {
             try database.execute("DELETE FROM \(table)")
         }
+        // A larger page cache while the fold runs, so the transaction's dirty pages are not
+        // spilled to the log file and written again.
+        let cacheSize = try database.firstRow("PRAGMA cache_size") { $0.int64(0) } ?? -2000
+        try database.execute("PRAGMA cache_size = -\(Self.rebuildCacheKiB)")
+        defer { try? database.execute("PRAGMA cache_size = \(cacheSize)") }
         let start = try CompactionSnapshot.restore(into: database)
+        if start > 0 { try database.execute(ProjectionBatch.allMemberAssetsSQL) }
         // One scan of the columns the fold reads; the batches are written while it runs (the
         // scan reads only the events table, the writes touch only the projections).
         let scan = try database.cachedStatement(
             "SELECT local_seq, object_id, device_id, hlc, type, schema_version, payload FROM events WHERE local_seq > ? ORDER BY local_seq")
         defer { scan.reset() }
         try scan.bind(start, at: 1)
+        // Assets with membership rows already written (after a snapshot: possibly any), whose
+        // rows written later pass their state on to them.
+        var withMembers: Set<UUID> = []
+        let snapshot = start > 0
+        let mayHaveMembers = { (asset: UUID) in snapshot || withMembers.contains(asset) }
         var batch = ProjectionBatch()
         while try scan.step() {
             guard let object = scan.withBlob(1, { UUID(bytes: $0) }) else {
@@ -81,10 +95,11 @@ struct Projection {
             }
             batch.add(change, object: object, stamp: WriterStamp(hlc: scan.int64(3), device: scan.text(2)))
             if batch.eventCount >= Self.rebuildBatchSize {
-                try batch.write(to: database)
+                try batch.write(to: database, mayHaveMembers: mayHaveMembers)
+                if !snapshot { withMembers.formUnion(batch.memberAssets) }
                 batch = ProjectionBatch()
             }
         }
-        try batch.write(to: database)
+        try batch.write(to: database, mayHaveMembers: mayHaveMembers)
     }
 }

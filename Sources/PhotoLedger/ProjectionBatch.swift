@@ -119,6 +119,9 @@ struct ProjectionBatch {
 
     var isEmpty: Bool { eventCount == 0 }
 
+    /// The assets whose membership rows the batch writes.
+    var memberAssets: some Sequence<UUID> { members.keys.lazy.map(\.asset) }
+
     // MARK: Folding
 
     /// Folds one stored event (events of types this build does not know change nothing).
@@ -236,9 +239,19 @@ struct ProjectionBatch {
     // MARK: Writing
 
     /// Merges the folded rows into the projection tables: one upsert per object.
-    func write(to database: Database) throws {
+    ///
+    /// - Parameter mayHaveMembers: whether an asset written may already have membership rows
+    ///   that must take over its new state (a rebuild knows which; by default every asset may).
+    func write(to database: Database, mayHaveMembers: (UUID) -> Bool = { _ in true }) throws {
         guard !isEmpty else { return }
-        try writeRows(assets.rows.count, columns: 32, sql: { Self.assetSQL(rows: $0) }, in: database) { index, base, statement in
+        // Each asset upsert returns the row's state and version as stored after the merge; the
+        // asset's memberships take them over (Migrations/Library/0006_album_member_asset_state.sql).
+        var written: [UUID: AssetState] = [:]
+        written.reserveCapacity(assets.rows.count)
+        try writeRows(
+            assets.rows.count, columns: 32, sql: Self.assetStatements, in: database,
+            returning: { row in written[row.withBlob(0) { UUID(bytes: $0) }!] = AssetState(state: row.int64(1), version: row.int64(2)) }
+        ) { index, base, statement in
             let id = assets.keys[index], row = assets.rows[index]
             try bind(id, at: base + 1, statement)
             try statement.bind(row.created ? 1 : 0, at: base + 2)
@@ -269,6 +282,17 @@ struct ProjectionBatch {
             try statement.bind(content?.adjustmentFormat.map(SQLValue.text) ?? .null, at: base + 29)
             try bind(row.content.stamp, at: base + 30, statement)
             try statement.bind(row.modificationHLC, at: base + 32)
+        }
+        if !written.isEmpty {
+            let statement = try database.cachedStatement(Self.memberAssetSQL)
+            for asset in assets.keys where mayHaveMembers(asset) {
+                guard let carried = written[asset] else { continue }
+                defer { statement.reset() }
+                try bind(asset, at: 1, statement)
+                try statement.bind(carried.state, at: 2)
+                try statement.bind(carried.version, at: 3)
+                try statement.step()
+            }
         }
         if !resources.isEmpty {
             let statement = try database.cachedStatement(Self.resourceSQL)
@@ -310,33 +334,71 @@ struct ProjectionBatch {
                 try statement.step()
             }
         }
-        try writeRows(members.rows.count, columns: 6, sql: { Self.memberSQL(rows: $0) }, in: database) { index, base, statement in
-            let key = members.keys[index], row = members.rows[index]
-            try bind(key.album, at: base + 1, statement)
-            try bind(key.asset, at: base + 2, statement)
-            try statement.bind(row.causalLength, at: base + 3)
-            try statement.bind(row.position.value, at: base + 4)
-            try bind(row.position.stamp, at: base + 5, statement)
+        // Memberships of assets written above take their state from what the upserts returned;
+        // the others read it from the asset row.
+        var known: [Int] = [], unknown: [Int] = []
+        for (index, key) in members.keys.enumerated() {
+            if written[key.asset] != nil { known.append(index) } else { unknown.append(index) }
         }
+        try writeRows(known.count, columns: 8, sql: Self.memberStatements, in: database) { index, base, statement in
+            let key = members.keys[known[index]], row = members.rows[known[index]]
+            try bindMember(key, row, at: base, statement)
+            let carried = written[key.asset]!
+            try statement.bind(carried.state, at: base + 7)
+            try statement.bind(carried.version, at: base + 8)
+        }
+        try writeRows(unknown.count, columns: 6, sql: Self.memberReadingAssetStatements, in: database) { index, base, statement in
+            try bindMember(members.keys[unknown[index]], members.rows[unknown[index]], at: base, statement)
+        }
+    }
+
+    /// What a membership row carries of its asset.
+    struct AssetState {
+        var state: Int64
+        var version: Int64
+    }
+
+    private func bindMember(_ key: MemberKey, _ row: MemberRow, at base: Int32, _ statement: Statement) throws {
+        try bind(key.album, at: base + 1, statement)
+        try bind(key.asset, at: base + 2, statement)
+        try statement.bind(row.causalLength, at: base + 3)
+        try statement.bind(row.position.value, at: base + 4)
+        try bind(row.position.stamp, at: base + 5, statement)
     }
 
     /// Rows per multi-row upsert: one statement execution per hundred rows instead of per row.
     static let rowsPerStatement = 100
 
-    /// Writes `count` rows through multi-row statements: `sql(n)` is the statement for `n` rows,
-    /// `bindRow(index, base, statement)` binds row `index` to parameters `base + 1`…. Rows past
-    /// the last full hundred go one by one, so only two statements per table are ever cached.
+    /// A table's upsert for one row and for ``rowsPerStatement`` rows.
+    struct RowStatements: Sendable {
+        let single: PreparedSQL
+        let multiple: PreparedSQL
+
+        init(_ sql: (Int) -> String) {
+            single = PreparedSQL(sql(1))
+            multiple = PreparedSQL(sql(ProjectionBatch.rowsPerStatement))
+        }
+    }
+
+    static let assetStatements = RowStatements(assetSQL(rows:))
+    static let memberStatements = RowStatements(memberSQL(rows:))
+    static let memberReadingAssetStatements = RowStatements(memberReadingAssetSQL(rows:))
+
+    /// Writes `count` rows through multi-row statements, `bindRow(index, base, statement)`
+    /// binding row `index` to parameters `base + 1`…. Rows past the last full hundred go one by
+    /// one. `returning` receives each row the statement returns.
     private func writeRows(
-        _ count: Int, columns: Int32, sql: (Int) -> String, in database: Database,
+        _ count: Int, columns: Int32, sql: RowStatements, in database: Database,
+        returning: (Statement) -> Void = { _ in },
         _ bindRow: (_ index: Int, _ base: Int32, Statement) throws -> Void
     ) throws {
         var start = 0
         while start < count {
             let rows = count - start >= Self.rowsPerStatement ? Self.rowsPerStatement : 1
-            let statement = try database.cachedStatement(sql(rows))
+            let statement = try database.cachedStatement(rows == 1 ? sql.single : sql.multiple)
             defer { statement.reset() }
             for offset in 0..<rows { try bindRow(start + offset, Int32(offset) * columns, statement) }
-            try statement.step()
+            while try statement.step() { returning(statement) }
             start += rows
         }
     }
@@ -386,8 +448,29 @@ struct ProjectionBatch {
             trashed_hlc = max(trashed_hlc, excluded.trashed_hlc),
             purged = max(purged, excluded.purged),
             modification_hlc = max(modification_hlc, excluded.modification_hlc)
+        RETURNING asset_id, \(assetState("")), modification_hlc
         """
     }
+
+    /// An asset's state as its memberships carry it (0 not shown, 1 hidden, 2 shown), from the
+    /// asset row's columns with the given prefix (NULL columns, a missing row, give 0).
+    static func assetState(_ prefix: String) -> String {
+        "CASE WHEN \(prefix)created = 1 AND \(prefix)purged = 0 AND \(prefix)trash_cl % 2 = 1 THEN 2 - \(prefix)hidden ELSE 0 END"
+    }
+
+    /// Sets every membership row's asset state and version from the asset rows (after restoring
+    /// a snapshot, which may have been taken before memberships carried them).
+    static let allMemberAssetsSQL = """
+        UPDATE album_members SET asset_state = a.state, asset_version = a.version
+        FROM (SELECT asset_id, \(assetState("")) AS state, modification_hlc AS version FROM assets) AS a
+        WHERE a.asset_id = album_members.asset_id AND (album_members.asset_state, album_members.asset_version) IS NOT (a.state, a.version)
+        """
+
+    /// Passes an asset's state and version on to its membership rows (only to rows that differ).
+    static let memberAssetSQL = PreparedSQL("""
+        UPDATE album_members SET asset_state = ?2, asset_version = ?3
+        WHERE asset_id = ?1 AND (asset_state, asset_version) IS NOT (?2, ?3)
+        """)
 
     static let resourceSQL = PreparedSQL("""
         INSERT INTO asset_resources (asset_id, resource_index, type, sha256, size, uniform_type, original_filename)
@@ -418,14 +501,34 @@ struct ProjectionBatch {
         """)
 
     /// The upsert of `rows` membership rows.
+    /// The upsert of `rows` membership rows with their asset's state and version.
     static func memberSQL(rows: Int) -> String {
         """
-        INSERT INTO album_members (album_id, asset_id, cl, position, position_hlc, position_device) VALUES \(valueRows(rows, columns: 6))
-        ON CONFLICT (album_id, asset_id) DO UPDATE SET
-            cl = max(cl, excluded.cl),
-            \(lww(["position"], stamp: "position"))
+        INSERT INTO album_members (album_id, asset_id, cl, position, position_hlc, position_device, asset_state, asset_version)
+        VALUES \(valueRows(rows, columns: 8))
+        \(memberConflict)
         """
     }
+
+    /// The upsert of `rows` membership rows taking their asset's state and version from the
+    /// asset row (none yet: not shown).
+    static func memberReadingAssetSQL(rows: Int) -> String {
+        """
+        INSERT INTO album_members (album_id, asset_id, cl, position, position_hlc, position_device, asset_state, asset_version)
+        SELECT m.column1, m.column2, m.column3, m.column4, m.column5, m.column6, \(assetState("a.")), coalesce(a.modification_hlc, 0)
+        FROM (VALUES \(valueRows(rows, columns: 6))) AS m LEFT JOIN assets a ON a.asset_id = m.column2
+        WHERE true
+        \(memberConflict)
+        """
+    }
+
+    private static let memberConflict = """
+        ON CONFLICT (album_id, asset_id) DO UPDATE SET
+            cl = max(cl, excluded.cl),
+            \(lww(["position"], stamp: "position")),
+            asset_state = excluded.asset_state,
+            asset_version = excluded.asset_version
+        """
 
     /// `(?, …), (?, …)`: `rows` groups of `columns` parameters.
     private static func valueRows(_ rows: Int, columns: Int) -> String {
