@@ -210,7 +210,13 @@ enum ChangeEvent: Sendable, Hashable {
     /// Decodes an event's payload, or returns nil for types and versions this build does not know
     /// (kept in the log and forwarded, never dropped; they do not change the projections).
     static func decode(type: String, schemaVersion: Int, payload: [UInt8]) throws -> ChangeEvent? {
-        guard let type = EventType(rawValue: type), schemaVersion <= Self.schemaVersion else { return nil }
+        guard let type = EventType(rawValue: type) else { return nil }
+        return try decode(type: type, schemaVersion: schemaVersion, payload: payload)
+    }
+
+    /// Decodes the payload of an event of a known type (nil for a newer schema version).
+    static func decode(type: EventType, schemaVersion: Int, payload: [UInt8]) throws -> ChangeEvent? {
+        guard schemaVersion <= Self.schemaVersion else { return nil }
         var r = ByteReader(payload)
         switch type {
         case .assetCreated:

@@ -55,7 +55,7 @@ struct Projection {
     static let tables = ["assets", "asset_resources", "referenced_resources", "albums", "album_members"]
 
     /// How many events a rebuild folds in memory before writing (bounds its memory).
-    static let rebuildBatchSize = 20_000
+    static let rebuildBatchSize = 100_000
 
     /// The page cache of a rebuild, in KiB.
     static let rebuildCacheKiB = 64 * 1024
@@ -85,15 +85,28 @@ struct Projection {
         var withMembers: Set<UUID> = []
         let snapshot = start > 0
         let mayHaveMembers = { (asset: UUID) in snapshot || withMembers.contains(asset) }
+        // Runs of events share their type and device: each is decoded from the column's bytes
+        // only when it differs from the previous event's.
+        var type = (bytes: [UInt8](), value: EventType?.none)
+        var device = (bytes: [UInt8](), name: "")
         var batch = ProjectionBatch()
         while try scan.step() {
             guard let object = scan.withBlob(1, { UUID(bytes: $0) }) else {
                 throw DecodingError("a 16-byte object identifier in the event at local position \(scan.int64(0))", offset: 0)
             }
-            guard let change = try ChangeEvent.decode(type: scan.text(4), schemaVersion: Int(scan.int64(5)), payload: scan.blob(6)) else {
-                continue
+            scan.withBlob(4) { bytes in
+                guard !bytes.elementsEqual(type.bytes) else { return }
+                type = ([UInt8](bytes), EventType(rawValue: String(decoding: bytes, as: UTF8.self)))
             }
-            batch.add(change, object: object, stamp: WriterStamp(hlc: scan.int64(3), device: scan.text(2)))
+            // Types this build does not know change nothing.
+            guard let known = type.value,
+                let change = try ChangeEvent.decode(type: known, schemaVersion: Int(scan.int64(5)), payload: scan.blob(6))
+            else { continue }
+            scan.withBlob(2) { bytes in
+                guard !bytes.elementsEqual(device.bytes) else { return }
+                device = ([UInt8](bytes), String(decoding: bytes, as: UTF8.self))
+            }
+            batch.add(change, object: object, stamp: WriterStamp(hlc: scan.int64(3), device: device.name))
             if batch.eventCount >= Self.rebuildBatchSize {
                 try batch.write(to: database, mayHaveMembers: mayHaveMembers)
                 if !snapshot { withMembers.formUnion(batch.memberAssets) }

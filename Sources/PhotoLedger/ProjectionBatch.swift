@@ -112,8 +112,11 @@ struct ProjectionBatch {
     private var referenced: [ResourceRecord] = []
     private var referencedHashes: Set<[UInt8]> = []
 
-    /// The objects the folded events touched.
-    private(set) var touched = TouchedObjects()
+    /// The objects the folded events touched: every object with a folded row, and the assets
+    /// of the memberships.
+    var touched: TouchedObjects {
+        TouchedObjects(assets: Set(assets.keys).union(members.keys.lazy.map(\.asset)), albums: Set(albums.keys))
+    }
     /// The number of events folded.
     private(set) var eventCount = 0
 
@@ -158,7 +161,6 @@ struct ProjectionBatch {
                 resources.append((id, index, record))
                 reference(record)
             }
-            touched.assets.insert(id)
         case .assetChanged(let c):
             assets.update(id) { row in
                 if let date = c.creationDate { row.creationDate.offer(date?.timeIntervalSince1970, at: stamp) }
@@ -167,7 +169,6 @@ struct ProjectionBatch {
                 if let hidden = c.isHidden { row.hidden.offer(hidden, at: stamp) }
                 row.modificationHLC = max(row.modificationHLC, hlc)
             }
-            touched.assets.insert(id)
         case .assetDeleted(let causalLength), .assetRecovered(let causalLength):
             let deleted = if case .assetDeleted = change { true } else { false }
             assets.update(id) { row in
@@ -175,20 +176,17 @@ struct ProjectionBatch {
                 if deleted { row.trashedHLC = max(row.trashedHLC, hlc) }
                 row.modificationHLC = max(row.modificationHLC, hlc)
             }
-            touched.assets.insert(id)
         case .assetPurged:
             assets.update(id) { row in
                 row.purged = true
                 row.modificationHLC = max(row.modificationHLC, hlc)
             }
-            touched.assets.insert(id)
         case .assetContentEdited(let edit):
             assets.update(id) { row in
                 row.content.offer(edit, at: stamp)
                 row.modificationHLC = max(row.modificationHLC, hlc)
             }
             for record in [edit.rendered, edit.adjustment].compactMap({ $0 }) { reference(record) }
-            touched.assets.insert(id)
         case .albumCreated(let title, let subtype):
             albums.update(id) { row in
                 if !row.created || stamp < row.creation {
@@ -199,35 +197,29 @@ struct ProjectionBatch {
                 row.title.offer(title, at: stamp)
                 row.modificationHLC = max(row.modificationHLC, hlc)
             }
-            touched.albums.insert(id)
         case .albumRenamed(let title):
             albums.update(id) { row in
                 row.title.offer(title, at: stamp)
                 row.modificationHLC = max(row.modificationHLC, hlc)
             }
-            touched.albums.insert(id)
         case .albumDeleted:
             albums.update(id) { row in
                 row.deleted = true
                 row.modificationHLC = max(row.modificationHLC, hlc)
             }
-            touched.albums.insert(id)
         case .albumMerged(let winner):
             albums.update(id) { row in
                 if row.mergedInto.map({ winner.bytes < $0.bytes }) ?? true { row.mergedInto = winner }
                 row.modificationHLC = max(row.modificationHLC, hlc)
             }
             albums.update(winner) { $0.modificationHLC = max($0.modificationHLC, hlc) }
-            touched.albums.formUnion([id, winner])
         case .albumMembersChanged(_, let entries):
             albums.update(id) { $0.modificationHLC = max($0.modificationHLC, hlc) }
-            touched.albums.insert(id)
             for entry in entries {
                 members.update(MemberKey(album: id, asset: entry.asset)) { row in
                     row.causalLength = max(row.causalLength, entry.causalLength)
                     if let position = entry.position { row.position.offer(position, at: stamp) }
                 }
-                touched.assets.insert(entry.asset)
             }
         }
     }
