@@ -100,10 +100,13 @@ public final class Database {
 
     /// The prepared statement for `sql`, found by the identity of `sql` (no hashing of its text:
     /// for statements run on hot paths).
-    public func cachedStatement(_ sql: PreparedSQL) throws -> Statement {
+    ///
+    /// - Parameter clearingBindings: false when the caller binds every parameter anew (for
+    ///   statements with thousands of parameters, clearing them costs as much as binding).
+    public func cachedStatement(_ sql: PreparedSQL, clearingBindings: Bool = true) throws -> Statement {
         let key = ObjectIdentifier(sql)
         if let statement = preparedCache[key] {
-            statement.reset()
+            if clearingBindings { statement.reset() } else { statement.resetKeepingBindings() }
             return statement
         }
         let statement = try Statement(database: self, sql: sql.text)

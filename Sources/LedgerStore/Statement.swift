@@ -28,6 +28,11 @@ public final class Statement {
         sqlite3_clear_bindings(handle)
     }
 
+    /// Resets the statement, keeping its bindings (each is released when bound anew).
+    public func resetKeepingBindings() {
+        sqlite3_reset(handle)
+    }
+
     // MARK: Binding (1-based parameter indexes, as in SQLite)
 
     /// Binds a value to the parameter at `index` (1-based).

@@ -387,8 +387,9 @@ struct ProjectionBatch {
         var start = 0
         while start < count {
             let rows = count - start >= Self.rowsPerStatement ? Self.rowsPerStatement : 1
-            let statement = try database.cachedStatement(rows == 1 ? sql.single : sql.multiple)
-            defer { statement.reset() }
+            // Every parameter is bound below, so the old bindings need no clearing.
+            let statement = try database.cachedStatement(rows == 1 ? sql.single : sql.multiple, clearingBindings: false)
+            defer { statement.resetKeepingBindings() }
             for offset in 0..<rows { try bindRow(start + offset, Int32(offset) * columns, statement) }
             while try statement.step() { returning(statement) }
             start += rows
