@@ -224,8 +224,13 @@ public final class PhotoLibrary: Sendable {
     /// Deletes and refolds every projection from the log. The result is identical to the
     /// projections maintained incrementally.
     public func rebuild() throws {
+        try rebuild(batchSize: Projection.rebuildBatchSize)
+    }
+
+    /// Rebuilds folding `batchSize` events in memory at a time.
+    func rebuild(batchSize: Int) throws {
         do {
-            try storage.write { try Projection($0).rebuild() }
+            try storage.write { try Projection($0).rebuild(batchSize: batchSize) }
         } catch {
             throw Self.translate(error, doing: "rebuild the projections")
         }

@@ -63,7 +63,7 @@ struct Projection {
     /// Deletes every projection row and folds the whole log again, in batches folded in memory
     /// per object. After a compaction, the fold starts from the snapshot of the archived history
     /// (Compaction.swift).
-    func rebuild() throws {
+    func rebuild(batchSize: Int = Self.rebuildBatchSize) throws {
         for table in Self.tables {
             try database.execute("DELETE FROM \(table)")
         }
@@ -80,11 +80,8 @@ struct Projection {
             "SELECT local_seq, object_id, device_id, hlc, type, schema_version, payload FROM events WHERE local_seq > ? ORDER BY local_seq")
         defer { scan.reset() }
         try scan.bind(start, at: 1)
-        // Assets with membership rows already written (after a snapshot: possibly any), whose
-        // rows written later pass their state on to them.
-        var withMembers: Set<UUID> = []
-        let snapshot = start > 0
-        let mayHaveMembers = { (asset: UUID) in snapshot || withMembers.contains(asset) }
+        // Without a snapshot, the first batch is written into empty tables.
+        var intoEmptyTables = start == 0
         // Runs of events share their type and device: each is decoded from the column's bytes
         // only when it differs from the previous event's.
         var type = (bytes: [UInt8](), value: EventType?.none)
@@ -107,12 +104,12 @@ struct Projection {
                 device = ([UInt8](bytes), String(decoding: bytes, as: UTF8.self))
             }
             batch.add(change, object: object, stamp: WriterStamp(hlc: scan.int64(3), device: device.name))
-            if batch.eventCount >= Self.rebuildBatchSize {
-                try batch.write(to: database, mayHaveMembers: mayHaveMembers)
-                if !snapshot { withMembers.formUnion(batch.memberAssets) }
+            if batch.eventCount >= batchSize {
+                try batch.write(to: database, intoEmptyTables: intoEmptyTables)
+                intoEmptyTables = false
                 batch = ProjectionBatch()
             }
         }
-        try batch.write(to: database, mayHaveMembers: mayHaveMembers)
+        try batch.write(to: database, intoEmptyTables: intoEmptyTables)
     }
 }

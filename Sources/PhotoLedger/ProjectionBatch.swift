@@ -56,6 +56,12 @@ struct ProjectionBatch {
         var purged = false
         var content = Register<ChangeEvent.ContentEdit?>(nil)
         var modificationHLC: Int64 = 0
+
+        /// The state and version memberships carry, as ``ProjectionBatch/assetState(_:)`` computes
+        /// them from a stored row equal to this one.
+        var carried: AssetState {
+            AssetState(state: created && !purged && trashCausalLength % 2 == 1 ? (hidden.value ? 1 : 2) : 0, version: modificationHLC)
+        }
     }
 
     struct AlbumRow {
@@ -122,8 +128,6 @@ struct ProjectionBatch {
 
     var isEmpty: Bool { eventCount == 0 }
 
-    /// The assets whose membership rows the batch writes.
-    var memberAssets: some Sequence<UUID> { members.keys.lazy.map(\.asset) }
 
     // MARK: Folding
 
@@ -232,16 +236,21 @@ struct ProjectionBatch {
 
     /// Merges the folded rows into the projection tables: one upsert per object.
     ///
-    /// - Parameter mayHaveMembers: whether an asset written may already have membership rows
-    ///   that must take over its new state (a rebuild knows which; by default every asset may).
-    func write(to database: Database, mayHaveMembers: (UUID) -> Bool = { _ in true }) throws {
+    /// - Parameter intoEmptyTables: the projection tables hold no row yet (the first batch of a
+    ///   rebuild): the folded rows are then the stored rows, and no membership row exists
+    ///   before this batch's.
+    func write(to database: Database, intoEmptyTables: Bool = false) throws {
         guard !isEmpty else { return }
-        // Each asset upsert returns the row's state and version as stored after the merge; the
-        // asset's memberships take them over (Migrations/Library/0006_album_member_asset_state.sql).
+        // The state and version each asset's memberships carry
+        // (Migrations/Library/0006_album_member_asset_state.sql): the folded row's when the table
+        // was empty, else what the upsert returns, as stored after the merge.
         var written: [UUID: AssetState] = [:]
         written.reserveCapacity(assets.rows.count)
+        if intoEmptyTables {
+            for (id, row) in zip(assets.keys, assets.rows) { written[id] = row.carried }
+        }
         try writeRows(
-            assets.rows.count, columns: 32, sql: Self.assetStatements, in: database,
+            assets.rows.count, columns: 32, sql: intoEmptyTables ? Self.assetStatements : Self.assetReturningStatements, in: database,
             returning: { row in written[row.withBlob(0) { UUID(bytes: $0) }!] = AssetState(state: row.int64(1), version: row.int64(2)) }
         ) { index, base, statement in
             let id = assets.keys[index], row = assets.rows[index]
@@ -275,9 +284,9 @@ struct ProjectionBatch {
             try bind(row.content.stamp, at: base + 30, statement)
             try statement.bind(row.modificationHLC, at: base + 32)
         }
-        if !written.isEmpty {
+        if !intoEmptyTables {
             let statement = try database.cachedStatement(Self.memberAssetSQL)
-            for asset in assets.keys where mayHaveMembers(asset) {
+            for asset in assets.keys {
                 guard let carried = written[asset] else { continue }
                 defer { statement.reset() }
                 try bind(asset, at: 1, statement)
@@ -350,6 +359,7 @@ struct ProjectionBatch {
         var version: Int64
     }
 
+
     private func bindMember(_ key: MemberKey, _ row: MemberRow, at base: Int32, _ statement: Statement) throws {
         try bind(key.album, at: base + 1, statement)
         try bind(key.asset, at: base + 2, statement)
@@ -373,6 +383,7 @@ struct ProjectionBatch {
     }
 
     static let assetStatements = RowStatements(assetSQL(rows:))
+    static let assetReturningStatements = RowStatements(assetReturningSQL(rows:))
     static let memberStatements = RowStatements(memberSQL(rows:))
     static let memberReadingAssetStatements = RowStatements(memberReadingAssetSQL(rows:))
 
@@ -421,6 +432,11 @@ struct ProjectionBatch {
         columns.map { "\($0) = CASE WHEN excluded.created = 1 THEN excluded.\($0) ELSE \($0) END" }.joined(separator: ",\n    ")
     }
 
+    /// The upsert of `rows` asset rows, returning each row's state and version after the merge.
+    static func assetReturningSQL(rows: Int) -> String {
+        assetSQL(rows: rows) + "\nRETURNING asset_id, \(assetState("")), modification_hlc"
+    }
+
     /// The upsert of `rows` asset rows.
     static func assetSQL(rows: Int) -> String {
         """
@@ -441,7 +457,6 @@ struct ProjectionBatch {
             trashed_hlc = max(trashed_hlc, excluded.trashed_hlc),
             purged = max(purged, excluded.purged),
             modification_hlc = max(modification_hlc, excluded.modification_hlc)
-        RETURNING asset_id, \(assetState("")), modification_hlc
         """
     }
 

@@ -46,6 +46,9 @@ struct FoldPropertyTests {
         }
         try devices[1].rebuild()
         #expect(try devices[1].projectionDump() == reference, "rebuild() equals the incremental projections")
+        // In batches: the first into empty tables, the others merged into what is stored.
+        try devices[2].rebuild(batchSize: Int.random(in: 1...40, using: &random))
+        #expect(try devices[2].projectionDump() == reference, "rebuild() in small batches equals the incremental projections")
 
         let events = try devices[0].allEvents()
         #expect(events.count > 40)
