@@ -67,6 +67,10 @@ public final class Database {
         // A bounded page cache keeps hot B-tree pages out of read(2) calls.
         try execute("PRAGMA cache_size = -\(options.cacheSizeKiB)")
         try execute("PRAGMA mmap_size = \(options.memoryMapBytes)")
+        // Statement journals (kept while a statement that writes many rows runs, to undo it
+        // alone on failure) and temporary tables stay in memory instead of temporary files:
+        // otherwise every page a multi-row upsert touches is first copied to a file.
+        try execute("PRAGMA temp_store = MEMORY")
         _ = csqlite_db_config_int(connection, SQLITE_DBCONFIG_DEFENSIVE, 1)
     }
 

@@ -109,6 +109,9 @@ struct ProjectionBatch {
         }
 
         var isEmpty: Bool { keys.isEmpty }
+
+        /// The row of `key`, when the batch has one.
+        func row(for key: Key) -> Row? { indexes[key].map { rows[$0] } }
     }
 
     private var assets = Rows<UUID, AssetRow>(empty: AssetRow())
@@ -245,10 +248,8 @@ struct ProjectionBatch {
         // (Migrations/Library/0006_album_member_asset_state.sql): the folded row's when the table
         // was empty, else what the upsert returns, as stored after the merge.
         var written: [UUID: AssetState] = [:]
-        written.reserveCapacity(assets.rows.count)
-        if intoEmptyTables {
-            for (id, row) in zip(assets.keys, assets.rows) { written[id] = row.carried }
-        }
+        if !intoEmptyTables { written.reserveCapacity(assets.rows.count) }
+        let carriedState = { (asset: UUID) -> AssetState? in intoEmptyTables ? assets.row(for: asset)?.carried : written[asset] }
         try writeRows(
             assets.rows.count, columns: 32, sql: intoEmptyTables ? Self.assetStatements : Self.assetReturningStatements, in: database,
             returning: { row in written[row.withBlob(0) { UUID(bytes: $0) }!] = AssetState(state: row.int64(1), version: row.int64(2)) }
@@ -339,14 +340,14 @@ struct ProjectionBatch {
         // the others read it from the asset row.
         var known: [Int] = [], unknown: [Int] = []
         for (index, key) in members.keys.enumerated() {
-            if written[key.asset] != nil { known.append(index) } else { unknown.append(index) }
+            if carriedState(key.asset) != nil { known.append(index) } else { unknown.append(index) }
         }
         try writeRows(known.count, columns: 8, sql: Self.memberStatements, in: database) { index, base, statement in
             let key = members.keys[known[index]], row = members.rows[known[index]]
             try bindMember(key, row, at: base, statement)
-            let carried = written[key.asset]!
-            try statement.bind(carried.state, at: base + 7)
-            try statement.bind(carried.version, at: base + 8)
+            let state = carriedState(key.asset)!
+            try statement.bind(state.state, at: base + 7)
+            try statement.bind(state.version, at: base + 8)
         }
         try writeRows(unknown.count, columns: 6, sql: Self.memberReadingAssetStatements, in: database) { index, base, statement in
             try bindMember(members.keys[unknown[index]], members.rows[unknown[index]], at: base, statement)
