@@ -286,14 +286,11 @@ struct ProjectionBatch {
             try statement.bind(row.modificationHLC, at: base + 32)
         }
         if !intoEmptyTables {
-            let statement = try database.cachedStatement(Self.memberAssetSQL)
-            for asset in assets.keys {
-                guard let carried = written[asset] else { continue }
-                defer { statement.reset() }
-                try bind(asset, at: 1, statement)
-                try statement.bind(carried.state, at: 2)
-                try statement.bind(carried.version, at: 3)
-                try statement.step()
+            let passed = assets.keys.compactMap { asset in written[asset].map { (asset, $0) } }
+            try writeRows(passed.count, columns: 3, sql: Self.memberAssetStatements, in: database) { index, base, statement in
+                try bind(passed[index].0, at: base + 1, statement)
+                try statement.bind(passed[index].1.state, at: base + 2)
+                try statement.bind(passed[index].1.version, at: base + 3)
             }
         }
         if !resources.isEmpty {
@@ -387,6 +384,7 @@ struct ProjectionBatch {
     static let assetReturningStatements = RowStatements(assetReturningSQL(rows:))
     static let memberStatements = RowStatements(memberSQL(rows:))
     static let memberReadingAssetStatements = RowStatements(memberReadingAssetSQL(rows:))
+    static let memberAssetStatements = RowStatements(memberAssetSQL(rows:))
 
     /// Writes `count` rows through multi-row statements, `bindRow(index, base, statement)`
     /// binding row `index` to parameters `base + 1`…. Rows past the last full hundred go one by
@@ -475,11 +473,16 @@ struct ProjectionBatch {
         WHERE a.asset_id = album_members.asset_id AND (album_members.asset_state, album_members.asset_version) IS NOT (a.state, a.version)
         """
 
-    /// Passes an asset's state and version on to its membership rows (only to rows that differ).
-    static let memberAssetSQL = PreparedSQL("""
-        UPDATE album_members SET asset_state = ?2, asset_version = ?3
-        WHERE asset_id = ?1 AND (asset_state, asset_version) IS NOT (?2, ?3)
-        """)
+    /// Passes the state and version of `rows` assets on to their membership rows (only to rows
+    /// that differ).
+    static func memberAssetSQL(rows: Int) -> String {
+        """
+        UPDATE album_members SET asset_state = v.column2, asset_version = v.column3
+        FROM (VALUES \(valueRows(rows, columns: 3))) AS v
+        WHERE album_members.asset_id = v.column1
+          AND (album_members.asset_state, album_members.asset_version) IS NOT (v.column2, v.column3)
+        """
+    }
 
     static let resourceSQL = PreparedSQL("""
         INSERT INTO asset_resources (asset_id, resource_index, type, sha256, size, uniform_type, original_filename)
