@@ -165,13 +165,13 @@ public final class PhotoLibrary: Sendable {
                         // A stamp too far ahead of this clock is applied but does not drag the clock along.
                         try? clock.receive(event.timestamp)
                     }
-                    let outcomes = try EventLog(db).append(events, serverSequences: serverSequences)
-                    var appended: [UUID: (event: Event, localSequence: Int64)] = [:]
+                    let result = try EventLog(db).appendLinking(events, serverSequences: serverSequences)
+                    var appended: [UUID: AppendedEvent] = [:]
                     appended.reserveCapacity(events.count)
-                    for (index, outcome) in outcomes.enumerated() {
+                    for (index, outcome) in result.outcomes.enumerated() {
                         switch outcome {
                         case .appended(let localSequence):
-                            appended[events[index].id] = (events[index], localSequence)
+                            appended[events[index].id] = AppendedEvent(event: events[index], localSequence: localSequence, link: result.links[index])
                         case .duplicate:
                             // Held already (this device's own event, or a repeated delivery): acknowledge it.
                             guard let serverSequences else { continue }
