@@ -311,7 +311,7 @@ public final class SyncRequestHandler: Sendable {
             guard constantTimeEquals(wire.hash, event.contentHash) else {
                 return reject("the content hash does not match the event's canonical bytes")
             }
-            return .accept(event)
+            return .accept(event, contentHash: wire.hash)
         }
     }
 
@@ -331,7 +331,11 @@ public final class SyncRequestHandler: Sendable {
         writer.key("events")
         writer.beginArray()
         for stored in page.events {
-            WireEvent(stored.event, serverSequence: stored.serverSequence, chainHash: stored.chainHash).write(to: &writer)
+            // The content hash verified and stored at push (computed for events stored before that).
+            WireEvent(
+                stored.event, hash: stored.contentHash ?? stored.event.contentHash, serverSequence: stored.serverSequence,
+                chainHash: stored.chainHash
+            ).write(to: &writer)
         }
         writer.endArray()
         writer.key("nextCursor"); writer.integer(page.events.last?.serverSequence ?? since)

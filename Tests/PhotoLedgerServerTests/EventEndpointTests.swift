@@ -37,6 +37,24 @@ struct EventEndpointTests {
         #expect(verification == .intact(count: 5))
     }
 
+    @Test("the content hash checked at push is stored and sent with pulls; events stored without one get theirs computed")
+    func storedContentHash() async throws {
+        let fixture = try ServerFixture()
+        var factory = EventFactory()
+        let events = factory.make(4)
+        _ = try await fixture.client().pushResponse(events)
+        let db = try Database(path: fixture.databasePath)
+        let stored = try db.rows("SELECT content_hash FROM server_events ORDER BY server_seq") { $0.blob(0) }
+        #expect(stored == events.map(\.contentHash))
+        // Rows stored before the column existed hold NULL.
+        try db.execute("UPDATE server_events SET content_hash = NULL WHERE server_seq IN (2, 4)")
+        let pulled = try await fixture.client("ben-laptop").pullAll()
+        #expect(pulled.map(\.event) == events)
+        #expect(pulled.map(\.hash) == events.map(\.contentHash))
+        let valid = pulled.allSatisfy { $0.hasValidHash }
+        #expect(valid)
+    }
+
     @Test("pushing the same batch again acknowledges duplicates and changes nothing")
     func idempotentRepush() async throws {
         let fixture = try ServerFixture()
