@@ -248,6 +248,32 @@ struct EventEndpointTests {
         #expect(pulled.events.count == 50)
     }
 
+    @Test("large responses are zstd for clients that list it, gzip for those that list only gzip or refuse zstd")
+    func zstdResponses() async throws {
+        let fixture = try ServerFixture()
+        var factory = EventFactory()
+        _ = try await fixture.client().pushResponse(factory.make(50))
+        for (accept, coding) in [("zstd", "zstd"), ("deflate, gzip, br, zstd", "zstd"), ("gzip, zstd;q=0", "gzip"), ("gzip", "gzip"), ("identity", nil)] {
+            let request = "GET \(SyncRoutes.pull(library: "family", since: 0)) HTTP/1.1\r\nHost: x\r\n"
+                + "Authorization: Bearer \(fixture.tokens["anna-phone"]!)\r\nAccept-Encoding: \(accept)\r\nConnection: close\r\n\r\n"
+            let raw = try rawExchangeBytes(port: fixture.server.port, Array(request.utf8))
+            let split = raw.firstRange(of: Array("\r\n\r\n".utf8))!
+            let head = String(decoding: raw[..<split.lowerBound], as: UTF8.self).lowercased()
+            var body = Array(raw[split.upperBound...])
+            switch coding {
+            case "zstd":
+                #expect(head.contains("content-encoding: zstd"), "\(accept)")
+                body = try Zstd.decompress(body, limit: 1 << 24)
+            case "gzip":
+                #expect(head.contains("content-encoding: gzip"), "\(accept)")
+                body = try Gzip.decompress(body, limit: 1 << 24)
+            default:
+                #expect(!head.contains("content-encoding"), "\(accept)")
+            }
+            #expect(try PullResponse.decode(body).events.count == 50)
+        }
+    }
+
     @Test("every request is logged once with id, method, path, status and duration, never the token")
     func logging() async throws {
         let fixture = try ServerFixture()
