@@ -66,14 +66,35 @@ public struct EventLog {
         try appendLinking(events, serverSequences: serverSequences).outcomes
     }
 
+    /// Chain values computed ahead of an append (on another thread, while an earlier batch was
+    /// being appended): `hashes[i]` is the value of `events[i]` when the events are linked in
+    /// order after `head`, as ``HashChain`` computes it.
+    public struct PrecomputedChain: Sendable, Hashable {
+        /// The chain value the events were linked after.
+        public var head: [UInt8]
+        /// One value per event, in order.
+        public var hashes: [[UInt8]]
+
+        /// Links `events` after `head` with ``HashChain``.
+        public init(linking events: [Event], after head: [UInt8]) {
+            var chain = HashChain(head: head)
+            self.head = head
+            hashes = events.map { chain.link($0) }
+        }
+    }
+
     /// Appends like ``append(_:serverSequences:)`` and also returns each appended event's chain
     /// link, so that a caller checking another chain over the same events (the server's) can
     /// reuse a digest when that chain's previous value is the same.
     ///
     /// A batch of events none of which is in the log yet is inserted a hundred rows per
     /// statement; a batch with a duplicate (of the log, or within the batch) is appended row by
-    /// row, skipping the duplicates, with the same result.
-    public func appendLinking(_ events: [Event], serverSequences: [Int64]? = nil) throws -> LinkedAppend {
+    /// row, skipping the duplicates, with the same result. `precomputed` chain values are used
+    /// when they were linked after the log's current head and every event is new; otherwise
+    /// each value is computed here.
+    public func appendLinking(_ events: [Event], serverSequences: [Int64]? = nil, precomputed: PrecomputedChain? = nil) throws
+        -> LinkedAppend
+    {
         precondition(serverSequences.map { $0.count == events.count } ?? true, "one server sequence per event")
         return try database.inTransaction {
             let last = try database.firstRow("SELECT local_seq, hash FROM events ORDER BY local_seq DESC LIMIT 1") {
@@ -84,7 +105,9 @@ public struct EventLog {
                 do {
                     // A savepoint: a duplicate found part-way rolls back the rows inserted so far.
                     return try database.inTransaction {
-                        try appendAllNew(events, serverSequences: serverSequences, after: last?.localSequence ?? 0, head: head)
+                        try appendAllNew(
+                            events, serverSequences: serverSequences, after: last?.localSequence ?? 0, head: head,
+                            precomputed: precomputed.flatMap { $0.head == head && $0.hashes.count == events.count ? $0.hashes : nil })
                     }
                 } catch is DuplicateInBatch {}
             }
@@ -92,7 +115,7 @@ public struct EventLog {
         }
     }
 
-    /// Thrown inside ``appendAllNew(_:serverSequences:after:head:)`` to roll it back.
+    /// Thrown inside ``appendAllNew(_:serverSequences:after:head:precomputed:)`` to roll it back.
     private struct DuplicateInBatch: Error {}
 
     private static let batchInsert = BatchInsert(
@@ -101,17 +124,26 @@ public struct EventLog {
 
     /// Inserts every event at the next local positions, a hundred rows per statement; throws
     /// ``DuplicateInBatch`` when any of them is already stored or repeats within the batch.
-    private func appendAllNew(_ events: [Event], serverSequences: [Int64]?, after localSequence: Int64, head: [UInt8]) throws
-        -> LinkedAppend
-    {
-        var chain = HashChain(head: head)
+    private func appendAllNew(
+        _ events: [Event], serverSequences: [Int64]?, after localSequence: Int64, head: [UInt8], precomputed: [[UInt8]]?
+    ) throws -> LinkedAppend {
         var links: [ChainLink?] = []
         links.reserveCapacity(events.count)
         var latest = HLCTimestamp.zero
-        for event in events {
-            let previous = chain.head
-            links.append(ChainLink(previous: previous, hash: chain.link(event)))
-            latest = max(latest, event.timestamp)
+        if let precomputed {
+            var previous = head
+            for (event, hash) in zip(events, precomputed) {
+                links.append(ChainLink(previous: previous, hash: hash))
+                previous = hash
+                latest = max(latest, event.timestamp)
+            }
+        } else {
+            var chain = HashChain(head: head)
+            for event in events {
+                let previous = chain.head
+                links.append(ChainLink(previous: previous, hash: chain.link(event)))
+                latest = max(latest, event.timestamp)
+            }
         }
         let inserted = try Self.batchInsert.run(count: events.count, in: database, stopAtSkippedRow: true) { row, values in
             let event = events[row]

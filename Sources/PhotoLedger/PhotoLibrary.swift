@@ -152,9 +152,12 @@ public final class PhotoLibrary: Sendable {
     /// server's chain values of a pull page: they are checked against the events held here and
     /// recorded (``verifyServerChain(_:)``) in the same transaction, and a mismatch rolls the whole
     /// page back and throws ``ServerChainMismatch``. `extra` runs in the same transaction (the
-    /// sync engine advances its cursor there). Returns how many events were new.
+    /// sync engine advances its cursor there). `localChain`, when given, holds the events' local
+    /// chain values computed ahead (see ``EventLog/appendLinking(_:serverSequences:precomputed:)``).
+    /// Returns how many events were new.
     package func applyRemoteEvents(
-        _ events: [Event], serverSequences: [Int64]? = nil, chain: [ServerChainEntry] = [], extra: ((Database) throws -> Void)? = nil
+        _ events: [Event], serverSequences: [Int64]? = nil, chain: [ServerChainEntry] = [], localChain: EventLog.PrecomputedChain? = nil,
+        extra: ((Database) throws -> Void)? = nil
     ) throws -> Int {
         var touched = TouchedObjects()
         var applied = 0
@@ -165,7 +168,7 @@ public final class PhotoLibrary: Sendable {
                         // A stamp too far ahead of this clock is applied but does not drag the clock along.
                         try? clock.receive(event.timestamp)
                     }
-                    let result = try EventLog(db).appendLinking(events, serverSequences: serverSequences)
+                    let result = try EventLog(db).appendLinking(events, serverSequences: serverSequences, precomputed: localChain)
                     var appended: [UUID: AppendedEvent] = [:]
                     appended.reserveCapacity(events.count)
                     for (index, outcome) in result.outcomes.enumerated() {

@@ -72,6 +72,28 @@ struct EventLogTests {
         #expect(try batched.read { try EventLog($0).lastTimestamp() } == events.map(\.timestamp).max())
     }
 
+    @Test("chain values computed ahead are used only when linked after the log's head")
+    func precomputedChain() throws {
+        let directory = try TemporaryDirectory()
+        var factory = EventFactory()
+        let first = factory.make(2)
+        let events = factory.make(150)
+        var stored: [[StoredEvent]] = []
+        for (index, head) in [nil, HashChain.origin, [UInt8](repeating: 9, count: 32)].enumerated() {
+            let queue = try makeLibraryQueue(directory, name: "library-\(index)")
+            try queue.write { try EventLog($0).append(first) }
+            let actualHead = try queue.read { try EventLog($0).lastHash() }
+            // nil: the right head; the origin and a made-up value: heads this log does not end with.
+            let precomputed = EventLog.PrecomputedChain(linking: events, after: head ?? actualHead)
+            let result = try queue.write { try EventLog($0).appendLinking(events, precomputed: precomputed) }
+            #expect(result.links.first??.previous == actualHead)
+            #expect((result.links.map { $0?.hash } == precomputed.hashes) == (head == nil))
+            #expect(try queue.read { try EventLog($0).verify() } == .intact(count: 152))
+            stored.append(try queue.read { try EventLog($0).events(limit: 1000) })
+        }
+        #expect(stored[0] == stored[1] && stored[1] == stored[2])
+    }
+
     @Test("a batch with an event already stored, or repeated within it, skips only the duplicates")
     func batchWithDuplicates() throws {
         let directory = try TemporaryDirectory()
