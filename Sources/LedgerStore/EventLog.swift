@@ -101,7 +101,8 @@ public struct EventLog {
                 (localSequence: $0.int64(0), hash: $0.blob(1))
             }
             let head = last?.hash ?? HashChain.origin
-            if events.count > 1 {
+            // A batch starting with a stored event (a device pulling back its own events) goes row by row at once.
+            if events.count > 1, try !contains(events[0].id) {
                 do {
                     // A savepoint: a duplicate found part-way rolls back the rows inserted so far.
                     return try database.inTransaction {
