@@ -21,6 +21,7 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CExif", pkgConfig: "libexif", providers: [.apt(["libexif-dev"])]),
@@ -43,7 +44,7 @@ let package = Package(
         .target(name: "PhotoLedger", dependencies: ["LedgerStore", "PhotoMedia"]),
 
         // The sync wire format shared by client and server (JSON bodies, gzip).
-        .target(name: "SyncProtocol", dependencies: ["LedgerStore", "CZlib"]),
+        .target(name: "SyncProtocol", dependencies: ["LedgerStore", "CZlib", "CZstd"]),
 
         // HTTP client transport over libcurl, behind a small protocol.
         .target(name: "SyncTransport", dependencies: ["CCurl"]),

@@ -2,7 +2,7 @@
 # Installs the Debian packages PhotoLedger builds against, when they are missing.
 # Idempotent and quiet when everything is already installed.
 set -euo pipefail
-packages=(libsqlite3-dev libssl-dev zlib1g-dev libcurl4-openssl-dev libmicrohttpd-dev libexif-dev pkg-config openssl)
+packages=(libsqlite3-dev libssl-dev zlib1g-dev libzstd-dev libcurl4-openssl-dev libmicrohttpd-dev libexif-dev pkg-config openssl)
 missing=()
 for package in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then

@@ -33,6 +33,29 @@ public struct EventLog {
 
     // MARK: Appending
 
+    /// An appended event's place in the local hash chain: the chain value before it and its own.
+    public struct ChainLink: Sendable, Hashable {
+        /// The chain value after the event before it (32 zero bytes for the first event).
+        public var previous: [UInt8]
+        /// The chain value after this event: SHA-256(previous || canonical bytes).
+        public var hash: [UInt8]
+
+        /// A link from `previous` to `hash`.
+        public init(previous: [UInt8], hash: [UInt8]) {
+            self.previous = previous
+            self.hash = hash
+        }
+    }
+
+    /// What ``appendLinking(_:serverSequences:)`` did: one outcome per event, and for each
+    /// appended event its chain link (nil for duplicates).
+    public struct LinkedAppend: Sendable {
+        /// One outcome per event, in order.
+        public var outcomes: [AppendOutcome]
+        /// One entry per event: the chain link of an appended event, nil for a duplicate.
+        public var links: [ChainLink?]
+    }
+
     /// Appends events in order, in one transaction (a savepoint when a transaction is open).
     ///
     /// `serverSequences`, when given, holds the server's sequence of each event (events pulled
@@ -40,35 +63,141 @@ public struct EventLog {
     /// left as it is; acknowledge it with ``setServerSequence(_:for:)``.
     @discardableResult
     public func append(_ events: [Event], serverSequences: [Int64]? = nil) throws -> [AppendOutcome] {
+        try appendLinking(events, serverSequences: serverSequences).outcomes
+    }
+
+    /// Chain values computed ahead of an append (on another thread, while an earlier batch was
+    /// being appended): `hashes[i]` is the value of `events[i]` when the events are linked in
+    /// order after `head`, as ``HashChain`` computes it.
+    public struct PrecomputedChain: Sendable, Hashable {
+        /// The chain value the events were linked after.
+        public var head: [UInt8]
+        /// One value per event, in order.
+        public var hashes: [[UInt8]]
+
+        /// Links `events` after `head` with ``HashChain``.
+        public init(linking events: [Event], after head: [UInt8]) {
+            var chain = HashChain(head: head)
+            self.head = head
+            hashes = events.map { chain.link($0) }
+        }
+    }
+
+    /// Appends like ``append(_:serverSequences:)`` and also returns each appended event's chain
+    /// link, so that a caller checking another chain over the same events (the server's) can
+    /// reuse a digest when that chain's previous value is the same.
+    ///
+    /// A batch of events none of which is in the log yet is inserted a hundred rows per
+    /// statement; a batch with a duplicate (of the log, or within the batch) is appended row by
+    /// row, skipping the duplicates, with the same result. `precomputed` chain values are used
+    /// when they were linked after the log's current head and every event is new; otherwise
+    /// each value is computed here.
+    public func appendLinking(_ events: [Event], serverSequences: [Int64]? = nil, precomputed: PrecomputedChain? = nil) throws
+        -> LinkedAppend
+    {
         precondition(serverSequences.map { $0.count == events.count } ?? true, "one server sequence per event")
         return try database.inTransaction {
-            var chain = HashChain(head: try lastHash())
-            let insert = try database.cachedStatement(
-                """
-                INSERT INTO events (event_id, device_id, device_seq, hlc, change_block, object_id, type, schema_version, payload, hash,
-                    server_seq)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING
-                """)
-            var outcomes: [AppendOutcome] = []
-            outcomes.reserveCapacity(events.count)
-            var latest = HLCTimestamp.zero
-            for (index, event) in events.enumerated() {
-                let hash = chain.hash(linking: event)
-                try bind(event, hash: hash, to: insert)
-                if let serverSequences { try insert.bind(serverSequences[index], at: 11) }
-                defer { insert.reset() }
-                try insert.step()
-                if database.changes == 1 {
-                    chain.advance(to: hash)
-                    outcomes.append(.appended(localSequence: database.lastInsertedRowID))
-                    latest = max(latest, event.timestamp)
-                } else {
-                    outcomes.append(.duplicate)
-                }
+            let last = try database.firstRow("SELECT local_seq, hash FROM events ORDER BY local_seq DESC LIMIT 1") {
+                (localSequence: $0.int64(0), hash: $0.blob(1))
             }
-            if latest > .zero { try record(timestamp: latest) }
-            return outcomes
+            let head = last?.hash ?? HashChain.origin
+            // A batch starting with a stored event (a device pulling back its own events) goes row by row at once.
+            if events.count > 1, try !contains(events[0].id) {
+                do {
+                    // A savepoint: a duplicate found part-way rolls back the rows inserted so far.
+                    return try database.inTransaction {
+                        try appendAllNew(
+                            events, serverSequences: serverSequences, after: last?.localSequence ?? 0, head: head,
+                            precomputed: precomputed.flatMap { $0.head == head && $0.hashes.count == events.count ? $0.hashes : nil })
+                    }
+                } catch is DuplicateInBatch {}
+            }
+            return try appendOneByOne(events, serverSequences: serverSequences, head: head)
         }
+    }
+
+    /// Thrown inside ``appendAllNew(_:serverSequences:after:head:precomputed:)`` to roll it back.
+    private struct DuplicateInBatch: Error {}
+
+    private static let batchInsert = BatchInsert(
+        "INSERT INTO events (local_seq, event_id, device_id, device_seq, hlc, change_block, object_id, type, schema_version, payload, hash, server_seq)",
+        columns: 12, tail: "ON CONFLICT (event_id) DO NOTHING")
+
+    /// Inserts every event at the next local positions, a hundred rows per statement; throws
+    /// ``DuplicateInBatch`` when any of them is already stored or repeats within the batch.
+    private func appendAllNew(
+        _ events: [Event], serverSequences: [Int64]?, after localSequence: Int64, head: [UInt8], precomputed: [[UInt8]]?
+    ) throws -> LinkedAppend {
+        var links: [ChainLink?] = []
+        links.reserveCapacity(events.count)
+        var latest = HLCTimestamp.zero
+        if let precomputed {
+            var previous = head
+            for (event, hash) in zip(events, precomputed) {
+                links.append(ChainLink(previous: previous, hash: hash))
+                previous = hash
+                latest = max(latest, event.timestamp)
+            }
+        } else {
+            var chain = HashChain(head: head)
+            for event in events {
+                let previous = chain.head
+                links.append(ChainLink(previous: previous, hash: chain.link(event)))
+                latest = max(latest, event.timestamp)
+            }
+        }
+        let inserted = try Self.batchInsert.run(count: events.count, in: database, stopAtSkippedRow: true) { row, values in
+            let event = events[row]
+            values.append(localSequence + Int64(row) + 1)
+            values.append(uuid: event.id)
+            values.append(event.device.rawValue)
+            values.append(event.deviceSequence)
+            values.append(Int64(bitPattern: event.timestamp.rawValue))
+            values.append(uuid: event.changeBlock)
+            values.append(uuid: event.object)
+            values.append(event.type)
+            values.append(Int64(event.schemaVersion))
+            values.append(blob: event.payload)
+            values.append(blob: links[row]!.hash)
+            values.append(serverSequences?[row])
+        }
+        guard inserted == events.count else { throw DuplicateInBatch() }
+        if latest > .zero { try record(timestamp: latest) }
+        return LinkedAppend(outcomes: (1...Int64(events.count)).map { .appended(localSequence: localSequence + $0) }, links: links)
+    }
+
+    /// Appends events one statement each, skipping those already stored.
+    private func appendOneByOne(_ events: [Event], serverSequences: [Int64]?, head: [UInt8]) throws -> LinkedAppend {
+        var chain = HashChain(head: head)
+        let insert = try database.cachedStatement(
+            """
+            INSERT INTO events (event_id, device_id, device_seq, hlc, change_block, object_id, type, schema_version, payload, hash,
+                server_seq)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING
+            """)
+        var outcomes: [AppendOutcome] = []
+        outcomes.reserveCapacity(events.count)
+        var links: [ChainLink?] = []
+        links.reserveCapacity(events.count)
+        var latest = HLCTimestamp.zero
+        for (index, event) in events.enumerated() {
+            let hash = chain.hash(linking: event)
+            try bind(event, hash: hash, to: insert)
+            if let serverSequences { try insert.bind(serverSequences[index], at: 11) }
+            defer { insert.reset() }
+            try insert.step()
+            if database.changes == 1 {
+                links.append(ChainLink(previous: chain.head, hash: hash))
+                chain.advance(to: hash)
+                outcomes.append(.appended(localSequence: database.lastInsertedRowID))
+                latest = max(latest, event.timestamp)
+            } else {
+                links.append(nil)
+                outcomes.append(.duplicate)
+            }
+        }
+        if latest > .zero { try record(timestamp: latest) }
+        return LinkedAppend(outcomes: outcomes, links: links)
     }
 
     /// Appends one event.

@@ -72,6 +72,14 @@ package struct ServerChainEntry: Sendable, Hashable {
     }
 }
 
+/// An event a transaction has just appended, with its local position and chain link.
+struct AppendedEvent {
+    var event: Event
+    var localSequence: Int64
+    /// The local chain values before and after it (nil when unknown).
+    var link: EventLog.ChainLink?
+}
+
 /// The result of checking the events held here against the server's chain.
 public struct ServerChainReport: Sendable, Hashable, CustomStringConvertible {
     /// Events held here whose server chain value was recomputed from the local copy and matched.
@@ -188,10 +196,12 @@ extension PhotoLibrary {
     }
 
     /// The work of ``verifyServerChain(_:)`` inside the caller's transaction. `appended` holds
-    /// events this transaction has just stored from the same page, with their local positions:
-    /// their stored copies are the events themselves, so they are not read back.
+    /// events this transaction has just stored from the same page, with their local positions and
+    /// chain links: their stored copies are the events themselves, so they are not read back, and
+    /// where the server's previous value equals the local one, the local chain value is the
+    /// server's value recomputed (the same SHA-256 over the same bytes).
     static func recordServerChain(
-        _ entries: [ServerChainEntry], appended: [UUID: (event: Event, localSequence: Int64)] = [:], db: Database, archive: Database?
+        _ entries: [ServerChainEntry], appended: [UUID: AppendedEvent] = [:], db: Database, archive: Database?
     ) throws -> ServerChainReport {
         var report = ServerChainReport()
         let sorted = entries.sorted { $0.serverSequence < $1.serverSequence }
@@ -204,11 +214,20 @@ extension PhotoLibrary {
             recorded[row.int64(0)] = ServerChainEntry(
                 serverSequence: row.int64(0), eventID: UUID(bytes: row.blob(1)) ?? UUID(), chainHash: row.blob(2))
         }
-        let insert = try db.cachedStatement(
-            """
-            INSERT INTO server_chain (server_seq, event_id, chain_hash, held) VALUES (?, ?, ?, ?)
-            ON CONFLICT (server_seq) DO UPDATE SET held = max(held, excluded.held)
-            """)
+        // Rows are written a hundred per statement; those checked before a mismatch are written
+        // before returning it, and all checked so far before a value is looked up in the table.
+        var rows: [(entry: ServerChainEntry, held: Bool)] = []
+        rows.reserveCapacity(sorted.count)
+        func write() throws {
+            _ = try Self.serverChainInsert.run(count: rows.count, in: db) { index, values in
+                let row = rows[index]
+                values.append(row.entry.serverSequence)
+                values.append(uuid: row.entry.eventID)
+                values.append(blob: row.entry.chainHash)
+                values.append(Int64(row.held ? 1 : 0))
+            }
+            rows.removeAll(keepingCapacity: true)
+        }
         var previous = recorded[first.serverSequence - 1]
         for entry in sorted {
             defer { previous = entry }
@@ -217,20 +236,25 @@ extension PhotoLibrary {
                     chain: .server, position: entry.serverSequence, eventID: entry.eventID, location: nil,
                     reason: "the server now reports another event or chain value at this position than it did before "
                         + "(event \(before.eventID.uuidString)): the server's log was changed")
+                try write()
                 return report
             }
             let link = previous?.serverSequence == entry.serverSequence - 1 ? previous?.chainHash : nil
+            if link == nil { try write() }  // check reads the previous value from the table
             let outcome = try check(entry, after: link, expectHeld: false, appended: appended[entry.eventID], db: db, archive: archive)
-            guard report.count(outcome) else { return report }
-            defer { insert.reset() }
-            try insert.bind(entry.serverSequence, at: 1)
-            try withUnsafeBytes(of: entry.eventID.uuid) { try insert.bind(bytes: $0, at: 2) }
-            try insert.bind(entry.chainHash, at: 3)
-            try insert.bind(outcome != .notHeld ? 1 : 0, at: 4)
-            try insert.step()
+            guard report.count(outcome) else {
+                try write()
+                return report
+            }
+            rows.append((entry, outcome != .notHeld))
         }
+        try write()
         return report
     }
+
+    private static let serverChainInsert = BatchInsert(
+        "INSERT INTO server_chain (server_seq, event_id, chain_hash, held)", columns: 4,
+        tail: "ON CONFLICT (server_seq) DO UPDATE SET held = max(held, excluded.held)")
 
     /// Checks the events held here against every server chain value recorded from pull pages:
     /// recomputes each value from the previous one and the local copy of the event, and reports
@@ -289,7 +313,7 @@ extension PhotoLibrary {
 
     /// Checks one entry against the local copy of its event.
     private static func check(
-        _ entry: ServerChainEntry, after link: [UInt8]?, expectHeld: Bool, appended: (event: Event, localSequence: Int64)? = nil,
+        _ entry: ServerChainEntry, after link: [UInt8]?, expectHeld: Bool, appended: AppendedEvent? = nil,
         db: Database, archive: Database?
     ) throws -> ServerEntryOutcome {
         func fail(_ reason: String, _ location: EventLocation?) -> ServerEntryOutcome {
@@ -318,8 +342,15 @@ extension PhotoLibrary {
         let previous =
             entry.serverSequence == 1 ? HashChain.origin : try link ?? recordedEntry(at: entry.serverSequence - 1, in: db)?.entry.chainHash
         guard let previous else { return .unlinked }
-        var chain = HashChain(head: previous)
-        guard chain.hash(linking: held.event) == entry.chainHash else {
+        let recomputed: [UInt8]
+        if let local = appended?.link, local.previous == previous {
+            // The same digest as the local chain's: SHA-256(previous || canonical bytes).
+            recomputed = local.hash
+        } else {
+            var chain = HashChain(head: previous)
+            recomputed = chain.hash(linking: held.event)
+        }
+        guard recomputed == entry.chainHash else {
             return fail(
                 "the event held here (local position \(held.localSequence)) differs from the one the server chained: "
                     + "its payload or envelope was changed", held.location)

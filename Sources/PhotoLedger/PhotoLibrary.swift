@@ -156,9 +156,12 @@ public final class PhotoLibrary: Sendable {
     /// server's chain values of a pull page: they are checked against the events held here and
     /// recorded (``verifyServerChain(_:)``) in the same transaction, and a mismatch rolls the whole
     /// page back and throws ``ServerChainMismatch``. `extra` runs in the same transaction (the
-    /// sync engine advances its cursor there). Returns how many events were new.
+    /// sync engine advances its cursor there). `localChain`, when given, holds the events' local
+    /// chain values computed ahead (see ``EventLog/appendLinking(_:serverSequences:precomputed:)``).
+    /// Returns how many events were new.
     package func applyRemoteEvents(
-        _ events: [Event], serverSequences: [Int64]? = nil, chain: [ServerChainEntry] = [], extra: ((Database) throws -> Void)? = nil
+        _ events: [Event], serverSequences: [Int64]? = nil, chain: [ServerChainEntry] = [], localChain: EventLog.PrecomputedChain? = nil,
+        extra: ((Database) throws -> Void)? = nil
     ) throws -> Int {
         var touched = TouchedObjects()
         var applied = 0
@@ -169,13 +172,13 @@ public final class PhotoLibrary: Sendable {
                         // A stamp too far ahead of this clock is applied but does not drag the clock along.
                         try? clock.receive(event.timestamp)
                     }
-                    let outcomes = try EventLog(db).append(events, serverSequences: serverSequences)
-                    var appended: [UUID: (event: Event, localSequence: Int64)] = [:]
+                    let result = try EventLog(db).appendLinking(events, serverSequences: serverSequences, precomputed: localChain)
+                    var appended: [UUID: AppendedEvent] = [:]
                     appended.reserveCapacity(events.count)
-                    for (index, outcome) in outcomes.enumerated() {
+                    for (index, outcome) in result.outcomes.enumerated() {
                         switch outcome {
                         case .appended(let localSequence):
-                            appended[events[index].id] = (events[index], localSequence)
+                            appended[events[index].id] = AppendedEvent(event: events[index], localSequence: localSequence, link: result.links[index])
                         case .duplicate:
                             // Held already (this device's own event, or a repeated delivery): acknowledge it.
                             guard let serverSequences else { continue }

@@ -17,13 +17,15 @@ public struct RequestHead: Sendable, Hashable {
     public var contentLength: UInt64?
     /// Whether `Accept-Encoding` lists gzip.
     public var acceptsGzip: Bool
+    /// Whether `Accept-Encoding` lists zstd (not with `q=0`): preferred to gzip for large bodies.
+    public var acceptsZstd: Bool
     /// The query arguments the routes use (`since`, `limit`).
     public var query: [String: String]
 
     /// Creates a request head.
     public init(
         method: String, path: String, authorization: String? = nil, contentType: String? = nil, contentEncoding: String? = nil,
-        contentLength: UInt64? = nil, acceptsGzip: Bool = false, query: [String: String] = [:]
+        contentLength: UInt64? = nil, acceptsGzip: Bool = false, acceptsZstd: Bool = false, query: [String: String] = [:]
     ) {
         self.method = method
         self.path = path
@@ -32,8 +34,21 @@ public struct RequestHead: Sendable, Hashable {
         self.contentEncoding = contentEncoding
         self.contentLength = contentLength
         self.acceptsGzip = acceptsGzip
+        self.acceptsZstd = acceptsZstd
         self.query = query
     }
+}
+
+/// Whether an `Accept-Encoding` header value accepts `coding`: listed by name, without `q=0`.
+func acceptsEncoding(_ header: String?, _ coding: String) -> Bool {
+    guard let header else { return false }
+    for item in header.lowercased().split(separator: ",") {
+        let parts = item.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard parts.first == coding else { continue }
+        let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
+        return quality > 0
+    }
+    return false
 }
 
 /// A response ready to send.

@@ -160,8 +160,8 @@ public final class SQLiteServerStore: ServerStore {
             insert = try db.cachedStatement(
                 """
                 INSERT INTO server_events (library_id, server_seq, event_id, device_id, device_seq, hlc, change_block, object_id,
-                                           type, schema_version, payload, chain_hash, received_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+                                           type, schema_version, payload, chain_hash, received_at, content_hash)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
                 """)
             self.lastDeviceSequence = lastDeviceSequence
             lastServerSequence = library.0
@@ -187,9 +187,9 @@ public final class SQLiteServerStore: ServerStore {
             case .reject(_, _, let reason):
                 lastDeviceSequence = sequence
                 return PushResult(id: id, status: try reject(id, sequence, reason))
-            case .accept(let event):
+            case .accept(let event, let contentHash):
                 let hash = chain.hash(linking: event)
-                try bind(event, serverSequence: lastServerSequence + 1, chainHash: hash)
+                try bind(event, serverSequence: lastServerSequence + 1, chainHash: hash, contentHash: contentHash)
                 defer { insert.reset() }
                 try insert.step()
                 guard db.changes == 1 else {
@@ -236,7 +236,7 @@ public final class SQLiteServerStore: ServerStore {
             return .rejected(reason: reason)
         }
 
-        func bind(_ event: Event, serverSequence: Int64, chainHash: [UInt8]) throws {
+        func bind(_ event: Event, serverSequence: Int64, chainHash: [UInt8], contentHash: [UInt8]?) throws {
             try insert.bind(credential.libraryID, at: 1)
             try insert.bind(serverSequence, at: 2)
             try withUnsafeBytes(of: event.id.uuid) { try insert.bind(bytes: $0, at: 3) }
@@ -250,6 +250,7 @@ public final class SQLiteServerStore: ServerStore {
             try insert.bind(event.payload, at: 11)
             try insert.bind(chainHash, at: 12)
             try insert.bind(receivedAt, at: 13)
+            if let contentHash { try insert.bind(contentHash, at: 14) }
         }
 
         func save() throws {
@@ -265,7 +266,7 @@ public final class SQLiteServerStore: ServerStore {
     // MARK: Pull and chain
 
     private static let eventColumns =
-        "server_seq, event_id, device_id, device_seq, hlc, change_block, object_id, type, schema_version, payload, chain_hash"
+        "server_seq, event_id, device_id, device_seq, hlc, change_block, object_id, type, schema_version, payload, chain_hash, content_hash"
 
     private static func decodeEvent(_ row: Statement) throws -> ServerEvent {
         func uuid(_ column: Int32) throws -> UUID {
@@ -278,7 +279,8 @@ public final class SQLiteServerStore: ServerStore {
             id: try uuid(1), device: DeviceID(row.text(2)), deviceSequence: row.int64(3),
             timestamp: HLCTimestamp(rawValue: UInt64(bitPattern: row.int64(4))), changeBlock: try uuid(5), object: try uuid(6),
             type: row.text(7), schemaVersion: Int(row.int64(8)), payload: row.blob(9))
-        return ServerEvent(event: event, serverSequence: row.int64(0), chainHash: row.blob(10))
+        return ServerEvent(
+            event: event, serverSequence: row.int64(0), chainHash: row.blob(10), contentHash: row.isNull(11) ? nil : row.blob(11))
     }
 
     private func page(_ db: Database, libraryID: Int64, after since: Int64, limit: Int) throws -> ServerPage {

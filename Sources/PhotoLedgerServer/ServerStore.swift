@@ -66,15 +66,16 @@ public struct DeviceRecord: Sendable, Hashable {
 /// One pushed event after the stateless checks: either an event to store (its content hash
 /// verified) or a rejection with its reason.
 public enum PushCandidate: Sendable, Hashable {
-    /// A valid event, to be stored unless it is a duplicate or out of sequence.
-    case accept(Event)
+    /// A valid event, to be stored unless it is a duplicate or out of sequence, with its content
+    /// hash when it was verified (stored with the event, so pulls need not compute it again).
+    case accept(Event, contentHash: [UInt8]? = nil)
     /// A permanently invalid event, to be acknowledged as rejected and consume its sequence.
     case reject(id: UUID, deviceSequence: Int64, reason: String)
 
     /// The event's identifier.
     public var id: UUID {
         switch self {
-        case .accept(let event): return event.id
+        case .accept(let event, _): return event.id
         case .reject(let id, _, _): return id
         }
     }
@@ -82,7 +83,7 @@ public enum PushCandidate: Sendable, Hashable {
     /// The event's device sequence.
     public var deviceSequence: Int64 {
         switch self {
-        case .accept(let event): return event.deviceSequence
+        case .accept(let event, _): return event.deviceSequence
         case .reject(_, let sequence, _): return sequence
         }
     }
@@ -96,12 +97,16 @@ public struct ServerEvent: Sendable, Hashable {
     public var serverSequence: Int64
     /// The chain value after it: SHA-256(previous chain value ‖ canonical bytes).
     public var chainHash: [UInt8]
+    /// Its content hash (SHA-256 of the canonical bytes) as stored at push, or nil when the store
+    /// does not hold it (the event's ``LedgerStore/Event/contentHash`` is then computed).
+    public var contentHash: [UInt8]?
 
     /// Creates a server event.
-    public init(event: Event, serverSequence: Int64, chainHash: [UInt8]) {
+    public init(event: Event, serverSequence: Int64, chainHash: [UInt8], contentHash: [UInt8]? = nil) {
         self.event = event
         self.serverSequence = serverSequence
         self.chainHash = chainHash
+        self.contentHash = contentHash
     }
 }
 

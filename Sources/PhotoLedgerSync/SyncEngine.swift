@@ -209,7 +209,7 @@ public final class SyncEngine: Sendable {
         // While more pages follow, the next one is fetched, decoded and hash-checked while the
         // current one is applied (so the server may record this device one page ahead of what
         // it has committed; the server keeps every event, so nothing is lost by a crash).
-        var pending: Task<PulledPage, any Error>? = fetchPage(since: cursor)
+        var pending: Task<PulledPage, any Error>? = fetchPage(since: cursor, after: cursor == 0 ? HashChain.origin : nil)
         defer { pending?.cancel() }
         while let fetching = pending {
             try Task.checkCancellation()
@@ -217,10 +217,12 @@ public final class SyncEngine: Sendable {
             guard page.cursor >= cursor else {
                 throw SyncError.invalidResponse("the server's cursor went back from \(cursor) to \(page.cursor); was the server reset?")
             }
-            pending = page.hasMore ? fetchPage(since: page.cursor) : nil
+            pending = page.hasMore ? fetchPage(since: page.cursor, after: page.chain.last?.chainHash) : nil
             let next = page.cursor
             do {
-                report.pulledEvents += try library.applyRemoteEvents(page.events, serverSequences: page.serverSequences, chain: page.chain) { db in
+                report.pulledEvents += try library.applyRemoteEvents(
+                    page.events, serverSequences: page.serverSequences, chain: page.chain, localChain: page.localChain
+                ) { db in
                     try PhotoLibrary.setSetting(Self.cursorKey, Array(String(next).utf8), in: db)
                 }
             } catch let mismatch as PhotoLibrary.ServerChainMismatch {
@@ -230,7 +232,7 @@ public final class SyncEngine: Sendable {
             progress?(SyncProgress(phase: .pulling, completed: report.pulledEvents, total: nil, bytes: 0))
             if pending == nil && !page.events.isEmpty {
                 // The last page brought events: ask once more, now that they are committed.
-                pending = fetchPage(since: next)
+                pending = fetchPage(since: next, after: page.chain.last?.chainHash)
             }
         }
         let summary = try await exchange(.get, SyncRoutes.chain(library: remote.libraryName), nil as PushRequest?, as: ChainSummary.self)
@@ -244,13 +246,19 @@ public final class SyncEngine: Sendable {
         var events: [Event]
         var serverSequences: [Int64]
         var chain: [ServerChainEntry]
+        /// The events linked after the server's chain value before the page: the local chain
+        /// values too when this device's log ends with that value (its log follows the server's
+        /// order), so the apply need not hash them again.
+        var localChain: EventLog.PrecomputedChain?
         var cursor: Int64
         var hasMore: Bool
     }
 
     /// Starts fetching the page after `cursor`: every event's content hash is checked before
-    /// anything of the page is applied.
-    private func fetchPage(since cursor: Int64) -> Task<PulledPage, any Error> {
+    /// anything of the page is applied. With `previous` (the server's chain value at `cursor`,
+    /// as the previous page reported it), the events are also linked after it, off the thread
+    /// that applies pages.
+    private func fetchPage(since cursor: Int64, after previous: [UInt8]?) -> Task<PulledPage, any Error> {
         Task {
             let page = try await exchange(
                 .get, SyncRoutes.pull(library: remote.libraryName, since: cursor, limit: options.pullPageSize), nil as PushRequest?,
@@ -261,13 +269,15 @@ public final class SyncEngine: Sendable {
             if let unsequenced = page.events.first(where: { $0.serverSequence == nil }) {
                 throw SyncError.invalidResponse("event \(unsequenced.id.uuidString) of a pull page has no server sequence; nothing from this page was applied")
             }
+            let events = page.events.map(\.event)
             return PulledPage(
-                events: page.events.map(\.event), serverSequences: page.events.map { $0.serverSequence ?? 0 },
+                events: events, serverSequences: page.events.map { $0.serverSequence ?? 0 },
                 chain: page.events.compactMap { event in
                     event.serverSequence.flatMap { sequence in
                         event.chainHash.map { ServerChainEntry(serverSequence: sequence, eventID: event.id, chainHash: $0) }
                     }
                 },
+                localChain: previous.map { EventLog.PrecomputedChain(linking: events, after: $0) },
                 cursor: page.nextCursor, hasMore: page.hasMore)
         }
     }
@@ -340,7 +350,9 @@ public final class SyncEngine: Sendable {
         guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
         do {
             var bytes = response.body.bytes
+            // libcurl decodes what it advertised; a transport that passes a coded body through is served here.
             if Gzip.isGzip(bytes) { bytes = try Gzip.decompress(bytes, limit: 256 << 20) }
+            if Zstd.isZstd(bytes) { bytes = try Zstd.decompress(bytes, limit: 256 << 20) }
             return try Response.decode(bytes)
         } catch {
             throw SyncError.invalidResponse("\(path): \(error)")

@@ -41,6 +41,90 @@ struct EventLogTests {
         #expect(try queue.read { try EventLog($0).verify() } == .intact(count: 6))
     }
 
+    @Test("a batch of new events is stored exactly as one event at a time would store it")
+    func batchMatchesOneByOne() throws {
+        let directory = try TemporaryDirectory()
+        let batched = try makeLibraryQueue(directory, name: "batched")
+        let single = try makeLibraryQueue(directory, name: "single")
+        var factory = EventFactory()
+        let first = factory.make(3)
+        // 250 events: two statements of a hundred rows and fifty single rows, with server sequences.
+        var events = factory.make(249)
+        events.insert(factory.make(payload: []), at: 120)
+        let sequences = (1...Int64(events.count)).map { $0 * 10 }
+        try batched.write { try EventLog($0).append(first) }
+        let result = try batched.write { try EventLog($0).appendLinking(events, serverSequences: sequences) }
+        #expect(result.outcomes == (4...253).map { .appended(localSequence: Int64($0)) })
+        try single.write { db in
+            for event in first { try EventLog(db).append(event) }
+            for (event, sequence) in zip(events, sequences) {
+                try EventLog(db).append([event], serverSequences: [sequence])
+            }
+        }
+        let stored = try batched.read { try EventLog($0).events(limit: 1000) }
+        #expect(stored == (try single.read { try EventLog($0).events(limit: 1000) }))
+        #expect(stored[123].event.payload == [] && stored[3].serverSequence == 10 && stored[0].serverSequence == nil)
+        // Each link runs from the chain value before the event to the one stored with it.
+        for (index, link) in result.links.enumerated() {
+            #expect(link == EventLog.ChainLink(previous: stored[index + 2].hash, hash: stored[index + 3].hash))
+        }
+        #expect(try batched.read { try EventLog($0).verify() } == .intact(count: 253))
+        #expect(try batched.read { try EventLog($0).lastTimestamp() } == events.map(\.timestamp).max())
+    }
+
+    @Test("chain values computed ahead are used only when linked after the log's head")
+    func precomputedChain() throws {
+        let directory = try TemporaryDirectory()
+        var factory = EventFactory()
+        let first = factory.make(2)
+        let events = factory.make(150)
+        var stored: [[StoredEvent]] = []
+        for (index, head) in [nil, HashChain.origin, [UInt8](repeating: 9, count: 32)].enumerated() {
+            let queue = try makeLibraryQueue(directory, name: "library-\(index)")
+            try queue.write { try EventLog($0).append(first) }
+            let actualHead = try queue.read { try EventLog($0).lastHash() }
+            // nil: the right head; the origin and a made-up value: heads this log does not end with.
+            let precomputed = EventLog.PrecomputedChain(linking: events, after: head ?? actualHead)
+            let result = try queue.write { try EventLog($0).appendLinking(events, precomputed: precomputed) }
+            #expect(result.links.first??.previous == actualHead)
+            #expect((result.links.map { $0?.hash } == precomputed.hashes) == (head == nil))
+            #expect(try queue.read { try EventLog($0).verify() } == .intact(count: 152))
+            stored.append(try queue.read { try EventLog($0).events(limit: 1000) })
+        }
+        #expect(stored[0] == stored[1] && stored[1] == stored[2])
+    }
+
+    @Test("a batch with an event already stored, or repeated within it, skips only the duplicates")
+    func batchWithDuplicates() throws {
+        let directory = try TemporaryDirectory()
+        let queue = try makeLibraryQueue(directory)
+        var factory = EventFactory()
+        let events = factory.make(300)
+        try queue.write { try EventLog($0).append([events[150]]) }
+        // events[150] is stored already, and events[10] comes twice.
+        let batch = Array(events[0..<11]) + [events[10]] + Array(events[11...])
+        let result = try queue.write { try EventLog($0).appendLinking(batch, serverSequences: (1...Int64(batch.count)).map { $0 }) }
+        #expect(result.outcomes.filter { $0 == .duplicate }.count == 2)
+        #expect(result.outcomes[11] == .duplicate && result.outcomes[151] == .duplicate && result.links[11] == nil)
+        #expect(result.outcomes.last == .appended(localSequence: 300))
+        #expect(try queue.read { try EventLog($0).count() } == 300)
+        #expect(try queue.read { try EventLog($0).verify() } == .intact(count: 300))
+        // The event stored first kept its (absent) server sequence; the others have theirs.
+        #expect(try queue.read { try EventLog($0).event(withID: events[150].id)?.serverSequence } == nil)
+        #expect(try queue.read { try EventLog($0).event(withID: events[299].id)?.serverSequence } == 301)
+    }
+
+    @Test("a batch that breaks another constraint stores nothing")
+    func batchConstraintFailure() throws {
+        let directory = try TemporaryDirectory()
+        let queue = try makeLibraryQueue(directory)
+        var factory = EventFactory()
+        var events = factory.make(200)
+        events[150].deviceSequence = events[20].deviceSequence
+        #expect(throws: DatabaseError.self) { try queue.write { try EventLog($0).append(events) } }
+        #expect(try queue.read { try EventLog($0).count() } == 0)
+    }
+
     @Test("the hash chain verifies, and a byte changed with plain SQL is named")
     func tamperedPayload() throws {
         let directory = try TemporaryDirectory()

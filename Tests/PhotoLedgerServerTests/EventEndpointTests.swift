@@ -37,6 +37,24 @@ struct EventEndpointTests {
         #expect(verification == .intact(count: 5))
     }
 
+    @Test("the content hash checked at push is stored and sent with pulls; events stored without one get theirs computed")
+    func storedContentHash() async throws {
+        let fixture = try ServerFixture()
+        var factory = EventFactory()
+        let events = factory.make(4)
+        _ = try await fixture.client().pushResponse(events)
+        let db = try Database(path: fixture.databasePath)
+        let stored = try db.rows("SELECT content_hash FROM server_events ORDER BY server_seq") { $0.blob(0) }
+        #expect(stored == events.map(\.contentHash))
+        // Rows stored before the column existed hold NULL.
+        try db.execute("UPDATE server_events SET content_hash = NULL WHERE server_seq IN (2, 4)")
+        let pulled = try await fixture.client("ben-laptop").pullAll()
+        #expect(pulled.map(\.event) == events)
+        #expect(pulled.map(\.hash) == events.map(\.contentHash))
+        let valid = pulled.allSatisfy { $0.hasValidHash }
+        #expect(valid)
+    }
+
     @Test("pushing the same batch again acknowledges duplicates and changes nothing")
     func idempotentRepush() async throws {
         let fixture = try ServerFixture()
@@ -228,6 +246,32 @@ struct EventEndpointTests {
         #expect(head.contains("content-encoding: gzip"))
         let pulled = try PullResponse.decode(Gzip.decompress(Array(raw[split.upperBound...]), limit: 1 << 24))
         #expect(pulled.events.count == 50)
+    }
+
+    @Test("large responses are zstd for clients that list it, gzip for those that list only gzip or refuse zstd")
+    func zstdResponses() async throws {
+        let fixture = try ServerFixture()
+        var factory = EventFactory()
+        _ = try await fixture.client().pushResponse(factory.make(50))
+        for (accept, coding) in [("zstd", "zstd"), ("deflate, gzip, br, zstd", "zstd"), ("gzip, zstd;q=0", "gzip"), ("gzip", "gzip"), ("identity", nil)] {
+            let request = "GET \(SyncRoutes.pull(library: "family", since: 0)) HTTP/1.1\r\nHost: x\r\n"
+                + "Authorization: Bearer \(fixture.tokens["anna-phone"]!)\r\nAccept-Encoding: \(accept)\r\nConnection: close\r\n\r\n"
+            let raw = try rawExchangeBytes(port: fixture.server.port, Array(request.utf8))
+            let split = raw.firstRange(of: Array("\r\n\r\n".utf8))!
+            let head = String(decoding: raw[..<split.lowerBound], as: UTF8.self).lowercased()
+            var body = Array(raw[split.upperBound...])
+            switch coding {
+            case "zstd":
+                #expect(head.contains("content-encoding: zstd"), "\(accept)")
+                body = try Zstd.decompress(body, limit: 1 << 24)
+            case "gzip":
+                #expect(head.contains("content-encoding: gzip"), "\(accept)")
+                body = try Gzip.decompress(body, limit: 1 << 24)
+            default:
+                #expect(!head.contains("content-encoding"), "\(accept)")
+            }
+            #expect(try PullResponse.decode(body).events.count == 50)
+        }
     }
 
     @Test("every request is logged once with id, method, path, status and duration, never the token")

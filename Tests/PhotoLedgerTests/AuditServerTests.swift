@@ -132,6 +132,57 @@ struct AuditServerTests {
         #expect(try anna.verifyServerChainHead(lastServerSequence: 9, headHash: head) == nil)
     }
 
+    @Test("a page is checked against the server's chain on a fresh device and on one with its own history; one wrong value rolls the page back")
+    func pageCheckedWithOrWithoutLocalHistory() throws {
+        let directory = try TemporaryDirectory()
+        let anna = try makeLibrary(directory, device: "anna-phone")
+        let server = ScriptedServer()
+        try anna.createAssets(260)
+        try server.push(anna)
+        let events = server.log.map(\.event)
+        let sequences = (1...Int64(events.count)).map { $0 }
+        for (index, name) in ["fresh", "with-history"].enumerated() {
+            let library = try makeLibrary(directory, device: DeviceID(name), seed: UInt64(10 + index))
+            // On a fresh device the local chain runs in server order, so its values are the
+            // server's; with a change of its own first, every value is recomputed from the server's.
+            if name == "with-history" { try library.createAlbum("Own") }
+            let before = try library.readDatabase { try EventLog($0).count() }
+            for position in [0, 137, events.count - 1] {
+                var forged = server.entries
+                forged[position].chainHash[5] ^= 1
+                #expect(throws: PhotoLibrary.ServerChainMismatch.self) {
+                    _ = try library.applyRemoteEvents(events, serverSequences: sequences, chain: forged)
+                }
+                #expect(try library.readDatabase { try EventLog($0).count() } == before)
+                #expect(try library.readDatabase { db in try db.firstRow("SELECT count(*) FROM server_chain") { $0.int64(0) } } == 0)
+            }
+            #expect(try library.applyRemoteEvents(events, serverSequences: sequences, chain: server.entries) == events.count)
+            let report = try library.verifyServerChain()
+            #expect(report.isIntact && report.checked == events.count, "\(report)")
+            let stored = try library.readDatabase { try EventLog($0).events(after: Int64(before), limit: 1000) }
+            #expect(stored.map(\.serverSequence) == sequences.map { $0 })
+            #expect((stored.map(\.hash) == server.log.map(\.chainHash)) == (name == "fresh"))
+        }
+    }
+
+    @Test("a page naming one server position twice is checked for both events")
+    func repeatedPositionInPage() throws {
+        let directory = try TemporaryDirectory()
+        let anna = try makeLibrary(directory, device: "anna-phone")
+        let ben = try makeLibrary(directory, device: "ben-tablet", seed: 2)
+        let server = ScriptedServer()
+        try anna.createAssets(3)
+        try server.push(anna)
+        var entries = server.entries
+        // Position 3 again, with the event at position 2: not what the server chained at 3.
+        entries.append(ServerChainEntry(serverSequence: 3, eventID: entries[1].eventID, chainHash: entries[2].chainHash))
+        let events = server.log.map(\.event)
+        #expect(throws: PhotoLibrary.ServerChainMismatch.self) {
+            _ = try ben.applyRemoteEvents(events, serverSequences: [1, 2, 3], chain: entries)
+        }
+        #expect(try ben.readDatabase { try EventLog($0).count() } == 0)
+    }
+
     @Test("entries whose predecessor is unknown are counted, not guessed; events not yet pulled are not held")
     func unlinkedAndNotHeld() throws {
         let directory = try TemporaryDirectory()

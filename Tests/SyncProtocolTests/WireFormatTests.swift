@@ -262,4 +262,25 @@ struct CodingTests {
         #expect(bomb.count < 200_000)
         #expect(throws: GzipError(.limitExceeded(limit: 1 << 20))) { try Gzip.decompress(bomb, limit: 1 << 20) }
     }
+
+    @Test("zstd round-trips; truncated, damaged and oversized frames are refused")
+    func zstd() throws {
+        var random = SeededRandomNumberGenerator(seed: 11)
+        let noise = (0..<300_000).map { _ in UInt8.random(in: 0...255, using: &random) }
+        let text = Array(String(repeating: "{\"type\":\"asset.created\"},", count: 20_000).utf8)
+        for input in [[], noise, text] {
+            let packed = try Zstd.compress(input)
+            #expect(Zstd.isZstd(packed) && !Gzip.isGzip(packed))
+            #expect(try Zstd.decompress(packed, limit: input.count) == input)
+        }
+        let packed = try Zstd.compress(text)
+        #expect(packed.count < text.count / 50)
+        #expect(throws: ZstdError.self) { try Zstd.decompress(Array(packed.dropLast(5)), limit: 1 << 20) }
+        #expect(throws: ZstdError.self) { try Zstd.decompress(Array("not zstd at all".utf8), limit: 1 << 20) }
+        #expect(throws: ZstdError.self) { try Zstd.decompress([], limit: 1 << 20) }
+        let bomb = try Zstd.compress([UInt8](repeating: 0, count: 100 << 20), level: 19)
+        #expect(bomb.count < 100_000)
+        #expect(throws: ZstdError.self) { try Zstd.decompress(bomb, limit: 1 << 20) }
+        #expect(try Zstd.decompress(packed + packed, limit: 1 << 22) == text + text)
+    }
 }
