@@ -1,9 +1,10 @@
 import CSQLite
 import Foundation
 
-/// Inserts many rows into one table with few statements: a prepared statement of
-/// ``rowsPerStatement`` rows of placeholders for full groups, and a one-row statement for the
-/// remainder. Binding and stepping once per group instead of once per row saves SQLite's
+/// Inserts many rows into one table with few statements (or runs any statement over a list of
+/// rows of values: the head and tail may put the `VALUES` list inside a subquery): a prepared
+/// statement of ``rowsPerStatement`` rows of placeholders for full groups, and a one-row
+/// statement for the remainder. Binding and stepping once per group instead of once per row saves SQLite's
 /// per-statement work (starting, halting, resetting), which dominates narrow inserts.
 ///
 /// Text and blob values are copied once into a buffer that lives until the statement has run
@@ -38,12 +39,14 @@ public struct BatchInsert: Sendable {
     /// The values of the rows of one statement, in parameter order.
     public struct Values: ~Copyable {
         fileprivate var integers: [(parameter: Int32, value: Int64?)] = []
+        fileprivate var reals: [(parameter: Int32, value: Double)] = []
         fileprivate var buffers: [(parameter: Int32, offset: Int, count: Int, isText: Bool)] = []
         fileprivate var bytes: [UInt8] = []
         fileprivate var next: Int32 = 1
 
         fileprivate mutating func removeAll() {
             integers.removeAll(keepingCapacity: true)
+            reals.removeAll(keepingCapacity: true)
             buffers.removeAll(keepingCapacity: true)
             bytes.removeAll(keepingCapacity: true)
             next = 1
@@ -63,6 +66,17 @@ public struct BatchInsert: Sendable {
 
         /// Binds an integer, or NULL, to the next parameter.
         public mutating func append(_ value: Int64?) {
+            if let value { append(value) } else { appendNull() }
+        }
+
+        /// Binds a floating-point number to the next parameter.
+        public mutating func append(_ value: Double) {
+            reals.append((next, value))
+            next += 1
+        }
+
+        /// Binds a floating-point number, or NULL, to the next parameter.
+        public mutating func append(_ value: Double?) {
             if let value { append(value) } else { appendNull() }
         }
 
@@ -96,21 +110,26 @@ public struct BatchInsert: Sendable {
     ///
     /// With `stopAtSkippedRow`, it returns nil as soon as a statement inserts fewer rows than it
     /// was given, without running the rest (the caller rolls back what was inserted).
+    ///
+    /// `returning` receives each row a `RETURNING` clause in the tail gives.
+    @discardableResult
     public func run(
-        count: Int, in database: Database, stopAtSkippedRow: Bool = false, values appendRow: (Int, inout Values) throws -> Void
+        count: Int, in database: Database, stopAtSkippedRow: Bool = false, returning: (Statement) throws -> Void = { _ in },
+        values appendRow: (Int, inout Values) throws -> Void
     ) throws -> Int? {
         var inserted = 0
         var row = 0
         var values = Values()
         while row < count {
             let rows = count - row >= rowsPerStatement ? rowsPerStatement : 1
-            let statement = try database.cachedStatement(rows == 1 ? single : grouped)
+            // Cleared after its last run already (below); every parameter is bound anew.
+            let statement = try database.cachedStatement(rows == 1 ? single : grouped, clearingBindings: false)
             values.removeAll()
             for offset in 0..<rows {
                 try appendRow(row + offset, &values)
                 precondition(values.next == Int32((offset + 1) * columns + 1), "each row binds exactly \(columns) values")
             }
-            try Self.run(statement, values)
+            try Self.run(statement, values, returning)
             let changed = database.changes
             if stopAtSkippedRow && changed < rows { return nil }
             inserted += changed
@@ -121,11 +140,16 @@ public struct BatchInsert: Sendable {
 
     /// Binds `values` and steps `statement` once, then resets it and clears its bindings while
     /// the bound bytes are still alive.
-    private static func run(_ statement: Statement, _ values: borrowing Values) throws {
-        defer { statement.reset() }
+    private static func run(_ statement: Statement, _ values: borrowing Values, _ returning: (Statement) throws -> Void) throws {
+        // Bytes are bound only inside the buffer's scope, which clears them itself.
+        defer { statement.resetKeepingBindings() }
         let handle = statement.handle
         for (parameter, value) in values.integers {
             let code = value.map { sqlite3_bind_int64(handle, parameter, $0) } ?? sqlite3_bind_null(handle, parameter)
+            guard code == SQLITE_OK else { throw statement.database.error(code, sql: statement.sql) }
+        }
+        for (parameter, value) in values.reals {
+            let code = sqlite3_bind_double(handle, parameter, value)
             guard code == SQLITE_OK else { throw statement.database.error(code, sql: statement.sql) }
         }
         try values.bytes.withUnsafeBytes { bytes in
@@ -143,7 +167,7 @@ public struct BatchInsert: Sendable {
             }
             // Bound without a copy (SQLITE_STATIC): step and clear while `bytes` is valid.
             defer { statement.reset() }
-            try statement.step()
+            while try statement.step() { try returning(statement) }
         }
     }
 }

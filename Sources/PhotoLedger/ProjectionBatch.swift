@@ -250,47 +250,47 @@ struct ProjectionBatch {
         var written: [UUID: AssetState] = [:]
         if !intoEmptyTables { written.reserveCapacity(assets.rows.count) }
         let carriedState = { (asset: UUID) -> AssetState? in intoEmptyTables ? assets.row(for: asset)?.carried : written[asset] }
-        try writeRows(
-            assets.rows.count, columns: 32, sql: intoEmptyTables ? Self.assetStatements : Self.assetReturningStatements, in: database,
+        try (intoEmptyTables ? Self.assetUpsert : Self.assetUpsertReturning).run(
+            count: assets.rows.count, in: database,
             returning: { row in written[row.withBlob(0) { UUID(bytes: $0) }!] = AssetState(state: row.int64(1), version: row.int64(2)) }
-        ) { index, base, statement in
-            let id = assets.keys[index], row = assets.rows[index]
-            try bind(id, at: base + 1, statement)
-            try statement.bind(row.created ? 1 : 0, at: base + 2)
-            try statement.bind(row.createdHLC, at: base + 3)
-            try statement.bind(row.sourceDevice, at: base + 4)
-            try statement.bind(Int64(row.mediaType), at: base + 5)
-            try statement.bind(Int64(row.mediaSubtypes), at: base + 6)
-            try statement.bind(Int64(row.pixelWidth), at: base + 7)
-            try statement.bind(Int64(row.pixelHeight), at: base + 8)
-            try statement.bind(.real(row.duration), at: base + 9)
-            try statement.bind(row.creationDate.value.map(SQLValue.real) ?? .null, at: base + 10)
-            try bind(row.creationDate.stamp, at: base + 11, statement)
+        ) { index, values in
+            let row = assets.rows[index]
+            values.append(uuid: assets.keys[index])
+            values.append(row.created)
+            values.append(row.createdHLC)
+            values.append(row.sourceDevice)
+            values.append(Int64(row.mediaType))
+            values.append(Int64(row.mediaSubtypes))
+            values.append(Int64(row.pixelWidth))
+            values.append(Int64(row.pixelHeight))
+            values.append(row.duration)
+            values.append(row.creationDate.value)
+            values.append(row.creationDate.stamp)
             let location = row.location.value
-            try statement.bind(location.map { .real($0.latitude) } ?? .null, at: base + 13)
-            try statement.bind(location.map { .real($0.longitude) } ?? .null, at: base + 14)
-            try statement.bind(location?.altitude.map(SQLValue.real) ?? .null, at: base + 15)
-            try bind(row.location.stamp, at: base + 16, statement)
-            try statement.bind(row.favorite.value ? 1 : 0, at: base + 18)
-            try bind(row.favorite.stamp, at: base + 19, statement)
-            try statement.bind(row.hidden.value ? 1 : 0, at: base + 21)
-            try bind(row.hidden.stamp, at: base + 22, statement)
-            try statement.bind(row.trashCausalLength, at: base + 24)
-            try statement.bind(row.trashedHLC, at: base + 25)
-            try statement.bind(row.purged ? 1 : 0, at: base + 26)
+            values.append(location?.latitude)
+            values.append(location?.longitude)
+            values.append(location?.altitude)
+            values.append(row.location.stamp)
+            values.append(row.favorite.value)
+            values.append(row.favorite.stamp)
+            values.append(row.hidden.value)
+            values.append(row.hidden.stamp)
+            values.append(row.trashCausalLength)
+            values.append(row.trashedHLC)
+            values.append(row.purged)
             let content = row.content.value
-            try statement.bind(content?.rendered.map { .blob($0.sha256) } ?? .null, at: base + 27)
-            try statement.bind(content?.adjustment.map { .blob($0.sha256) } ?? .null, at: base + 28)
-            try statement.bind(content?.adjustmentFormat.map(SQLValue.text) ?? .null, at: base + 29)
-            try bind(row.content.stamp, at: base + 30, statement)
-            try statement.bind(row.modificationHLC, at: base + 32)
+            values.append(blob: content?.rendered?.sha256)
+            values.append(blob: content?.adjustment?.sha256)
+            values.append(content?.adjustmentFormat)
+            values.append(row.content.stamp)
+            values.append(row.modificationHLC)
         }
         if !intoEmptyTables {
             let passed = assets.keys.compactMap { asset in written[asset].map { (asset, $0) } }
-            try writeRows(passed.count, columns: 3, sql: Self.memberAssetStatements, in: database) { index, base, statement in
-                try bind(passed[index].0, at: base + 1, statement)
-                try statement.bind(passed[index].1.state, at: base + 2)
-                try statement.bind(passed[index].1.version, at: base + 3)
+            try Self.memberAssetUpdate.run(count: passed.count, in: database) { index, values in
+                values.append(uuid: passed[index].0)
+                values.append(passed[index].1.state)
+                values.append(passed[index].1.version)
             }
         }
         if !resources.isEmpty {
@@ -339,15 +339,15 @@ struct ProjectionBatch {
         for (index, key) in members.keys.enumerated() {
             if carriedState(key.asset) != nil { known.append(index) } else { unknown.append(index) }
         }
-        try writeRows(known.count, columns: 8, sql: Self.memberStatements, in: database) { index, base, statement in
-            let key = members.keys[known[index]], row = members.rows[known[index]]
-            try bindMember(key, row, at: base, statement)
+        try Self.memberUpsert.run(count: known.count, in: database) { index, values in
+            let key = members.keys[known[index]]
+            append(key, members.rows[known[index]], to: &values)
             let state = carriedState(key.asset)!
-            try statement.bind(state.state, at: base + 7)
-            try statement.bind(state.version, at: base + 8)
+            values.append(state.state)
+            values.append(state.version)
         }
-        try writeRows(unknown.count, columns: 6, sql: Self.memberReadingAssetStatements, in: database) { index, base, statement in
-            try bindMember(members.keys[unknown[index]], members.rows[unknown[index]], at: base, statement)
+        try Self.memberUpsertReadingAsset.run(count: unknown.count, in: database) { index, values in
+            append(members.keys[unknown[index]], members.rows[unknown[index]], to: &values)
         }
     }
 
@@ -358,52 +358,12 @@ struct ProjectionBatch {
     }
 
 
-    private func bindMember(_ key: MemberKey, _ row: MemberRow, at base: Int32, _ statement: Statement) throws {
-        try bind(key.album, at: base + 1, statement)
-        try bind(key.asset, at: base + 2, statement)
-        try statement.bind(row.causalLength, at: base + 3)
-        try statement.bind(row.position.value, at: base + 4)
-        try bind(row.position.stamp, at: base + 5, statement)
-    }
-
-    /// Rows per multi-row upsert: one statement execution per hundred rows instead of per row.
-    static let rowsPerStatement = 100
-
-    /// A table's upsert for one row and for ``rowsPerStatement`` rows.
-    struct RowStatements: Sendable {
-        let single: PreparedSQL
-        let multiple: PreparedSQL
-
-        init(_ sql: (Int) -> String) {
-            single = PreparedSQL(sql(1))
-            multiple = PreparedSQL(sql(ProjectionBatch.rowsPerStatement))
-        }
-    }
-
-    static let assetStatements = RowStatements(assetSQL(rows:))
-    static let assetReturningStatements = RowStatements(assetReturningSQL(rows:))
-    static let memberStatements = RowStatements(memberSQL(rows:))
-    static let memberReadingAssetStatements = RowStatements(memberReadingAssetSQL(rows:))
-    static let memberAssetStatements = RowStatements(memberAssetSQL(rows:))
-
-    /// Writes `count` rows through multi-row statements, `bindRow(index, base, statement)`
-    /// binding row `index` to parameters `base + 1`…. Rows past the last full hundred go one by
-    /// one. `returning` receives each row the statement returns.
-    private func writeRows(
-        _ count: Int, columns: Int32, sql: RowStatements, in database: Database,
-        returning: (Statement) -> Void = { _ in },
-        _ bindRow: (_ index: Int, _ base: Int32, Statement) throws -> Void
-    ) throws {
-        var start = 0
-        while start < count {
-            let rows = count - start >= Self.rowsPerStatement ? Self.rowsPerStatement : 1
-            // Every parameter is bound below, so the old bindings need no clearing.
-            let statement = try database.cachedStatement(rows == 1 ? sql.single : sql.multiple, clearingBindings: false)
-            defer { statement.resetKeepingBindings() }
-            for offset in 0..<rows { try bindRow(start + offset, Int32(offset) * columns, statement) }
-            while try statement.step() { returning(statement) }
-            start += rows
-        }
+    private func append(_ key: MemberKey, _ row: MemberRow, to values: inout BatchInsert.Values) {
+        values.append(uuid: key.album)
+        values.append(uuid: key.asset)
+        values.append(row.causalLength)
+        values.append(row.position.value)
+        values.append(row.position.stamp)
     }
 
     private func bind(_ id: UUID, at index: Int32, _ statement: Statement) throws {
@@ -431,19 +391,14 @@ struct ProjectionBatch {
         columns.map { "\($0) = CASE WHEN excluded.created = 1 THEN excluded.\($0) ELSE \($0) END" }.joined(separator: ",\n    ")
     }
 
-    /// The upsert of `rows` asset rows, returning each row's state and version after the merge.
-    static func assetReturningSQL(rows: Int) -> String {
-        assetSQL(rows: rows) + "\nRETURNING asset_id, \(assetState("")), modification_hlc"
-    }
-
-    /// The upsert of `rows` asset rows.
-    static func assetSQL(rows: Int) -> String {
-        """
+    private static let assetColumns = """
         INSERT INTO assets (asset_id, created, created_hlc, source_device, media_type, media_subtypes, pixel_width, pixel_height,
             duration, creation_date, creation_date_hlc, creation_date_device, latitude, longitude, altitude, location_hlc,
             location_device, favorite, favorite_hlc, favorite_device, hidden, hidden_hlc, hidden_device, trash_cl, trashed_hlc,
             purged, content_sha256, adjustment_sha256, adjustment_format, content_hlc, content_device, modification_hlc)
-        VALUES \(valueRows(rows, columns: 32))
+        """
+
+    private static let assetMerge = """
         ON CONFLICT (asset_id) DO UPDATE SET
             \(fromCreation(["created_hlc", "source_device", "media_type", "media_subtypes", "pixel_width", "pixel_height", "duration"])),
             created = max(created, excluded.created),
@@ -457,7 +412,13 @@ struct ProjectionBatch {
             purged = max(purged, excluded.purged),
             modification_hlc = max(modification_hlc, excluded.modification_hlc)
         """
-    }
+
+    /// The asset upsert.
+    static let assetUpsert = BatchInsert(assetColumns, columns: 32, tail: assetMerge)
+
+    /// The asset upsert, returning each row's state and version after the merge.
+    static let assetUpsertReturning = BatchInsert(
+        assetColumns, columns: 32, tail: assetMerge + "\nRETURNING asset_id, \(assetState("")), modification_hlc")
 
     /// An asset's state as its memberships carry it (0 not shown, 1 hidden, 2 shown), from the
     /// asset row's columns with the given prefix (NULL columns, a missing row, give 0).
@@ -473,16 +434,13 @@ struct ProjectionBatch {
         WHERE a.asset_id = album_members.asset_id AND (album_members.asset_state, album_members.asset_version) IS NOT (a.state, a.version)
         """
 
-    /// Passes the state and version of `rows` assets on to their membership rows (only to rows
-    /// that differ).
-    static func memberAssetSQL(rows: Int) -> String {
-        """
-        UPDATE album_members SET asset_state = v.column2, asset_version = v.column3
-        FROM (VALUES \(valueRows(rows, columns: 3))) AS v
-        WHERE album_members.asset_id = v.column1
-          AND (album_members.asset_state, album_members.asset_version) IS NOT (v.column2, v.column3)
-        """
-    }
+    /// Passes the state and version of assets on to their membership rows (only to rows that differ).
+    static let memberAssetUpdate = BatchInsert(
+        "UPDATE album_members SET asset_state = v.column2, asset_version = v.column3 FROM (", columns: 3,
+        tail: """
+            ) AS v WHERE album_members.asset_id = v.column1
+              AND (album_members.asset_state, album_members.asset_version) IS NOT (v.column2, v.column3)
+            """)
 
     static let resourceSQL = PreparedSQL("""
         INSERT INTO asset_resources (asset_id, resource_index, type, sha256, size, uniform_type, original_filename)
@@ -512,27 +470,19 @@ struct ProjectionBatch {
             modification_hlc = max(modification_hlc, excluded.modification_hlc)
         """)
 
-    /// The upsert of `rows` membership rows.
-    /// The upsert of `rows` membership rows with their asset's state and version.
-    static func memberSQL(rows: Int) -> String {
-        """
-        INSERT INTO album_members (album_id, asset_id, cl, position, position_hlc, position_device, asset_state, asset_version)
-        VALUES \(valueRows(rows, columns: 8))
-        \(memberConflict)
-        """
-    }
+    /// The membership upsert, with the asset's state and version.
+    static let memberUpsert = BatchInsert(
+        "INSERT INTO album_members (album_id, asset_id, cl, position, position_hlc, position_device, asset_state, asset_version)",
+        columns: 8, tail: memberConflict)
 
-    /// The upsert of `rows` membership rows taking their asset's state and version from the
-    /// asset row (none yet: not shown).
-    static func memberReadingAssetSQL(rows: Int) -> String {
+    /// The membership upsert taking the asset's state and version from the asset row (none
+    /// yet: not shown).
+    static let memberUpsertReadingAsset = BatchInsert(
         """
         INSERT INTO album_members (album_id, asset_id, cl, position, position_hlc, position_device, asset_state, asset_version)
         SELECT m.column1, m.column2, m.column3, m.column4, m.column5, m.column6, \(assetState("a.")), coalesce(a.modification_hlc, 0)
-        FROM (VALUES \(valueRows(rows, columns: 6))) AS m LEFT JOIN assets a ON a.asset_id = m.column2
-        WHERE true
-        \(memberConflict)
-        """
-    }
+        FROM (
+        """, columns: 6, tail: ") AS m LEFT JOIN assets a ON a.asset_id = m.column2 WHERE true " + memberConflict)
 
     private static let memberConflict = """
         ON CONFLICT (album_id, asset_id) DO UPDATE SET
@@ -541,10 +491,25 @@ struct ProjectionBatch {
             asset_state = excluded.asset_state,
             asset_version = excluded.asset_version
         """
+}
 
-    /// `(?, …), (?, …)`: `rows` groups of `columns` parameters.
-    private static func valueRows(_ rows: Int, columns: Int) -> String {
-        let row = "(" + Array(repeating: "?", count: columns).joined(separator: ", ") + ")"
-        return Array(repeating: row, count: rows).joined(separator: ", ")
+extension BatchInsert.Values {
+    /// A flag as 0 or 1.
+    fileprivate mutating func append(_ value: Bool) { append(Int64(value ? 1 : 0)) }
+
+    /// A last-writer-wins stamp: its clock value, then its device.
+    fileprivate mutating func append(_ stamp: WriterStamp) {
+        append(stamp.hlc)
+        append(stamp.device)
+    }
+
+    /// Text or NULL.
+    fileprivate mutating func append(_ value: String?) {
+        if let value { append(value) } else { appendNull() }
+    }
+
+    /// A BLOB or NULL.
+    fileprivate mutating func append(blob value: [UInt8]?) {
+        if let value { append(blob: value) } else { appendNull() }
     }
 }
