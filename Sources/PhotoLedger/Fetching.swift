@@ -1,5 +1,6 @@
 import Foundation
 import LedgerStore
+import Synchronization
 
 /// A condition on the objects a fetch returns. Conditions on asset properties apply to asset
 /// fetches, conditions on titles to album fetches.
@@ -137,46 +138,45 @@ public struct FetchResult<Element: PhotoObject>: RandomAccessCollection, Sendabl
 }
 
 /// The objects of a fetch result, read in batches on first access.
-final class FetchResultStorage<Element: PhotoObject>: @unchecked Sendable {
-    // Safe to share: `objects` is touched only while `lock` is held.
+final class FetchResultStorage<Element: PhotoObject>: Sendable {
     typealias Loader = @Sendable ([UUID]) throws -> [Element]
 
     static var batchSize: Int { 100 }
 
-    private let lock = NSLock()
-    private var objects: [Element?]
+    private let objects: Mutex<[Element?]>
     private let loader: Loader?
 
     init(objects: [Element?], loader: Loader?) {
-        self.objects = objects
+        self.objects = Mutex(objects)
         self.loader = loader
     }
 
     func object(at index: Int, identifiers: [UUID]) -> Element {
         precondition(index >= 0 && index < identifiers.count, "index \(index) is out of range: the fetch result has \(identifiers.count) objects")
-        if let object = lock.withLock({ objects[index] }) { return object }
+        if let object = objects.withLock({ $0[index] }) { return object }
         do {
             let start = index - index % Self.batchSize
             try load(Array(start..<min(identifiers.count, start + Self.batchSize)), identifiers: identifiers)
         } catch {
             fatalError("\(error)")
         }
-        return lock.withLock { objects[index]! }
+        return objects.withLock { $0[index]! }
     }
 
     /// Reads the objects at `indexes` that are not read yet, a batch at a time.
     func load(_ indexes: [Int], identifiers: [UUID]) throws {
-        let missing = lock.withLock { indexes.filter { objects[$0] == nil } }
+        let missing = objects.withLock { objects in indexes.filter { objects[$0] == nil } }
         guard !missing.isEmpty else { return }
         guard let loader else { preconditionFailure("a fetch result built from objects has them all") }
         for start in stride(from: 0, to: missing.count, by: Self.batchSize) {
             let batch = Array(missing[start..<min(missing.count, start + Self.batchSize)])
             let found = Dictionary(try loader(batch.map { identifiers[$0] }).map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-            var absent: UUID?
-            lock.withLock {
+            let absent = objects.withLock { objects in
+                var absent: UUID?
                 for index in batch where objects[index] == nil {
                     if let object = found[identifiers[index]] { objects[index] = object } else { absent = identifiers[index] }
                 }
+                return absent
             }
             if let absent {
                 throw PhotoLibraryError(

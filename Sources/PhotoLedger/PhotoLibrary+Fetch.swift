@@ -81,9 +81,12 @@ extension PhotoLibrary {
 
     func fetch(_ query: FetchQuery) throws -> FetchResult<Asset> {
         let found = try read { db, access in try Self.assets(query, db: db, access: access, now: options.clock()) }
-        return FetchResult(
-            identifiers: found.identifiers, versions: found.versions, loaded: found.loaded, query: query,
-            loader: { [reader] ids in try reader.read { db in try Self.assets(withIDs: ids, db: db) } })
+        // A result read whole at the fetch needs no loader.
+        var loader: FetchResultStorage<Asset>.Loader?
+        if found.loaded.count < found.identifiers.count {
+            loader = { [reader] ids in try reader.read { db in try Self.assets(withIDs: ids, db: db) } }
+        }
+        return FetchResult(identifiers: found.identifiers, versions: found.versions, loaded: found.loaded, query: query, loader: loader)
     }
 
     func fetch(_ query: FetchQuery) throws -> FetchResult<AssetCollection> {
