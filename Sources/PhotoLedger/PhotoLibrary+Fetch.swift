@@ -200,12 +200,7 @@ extension PhotoLibrary {
         }
         let hiddenAllowed = options.includeHiddenAssets || Fetching.mentionsHidden(options.predicate)
         if !hiddenAllowed, !(query.isRecentlyDeleted) { conditions.append("a.hidden = 0") }
-        if access == .limited { conditions.append("a.asset_id IN (SELECT asset_id FROM limited_selection)") }
-        if let predicate = options.predicate {
-            guard !Fetching.mentionsTitle(predicate) else {
-                throw PhotoLibraryError(.changeNotSupported, "assets have no title: use a title condition when fetching albums")
-            }
-            let condition = Fetching.condition(predicate)
+        if let condition = try assetCondition(options.predicate, access: access) {
             conditions.append(condition.sql)
             values += condition.values
         }
@@ -231,18 +226,8 @@ extension PhotoLibrary {
     static func assets(inAlbum album: UUID, options o: FetchOptions, db: Database, access: Access) throws -> AssetFetch {
         guard let resolved = try AlbumMembers.resolve(album, in: db) else { return .empty }
         let includeHidden = o.includeHiddenAssets || Fetching.mentionsHidden(o.predicate)
-        var conditions: [String] = []
-        var values: [any SQLBindable] = []
-        if access == .limited { conditions.append("a.asset_id IN (SELECT asset_id FROM limited_selection)") }
-        if let predicate = o.predicate {
-            guard !Fetching.mentionsTitle(predicate) else {
-                throw PhotoLibraryError(.changeNotSupported, "assets have no title: use a title condition when fetching albums")
-            }
-            let condition = Fetching.condition(predicate)
-            conditions.append(condition.sql)
-            values += condition.values
-        }
-        let condition = conditions.isEmpty ? nil : conditions.joined(separator: " AND ")
+        let assetCondition = try assetCondition(o.predicate, access: access)
+        let condition = assetCondition?.sql, values = assetCondition?.values ?? []
         let group = try AlbumMembers.group(of: resolved, in: db)
         if o.sortDescriptors.isEmpty {
             var (identifiers, versions) = try AlbumMembers.identifiers(
@@ -267,6 +252,20 @@ extension PhotoLibrary {
         let versions = Dictionary(members.map { ($0.asset, $0.version) }, uniquingKeysWith: { first, _ in first })
         let sorted = try sort(try assets(withIDs: members.map(\.asset), db: db).map { ($0, versions[$0.id] ?? 0) }, by: o.sortDescriptors)
         return limit(AssetFetch(sorted.map(\.0), versions: sorted.map(\.1)), o.fetchLimit)
+    }
+
+    /// The condition on asset rows (alias `a`) that limited access and the predicate add, or nil.
+    static func assetCondition(_ predicate: FetchPredicate?, access: Access) throws -> Fetching.Condition? {
+        var parts: [Fetching.Condition] = []
+        if access == .limited { parts.append(Fetching.Condition(sql: "a.asset_id IN (SELECT asset_id FROM limited_selection)", values: [])) }
+        if let predicate {
+            guard !Fetching.mentionsTitle(predicate) else {
+                throw PhotoLibraryError(.changeNotSupported, "assets have no title: use a title condition when fetching albums")
+            }
+            parts.append(Fetching.condition(predicate))
+        }
+        guard !parts.isEmpty else { return nil }
+        return Fetching.Condition(sql: parts.map(\.sql).joined(separator: " AND "), values: parts.flatMap(\.values))
     }
 
     static func limit(_ fetch: AssetFetch, _ limit: Int) -> AssetFetch {
