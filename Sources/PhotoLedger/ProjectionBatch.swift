@@ -3,7 +3,7 @@ import LedgerStore
 
 /// A last-writer-wins stamp: the event's clock value, ties broken by the device identifier's
 /// bytes (the order SQLite's `(hlc, device) > (hlc, device)` gives on the stored columns).
-struct WriterStamp: Comparable {
+struct WriterStamp: Comparable, Sendable {
     var hlc: Int64
     var device: String
 
@@ -29,6 +29,8 @@ struct Register<Value> {
     }
 }
 
+extension Register: Sendable where Value: Sendable {}
+
 /// Events folded in memory, one merged row per object, then written with one upsert per row.
 ///
 /// The in-memory merge is the same commutative, idempotent merge the upserts perform against the
@@ -37,7 +39,7 @@ struct Register<Value> {
 /// the result into the tables gives the tables that folding each event alone gives. A page of a
 /// thousand events about a few hundred objects costs a few hundred statements instead of one or
 /// more per event.
-struct ProjectionBatch {
+struct ProjectionBatch: Sendable {
     struct AssetRow {
         var created = false
         var createdHLC: Int64 = 0
@@ -86,7 +88,7 @@ struct ProjectionBatch {
 
     /// Rows keyed by object, in the order the objects were first touched (for the UUIDv7
     /// identifiers of a log, close to key order, which keeps B-tree inserts local).
-    private struct Rows<Key: Hashable, Row> {
+    private struct Rows<Key: Hashable & Sendable, Row: Sendable>: Sendable {
         private(set) var keys: [Key] = []
         private var indexes: [Key: Int] = [:]
         private(set) var rows: [Row] = []
@@ -244,16 +246,7 @@ struct ProjectionBatch {
     ///   before this batch's.
     func write(to database: Database, intoEmptyTables: Bool = false) throws {
         guard !isEmpty else { return }
-        // The state and version each asset's memberships carry
-        // (Migrations/Library/0006_album_member_asset_state.sql): the folded row's when the table
-        // was empty, else what the upsert returns, as stored after the merge.
-        var written: [UUID: AssetState] = [:]
-        if !intoEmptyTables { written.reserveCapacity(assets.rows.count) }
-        let carriedState = { (asset: UUID) -> AssetState? in intoEmptyTables ? assets.row(for: asset)?.carried : written[asset] }
-        try (intoEmptyTables ? Self.assetUpsert : Self.assetUpsertReturning).run(
-            count: assets.rows.count, in: database,
-            returning: { row in written[row.withBlob(0) { UUID(bytes: $0) }!] = AssetState(state: row.int64(1), version: row.int64(2)) }
-        ) { index, values in
+        try Self.assetUpsert.run(count: assets.rows.count, in: database) { index, values in
             let row = assets.rows[index]
             values.append(uuid: assets.keys[index])
             values.append(row.created)
@@ -286,11 +279,10 @@ struct ProjectionBatch {
             values.append(row.modificationHLC)
         }
         if !intoEmptyTables {
-            let passed = assets.keys.compactMap { asset in written[asset].map { (asset, $0) } }
-            try Self.memberAssetUpdate.run(count: passed.count, in: database) { index, values in
-                values.append(uuid: passed[index].0)
-                values.append(passed[index].1.state)
-                values.append(passed[index].1.version)
+            // Memberships already stored take the state and version their asset has now
+            // (Migrations/Library/0006_album_member_asset_state.sql).
+            try Self.memberAssetUpdate.run(count: assets.keys.count, in: database) { index, values in
+                values.append(uuid: assets.keys[index])
             }
         }
         if !resources.isEmpty {
@@ -333,16 +325,17 @@ struct ProjectionBatch {
                 try statement.step()
             }
         }
-        // Memberships of assets written above take their state from what the upserts returned;
-        // the others read it from the asset row.
+        // Into empty tables, a membership takes its asset's state and version from the folded
+        // row, which is the stored row; otherwise (or without a folded row) it reads them from
+        // the asset row, written above.
         var known: [Int] = [], unknown: [Int] = []
         for (index, key) in members.keys.enumerated() {
-            if carriedState(key.asset) != nil { known.append(index) } else { unknown.append(index) }
+            if intoEmptyTables, assets.row(for: key.asset) != nil { known.append(index) } else { unknown.append(index) }
         }
         try Self.memberUpsert.run(count: known.count, in: database) { index, values in
             let key = members.keys[known[index]]
             append(key, members.rows[known[index]], to: &values)
-            let state = carriedState(key.asset)!
+            let state = assets.row(for: key.asset)!.carried
             values.append(state.state)
             values.append(state.version)
         }
@@ -416,10 +409,6 @@ struct ProjectionBatch {
     /// The asset upsert.
     static let assetUpsert = BatchInsert(assetColumns, columns: 32, tail: assetMerge)
 
-    /// The asset upsert, returning each row's state and version after the merge.
-    static let assetUpsertReturning = BatchInsert(
-        assetColumns, columns: 32, tail: assetMerge + "\nRETURNING asset_id, \(assetState("")), modification_hlc")
-
     /// An asset's state as its memberships carry it (0 not shown, 1 hidden, 2 shown), from the
     /// asset row's columns with the given prefix (NULL columns, a missing row, give 0).
     static func assetState(_ prefix: String) -> String {
@@ -434,12 +423,14 @@ struct ProjectionBatch {
         WHERE a.asset_id = album_members.asset_id AND (album_members.asset_state, album_members.asset_version) IS NOT (a.state, a.version)
         """
 
-    /// Passes the state and version of assets on to their membership rows (only to rows that differ).
+    /// Passes the state and version of the given assets, as their rows hold them, on to their
+    /// membership rows (only to rows that differ).
     static let memberAssetUpdate = BatchInsert(
-        "UPDATE album_members SET asset_state = v.column2, asset_version = v.column3 FROM (", columns: 3,
+        "UPDATE album_members SET asset_state = \(assetState("a.")), asset_version = a.modification_hlc FROM (", columns: 1,
         tail: """
-            ) AS v WHERE album_members.asset_id = v.column1
-              AND (album_members.asset_state, album_members.asset_version) IS NOT (v.column2, v.column3)
+            ) AS v JOIN assets AS a ON a.asset_id = v.column1
+            WHERE album_members.asset_id = v.column1
+              AND (album_members.asset_state, album_members.asset_version) IS NOT (\(assetState("a.")), a.modification_hlc)
             """)
 
     static let resourceSQL = PreparedSQL("""

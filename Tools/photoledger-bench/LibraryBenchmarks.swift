@@ -86,10 +86,13 @@ struct LibraryBenchmarks {
             name: "library.fetch-by-id.p50", value: median(fetchLatencies), unit: "µs", baseline: median(cLatencies),
             higherIsBetter: false, target: 0.5, note: "fetchAssets(withLocalIdentifiers:) of one asset; C: SELECT * by asset_id"))
 
-        return figures + (try rebuildFigure(directory))
+        return figures
     }
-    func rebuildFigure(_ directory: URL) throws -> [Figure] {
-        // Rebuild of a 100,000-event log beside the C scan-and-upsert of the same rows.
+
+    /// Rebuild of a 100,000-event log beside the C scan-and-upsert of the same rows.
+    func rebuildFigure() throws -> [Figure] {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
         let rebuildPath = directory.appendingPathComponent("rebuild.sqlite")
         let log = try library(rebuildPath, seed: 2)
         let eventCount = quick ? 30_000 : 100_000

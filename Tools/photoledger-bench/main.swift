@@ -54,7 +54,8 @@ struct Suite {
 
 let suites: [Suite] = [
     Suite(prefixes: ["append", "read"]) { try EventLogBenchmarks(quick: quick).run() },
-    Suite(prefixes: ["library"]) { try LibraryBenchmarks(quick: quick).run() },
+    Suite(prefixes: ["library.block", "library.import", "library.album", "library.fetch-by-id"]) { try LibraryBenchmarks(quick: quick).run() },
+    Suite(prefixes: ["library.rebuild"]) { try LibraryBenchmarks(quick: quick).rebuildFigure() },
     Suite(prefixes: ["sync"]) { try SyncBenchmarks(quick: quick).run() },
     Suite(prefixes: ["media"]) { try MediaBenchmarks(quick: quick).run() },
     Suite(prefixes: ["server", "codec"]) { try ServerBenchmarks(quick: quick).run() },
