@@ -288,6 +288,9 @@ public final class PhotoLibrary: Sendable {
             return PhotoLibraryError(.internalError, error.description)
         case let error as ClockDriftError:
             return PhotoLibraryError(.operationInterrupted, "could not \(action): \(error)")
+        case let error as DecodingError:
+            return PhotoLibraryError(
+                .internalError, "could not \(action): \(error); the log is damaged there: run `photoledger verify` to check its hash chain")
         case let error as StoreUsageError:
             return PhotoLibraryError(.changeNotSupported, "could not \(action): \(error.message)")
         default:

@@ -54,8 +54,11 @@ struct Projection {
     /// The projection tables, in the order a dump lists them.
     static let tables = ["assets", "asset_resources", "referenced_resources", "albums", "album_members"]
 
-    /// How many events a rebuild folds in memory before writing (bounds its memory).
-    static let rebuildBatchSize = 100_000
+    /// How many events a rebuild folds in memory before handing them to the writing
+    /// connection: small enough that folding the next batch overlaps writing this one from
+    /// the start, large enough that most objects are folded whole (it also bounds memory:
+    /// at most three batches exist at once).
+    static let rebuildBatchSize = 20_000
 
     /// The page cache of a rebuild, in KiB.
     static let rebuildCacheKiB = 64 * 1024
@@ -63,6 +66,11 @@ struct Projection {
     /// Deletes every projection row and folds the whole log again, in batches folded in memory
     /// per object. After a compaction, the fold starts from the snapshot of the archived history
     /// (Compaction.swift).
+    ///
+    /// The log is read, decoded and folded on a second thread through a read-only connection of
+    /// its own to the library file, while this connection writes the batch folded before: the
+    /// write transaction this runs in keeps other writers out, so that connection reads the
+    /// same log.
     func rebuild(batchSize: Int = Self.rebuildBatchSize) throws {
         for table in Self.tables {
             try database.execute("DELETE FROM \(table)")
@@ -74,14 +82,31 @@ struct Projection {
         defer { try? database.execute("PRAGMA cache_size = \(cacheSize)") }
         let start = try CompactionSnapshot.restore(into: database)
         if start > 0 { try database.execute(ProjectionBatch.allMemberAssetsSQL) }
-        // One scan of the columns the fold reads; the batches are written while it runs (the
-        // scan reads only the events table, the writes touch only the projections).
+        // Without a snapshot, the tables are empty: the batches keep track of what they wrote.
+        var progress = try start > 0 ? nil : RebuildProgress(
+            objects: Int(database.firstRow("SELECT coalesce(max(local_seq), 0) FROM events") { $0.int64(0) } ?? 0))
+        let write = { (batch: ProjectionBatch) throws in try batch.write(to: database, rebuilding: &progress) }
+        let path = database.path
+        let folder = FoldingThread { emit in
+            var options = Database.Options()
+            options.readOnly = true
+            options.cacheSizeKiB = 2 * 1024
+            try Self.fold(try Database(path: path, options: options), after: start, batchSize: batchSize, emit)
+        }
+        defer { folder.stop() }
+        while let batch = try folder.next() { try write(batch) }
+    }
+
+    /// Reads the log after `start` in `database` and folds it in batches of `batchSize` events,
+    /// handing each batch to `emit` (the last one possibly empty).
+    private static func fold(
+        _ database: Database, after start: Int64, batchSize: Int, _ emit: (ProjectionBatch) throws -> Void
+    ) throws {
+        // One scan of the columns the fold reads: one read of one state of the log.
         let scan = try database.cachedStatement(
             "SELECT local_seq, object_id, device_id, hlc, type, schema_version, payload FROM events WHERE local_seq > ? ORDER BY local_seq")
         defer { scan.reset() }
         try scan.bind(start, at: 1)
-        // Without a snapshot, the first batch is written into empty tables.
-        var intoEmptyTables = start == 0
         // Runs of events share their type and device: each is decoded from the column's bytes
         // only when it differs from the previous event's.
         var type = (bytes: [UInt8](), value: EventType?.none)
@@ -96,20 +121,89 @@ struct Projection {
                 type = ([UInt8](bytes), EventType(rawValue: String(decoding: bytes, as: UTF8.self)))
             }
             // Types this build does not know change nothing.
-            guard let known = type.value,
-                let change = try ChangeEvent.decode(type: known, schemaVersion: Int(scan.int64(5)), payload: scan.blob(6))
-            else { continue }
+            guard let known = type.value else { continue }
+            let decoded: ChangeEvent?
+            do {
+                decoded = try ChangeEvent.decode(type: known, schemaVersion: Int(scan.int64(5)), payload: scan.blob(6))
+            } catch let error as DecodingError {
+                throw DecodingError("the \(known.rawValue) event at local position \(scan.int64(0)): \(error.message)", offset: error.offset)
+            }
+            guard let change = decoded else { continue }
             scan.withBlob(2) { bytes in
                 guard !bytes.elementsEqual(device.bytes) else { return }
                 device = ([UInt8](bytes), String(decoding: bytes, as: UTF8.self))
             }
             batch.add(change, object: object, stamp: WriterStamp(hlc: scan.int64(3), device: device.name))
             if batch.eventCount >= batchSize {
-                try batch.write(to: database, intoEmptyTables: intoEmptyTables)
-                intoEmptyTables = false
+                try emit(batch)
                 batch = ProjectionBatch()
             }
         }
-        try batch.write(to: database, intoEmptyTables: intoEmptyTables)
+        try emit(batch)
+    }
+}
+
+/// Work that produces values on a thread of its own, handed over one at a time: the producer
+/// waits while a value it made has not been taken, so at most two exist at once (the one being
+/// consumed and the one waiting).
+final class FoldingThread: @unchecked Sendable {
+    // Safe to share: every stored property is read and written only while `condition` is locked.
+    private let condition = NSCondition()
+    private var waiting: ProjectionBatch?
+    private var finished = false
+    private var stopped = false
+    private var failure: (any Error)?
+
+    /// Starts `produce` on a new thread; it hands each value to the closure it is given.
+    init(_ produce: @escaping @Sendable (_ emit: (ProjectionBatch) throws -> Void) throws -> Void) {
+        let thread = Thread { [self] in
+            do {
+                try produce { value in try self.put(value) }
+            } catch is Stopped {
+            } catch {
+                condition.withLock { failure = error }
+            }
+            condition.withLock {
+                finished = true
+                condition.broadcast()
+            }
+        }
+        thread.name = "photoledger.rebuild.fold"
+        thread.start()
+    }
+
+    private struct Stopped: Error {}
+
+    private func put(_ value: ProjectionBatch) throws {
+        condition.lock()
+        defer { condition.unlock() }
+        while waiting != nil && !stopped { condition.wait() }
+        if stopped { throw Stopped() }
+        waiting = value
+        condition.broadcast()
+    }
+
+    /// The next value, or nil when the producer is done; rethrows the producer's error.
+    func next() throws -> ProjectionBatch? {
+        condition.lock()
+        defer { condition.unlock() }
+        while waiting == nil && !finished { condition.wait() }
+        if let value = waiting {
+            waiting = nil
+            condition.broadcast()
+            return value
+        }
+        if let failure { throw failure }
+        return nil
+    }
+
+    /// Stops the producer (at its next hand-over) and waits until its thread is done.
+    func stop() {
+        condition.lock()
+        defer { condition.unlock() }
+        stopped = true
+        waiting = nil
+        condition.broadcast()
+        while !finished { condition.wait() }
     }
 }

@@ -240,11 +240,17 @@ struct ProjectionBatch: Sendable {
     // MARK: Writing
 
     /// Merges the folded rows into the projection tables: one upsert per object.
-    ///
-    /// - Parameter intoEmptyTables: the projection tables hold no row yet (the first batch of a
-    ///   rebuild): the folded rows are then the stored rows, and no membership row exists
-    ///   before this batch's.
-    func write(to database: Database, intoEmptyTables: Bool = false) throws {
+    func write(to database: Database) throws {
+        var none: RebuildProgress?
+        try write(to: database, rebuilding: &none)
+    }
+
+    /// Merges the folded rows into the projection tables, as one batch of a rebuild when
+    /// `progress` is given: the tables were empty when the rebuild began, and `progress` holds
+    /// what its batches wrote since (this batch is added to it). An asset no batch wrote before
+    /// is stored exactly as folded, so its memberships take their state from the folded row,
+    /// and only assets that may have memberships stored already pass their state on to them.
+    func write(to database: Database, rebuilding progress: inout RebuildProgress?) throws {
         guard !isEmpty else { return }
         try Self.assetUpsert.run(count: assets.rows.count, in: database) { index, values in
             let row = assets.rows[index]
@@ -278,12 +284,11 @@ struct ProjectionBatch: Sendable {
             values.append(row.content.stamp)
             values.append(row.modificationHLC)
         }
-        if !intoEmptyTables {
-            // Memberships already stored take the state and version their asset has now
-            // (Migrations/Library/0006_album_member_asset_state.sql).
-            try Self.memberAssetUpdate.run(count: assets.keys.count, in: database) { index, values in
-                values.append(uuid: assets.keys[index])
-            }
+        // Memberships already stored take the state and version their asset has now
+        // (Migrations/Library/0006_album_member_asset_state.sql).
+        let withMemberships = progress.map { progress in assets.keys.filter(progress.memberAssets.mayContain) } ?? assets.keys
+        try Self.memberAssetUpdate.run(count: withMemberships.count, in: database) { index, values in
+            values.append(uuid: withMemberships[index])
         }
         if !resources.isEmpty {
             let statement = try database.cachedStatement(Self.resourceSQL)
@@ -325,22 +330,29 @@ struct ProjectionBatch: Sendable {
                 try statement.step()
             }
         }
-        // Into empty tables, a membership takes its asset's state and version from the folded
-        // row, which is the stored row; otherwise (or without a folded row) it reads them from
-        // the asset row, written above.
-        var known: [Int] = [], unknown: [Int] = []
+        // A membership takes its asset's state and version from the folded row when that is the
+        // stored row (a rebuild's asset no batch wrote before), is not shown when no batch wrote
+        // its asset, and otherwise reads them from the asset row, written above.
+        var carried: [(index: Int, state: AssetState)] = [], unknown: [Int] = []
         for (index, key) in members.keys.enumerated() {
-            if intoEmptyTables, assets.row(for: key.asset) != nil { known.append(index) } else { unknown.append(index) }
+            if let progress, !progress.assets.mayContain(key.asset) {
+                carried.append((index, assets.row(for: key.asset)?.carried ?? AssetState(state: 0, version: 0)))
+            } else {
+                unknown.append(index)
+            }
         }
-        try Self.memberUpsert.run(count: known.count, in: database) { index, values in
-            let key = members.keys[known[index]]
-            append(key, members.rows[known[index]], to: &values)
-            let state = assets.row(for: key.asset)!.carried
+        try Self.memberUpsert.run(count: carried.count, in: database) { index, values in
+            let (member, state) = carried[index]
+            append(members.keys[member], members.rows[member], to: &values)
             values.append(state.state)
             values.append(state.version)
         }
         try Self.memberUpsertReadingAsset.run(count: unknown.count, in: database) { index, values in
             append(members.keys[unknown[index]], members.rows[unknown[index]], to: &values)
+        }
+        if progress != nil {
+            for asset in assets.keys { progress!.assets.insert(asset) }
+            for key in members.keys { progress!.memberAssets.insert(key.asset) }
         }
     }
 
@@ -426,12 +438,14 @@ struct ProjectionBatch: Sendable {
     /// Passes the state and version of the given assets, as their rows hold them, on to their
     /// membership rows (only to rows that differ).
     static let memberAssetUpdate = BatchInsert(
-        "UPDATE album_members SET asset_state = \(assetState("a.")), asset_version = a.modification_hlc FROM (", columns: 1,
-        tail: """
-            ) AS v JOIN assets AS a ON a.asset_id = v.column1
-            WHERE album_members.asset_id = v.column1
-              AND (album_members.asset_state, album_members.asset_version) IS NOT (\(assetState("a.")), a.modification_hlc)
-            """)
+        """
+        UPDATE album_members SET (asset_state, asset_version) = (\(assetOfMember))
+        WHERE (asset_state, asset_version) IS NOT (\(assetOfMember)) AND asset_id IN (
+        """, columns: 1, tail: ")")
+
+    /// The state and version of a membership row's asset.
+    private static let assetOfMember =
+        "SELECT \(assetState("a.")), a.modification_hlc FROM assets AS a WHERE a.asset_id = album_members.asset_id"
 
     static let resourceSQL = PreparedSQL("""
         INSERT INTO asset_resources (asset_id, resource_index, type, sha256, size, uniform_type, original_filename)
@@ -502,5 +516,72 @@ extension BatchInsert.Values {
     /// A BLOB or NULL.
     fileprivate mutating func append(blob value: [UInt8]?) {
         if let value { append(blob: value) } else { appendNull() }
+    }
+}
+
+/// What the batches of a rebuild that began with empty tables have written so far.
+struct RebuildProgress {
+    /// Assets with a row.
+    var assets: ObjectFilter
+    /// Assets with at least one membership row.
+    var memberAssets: ObjectFilter
+
+    /// Progress sized for a rebuild of about `objects` objects.
+    init(objects: Int) {
+        assets = ObjectFilter(capacity: objects)
+        memberAssets = ObjectFilter(capacity: objects)
+    }
+}
+
+/// A set of object identifiers that never answers "no" for one inserted, and for one not
+/// inserted answers "maybe" rarely (about 1 in 400 at its capacity: a Bloom filter of 16 bits
+/// and 4 probes per object). A rebuild's memory then stays at 4 bytes per object, however many
+/// objects the log holds, where an exact set would keep every identifier; a "maybe" only costs
+/// the read an exact set would have saved.
+struct ObjectFilter: Sendable {
+    private var words: [UInt64]
+    private let mask: UInt64
+
+    /// The most bits a filter takes (8 MiB): beyond 4 million objects, "maybe" grows more frequent.
+    private static let maximumBits = 1 << 26
+
+    /// An empty filter for about `capacity` objects.
+    init(capacity: Int) {
+        var bits = 1 << 12
+        while bits < capacity.multipliedReportingOverflow(by: 16).partialValue && bits < Self.maximumBits { bits <<= 1 }
+        words = [UInt64](repeating: 0, count: bits / 64)
+        mask = UInt64(bits - 1)
+    }
+
+    /// Two independent hashes of `id`, mixed so that identifiers that are not random (a
+    /// counter, a clock) spread as well as random ones.
+    private static func hashes(_ id: UUID) -> (UInt64, UInt64) {
+        let (high, low) = withUnsafeBytes(of: id.uuid) {
+            ($0.loadUnaligned(fromByteOffset: 0, as: UInt64.self), $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+        }
+        var first = (low ^ (high >> 31)) &* 0x9E37_79B9_7F4A_7C15
+        first ^= first >> 29
+        var second = (high ^ (low >> 27)) &* 0xBF58_476D_1CE4_E5B9
+        second ^= second >> 31
+        return (first, second | 1)
+    }
+
+    /// Adds `id`.
+    mutating func insert(_ id: UUID) {
+        let (first, second) = Self.hashes(id)
+        for probe in 0..<UInt64(4) {
+            let bit = (first &+ probe &* second) & mask
+            words[Int(bit >> 6)] |= 1 << (bit & 63)
+        }
+    }
+
+    /// False when `id` was never inserted; true when it was, or rarely when it was not.
+    func mayContain(_ id: UUID) -> Bool {
+        let (first, second) = Self.hashes(id)
+        for probe in 0..<UInt64(4) {
+            let bit = (first &+ probe &* second) & mask
+            if words[Int(bit >> 6)] & (1 << (bit & 63)) == 0 { return false }
+        }
+        return true
     }
 }

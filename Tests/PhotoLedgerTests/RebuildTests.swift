@@ -1,0 +1,87 @@
+import Foundation
+import LedgerStore
+import Testing
+@testable import PhotoLedger
+
+/// `rebuild()` folds the log on a second thread in batches while the batch before is written:
+/// every batch size gives the incrementally maintained tables, a damaged event fails the whole
+/// rebuild and leaves the projections as they were, and the filter that tells a batch which rows
+/// earlier batches wrote never forgets one.
+@Suite("Rebuild")
+struct RebuildTests {
+    /// A library with albums whose members are hidden, deleted, recovered, purged and moved.
+    func busyLibrary(_ directory: TemporaryDirectory) throws -> PhotoLibrary {
+        let library = try makeLibrary(directory)
+        var random = SeededRandomNumberGenerator(seed: 11)
+        for round in 0..<4 {
+            let assets = try library.createAssets(30, favorite: round % 2 == 0)
+            let album = try library.createAlbum("Album \(round)", assets: Array(assets.prefix(20)))
+            try library.performChangesAndWait { changes in
+                try changes.assetChangeRequest(for: assets[Int.random(in: 0..<30, using: &random)]).setHidden(true)
+                try changes.deleteAssets([assets[1], assets[2], assets[25]])
+                try changes.albumChangeRequest(for: album).moveAssets(at: IndexSet([0, 1]), to: 5)
+            }
+            try library.performChangesAndWait { changes in
+                try changes.recoverAssets([assets[2]])
+                try changes.purgeAssets([assets[25]])
+                try changes.albumChangeRequest(for: album).addAssets(Array(assets.suffix(4)))
+            }
+        }
+        return library
+    }
+
+    @Test("a rebuild in batches of any size gives the incrementally maintained tables")
+    func batchSizes() throws {
+        let directory = try TemporaryDirectory()
+        let library = try busyLibrary(directory)
+        let reference = try library.projectionDump()
+        for size in [1, 2, 7, 64, 1000, Projection.rebuildBatchSize] {
+            try library.rebuild(batchSize: size)
+            #expect(try library.projectionDump() == reference, "batches of \(size)")
+        }
+    }
+
+    @Test("a damaged event fails the rebuild with an error naming it, and the projections stay as they were")
+    func damagedEvent() throws {
+        let directory = try TemporaryDirectory()
+        let library = try busyLibrary(directory)
+        let reference = try library.projectionDump()
+        let events = try library.allEvents()
+        // An asset creation whose payload ends early, after every event already in the log.
+        let template = try #require(events.first { $0.type == EventType.assetCreated.rawValue })
+        var damaged = template
+        damaged.id = UUID()
+        damaged.deviceSequence = Int64(events.count + 1)
+        damaged.object = UUID()
+        damaged.payload = Array(template.payload.prefix(3))
+        try library.storage.write { db in _ = try EventLog(db).append([damaged]) }
+        let position = events.count + 1
+        for size in [1, 5, Projection.rebuildBatchSize] {
+            let error = try #require(throws: PhotoLibraryError.self) { try library.rebuild(batchSize: size) }
+            #expect(error.code == .internalError)
+            #expect(error.message.contains("asset.created event at local position \(position)"), "\(error.message)")
+            #expect(error.message.contains("photoledger verify"))
+            #expect(try library.projectionDump() == reference, "batches of \(size): nothing changed")
+        }
+    }
+
+    @Test("the rebuild filter never forgets an object, and rarely claims one it never saw")
+    func objectFilter() {
+        var random = SeededRandomNumberGenerator(seed: 5)
+        func uuid() -> UUID {
+            let (a, b) = (UInt64.random(in: .min ... .max, using: &random), UInt64.random(in: .min ... .max, using: &random))
+            return withUnsafeBytes(of: (a, b)) { UUID(uuid: $0.load(as: uuid_t.self)) }
+        }
+        // Random identifiers, and identifiers that differ only in a counter (not random at all).
+        let counted = (0..<20_000).map { n in withUnsafeBytes(of: (UInt64(0x0190_0000_0000_7000), UInt64(n).bigEndian)) { UUID(uuid: $0.load(as: uuid_t.self)) } }
+        for inserted in [(0..<20_000).map { _ in uuid() }, counted] {
+            var filter = ObjectFilter(capacity: inserted.count)
+            for id in inserted { filter.insert(id) }
+            #expect(inserted.allSatisfy(filter.mayContain))
+            let others = (0..<20_000).map { _ in uuid() }
+            let claimed = others.filter(filter.mayContain).count
+            #expect(claimed < 100, "\(claimed) of 20,000 never inserted were claimed")
+        }
+        #expect(!ObjectFilter(capacity: 0).mayContain(uuid()))
+    }
+}
