@@ -13,6 +13,7 @@ public final class Database {
     private var statementCache: [String: Statement] = [:]
     private var preparedCache: [ObjectIdentifier: Statement] = [:]
     private var savepointDepth = 0
+    private var checkpointer: BackgroundCheckpointer?
 
     /// How a connection is opened.
     public struct Options: Sendable {
@@ -29,6 +30,11 @@ public final class Database {
         /// How much of the file reads may map into memory, in bytes. Off by default: mapped pages
         /// count as resident memory and grow with the file.
         public var memoryMapBytes = 0
+        /// Checkpoint the write-ahead log on a thread and connection of their own
+        /// (``BackgroundCheckpointer``) instead of inside the commit that fills it: commits then
+        /// never copy pages back or wait for the disk to do so. For the one writing connection
+        /// of a file; ignored when read-only.
+        public var checkpointsInBackground = false
 
         /// SQLite's durability level for commits.
         public enum Synchronous: String, Sendable { case normal = "NORMAL", full = "FULL" }
@@ -72,9 +78,29 @@ public final class Database {
         // otherwise every page a multi-row upsert touches is first copied to a file.
         try execute("PRAGMA temp_store = MEMORY")
         _ = csqlite_db_config_int(connection, SQLITE_DBCONFIG_DEFENSIVE, 1)
+        if options.checkpointsInBackground && !options.readOnly {
+            let checkpointer = BackgroundCheckpointer(path: path, busyTimeout: options.busyTimeout)
+            self.checkpointer = checkpointer
+            // Replaces SQLite's automatic checkpoint; the connection keeps the checkpointer alive.
+            sqlite3_wal_hook(connection, backgroundCheckpointHook, Unmanaged.passUnretained(checkpointer).toOpaque())
+        }
     }
 
+    /// Waits until the background checkpointer (when the connection has one) has no checkpoint
+    /// requested or running, or `timeout` passes; returns whether it became idle.
+    @discardableResult
+    public func waitForBackgroundCheckpoints(timeout: Duration = .seconds(10)) -> Bool {
+        checkpointer?.waitUntilIdle(timeout: timeout) ?? true
+    }
+
+    /// How many checkpoints the background checkpointer has run (0 without one).
+    public var backgroundCheckpointCount: Int { checkpointer?.completedCount ?? 0 }
+
     deinit {
+        if let checkpointer {
+            sqlite3_wal_hook(handle, nil, nil)
+            checkpointer.stop()
+        }
         statementCache.removeAll()
         preparedCache.removeAll()
         sqlite3_close_v2(handle)

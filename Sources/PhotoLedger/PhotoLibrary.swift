@@ -71,7 +71,10 @@ public final class PhotoLibrary: Sendable {
         self.device = device
         self.options = options
         do {
-            storage = try DatabaseQueue(path: url.path)
+            // Commits (change blocks, pulled pages) leave checkpoints to a thread of their own.
+            var storageOptions = Database.Options()
+            storageOptions.checkpointsInBackground = true
+            storage = try DatabaseQueue(path: url.path, options: storageOptions)
             reader = LazyReadConnection(path: url.path)
             try storage.writeWithoutTransaction { try Migrator.library().migrate($0) }
             let last = try storage.read { try EventLog($0).lastTimestamp() }
