@@ -6,10 +6,12 @@ import Foundation
 ///
 /// SQLite's default, automatic checkpoint runs inside the commit that takes the log past 1,000
 /// pages: that commit then also copies every page back and waits for the file to reach the
-/// disk. Here the commit only asks; the checkpoint runs beside the next transaction (in WAL
-/// mode a checkpoint and a writer run at once), and the log restarts from its beginning once a
-/// checkpoint has caught up. Should the log still grow past ``hardLimitFrames`` (a checkpoint
-/// that cannot keep up), the committing connection checkpoints itself, as SQLite would.
+/// disk. Here the commit only asks, once per 1,000 new pages; the checkpoint runs beside the
+/// next transaction (in WAL mode a checkpoint and a writer run at once), and the log restarts
+/// from its beginning when the next transaction writes after a checkpoint that caught up.
+/// Should the log still grow past ``hardLimitFrames`` (commits that follow each other too
+/// closely for the log ever to restart), the committing connection checkpoints itself, as
+/// SQLite would, and the log restarts after it.
 final class BackgroundCheckpointer: @unchecked Sendable {
     // Safe to share: the flags are read and written only while `condition` is locked.
     private let condition = NSCondition()
@@ -17,6 +19,8 @@ final class BackgroundCheckpointer: @unchecked Sendable {
     private var stopped = false
     private var finished = false
     private var completed = 0
+    /// The log's length, in pages, when a checkpoint was last asked for.
+    private var requestedAtFrames: Int32 = 0
 
     /// Log pages after which a commit asks for a checkpoint (SQLite's automatic threshold).
     static let thresholdFrames: Int32 = 1000
@@ -59,9 +63,16 @@ final class BackgroundCheckpointer: @unchecked Sendable {
         }
     }
 
-    /// Asks for a checkpoint (called by the committing connection; returns at once).
-    func request() {
+    /// Called by the committing connection with the log's length in pages; asks for a
+    /// checkpoint (and returns at once) when the log has grown by the threshold since the last
+    /// request, or since it restarted. Commits that follow each other closely may find the
+    /// log not yet restarted after a checkpoint that ran meanwhile: asking again on each of them
+    /// would run a checkpoint, and its sync to disk, after every commit.
+    func committed(logFrames frames: Int32) {
         condition.withLock {
+            if frames < requestedAtFrames { requestedAtFrames = 0 }
+            guard frames >= requestedAtFrames + Self.thresholdFrames else { return }
+            requestedAtFrames = frames
             requested = true
             condition.signal()
         }
@@ -101,8 +112,8 @@ func backgroundCheckpointHook(
     guard let context else { return SQLITE_OK }
     if frames >= BackgroundCheckpointer.hardLimitFrames {
         _ = sqlite3_wal_checkpoint_v2(connection, name, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
-    } else if frames >= BackgroundCheckpointer.thresholdFrames {
-        Unmanaged<BackgroundCheckpointer>.fromOpaque(context).takeUnretainedValue().request()
+    } else {
+        Unmanaged<BackgroundCheckpointer>.fromOpaque(context).takeUnretainedValue().committed(logFrames: frames)
     }
     return SQLITE_OK
 }

@@ -13,6 +13,7 @@ public final class Database {
     private var statementCache: [String: Statement] = [:]
     private var preparedCache: [ObjectIdentifier: Statement] = [:]
     private var savepointDepth = 0
+    // Set by init, never changed after; thread-safe itself, so it may be reached from any thread.
     private var checkpointer: BackgroundCheckpointer?
 
     /// How a connection is opened.

@@ -41,6 +41,14 @@ public final class DatabaseQueue: @unchecked Sendable {
         try access(body)
     }
 
+    /// Waits until the connection's background checkpointer (``Database/Options/checkpointsInBackground``)
+    /// has no checkpoint requested or running, or `timeout` passes; returns whether it became idle.
+    /// Needs no access to the connection, so it never waits for a read or write.
+    @discardableResult
+    public func waitForBackgroundCheckpoints(timeout: Duration = .seconds(10)) -> Bool {
+        database.waitForBackgroundCheckpoints(timeout: timeout)
+    }
+
     /// Whether the calling thread is inside one of this queue's access closures.
     public var isAccessedByCurrentThread: Bool {
         ownerLock.withLock { owner.map { pthread_equal($0, pthread_self()) != 0 } ?? false }

@@ -242,6 +242,14 @@ public final class PhotoLibrary: Sendable {
         }
     }
 
+    /// Waits until the write-ahead log checkpoints that commits asked for have run (they run on
+    /// a thread of their own), or `timeout` passes; returns whether they did. For measurements
+    /// that must include them.
+    @discardableResult
+    package func waitForBackgroundCheckpoints(timeout: Duration = .seconds(10)) -> Bool {
+        storage.waitForBackgroundCheckpoints(timeout: timeout)
+    }
+
     /// Verifies the hash chain of the log, through the archive of a compacted library
     /// (``verifyChain()`` says which file a failure is in).
     public func verify() throws -> EventLog.Verification {

@@ -21,7 +21,11 @@ struct SyncBenchmarks {
         Task {
             do {
                 var report = SyncReport()
-                let elapsed = try await ContinuousClock().measure { report = try await engine.sync() }
+                // Counted until the last checkpoint of the pulled pages (run on a thread of its own) is done.
+                let elapsed = try await ContinuousClock().measure {
+                    report = try await engine.sync()
+                    library.waitForBackgroundCheckpoints()
+                }
                 result = .success((report.pulledEvents, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
             } catch {
                 result = .failure(error)
@@ -102,6 +106,7 @@ struct SyncBenchmarks {
                 _ = try deviceB.applyRemoteEvents(
                     Array(events[range]), serverSequences: range.map { Int64($0 + 1) }, chain: Array(entries[range]))
             }
+            deviceB.waitForBackgroundCheckpoints()
         }
         return Double(events.count) / elapsed
     }
