@@ -23,7 +23,11 @@ final class CurlTransfer {
     private var upload = UploadSource.none
     private var responseStatus = 0
     private var responseHeaders: [HTTPHeaders.Field] = []
-    private var memoryBody: [UInt8] = []
+    /// A body kept in memory, as libcurl delivers it (at most 16 KB at a time): joined once at
+    /// the end, so a body of megabytes is not copied into ever larger buffers while it arrives,
+    /// each one fresh memory the system must first clear.
+    private var memoryChunks: [[UInt8]] = []
+    private var memoryCount = 0
     private var download: DownloadFile?
     private var bodyGoesToFile: Bool?
     private var localFileError: TransportError?
@@ -226,8 +230,11 @@ final class CurlTransfer {
         if bodyGoesToFile == nil { bodyGoesToFile = startDownloadIfNeeded() }
         if localFileError != nil { return 0 }
         guard bodyGoesToFile == true else {
-            let room = request.responseBodyDestination == nil ? bytes.count : max(0, Self.errorBodyLimit - memoryBody.count)
-            memoryBody.append(contentsOf: bytes.prefix(room))
+            let room = request.responseBodyDestination == nil ? bytes.count : max(0, Self.errorBodyLimit - memoryCount)
+            if room > 0 {
+                memoryChunks.append([UInt8](bytes.prefix(room)))
+                memoryCount += min(room, bytes.count)
+            }
             return bytes.count
         }
         do {
@@ -292,6 +299,10 @@ final class CurlTransfer {
                 bytesSent: Int64(uploaded), totalBytesToSend: upload.size,
                 bytesReceived: Int64(downloaded), totalBytesToReceive: Int64(downloaded)))
 
+        var memoryBody: [UInt8] = []
+        memoryBody.reserveCapacity(memoryCount)
+        for chunk in memoryChunks { memoryBody.append(contentsOf: chunk) }
+        memoryChunks = []
         var body = HTTPBody.bytes(memoryBody)
         if let destination = request.responseBodyDestination, (200..<300).contains(status), request.method != .head {
             if download == nil { download = try DownloadFile(destination: destination) }
