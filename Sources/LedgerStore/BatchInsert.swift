@@ -110,12 +110,9 @@ public struct BatchInsert: Sendable {
     ///
     /// With `stopAtSkippedRow`, it returns nil as soon as a statement inserts fewer rows than it
     /// was given, without running the rest (the caller rolls back what was inserted).
-    ///
-    /// `returning` receives each row a `RETURNING` clause in the tail gives.
     @discardableResult
     public func run(
-        count: Int, in database: Database, stopAtSkippedRow: Bool = false, returning: (Statement) throws -> Void = { _ in },
-        values appendRow: (Int, inout Values) throws -> Void
+        count: Int, in database: Database, stopAtSkippedRow: Bool = false, values appendRow: (Int, inout Values) throws -> Void
     ) throws -> Int? {
         var inserted = 0
         var row = 0
@@ -129,7 +126,7 @@ public struct BatchInsert: Sendable {
                 try appendRow(row + offset, &values)
                 precondition(values.next == Int32((offset + 1) * columns + 1), "each row binds exactly \(columns) values")
             }
-            try Self.run(statement, values, returning)
+            try Self.run(statement, values)
             let changed = database.changes
             if stopAtSkippedRow && changed < rows { return nil }
             inserted += changed
@@ -140,7 +137,7 @@ public struct BatchInsert: Sendable {
 
     /// Binds `values` and steps `statement` once, then resets it and clears its bindings while
     /// the bound bytes are still alive.
-    private static func run(_ statement: Statement, _ values: borrowing Values, _ returning: (Statement) throws -> Void) throws {
+    private static func run(_ statement: Statement, _ values: borrowing Values) throws {
         // Bytes are bound only inside the buffer's scope, which clears them itself.
         defer { statement.resetKeepingBindings() }
         let handle = statement.handle
@@ -167,7 +164,7 @@ public struct BatchInsert: Sendable {
             }
             // Bound without a copy (SQLITE_STATIC): step and clear while `bytes` is valid.
             defer { statement.reset() }
-            while try statement.step() { try returning(statement) }
+            try statement.step()
         }
     }
 }

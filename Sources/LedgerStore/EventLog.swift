@@ -131,20 +131,11 @@ public struct EventLog {
         var links: [ChainLink?] = []
         links.reserveCapacity(events.count)
         var latest = HLCTimestamp.zero
-        if let precomputed {
-            var previous = head
-            for (event, hash) in zip(events, precomputed) {
-                links.append(ChainLink(previous: previous, hash: hash))
-                previous = hash
-                latest = max(latest, event.timestamp)
-            }
-        } else {
-            var chain = HashChain(head: head)
-            for event in events {
-                let previous = chain.head
-                links.append(ChainLink(previous: previous, hash: chain.link(event)))
-                latest = max(latest, event.timestamp)
-            }
+        var previous = head
+        for (event, hash) in zip(events, precomputed ?? PrecomputedChain(linking: events, after: head).hashes) {
+            links.append(ChainLink(previous: previous, hash: hash))
+            previous = hash
+            latest = max(latest, event.timestamp)
         }
         let inserted = try Self.batchInsert.run(count: events.count, in: database, stopAtSkippedRow: true) { row, values in
             let event = events[row]

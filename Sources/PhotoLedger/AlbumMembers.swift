@@ -75,11 +75,14 @@ enum AlbumMembers {
         return (identifiers, versions)
     }
 
-    private static func join(_ condition: String?) -> String {
+    /// The join to the asset rows that `condition` needs (none without one).
+    static func join(_ condition: String?) -> String {
         condition == nil ? "" : " JOIN assets a ON a.asset_id = m.asset_id"
     }
 
-    private static func filter(_ includeHidden: Bool, _ condition: String?) -> String {
+    /// The condition on membership rows (alias `m`) and, with `condition`, asset rows (alias `a`)
+    /// that members meet.
+    static func filter(_ includeHidden: Bool, _ condition: String?) -> String {
         "m.asset_state >= \(includeHidden ? 1 : 2)" + (condition.map { " AND " + $0 } ?? "")
     }
 

@@ -230,21 +230,16 @@ extension PhotoLibrary {
         let condition = assetCondition?.sql, values = assetCondition?.values ?? []
         let group = try AlbumMembers.group(of: resolved, in: db)
         if o.sortDescriptors.isEmpty {
-            var (identifiers, versions) = try AlbumMembers.identifiers(
+            let (identifiers, versions) = try AlbumMembers.identifiers(
                 group: group, in: db, includeHidden: includeHidden, condition: condition, values: values)
-            if o.fetchLimit > 0, identifiers.count > o.fetchLimit {
-                identifiers.removeLast(identifiers.count - o.fetchLimit)
-                versions.removeLast(versions.count - o.fetchLimit)
-            }
-            return try AssetFetch(identifiers: identifiers, versions: versions, db: db)
+            return limit(try AssetFetch(identifiers: identifiers, versions: versions, db: db), o.fetchLimit)
         }
         let order = try Fetching.order(o.sortDescriptors, defaultOrder: "", forAssets: true)
         if group.count == 1 {
-            let filter = "m.asset_state >= \(includeHidden ? 1 : 2)" + (condition.map { " AND " + $0 } ?? "")
             return try AssetFetch(
                 rows: """
                     SELECT \(Fetching.assetColumns) FROM album_members m JOIN assets a ON a.asset_id = m.asset_id
-                    WHERE m.album_id = ? AND m.cl % 2 = 1 AND \(filter) ORDER BY \(order)\(o.fetchLimit > 0 ? " LIMIT \(o.fetchLimit)" : "")
+                    WHERE m.album_id = ? AND m.cl % 2 = 1 AND \(AlbumMembers.filter(includeHidden, condition)) ORDER BY \(order)\(o.fetchLimit > 0 ? " LIMIT \(o.fetchLimit)" : "")
                     """, [resolved.bytes] + values, db: db)
         }
         // A merged album with a sort: read every member, sort in memory.

@@ -15,7 +15,7 @@ public struct RequestHead: Sendable, Hashable {
     public var contentEncoding: String?
     /// The `Content-Length` header, when present and numeric.
     public var contentLength: UInt64?
-    /// Whether `Accept-Encoding` lists gzip.
+    /// Whether `Accept-Encoding` lists gzip (not with `q=0`).
     public var acceptsGzip: Bool
     /// Whether `Accept-Encoding` lists zstd (not with `q=0`): preferred to gzip for large bodies.
     public var acceptsZstd: Bool

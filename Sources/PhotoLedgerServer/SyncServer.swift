@@ -186,7 +186,7 @@ private func readHead(_ connection: OpaquePointer?, method: String, path: String
         method: method, path: path, authorization: header(connection, "Authorization"), contentType: header(connection, "Content-Type"),
         contentEncoding: header(connection, "Content-Encoding"),
         contentLength: header(connection, "Content-Length").flatMap { UInt64($0.trimmingCharacters(in: .whitespaces)) },
-        acceptsGzip: header(connection, "Accept-Encoding")?.lowercased().contains("gzip") ?? false,
+        acceptsGzip: acceptsEncoding(header(connection, "Accept-Encoding"), "gzip"),
         acceptsZstd: acceptsEncoding(header(connection, "Accept-Encoding"), "zstd"), query: query)
 }
 
