@@ -151,21 +151,35 @@ public struct ByteReader {
 
     /// Reads length-prefixed bytes.
     public mutating func readBytes() throws -> [UInt8] {
+        try readRaw(count: readLength())
+    }
+
+    /// Reads a length prefix that fits in the bytes left.
+    private mutating func readLength() throws -> Int {
         let count = try readVarint()
         guard count <= UInt64(bytes.count - offset) else { throw DecodingError("a length of \(count) past the end", offset: offset) }
-        return try readRaw(count: Int(count))
+        return Int(count)
     }
 
     /// Reads a length-prefixed UTF-8 string.
     public mutating func readString() throws -> String {
+        let count = try readLength()
         let start = offset
-        let raw = try readBytes()
-        guard let text = String(validating: raw, as: UTF8.self) else { throw DecodingError("invalid UTF-8 text", offset: start) }
+        let text = bytes.withUnsafeBufferPointer { buffer in
+            String(validating: UnsafeBufferPointer(rebasing: buffer[start..<start + count]), as: UTF8.self)
+        }
+        guard let text else { throw DecodingError("invalid UTF-8 text", offset: start) }
+        offset += count
         return text
     }
 
     /// Reads a UUID.
-    public mutating func readUUID() throws -> UUID { UUID(bytes: try readRaw(count: 16))! }
+    public mutating func readUUID() throws -> UUID {
+        guard bytes.count - offset >= 16 else { throw DecodingError("16 bytes past the end", offset: offset) }
+        let start = offset
+        offset += 16
+        return bytes.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(fromByteOffset: start, as: uuid_t.self)) }
+    }
 
     /// Reads a Boolean.
     public mutating func readBool() throws -> Bool {

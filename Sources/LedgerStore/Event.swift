@@ -42,7 +42,7 @@ public struct Event: Sendable, Hashable {
     /// the same on every device and on the server: fixed field order, fixed-width integers,
     /// length-prefixed text and payload.
     public func writeCanonicalBytes(into writer: inout ByteWriter) {
-        writer.write(byte: 1)  // canonical format version
+        writer.write(byte: Self.canonicalFormatVersion)
         writer.write(uuid: id)
         writer.write(string: device.rawValue)
         writer.write(fixed: UInt64(bitPattern: deviceSequence))
@@ -52,6 +52,39 @@ public struct Event: Sendable, Hashable {
         writer.write(string: type)
         writer.write(varint: UInt64(schemaVersion))
         writer.write(bytes: payload)
+    }
+
+    /// The version byte that starts canonical bytes.
+    public static let canonicalFormatVersion: UInt8 = 1
+
+    /// Reads an event from its canonical bytes (as ``writeCanonicalBytes(into:)`` writes them)
+    /// at the reader's position. The fields are read as they are: checking that a device name,
+    /// type or sequence is acceptable is the caller's part.
+    ///
+    /// - Throws: ``DecodingError`` for another format version, bytes that end early, or text that
+    ///   is not UTF-8.
+    public static func readCanonical(from reader: inout ByteReader) throws -> Event {
+        let start = reader.offset
+        let version = try reader.readByte()
+        guard version == canonicalFormatVersion else {
+            throw DecodingError("canonical event bytes of format version \(version) (this build reads version 1)", offset: start)
+        }
+        let id = try reader.readUUID()
+        let device = DeviceID(try reader.readString())
+        let deviceSequence = Int64(bitPattern: try reader.readFixed())
+        let timestamp = HLCTimestamp(rawValue: try reader.readFixed())
+        let changeBlock = try reader.readUUID()
+        let object = try reader.readUUID()
+        let type = try reader.readString()
+        let versionOffset = reader.offset
+        let schemaVersion = try reader.readVarint()
+        guard schemaVersion <= UInt64(Int32.max) else {
+            throw DecodingError("a schema version of \(schemaVersion)", offset: versionOffset)
+        }
+        let payload = try reader.readBytes()
+        return Event(
+            id: id, device: device, deviceSequence: deviceSequence, timestamp: timestamp, changeBlock: changeBlock, object: object,
+            type: type, schemaVersion: Int(schemaVersion), payload: payload)
     }
 
     /// The canonical bytes of the event.

@@ -19,13 +19,17 @@ public struct RequestHead: Sendable, Hashable {
     public var acceptsGzip: Bool
     /// Whether `Accept-Encoding` lists zstd (not with `q=0`): preferred to gzip for large bodies.
     public var acceptsZstd: Bool
+    /// Whether `Accept` lists the binary event page (``SyncProtocol/EventPage/contentType``, not
+    /// with `q=0`): pulls are then answered in that form rather than JSON.
+    public var acceptsEventPages: Bool
     /// The query arguments the routes use (`since`, `limit`).
     public var query: [String: String]
 
     /// Creates a request head.
     public init(
         method: String, path: String, authorization: String? = nil, contentType: String? = nil, contentEncoding: String? = nil,
-        contentLength: UInt64? = nil, acceptsGzip: Bool = false, acceptsZstd: Bool = false, query: [String: String] = [:]
+        contentLength: UInt64? = nil, acceptsGzip: Bool = false, acceptsZstd: Bool = false, acceptsEventPages: Bool = false,
+        query: [String: String] = [:]
     ) {
         self.method = method
         self.path = path
@@ -35,16 +39,19 @@ public struct RequestHead: Sendable, Hashable {
         self.contentLength = contentLength
         self.acceptsGzip = acceptsGzip
         self.acceptsZstd = acceptsZstd
+        self.acceptsEventPages = acceptsEventPages
         self.query = query
     }
 }
 
-/// Whether an `Accept-Encoding` header value accepts `coding`: listed by name, without `q=0`.
-func acceptsEncoding(_ header: String?, _ coding: String) -> Bool {
+/// Whether an `Accept` or `Accept-Encoding` header value accepts `item` (a media type or a
+/// coding, in lowercase): listed by name, without `q=0`. Wildcards do not count: the forms
+/// this server chooses by are ones a client must name.
+func accepts(_ header: String?, _ item: String) -> Bool {
     guard let header else { return false }
-    for item in header.lowercased().split(separator: ",") {
-        let parts = item.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
-        guard parts.first == coding else { continue }
+    for listed in header.lowercased().split(separator: ",") {
+        let parts = listed.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard parts.first == item else { continue }
         let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
         return quality > 0
     }

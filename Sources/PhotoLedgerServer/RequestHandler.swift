@@ -241,7 +241,7 @@ public final class SyncRequestHandler: Sendable {
             guard case .json(let json) = body else { throw HTTPError.badRequest("a push needs a JSON body") }
             return try push(try json.finish(), credential: credential!)
         case .pull:
-            return try pull(request.head.query, credential: credential!)
+            return try pull(request.head, credential: credential!)
         case .chain:
             return .json(try store.chainSummary(libraryID: credential!.libraryID))
         case .verify:
@@ -318,7 +318,10 @@ public final class SyncRequestHandler: Sendable {
         }
     }
 
-    private func pull(_ query: [String: String], credential: Credential) throws -> HTTPResponse {
+    /// A page of events after `since`: the binary event page when the client accepts it,
+    /// otherwise JSON.
+    private func pull(_ head: RequestHead, credential: Credential) throws -> HTTPResponse {
+        let query = head.query
         func integer(_ name: String, default value: Int64, range: ClosedRange<Int64>) throws(HTTPError) -> Int64 {
             guard let text = query[name] else { return value }
             guard let number = Int64(text), range.contains(number) else {
@@ -329,6 +332,16 @@ public final class SyncRequestHandler: Sendable {
         let since = try integer("since", default: 0, range: 0...Int64.max)
         let limit = Int(min(try integer("limit", default: Int64(SyncRoutes.defaultPageLimit), range: 1...Int64.max), Int64(SyncRoutes.maximumPageLimit)))
         let page = try store.pull(for: credential, since: since, limit: limit)
+        let nextCursor = page.events.last?.serverSequence ?? since
+        if head.acceptsEventPages {
+            var writer = EventPage.Writer(count: page.events.count, nextCursor: nextCursor, hasMore: page.hasMore)
+            for stored in page.events {
+                writer.append(
+                    stored.event, serverSequence: stored.serverSequence, chainHash: stored.chainHash,
+                    contentHash: stored.contentHash ?? stored.event.contentHash)
+            }
+            return HTTPResponse(status: 200, headers: [("Content-Type", EventPage.contentType), ("Vary", "Accept")], body: .bytes(writer.bytes))
+        }
         var writer = JSONWriter(capacity: 256 + page.events.count * 420)
         writer.beginObject()
         writer.key("events")
@@ -341,10 +354,10 @@ public final class SyncRequestHandler: Sendable {
             ).write(to: &writer)
         }
         writer.endArray()
-        writer.key("nextCursor"); writer.integer(page.events.last?.serverSequence ?? since)
+        writer.key("nextCursor"); writer.integer(nextCursor)
         writer.key("hasMore"); writer.bool(page.hasMore)
         writer.endObject()
-        return HTTPResponse(status: 200, headers: [("Content-Type", SyncRoutes.jsonContentType)], body: .bytes(writer.bytes))
+        return HTTPResponse(status: 200, headers: [("Content-Type", SyncRoutes.jsonContentType), ("Vary", "Accept")], body: .bytes(writer.bytes))
     }
 
     // MARK: Blobs

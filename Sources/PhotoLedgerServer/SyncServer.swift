@@ -186,8 +186,8 @@ private func readHead(_ connection: OpaquePointer?, method: String, path: String
         method: method, path: path, authorization: header(connection, "Authorization"), contentType: header(connection, "Content-Type"),
         contentEncoding: header(connection, "Content-Encoding"),
         contentLength: header(connection, "Content-Length").flatMap { UInt64($0.trimmingCharacters(in: .whitespaces)) },
-        acceptsGzip: acceptsEncoding(header(connection, "Accept-Encoding"), "gzip"),
-        acceptsZstd: acceptsEncoding(header(connection, "Accept-Encoding"), "zstd"), query: query)
+        acceptsGzip: accepts(header(connection, "Accept-Encoding"), "gzip"), acceptsZstd: accepts(header(connection, "Accept-Encoding"), "zstd"),
+        acceptsEventPages: accepts(header(connection, "Accept"), EventPage.contentType), query: query)
 }
 
 private func queue(_ response: HTTPResponse, on connection: OpaquePointer?, exchange: Exchange) -> MHD_Result {

@@ -72,6 +72,10 @@ public final class SyncEngine: Sendable {
         public var downloadResourcesEagerly = true
         /// Compress request bodies larger than this many bytes.
         public var gzipThreshold = 1024
+        /// Ask for pull pages in the binary form (``SyncProtocol/EventPage``), which costs both
+        /// sides far less than JSON. A server that does not offer it answers JSON, which is read
+        /// as well; false asks for JSON only.
+        public var requestsEventPages = true
 
         /// Default options.
         public init() {}
@@ -260,9 +264,7 @@ public final class SyncEngine: Sendable {
     /// that applies pages.
     private func fetchPage(since cursor: Int64, after previous: [UInt8]?) -> Task<PulledPage, any Error> {
         Task {
-            let page = try await exchange(
-                .get, SyncRoutes.pull(library: remote.libraryName, since: cursor, limit: options.pullPageSize), nil as PushRequest?,
-                as: PullResponse.self)
+            let page = try await pullPage(since: cursor)
             if let bad = page.events.first(where: { !$0.hasValidHash }) {
                 throw SyncError.invalidResponse("event \(bad.id.uuidString) does not match its content hash; nothing from this page was applied")
             }
@@ -329,6 +331,22 @@ public final class SyncEngine: Sendable {
         do { return try await transport.send(request) } catch { throw SyncError.from(error) }
     }
 
+    /// Fetches the page after `cursor`, in the form the server answers with: the binary event
+    /// page when asked for and offered, otherwise JSON.
+    func pullPage(since cursor: Int64) async throws -> PullResponse {
+        let path = SyncRoutes.pull(library: remote.libraryName, since: cursor, limit: options.pullPageSize)
+        let headers = options.requestsEventPages ? ["Accept": "\(EventPage.contentType), \(SyncRoutes.jsonContentType);q=0.5"] : [:]
+        let response = try await send(HTTPRequest(method: .get, url: remote.url(path), headers: authorized(headers)))
+        guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
+        let isEventPage = response.headers["Content-Type"].map(Self.mediaType) == EventPage.contentType
+        return try decoding(response, path: path) { isEventPage ? try EventPage.decode($0) : try PullResponse.decode($0) }
+    }
+
+    /// The media type of a `Content-Type` value, without parameters, in lowercase.
+    static func mediaType(_ contentType: String) -> String {
+        String(contentType.prefix { $0 != ";" }).trimmingCharacters(in: .whitespaces).lowercased()
+    }
+
     /// Sends a JSON message (or nothing) and decodes the JSON answer; a 404 throws `notFound`
     /// when given.
     func exchange<Request: WireMessage, Response: WireMessage>(
@@ -348,12 +366,18 @@ public final class SyncEngine: Sendable {
         let response = try await send(HTTPRequest(method: method, url: remote.url(path), headers: authorized(headers), body: body))
         if response.status == 404, let notFound { throw notFound }
         guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
+        return try decoding(response, path: path, Response.decode)
+    }
+
+    /// Decodes a successful response's body with `decode`; a body that does not decode is an
+    /// invalid response naming `path`.
+    private func decoding<T>(_ response: HTTPResponse, path: String, _ decode: ([UInt8]) throws -> T) throws -> T {
         do {
             var bytes = response.body.bytes
             // libcurl decodes what it advertised; a transport that passes a coded body through is served here.
             if Gzip.isGzip(bytes) { bytes = try Gzip.decompress(bytes, limit: 256 << 20) }
             if Zstd.isZstd(bytes) { bytes = try Zstd.decompress(bytes, limit: 256 << 20) }
-            return try Response.decode(bytes)
+            return try decode(bytes)
         } catch {
             throw SyncError.invalidResponse("\(path): \(error)")
         }

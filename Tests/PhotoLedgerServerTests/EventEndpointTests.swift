@@ -198,6 +198,41 @@ struct EventEndpointTests {
         #expect(devices.first { $0.device == "anna-phone" }?.lastPulledSequence == 10_000)
     }
 
+    @Test("pulls are binary event pages for a client that asks, JSON for every other")
+    func pullNegotiation() async throws {
+        let fixture = try ServerFixture()
+        var factory = EventFactory()
+        let events = factory.make(30)
+        _ = try await fixture.client().pushResponse(events)
+        let client = fixture.client("ben-laptop")
+        let path = "\(SyncRoutes.events(library: "family"))?since=5&limit=20"
+        let json = try await client.send("GET", path)
+        #expect(json.header("Content-Type") == SyncRoutes.jsonContentType)
+        let expected = try json.decode(PullResponse.self)
+        #expect(expected.events.count == 20 && expected.hasMore && expected.nextCursor == 25)
+
+        for accept in [EventPage.contentType, "application/json;q=0.5, \(EventPage.contentType)", "APPLICATION/VND.PHOTOLEDGER.EVENT-PAGE"] {
+            let binary = try await client.send("GET", path, headers: ["Accept": accept])
+            #expect(binary.status == 200)
+            #expect(binary.header("Content-Type") == EventPage.contentType, "Accept: \(accept)")
+            #expect(binary.header("Vary")?.contains("Accept") == true)
+            #expect(try EventPage.decode(binary.body) == expected)
+        }
+        // Refused with q=0, or only reached through a wildcard: JSON.
+        for accept in ["\(EventPage.contentType);q=0", "*/*", "application/*", "application/json"] {
+            let reply = try await client.send("GET", path, headers: ["Accept": accept])
+            #expect(reply.header("Content-Type") == SyncRoutes.jsonContentType, "Accept: \(accept)")
+            #expect(try reply.decode(PullResponse.self) == expected)
+        }
+        // The end of the log is an empty page in either form.
+        let end = try await client.send("GET", "\(SyncRoutes.events(library: "family"))?since=30", headers: ["Accept": EventPage.contentType])
+        #expect(try EventPage.decode(end.body) == PullResponse(events: [], nextCursor: 30, hasMore: false))
+        // Errors stay JSON whatever was accepted.
+        let bad = try await client.send("GET", "\(SyncRoutes.events(library: "family"))?since=-1", headers: ["Accept": EventPage.contentType])
+        #expect(bad.status == 400)
+        #expect(bad.errorCode == "badRequest")
+    }
+
     @Test("a restarted server keeps events, sequences, tokens and blobs")
     func restart() async throws {
         let fixture = try ServerFixture()

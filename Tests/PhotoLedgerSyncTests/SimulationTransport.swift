@@ -1,6 +1,7 @@
 import Foundation
 import LedgerStore
 import PhotoLedgerServer
+import SyncProtocol
 import SyncTransport
 
 /// Sends requests to a server in this process (``SyncServer/respond(to:body:)``), so a
@@ -27,7 +28,8 @@ final class InProcessTransport: HTTPTransport, @unchecked Sendable {
         let head = RequestHead(
             method: request.method.rawValue, path: components.path, authorization: request.headers["Authorization"],
             contentType: request.headers["Content-Type"], contentEncoding: request.headers["Content-Encoding"],
-            contentLength: UInt64(body.count), acceptsGzip: false, query: query)
+            contentLength: UInt64(body.count), acceptsGzip: false,
+            acceptsEventPages: request.headers["Accept"]?.contains(EventPage.contentType) ?? false, query: query)
         let response = lock.withLock { server }.respond(to: head, body: body)
         var bytes: [UInt8] = []
         switch response.body {

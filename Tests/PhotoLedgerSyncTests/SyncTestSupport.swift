@@ -89,7 +89,10 @@ struct Device {
     }
 
     /// Every projection row, for convergence checks.
-    func dump() throws -> [String: [[SQLValue]]] {
+    func dump() throws -> [String: [[SQLValue]]] { try Self.dump(library) }
+
+    /// Every projection row of `library`.
+    static func dump(_ library: PhotoLibrary) throws -> [String: [[SQLValue]]] {
         try library.readDatabase { db in
             var dump: [String: [[SQLValue]]] = [:]
             for table in ["assets", "asset_resources", "referenced_resources", "albums", "album_members"] {

@@ -51,11 +51,6 @@ struct SyncBenchmarks {
                 name: "sync.pull.\(size / 1000)k", value: pullRate, unit: "events/s", baseline: nil, higherIsBetter: true, target: 50_000,
                 note: "fresh device B pulls and applies \(size) events (pages of 5,000, one transaction each, the next fetched while one is applied)"))
         }
-        let applySize = quick ? 20_000 : 100_000
-        figures.append(Figure(
-            name: "sync.apply.\(applySize / 1000)k", value: try applyRate(events: applySize), unit: "events/s", baseline: nil,
-            higherIsBetter: true, target: nil,
-            note: "device B's share of a pull: \(applySize) events applied in pages of 5,000 with server sequences and chain values, in-process (no HTTP)"))
         for (size, client, server) in rss {
             figures.append(Figure(
                 name: "sync.rss.client.\(size / 1000)k", value: Double(client) / 1024, unit: "MiB", baseline: nil, higherIsBetter: false,
@@ -81,6 +76,15 @@ struct SyncBenchmarks {
             made += count
         }
         return library
+    }
+
+    /// Device B's share of a pull, without HTTP (its own suite: `--only sync.apply`).
+    func applyFigure() throws -> Figure {
+        let applySize = quick ? 20_000 : 100_000
+        return Figure(
+            name: "sync.apply.\(applySize / 1000)k", value: try applyRate(events: applySize), unit: "events/s", baseline: nil,
+            higherIsBetter: true, target: nil,
+            note: "device B's share of a pull: \(applySize) events applied in pages of 5,000 with server sequences and chain values, in-process (no HTTP)")
     }
 
     /// Events made on one library, applied page by page to a fresh one as pull pages are.
