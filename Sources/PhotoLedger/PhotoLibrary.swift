@@ -164,7 +164,7 @@ public final class PhotoLibrary: Sendable {
     /// Returns how many events were new.
     package func applyRemoteEvents(
         _ events: [Event], serverSequences: [Int64]? = nil, chain: [ServerChainEntry] = [], localChain: EventLog.PrecomputedChain? = nil,
-        extra: ((Database) throws -> Void)? = nil
+        folded: FoldedEvents? = nil, extra: ((Database) throws -> Void)? = nil
     ) throws -> Int {
         var touched = TouchedObjects()
         var applied = 0
@@ -190,7 +190,13 @@ public final class PhotoLibrary: Sendable {
                                 [serverSequences[index], events[index].id.bytes])
                         }
                     }
-                    touched = try Projection(db).apply(events.lazy.filter { appended[$0.id] != nil })
+                    if let folded, folded.eventCount == events.count, appended.count == events.count {
+                        // Every event is new here, so the page's fold is the fold of what was appended.
+                        try folded.batch.write(to: db)
+                        touched = folded.batch.touched
+                    } else {
+                        touched = try Projection(db).apply(events.lazy.filter { appended[$0.id] != nil })
+                    }
                     applied = appended.count
                     let report = try Self.recordServerChain(chain, appended: appended, db: db, archive: archive)
                     if let failure = report.failure { throw ServerChainMismatch(failure: failure) }

@@ -14,6 +14,28 @@ struct TouchedObjects: Sendable {
     }
 }
 
+/// Events folded in memory ahead of their apply, on another thread (``fold(_:)``), so the
+/// writing connection only merges the result: what a pull does with the page it has fetched
+/// while the page before is applied.
+package struct FoldedEvents: Sendable {
+    let batch: ProjectionBatch
+    /// How many events were folded.
+    let eventCount: Int
+
+    /// Folds `events` as ``PhotoLibrary/applyRemoteEvents(_:serverSequences:chain:localChain:folded:extra:)``
+    /// would if all of them are new to the library; nil when one does not decode (the apply
+    /// then folds, and fails with the library's own error).
+    package static func fold(_ events: [Event]) -> FoldedEvents? {
+        var batch = ProjectionBatch()
+        do {
+            for event in events { try batch.add(event) }
+        } catch {
+            return nil
+        }
+        return FoldedEvents(batch: batch, eventCount: events.count)
+    }
+}
+
 /// The fold of events into the projection tables (see Migrations/Library/0002_projections.sql).
 ///
 /// Every write is an upsert whose merge is commutative and idempotent: last-writer-wins

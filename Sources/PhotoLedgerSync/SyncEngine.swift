@@ -225,7 +225,7 @@ public final class SyncEngine: Sendable {
             let next = page.cursor
             do {
                 report.pulledEvents += try library.applyRemoteEvents(
-                    page.events, serverSequences: page.serverSequences, chain: page.chain, localChain: page.localChain
+                    page.events, serverSequences: page.serverSequences, chain: page.chain, localChain: page.localChain, folded: page.folded
                 ) { db in
                     try PhotoLibrary.setSetting(Self.cursorKey, Array(String(next).utf8), in: db)
                 }
@@ -254,6 +254,8 @@ public final class SyncEngine: Sendable {
         /// values too when this device's log ends with that value (its log follows the server's
         /// order), so the apply need not hash them again.
         var localChain: EventLog.PrecomputedChain?
+        /// The page folded for the projections, off the thread that applies pages.
+        var folded: FoldedEvents?
         var cursor: Int64
         var hasMore: Bool
     }
@@ -280,6 +282,7 @@ public final class SyncEngine: Sendable {
                     }
                 },
                 localChain: previous.map { EventLog.PrecomputedChain(linking: events, after: $0) },
+                folded: FoldedEvents.fold(events),
                 cursor: page.nextCursor, hasMore: page.hasMore)
         }
     }

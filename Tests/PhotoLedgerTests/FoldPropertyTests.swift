@@ -8,9 +8,26 @@ import Testing
 /// projections equal `rebuild()`; devices that have seen the same events have identical tables.
 @Suite("Projection fold laws")
 struct FoldPropertyTests {
+    /// How events are handed over.
+    enum Delivery: CaseIterable {
+        /// Every event `from` has, folded by the apply (duplicates are skipped).
+        case all
+        /// Every event, folded first as a pull does off the applying thread (the fold made
+        /// ahead is not used when some events are held already).
+        case allFolded
+        /// Only the events `to` lacks, folded first: the fold made ahead is the one merged.
+        case missingFolded
+    }
+
     /// Delivers every event `from` has that `to` lacks.
-    static func deliver(from: PhotoLibrary, to: PhotoLibrary) throws {
-        _ = try to.applyRemoteEvents(try from.allEvents())
+    static func deliver(from: PhotoLibrary, to: PhotoLibrary, _ delivery: Delivery = .all) throws {
+        var events = try from.allEvents()
+        if delivery == .missingFolded {
+            let held = Set(try to.allEvents().map(\.id))
+            events.removeAll { held.contains($0.id) }
+        }
+        let applied = try to.applyRemoteEvents(events, folded: delivery == .all ? nil : FoldedEvents.fold(events))
+        if delivery == .missingFolded { #expect(applied == events.count) }
     }
 
     static func dump(_ db: Database) throws -> [String: [[SQLValue]]] {
@@ -34,12 +51,16 @@ struct FoldPropertyTests {
             let device = devices.randomElement(using: &random)!
             clock.advance(milliseconds: UInt64.random(in: 0...3, using: &random))
             if Int.random(in: 0..<8, using: &random) == 0 {
-                try Self.deliver(from: devices.randomElement(using: &random)!, to: device)
+                try Self.deliver(from: devices.randomElement(using: &random)!, to: device, Delivery.allCases.randomElement(using: &random)!)
             } else {
                 try RandomChanges.apply(on: device, random: &random)
             }
         }
-        for receiver in devices { for sender in devices where sender !== receiver { try Self.deliver(from: sender, to: receiver) } }
+        for receiver in devices {
+            for sender in devices where sender !== receiver {
+                try Self.deliver(from: sender, to: receiver, Delivery.allCases.randomElement(using: &random)!)
+            }
+        }
         let reference = try devices[0].projectionDump()
         for device in devices.dropFirst() {
             #expect(try device.projectionDump() == reference, "devices converge after exchanging every event")
