@@ -262,8 +262,8 @@ public final class SyncEngine: Sendable {
 
     /// Starts fetching the page after `cursor`: every event's content hash is checked before
     /// anything of the page is applied. With `previous` (the server's chain value at `cursor`,
-    /// as the previous page reported it), the events are also linked after it, off the thread
-    /// that applies pages.
+    /// as the previous page reported it), the events are also linked after it; and the page is
+    /// folded for the projections. Both happen off the thread that applies pages.
     private func fetchPage(since cursor: Int64, after previous: [UInt8]?) -> Task<PulledPage, any Error> {
         Task {
             let page = try await pullPage(since: cursor)
