@@ -24,7 +24,8 @@ public struct SyncProgress: Sendable, Equatable {
     public var completed: Int
     /// Events or resources in this step, when known.
     public var total: Int?
-    /// Bytes moved in this step.
+    /// Bytes moved in this step: resource bytes, or the request and response bodies of pushes
+    /// and pulls as the transport moved them.
     public var bytes: Int64
 }
 
@@ -171,11 +172,13 @@ public final class SyncEngine: Sendable {
     func push(_ report: inout SyncReport, _ progress: (@Sendable (SyncProgress) -> Void)?) async throws {
         let total = try library.pendingEventCount()
         var gapRetries = 0
+        var bytes: Int64 = 0
         var batch = try library.pendingEvents(limit: options.pushBatchSize)
         while !batch.isEmpty {
             try Task.checkCancellation()
-            let response = try await exchange(
+            let (response, moved) = try await exchangeCounting(
                 .post, SyncRoutes.events(library: remote.libraryName), PushRequest(device: library.device, events: batch), as: PushResponse.self)
+            bytes += moved
             var stored: [(UUID, Int64)] = [], rejected: [(UUID, String)] = []
             var expected: Int64?
             for result in response.results {
@@ -191,7 +194,7 @@ public final class SyncEngine: Sendable {
                 }
             }
             try library.acknowledge(stored: stored, rejected: rejected)
-            progress?(SyncProgress(phase: .pushing, completed: report.pushedEvents, total: total, bytes: 0))
+            progress?(SyncProgress(phase: .pushing, completed: report.pushedEvents, total: total, bytes: bytes))
             if let expected {
                 // The server lacks earlier events of this device (a restored server): send again from there.
                 gapRetries += 1
@@ -210,6 +213,7 @@ public final class SyncEngine: Sendable {
     /// learns that this device holds every event up to it.
     func pull(_ report: inout SyncReport, _ progress: (@Sendable (SyncProgress) -> Void)?) async throws {
         var cursor = try self.cursor()
+        var bytes: Int64 = 0
         // While more pages follow, the next one is fetched, decoded and hash-checked while the
         // current one is applied (so the server may record this device one page ahead of what
         // it has committed; the server keeps every event, so nothing is lost by a crash).
@@ -233,7 +237,8 @@ public final class SyncEngine: Sendable {
                 throw SyncError.invalidResponse("\(mismatch.description); nothing from this page was applied")
             }
             cursor = next
-            progress?(SyncProgress(phase: .pulling, completed: report.pulledEvents, total: nil, bytes: 0))
+            bytes += page.bytes
+            progress?(SyncProgress(phase: .pulling, completed: report.pulledEvents, total: nil, bytes: bytes))
             if pending == nil && !page.events.isEmpty {
                 // The last page brought events: ask once more, now that they are committed.
                 pending = fetchPage(since: next, after: page.chain.last?.chainHash)
@@ -258,6 +263,8 @@ public final class SyncEngine: Sendable {
         var folded: FoldedEvents?
         var cursor: Int64
         var hasMore: Bool
+        /// The response body's size as the transport delivered it.
+        var bytes: Int64
     }
 
     /// Starts fetching the page after `cursor`: every event's content hash is checked before
@@ -266,7 +273,7 @@ public final class SyncEngine: Sendable {
     /// folded for the projections. Both happen off the thread that applies pages.
     private func fetchPage(since cursor: Int64, after previous: [UInt8]?) -> Task<PulledPage, any Error> {
         Task {
-            let page = try await pullPage(since: cursor)
+            let (page, bytes) = try await pullPage(since: cursor)
             if let bad = page.events.first(where: { !$0.hasValidHash }) {
                 throw SyncError.invalidResponse("event \(bad.id.uuidString) does not match its content hash; nothing from this page was applied")
             }
@@ -283,7 +290,7 @@ public final class SyncEngine: Sendable {
                 },
                 localChain: previous.map { EventLog.PrecomputedChain(linking: events, after: $0) },
                 folded: FoldedEvents.fold(events),
-                cursor: page.nextCursor, hasMore: page.hasMore)
+                cursor: page.nextCursor, hasMore: page.hasMore, bytes: bytes)
         }
     }
 
@@ -335,14 +342,15 @@ public final class SyncEngine: Sendable {
     }
 
     /// Fetches the page after `cursor`, in the form the server answers with: the binary event
-    /// page when asked for and offered, otherwise JSON.
-    func pullPage(since cursor: Int64) async throws -> PullResponse {
+    /// page when asked for and offered, otherwise JSON; with the body's size.
+    func pullPage(since cursor: Int64) async throws -> (PullResponse, bytes: Int64) {
         let path = SyncRoutes.pull(library: remote.libraryName, since: cursor, limit: options.pullPageSize)
         let headers = options.requestsEventPages ? ["Accept": "\(EventPage.contentType), \(SyncRoutes.jsonContentType);q=0.5"] : [:]
         let response = try await send(HTTPRequest(method: .get, url: remote.url(path), headers: authorized(headers)))
         guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
         let isEventPage = response.headers["Content-Type"].map(Self.mediaType) == EventPage.contentType
-        return try decoding(response, path: path) { isEventPage ? try EventPage.decode($0) : try PullResponse.decode($0) }
+        let page = try decoding(response, path: path) { isEventPage ? try EventPage.decode($0) : try PullResponse.decode($0) }
+        return (page, Int64(response.body.bytes.count))
     }
 
     /// The media type of a `Content-Type` value, without parameters, in lowercase.
@@ -353,8 +361,16 @@ public final class SyncEngine: Sendable {
     /// Sends a JSON message (or nothing) and decodes the JSON answer; a 404 throws `notFound`
     /// when given.
     func exchange<Request: WireMessage, Response: WireMessage>(
-        _ method: HTTPMethod, _ path: String, _ message: Request?, as: Response.Type, notFound: SyncError? = nil
+        _ method: HTTPMethod, _ path: String, _ message: Request?, as type: Response.Type, notFound: SyncError? = nil
     ) async throws -> Response {
+        try await exchangeCounting(method, path, message, as: type, notFound: notFound).response
+    }
+
+    /// ``exchange(_:_:_:as:notFound:)``, also returning the bytes of the request and response
+    /// bodies as the transport moved them.
+    func exchangeCounting<Request: WireMessage, Response: WireMessage>(
+        _ method: HTTPMethod, _ path: String, _ message: Request?, as: Response.Type, notFound: SyncError? = nil
+    ) async throws -> (response: Response, bytes: Int64) {
         var headers: [String: String] = [:]
         var body = HTTPBody.empty
         if let message {
@@ -369,7 +385,7 @@ public final class SyncEngine: Sendable {
         let response = try await send(HTTPRequest(method: method, url: remote.url(path), headers: authorized(headers), body: body))
         if response.status == 404, let notFound { throw notFound }
         guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
-        return try decoding(response, path: path, Response.decode)
+        return (try decoding(response, path: path, Response.decode), Int64(body.bytes.count + response.body.bytes.count))
     }
 
     /// Decodes a successful response's body with `decode`; a body that does not decode is an

@@ -241,11 +241,17 @@ struct SyncScenarioTests {
         let observer = RecordingObserver()
         ben.library.register(observer)
         try anna.library.performChangesAndWait { try $0.albumChangeRequest(for: album).setTitle("Renamed") }
-        try await anna.sync()
+        let pushes = Progress()
+        try await anna.engine.sync { pushes.add($0) }
+        let pushed = try #require(pushes.last(.pushing))
+        #expect(pushed.completed == 1 && pushed.total == 1)
+        #expect(pushed.bytes > 100, "the push request and response bodies")
         let events = Progress()
         let report = try await SyncEngine(library: ben.library, transport: testTransport()).sync { events.add($0) }
         #expect(report.pulledEvents == 1)
-        #expect(events.phases.contains(.pulling))
+        let pulled = try #require(events.last(.pulling))
+        #expect(pulled.completed == 1)
+        #expect(pulled.bytes > 100, "the pull pages' bodies")
         #expect(observer.next()?.changedAlbumIdentifiers == [album])
         #expect(try ben.albumTitles() == ["Renamed"])
     }
@@ -258,4 +264,5 @@ final class Progress: @unchecked Sendable {
 
     func add(_ progress: SyncProgress) { lock.withLock { reports.append(progress) } }
     var phases: Set<SyncProgress.Phase> { lock.withLock { Set(reports.map(\.phase)) } }
+    func last(_ phase: SyncProgress.Phase) -> SyncProgress? { lock.withLock { reports.last { $0.phase == phase } } }
 }
