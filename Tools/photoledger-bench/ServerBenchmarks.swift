@@ -122,21 +122,28 @@ struct ServerBenchmarks {
         let stored = try store.chainSummary(libraryID: 1).count
         guard stored == Int64(perClient * clients) else { throw BenchmarkError("the server stored \(stored) of \(perClient * clients) events") }
 
-        let pulled = Mutex(0)
-        let pullTime = try concurrently(clients) { client in
-            let connection = try KeepAliveConnection(port: port)
-            var cursor: Int64 = 0
-            var count = 0
-            while true {
-                let reply = try connection.send(method: "GET", path: "/v1/libraries/bench/events?since=\(cursor)&limit=1000", token: tokens[client])
-                let page = try PullResponse.decode(reply.body)
-                count += page.events.count
-                cursor = page.nextCursor
-                if !page.hasMore { break }
+        /// Every client pulls the whole log; returns the events pulled and the seconds it took.
+        func pullAll(eventPages: Bool) throws -> (events: Int, seconds: Double) {
+            let pulled = Mutex(0)
+            let seconds = try concurrently(clients) { client in
+                let connection = try KeepAliveConnection(port: port)
+                var cursor: Int64 = 0
+                var count = 0
+                while true {
+                    let reply = try connection.send(
+                        method: "GET", path: "/v1/libraries/bench/events?since=\(cursor)&limit=1000", token: tokens[client],
+                        accept: eventPages ? EventPage.contentType : nil)
+                    let page = try eventPages ? EventPage.decode(reply.body) : PullResponse.decode(reply.body)
+                    count += page.events.count
+                    cursor = page.nextCursor
+                    if !page.hasMore { break }
+                }
+                pulled.withLock { $0 += count }
             }
-            pulled.withLock { $0 += count }
+            return (pulled.withLock { $0 }, seconds)
         }
-        let total = pulled.withLock { $0 }
+        let (total, pullTime) = try pullAll(eventPages: false)
+        let (pageTotal, pageTime) = try pullAll(eventPages: true)
         return [
             Figure(
                 name: "server.push", value: Double(perClient * clients) / pushTime, unit: "events/s", baseline: cRate, higherIsBetter: true,
@@ -154,6 +161,9 @@ struct ServerBenchmarks {
             Figure(
                 name: "server.pull", value: Double(total) / pullTime, unit: "events/s", baseline: nil, higherIsBetter: true, target: 50_000,
                 note: "\(clients) clients each pulling the whole \(perClient * clients)-event log in pages of 1,000, decoding every page"),
+            Figure(
+                name: "server.pull.event-page", value: Double(pageTotal) / pageTime, unit: "events/s", baseline: nil, higherIsBetter: true,
+                target: nil, note: "the same pulls asking for binary event pages (Accept: \(EventPage.contentType))"),
         ]
     }
 
@@ -284,8 +294,9 @@ final class KeepAliveConnection {
 
     deinit { close(socket) }
 
-    func send(method: String, path: String, token: String, body: [UInt8] = []) throws -> (status: Int, body: [UInt8]) {
+    func send(method: String, path: String, token: String, body: [UInt8] = [], accept: String? = nil) throws -> (status: Int, body: [UInt8]) {
         var request = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\n"
+        if let accept { request += "Accept: \(accept)\r\n" }
         if !body.isEmpty { request += "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n" }
         request += "\r\n"
         try write(Array(request.utf8) + body)
