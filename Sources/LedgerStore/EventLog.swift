@@ -92,10 +92,14 @@ public struct EventLog {
     /// row, skipping the duplicates, with the same result. `precomputed` chain values are used
     /// when they were linked after the log's current head and every event is new; otherwise
     /// each value is computed here.
-    public func appendLinking(_ events: [Event], serverSequences: [Int64]? = nil, precomputed: PrecomputedChain? = nil) throws
-        -> LinkedAppend
-    {
+    ///
+    /// `serverChainHashes`, when given, holds for each event the server's chain value reported
+    /// with it (or nil); an event appended now keeps it in its row (`server_chain_hash`).
+    public func appendLinking(
+        _ events: [Event], serverSequences: [Int64]? = nil, serverChainHashes: [[UInt8]?]? = nil, precomputed: PrecomputedChain? = nil
+    ) throws -> LinkedAppend {
         precondition(serverSequences.map { $0.count == events.count } ?? true, "one server sequence per event")
+        precondition(serverChainHashes.map { $0.count == events.count } ?? true, "one server chain value (or nil) per event")
         return try database.inTransaction {
             let last = try database.firstRow("SELECT local_seq, hash FROM events ORDER BY local_seq DESC LIMIT 1") {
                 (localSequence: $0.int64(0), hash: $0.blob(1))
@@ -107,26 +111,29 @@ public struct EventLog {
                     // A savepoint: a duplicate found part-way rolls back the rows inserted so far.
                     return try database.inTransaction {
                         try appendAllNew(
-                            events, serverSequences: serverSequences, after: last?.localSequence ?? 0, head: head,
-                            precomputed: precomputed.flatMap { $0.head == head && $0.hashes.count == events.count ? $0.hashes : nil })
+                            events, serverSequences: serverSequences, serverChainHashes: serverChainHashes, after: last?.localSequence ?? 0,
+                            head: head, precomputed: precomputed.flatMap { $0.head == head && $0.hashes.count == events.count ? $0.hashes : nil })
                     }
                 } catch is DuplicateInBatch {}
             }
-            return try appendOneByOne(events, serverSequences: serverSequences, head: head)
+            return try appendOneByOne(events, serverSequences: serverSequences, serverChainHashes: serverChainHashes, head: head)
         }
     }
 
-    /// Thrown inside ``appendAllNew(_:serverSequences:after:head:precomputed:)`` to roll it back.
+    /// Thrown inside ``appendAllNew(_:serverSequences:serverChainHashes:after:head:precomputed:)`` to roll it back.
     private struct DuplicateInBatch: Error {}
 
     private static let batchInsert = BatchInsert(
-        "INSERT INTO events (local_seq, event_id, device_id, device_seq, hlc, change_block, object_id, type, schema_version, payload, hash, server_seq)",
-        columns: 12, tail: "ON CONFLICT (event_id) DO NOTHING")
+        """
+        INSERT INTO events (local_seq, event_id, device_id, device_seq, hlc, change_block, object_id, type, schema_version, payload, hash,
+            server_seq, server_chain_hash)
+        """, columns: 13, tail: "ON CONFLICT (event_id) DO NOTHING")
 
     /// Inserts every event at the next local positions, a hundred rows per statement; throws
     /// ``DuplicateInBatch`` when any of them is already stored or repeats within the batch.
     private func appendAllNew(
-        _ events: [Event], serverSequences: [Int64]?, after localSequence: Int64, head: [UInt8], precomputed: [[UInt8]]?
+        _ events: [Event], serverSequences: [Int64]?, serverChainHashes: [[UInt8]?]?, after localSequence: Int64, head: [UInt8],
+        precomputed: [[UInt8]]?
     ) throws -> LinkedAppend {
         var links: [ChainLink?] = []
         links.reserveCapacity(events.count)
@@ -151,6 +158,7 @@ public struct EventLog {
             values.append(blob: event.payload)
             values.append(blob: links[row]!.hash)
             values.append(serverSequences?[row])
+            if let value = serverChainHashes?[row] { values.append(blob: value) } else { values.appendNull() }
         }
         guard inserted == events.count else { throw DuplicateInBatch() }
         if latest > .zero { try record(timestamp: latest) }
@@ -158,13 +166,15 @@ public struct EventLog {
     }
 
     /// Appends events one statement each, skipping those already stored.
-    private func appendOneByOne(_ events: [Event], serverSequences: [Int64]?, head: [UInt8]) throws -> LinkedAppend {
+    private func appendOneByOne(_ events: [Event], serverSequences: [Int64]?, serverChainHashes: [[UInt8]?]?, head: [UInt8]) throws
+        -> LinkedAppend
+    {
         var chain = HashChain(head: head)
         let insert = try database.cachedStatement(
             """
             INSERT INTO events (event_id, device_id, device_seq, hlc, change_block, object_id, type, schema_version, payload, hash,
-                server_seq)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING
+                server_seq, server_chain_hash)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING
             """)
         var outcomes: [AppendOutcome] = []
         outcomes.reserveCapacity(events.count)
@@ -175,6 +185,7 @@ public struct EventLog {
             let hash = chain.hash(linking: event)
             try bind(event, hash: hash, to: insert)
             if let serverSequences { try insert.bind(serverSequences[index], at: 11) }
+            if let value = serverChainHashes?[index] { try insert.bind(value, at: 12) }
             defer { insert.reset() }
             try insert.step()
             if database.changes == 1 {

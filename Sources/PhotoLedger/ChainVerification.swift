@@ -78,6 +78,8 @@ struct AppendedEvent {
     var localSequence: Int64
     /// The local chain values before and after it (nil when unknown).
     var link: EventLog.ChainLink?
+    /// The server's chain value stored in its row with it, if any.
+    var serverChainHash: [UInt8]?
 }
 
 /// The result of checking the events held here against the server's chain.
@@ -200,19 +202,31 @@ extension PhotoLibrary {
     /// chain links: their stored copies are the events themselves, so they are not read back, and
     /// where the server's previous value equals the local one, the local chain value is the
     /// server's value recomputed (the same SHA-256 over the same bytes).
+    ///
+    /// An appended event may hold its server chain value in its own row already
+    /// (``AppendedEvent/serverChainHash``); the values recorded before are read from the events
+    /// before `appendedFrom` (the first local position this transaction appended) and from
+    /// `server_chain`.
     static func recordServerChain(
-        _ entries: [ServerChainEntry], appended: [UUID: AppendedEvent] = [:], db: Database, archive: Database?
+        _ entries: [ServerChainEntry], appended: [UUID: AppendedEvent] = [:], appendedFrom: Int64? = nil, db: Database, archive: Database?
     ) throws -> ServerChainReport {
         var report = ServerChainReport()
         let sorted = entries.sorted { $0.serverSequence < $1.serverSequence }
         guard let first = sorted.first, let last = sorted.last else { return report }
-        var recorded: [Int64: ServerChainEntry] = [:]
+        var recorded: [Int64: (entry: ServerChainEntry, held: Bool)] = [:]
         try db.forEachRow(
-            "SELECT server_seq, event_id, chain_hash FROM server_chain WHERE server_seq BETWEEN ? AND ?",
-            [first.serverSequence - 1, last.serverSequence]
+            """
+            SELECT server_seq, event_id, chain_hash, held FROM server_chain WHERE server_seq BETWEEN ?1 AND ?2
+            UNION ALL
+            SELECT server_seq, event_id, server_chain_hash, 1 FROM events
+            WHERE server_seq BETWEEN ?1 AND ?2 AND local_seq < ?3 AND server_chain_hash IS NOT NULL
+            """,
+            [first.serverSequence - 1, last.serverSequence, appendedFrom ?? Int64.max]
         ) { row in
-            recorded[row.int64(0)] = ServerChainEntry(
-                serverSequence: row.int64(0), eventID: UUID(bytes: row.blob(1)) ?? UUID(), chainHash: row.blob(2))
+            recorded[row.int64(0)] = (
+                ServerChainEntry(serverSequence: row.int64(0), eventID: UUID(bytes: row.blob(1)) ?? UUID(), chainHash: row.blob(2)),
+                row.int64(3) == 1
+            )
         }
         // Rows are written a hundred per statement; those checked before a mismatch are written
         // before returning it, and all checked so far before a value is looked up in the table.
@@ -228,10 +242,11 @@ extension PhotoLibrary {
             }
             rows.removeAll(keepingCapacity: true)
         }
-        var previous = recorded[first.serverSequence - 1]
+        var previous = recorded[first.serverSequence - 1]?.entry
         for entry in sorted {
             defer { previous = entry }
-            if let before = recorded[entry.serverSequence], before != entry {
+            let before = recorded[entry.serverSequence]
+            if let before = before?.entry, before != entry {
                 report.failure = ChainFailure(
                     chain: .server, position: entry.serverSequence, eventID: entry.eventID, location: nil,
                     reason: "the server now reports another event or chain value at this position than it did before "
@@ -241,12 +256,16 @@ extension PhotoLibrary {
             }
             let link = previous?.serverSequence == entry.serverSequence - 1 ? previous?.chainHash : nil
             if link == nil { try write() }  // check reads the previous value from the table
-            let outcome = try check(entry, after: link, expectHeld: false, appended: appended[entry.eventID], db: db, archive: archive)
+            let event = appended[entry.eventID]
+            let outcome = try check(entry, after: link, expectHeld: false, appended: event, db: db, archive: archive)
             guard report.count(outcome) else {
                 try write()
                 return report
             }
-            rows.append((entry, outcome != .notHeld))
+            let held = outcome != .notHeld
+            // Recorded already: in the event's own row, or in server_chain as held (or still not held).
+            if event?.serverChainHash == entry.chainHash || before.map({ $0.held || !held }) == true { continue }
+            rows.append((entry, held))
         }
         try write()
         return report
@@ -267,7 +286,7 @@ extension PhotoLibrary {
                 var previous: ServerChainEntry?
                 while true {
                     let page = try db.rows(
-                        "SELECT server_seq, event_id, chain_hash, held FROM server_chain WHERE server_seq > ? ORDER BY server_seq LIMIT 1000",
+                        "SELECT server_seq, event_id, chain_hash, held FROM server_chain_entries WHERE server_seq > ? ORDER BY server_seq LIMIT 1000",
                         [cursor]
                     ) {
                         (
@@ -303,7 +322,7 @@ extension PhotoLibrary {
     }
 
     private static func recordedEntry(at serverSequence: Int64, in db: Database) throws -> (entry: ServerChainEntry, held: Bool)? {
-        try db.firstRow("SELECT event_id, chain_hash, held FROM server_chain WHERE server_seq = ?", [serverSequence]) {
+        try db.firstRow("SELECT event_id, chain_hash, held FROM server_chain_entries WHERE server_seq = ?", [serverSequence]) {
             (
                 ServerChainEntry(serverSequence: serverSequence, eventID: UUID(bytes: $0.blob(0)) ?? UUID(), chainHash: $0.blob(1)),
                 $0.int64(2) == 1

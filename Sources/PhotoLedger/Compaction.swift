@@ -67,6 +67,13 @@ extension PhotoLibrary {
                 SELECT device_id, max(device_seq) FROM events WHERE local_seq <= ? GROUP BY device_id
                 ON CONFLICT (device_id) DO UPDATE SET last_device_seq = max(last_device_seq, excluded.last_device_seq)
                 """, [horizon])
+            // Server chain values kept in the rows that leave stay recorded (Migrations/Library/0007).
+            try db.execute(
+                """
+                INSERT INTO server_chain (server_seq, event_id, chain_hash, held)
+                SELECT server_seq, event_id, server_chain_hash, 1 FROM events WHERE local_seq <= ? AND server_chain_hash IS NOT NULL
+                ON CONFLICT (server_seq) DO UPDATE SET held = 1
+                """, [horizon])
             try db.execute("DELETE FROM events WHERE local_seq <= ?", [horizon])
             let moved = db.changes
             try db.execute("DELETE FROM commits WHERE end_seq < ?", [horizon])

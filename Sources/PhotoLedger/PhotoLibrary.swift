@@ -175,13 +175,25 @@ public final class PhotoLibrary: Sendable {
                         // A stamp too far ahead of this clock is applied but does not drag the clock along.
                         try? clock.receive(event.timestamp)
                     }
-                    let result = try EventLog(db).appendLinking(events, serverSequences: serverSequences, precomputed: localChain)
+                    // The server's chain value reported with each event (a pull page's entries follow its
+                    // events), kept in the event's row when it is appended now; checked below.
+                    let reported: [[UInt8]?]? = chain.isEmpty ? nil : events.indices.map { index in
+                        guard index < chain.count, chain[index].eventID == events[index].id,
+                            let sequence = serverSequences?[index], chain[index].serverSequence == sequence
+                        else { return nil }
+                        return chain[index].chainHash
+                    }
+                    let result = try EventLog(db).appendLinking(
+                        events, serverSequences: serverSequences, serverChainHashes: reported, precomputed: localChain)
                     var appended: [UUID: AppendedEvent] = [:]
                     appended.reserveCapacity(events.count)
+                    var firstAppended: Int64?
                     for (index, outcome) in result.outcomes.enumerated() {
                         switch outcome {
                         case .appended(let localSequence):
-                            appended[events[index].id] = AppendedEvent(event: events[index], localSequence: localSequence, link: result.links[index])
+                            firstAppended = min(firstAppended ?? localSequence, localSequence)
+                            appended[events[index].id] = AppendedEvent(
+                                event: events[index], localSequence: localSequence, link: result.links[index], serverChainHash: reported?[index])
                         case .duplicate:
                             // Held already (this device's own event, or a repeated delivery): acknowledge it.
                             guard let serverSequences else { continue }
@@ -198,7 +210,8 @@ public final class PhotoLibrary: Sendable {
                         touched = try Projection(db).apply(events.lazy.filter { appended[$0.id] != nil })
                     }
                     applied = appended.count
-                    let report = try Self.recordServerChain(chain, appended: appended, db: db, archive: archive)
+                    let report = try Self.recordServerChain(
+                        chain, appended: appended, appendedFrom: firstAppended, db: db, archive: archive)
                     if let failure = report.failure { throw ServerChainMismatch(failure: failure) }
                     try extra?(db)
                 }

@@ -165,6 +165,46 @@ struct AuditServerTests {
         }
     }
 
+    @Test("server chain values that come with their events stay in the events' rows: checked, unchangeable, kept by compaction")
+    func serverChainInEventRows() throws {
+        let directory = try TemporaryDirectory()
+        let anna = try makeLibrary(directory, device: "anna-phone")
+        let ben = try makeLibrary(directory, device: "ben-tablet", seed: 2)
+        let server = ScriptedServer()
+        try anna.createAssets(50)
+        try server.push(anna)
+        let events = server.log.map(\.event)
+        #expect(try ben.applyRemoteEvents(events, serverSequences: (1...50).map { Int64($0) }, chain: server.entries) == 50)
+        func count(_ sql: String) throws -> Int64 { try ben.readDatabase { db in try db.firstRow(sql) { $0.int64(0) } ?? -1 } }
+        #expect(try count("SELECT count(*) FROM events WHERE server_chain_hash IS NOT NULL") == 50)
+        #expect(try count("SELECT count(*) FROM server_chain") == 0, "no second copy of the values")
+        var report = try ben.verifyServerChain()
+        #expect(report.isIntact && report.checked == 50, "\(report)")
+        #expect(try ben.verifyServerChainHead(lastServerSequence: 50, headHash: server.log[49].chainHash) == nil)
+        #expect(try ben.verifyServerChainHead(lastServerSequence: 50, headHash: server.log[48].chainHash)?.position == 50)
+
+        // Pulled again (a repeated delivery), nothing is recorded twice.
+        #expect(try ben.applyRemoteEvents(events, serverSequences: (1...50).map { Int64($0) }, chain: server.entries) == 0)
+        #expect(try count("SELECT count(*) FROM server_chain_entries") == 50)
+
+        // The value is part of the append-only row.
+        #expect(throws: (any Error).self) {
+            try ben.withDatabase { db in try db.execute("UPDATE events SET server_chain_hash = zeroblob(32) WHERE local_seq = 7") }
+        }
+        // Changed behind the library's back, it no longer matches the event.
+        try tamper(ben.url, "UPDATE events SET server_chain_hash = zeroblob(32) WHERE server_seq = 20")
+        report = try ben.verifyServerChain()
+        #expect(report.failure?.position == 20)
+        try tamper(ben.url, "UPDATE events SET server_chain_hash = X'\(Hex.encode(server.log[19].chainHash))' WHERE server_seq = 20")
+
+        // Compaction copies the values of the rows it moves to the archive into server_chain.
+        #expect(try ben.compact(upToServerSequence: 30).archivedEvents == 30)
+        #expect(try count("SELECT count(*) FROM server_chain") == 30)
+        #expect(try count("SELECT count(*) FROM events WHERE server_chain_hash IS NOT NULL") == 20)
+        report = try ben.verifyServerChain()
+        #expect(report.isIntact && report.checked == 50, "\(report)")
+    }
+
     @Test("a page naming one server position twice is checked for both events")
     func repeatedPositionInPage() throws {
         let directory = try TemporaryDirectory()
