@@ -285,8 +285,15 @@ extension PhotoLibrary {
                 var cursor: Int64 = 0
                 var previous: ServerChainEntry?
                 while true {
+                    // The two sources of server_chain_entries, merged in server order: each is read
+                    // through its own index and only as far as the page goes.
                     let page = try db.rows(
-                        "SELECT server_seq, event_id, chain_hash, held FROM server_chain_entries WHERE server_seq > ? ORDER BY server_seq LIMIT 1000",
+                        """
+                        SELECT server_seq, event_id, chain_hash, held FROM server_chain WHERE server_seq > ?1
+                        UNION ALL
+                        SELECT server_seq, event_id, server_chain_hash, 1 FROM events WHERE server_seq > ?1 AND server_chain_hash IS NOT NULL
+                        ORDER BY 1 LIMIT 1000
+                        """,
                         [cursor]
                     ) {
                         (

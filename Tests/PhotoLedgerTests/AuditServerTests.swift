@@ -205,6 +205,36 @@ struct AuditServerTests {
         #expect(report.isIntact && report.checked == 50, "\(report)")
     }
 
+    @Test("verification reads values kept in event rows and in server_chain in one server order, page after page")
+    func verificationMergesBothSources() throws {
+        let directory = try TemporaryDirectory()
+        let anna = try makeLibrary(directory, device: "anna-phone")
+        let ben = try makeLibrary(directory, device: "ben-tablet", seed: 2)
+        let server = ScriptedServer()
+        try anna.createAssets(700)
+        try server.push(anna)
+        try ben.createAssets(600)
+        try server.push(ben)  // server positions 701–1300: ben holds these already
+        try anna.createAssets(500)
+        try server.push(anna)  // 1301–1800
+        let entries = server.entries
+        // Anna's events arrive with their values (kept in their rows); ben's own come back as
+        // positions already held (kept in server_chain).
+        for range in [0..<700, 1300..<1800] {
+            let page = Array(server.log[range])
+            _ = try ben.applyRemoteEvents(page.map(\.event), serverSequences: range.map { Int64($0 + 1) }, chain: Array(entries[range]))
+        }
+        #expect(try ben.verifyServerChain(Array(entries[700..<1300])).checked == 600)
+        let inRows = try ben.readDatabase { db in try db.firstRow("SELECT count(*) FROM events WHERE server_chain_hash IS NOT NULL") { $0.int64(0) } }
+        let inTable = try ben.readDatabase { db in try db.firstRow("SELECT count(*) FROM server_chain") { $0.int64(0) } }
+        #expect(inRows == 1200 && inTable == 600)
+        let report = try ben.verifyServerChain()
+        #expect(report.isIntact && report.checked == 1800, "\(report)")
+        // A value changed in either place is found at its position.
+        try tamper(ben.url, "UPDATE server_chain SET chain_hash = zeroblob(32) WHERE server_seq = 1001")
+        #expect(try ben.verifyServerChain().failure?.position == 1001)
+    }
+
     @Test("a page naming one server position twice is checked for both events")
     func repeatedPositionInPage() throws {
         let directory = try TemporaryDirectory()
