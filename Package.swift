@@ -7,6 +7,7 @@ let package = Package(
     name: "PhotoLedger",
     platforms: [.macOS(.v15)],
     products: [
+        .library(name: "LedgerCore", targets: ["LedgerCore"]),
         .library(name: "LedgerStore", targets: ["LedgerStore"]),
         .library(name: "PhotoLedger", targets: ["PhotoLedger"]),
         .library(name: "PhotoLedgerSync", targets: ["PhotoLedgerSync"]),
@@ -29,35 +30,40 @@ let package = Package(
         // One Linux call Swift's Glibc module does not import (sync_file_range, a GNU extension).
         .target(name: "CFileSync"),
 
-        // The store: SQLite connection, migrations, append-only event log, hybrid logical clock.
+        // The shared vocabulary, below everything else and free of SQLite: events and their
+        // canonical bytes, the hash chain, the hybrid logical clock, identifiers, SHA-256, byte
+        // coding, event type names, locations.
+        .target(name: "LedgerCore", dependencies: ["CCrypto"]),
+
+        // The store: SQLite connection, migrations, append-only event log.
         .target(
             name: "LedgerStore",
-            dependencies: ["CSQLite", "CCrypto"],
+            dependencies: ["LedgerCore", "CSQLite"],
             plugins: ["EmbedMigrations"]
         ),
 
         // Media: format detection from bytes, metadata (EXIF via libexif, MP4 boxes), the
         // content-addressed resource store, and image/video synthesis for demos and tests.
-        .target(name: "PhotoMedia", dependencies: ["LedgerStore", "CExif", "CZlib", "CFileSync"]),
+        .target(name: "PhotoMedia", dependencies: ["LedgerCore", "CExif", "CZlib", "CFileSync"]),
 
         // The public library API: PhotoKit semantics over the event log.
-        .target(name: "PhotoLedger", dependencies: ["LedgerStore", "PhotoMedia"]),
+        .target(name: "PhotoLedger", dependencies: ["LedgerCore", "LedgerStore", "PhotoMedia"]),
 
         // The sync wire format shared by client and server (JSON bodies, gzip).
-        .target(name: "SyncProtocol", dependencies: ["LedgerStore", "CZlib", "CZstd"]),
+        .target(name: "SyncProtocol", dependencies: ["LedgerCore", "CZlib", "CZstd"]),
 
         // HTTP client transport over libcurl, behind a small protocol.
         .target(name: "SyncTransport", dependencies: ["CCurl"]),
 
         // The sync server: HTTP over libmicrohttpd, embedded server store, auth, blobs.
-        .target(name: "PhotoLedgerServer", dependencies: ["LedgerStore", "SyncProtocol", "CMicroHTTPD", "CZlib"]),
+        .target(name: "PhotoLedgerServer", dependencies: ["LedgerCore", "LedgerStore", "SyncProtocol", "CMicroHTTPD", "CZlib"]),
 
         // The sync engine: push, pull, blobs, conflict handling through the library's fold.
-        .target(name: "PhotoLedgerSync", dependencies: ["PhotoLedger", "SyncProtocol", "SyncTransport"]),
+        .target(name: "PhotoLedgerSync", dependencies: ["LedgerCore", "LedgerStore", "PhotoLedger", "SyncProtocol", "SyncTransport"]),
 
         .executableTarget(
             name: "photoledger-server",
-            dependencies: ["PhotoLedgerServer"],
+            dependencies: ["LedgerCore", "PhotoLedgerServer"],
             path: "Tools/photoledger-server"
         ),
 
@@ -79,7 +85,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "photoledger-bench",
-            dependencies: ["LedgerStore", "CBaseline", "PhotoMedia", "PhotoLedger", "PhotoLedgerServer", "PhotoLedgerSync", "SyncProtocol", "SyncTransport"],
+            dependencies: [
+                "LedgerCore", "LedgerStore", "CBaseline", "PhotoMedia", "PhotoLedger", "PhotoLedgerServer", "PhotoLedgerSync", "SyncProtocol",
+                "SyncTransport",
+            ],
             path: "Tools/photoledger-bench"
         ),
 
@@ -87,44 +96,50 @@ let package = Package(
         .target(name: "CommandLineParsing", path: "Tools/CommandLineParsing"),
         .executableTarget(
             name: "photoledger",
-            dependencies: ["CommandLineParsing", "LedgerStore", "PhotoLedger", "PhotoMedia", "PhotoLedgerSync"],
+            dependencies: ["CommandLineParsing", "LedgerCore", "LedgerStore", "PhotoLedger", "PhotoMedia", "PhotoLedgerSync"],
             path: "Tools/photoledger"
         ),
         .executableTarget(
             name: "photoledger-demo",
-            dependencies: ["LedgerStore", "PhotoMedia"],
+            dependencies: ["LedgerCore", "PhotoMedia"],
             path: "Tools/photoledger-demo"
         ),
 
         // Test support: a process that appends until killed (crash-safety tests).
         .executableTarget(
             name: "ledger-crash-writer",
-            dependencies: ["LedgerStore"],
+            dependencies: ["LedgerCore", "LedgerStore"],
             path: "Tests/Support/ledger-crash-writer"
         ),
         .executableTarget(
             name: "library-crash-importer",
-            dependencies: ["PhotoLedger", "PhotoMedia"],
+            dependencies: ["LedgerCore", "PhotoLedger", "PhotoMedia"],
             path: "Tests/Support/library-crash-importer"
         ),
         .target(
             name: "PhotoLedgerTestSupport",
-            dependencies: ["LedgerStore", "PhotoLedger", "PhotoMedia"],
+            dependencies: ["LedgerCore", "PhotoLedger", "PhotoMedia"],
             path: "Tests/Support/PhotoLedgerTestSupport"
         ),
         .testTarget(
             name: "LedgerStoreTests",
-            dependencies: ["LedgerStore", "ledger-crash-writer"]
+            dependencies: ["LedgerCore", "LedgerStore", "ledger-crash-writer"]
         ),
-        .testTarget(name: "PhotoMediaTests", dependencies: ["PhotoMedia"]),
-        .testTarget(name: "PhotoLedgerTests", dependencies: ["PhotoLedger", "PhotoMedia", "PhotoLedgerTestSupport", "library-crash-importer"]),
-        .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol"]),
+        .testTarget(name: "PhotoMediaTests", dependencies: ["LedgerCore", "PhotoMedia"]),
+        .testTarget(
+            name: "PhotoLedgerTests",
+            dependencies: ["LedgerCore", "LedgerStore", "PhotoLedger", "PhotoMedia", "PhotoLedgerTestSupport", "library-crash-importer"]
+        ),
+        .testTarget(name: "SyncProtocolTests", dependencies: ["LedgerCore", "SyncProtocol"]),
         .testTarget(name: "SyncTransportTests", dependencies: ["SyncTransport"]),
-        .testTarget(name: "PhotoLedgerServerTests", dependencies: ["PhotoLedgerServer", "SyncProtocol", "photoledger-server"]),
-        .testTarget(name: "ToolTests", dependencies: ["photoledger", "photoledger-server", "photoledger-demo", "LedgerStore", "PhotoMedia"]),
+        .testTarget(name: "PhotoLedgerServerTests", dependencies: ["LedgerCore", "LedgerStore", "PhotoLedgerServer", "SyncProtocol", "photoledger-server"]),
+        .testTarget(name: "ToolTests", dependencies: ["photoledger", "photoledger-server", "photoledger-demo", "LedgerCore", "LedgerStore", "PhotoMedia"]),
         .testTarget(
             name: "PhotoLedgerSyncTests",
-            dependencies: ["PhotoLedgerSync", "PhotoLedgerServer", "PhotoMedia", "PhotoLedgerTestSupport", "photoledger-server"]
+            dependencies: [
+                "LedgerCore", "LedgerStore", "PhotoLedger", "PhotoLedgerSync", "PhotoLedgerServer", "PhotoMedia", "PhotoLedgerTestSupport", "SyncProtocol",
+                "SyncTransport", "photoledger-server",
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -8,5 +8,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash Tools/install-dependencies.sh
-swift build --build-tests -Xswiftc -warnings-as-errors
+swift build --build-tests -Xswiftc -warnings-as-errors --explicit-target-dependency-import-check error
 swift test --skip-build --no-parallel "$@"

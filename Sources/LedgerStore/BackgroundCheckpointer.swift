@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import LedgerCore
 
 /// Copies a database's write-ahead log back into the database file on a thread of its own, with
 /// a connection of its own, so that the connection that commits never waits for it.

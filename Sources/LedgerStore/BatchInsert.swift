@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import LedgerCore
 
 /// Inserts many rows into one table with few statements (or runs any statement over a list of
 /// rows of values: the head and tail may put the `VALUES` list inside a subquery): a prepared

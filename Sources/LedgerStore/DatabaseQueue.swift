@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 
 /// Serialized access to one database connection from any thread.
 ///

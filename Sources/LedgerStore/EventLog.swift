@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 
 /// The append-only event log of a device library, used inside a database access closure.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 
 /// One numbered schema change: plain SQL, never edited once shipped.
 public struct Migration: Sendable, Hashable {

@@ -1,5 +1,5 @@
 import Foundation
-import LedgerStore
+import LedgerCore
 
 /// A request to change an album: its title and its ordered assets. Index-based operations follow
 /// PhotoKit's rules and refer to the album's assets as a default fetch returns them (visible

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 import LedgerStore
 
 /// Reads album membership from the projections, following merges: the members of an album are

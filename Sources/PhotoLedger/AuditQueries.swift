@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 import LedgerStore
 
 /// An event of the log as an audit query reports it: the envelope, with the object it is about.

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 import LedgerStore
 
 /// Whether the app may use the photo library (PhotoKit's raw values).

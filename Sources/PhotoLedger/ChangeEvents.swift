@@ -1,21 +1,5 @@
 import Foundation
-import LedgerStore
-
-/// The event types of a photo library. Payloads hold resolved targets — object UUIDs and
-/// position keys — never list indexes.
-enum EventType: String, Sendable, CaseIterable {
-    case assetCreated = "asset.created"
-    case assetChanged = "asset.changed"
-    case assetDeleted = "asset.deleted"
-    case assetRecovered = "asset.recovered"
-    case assetPurged = "asset.purged"
-    case assetContentEdited = "asset.contentEdited"
-    case albumCreated = "album.created"
-    case albumRenamed = "album.renamed"
-    case albumDeleted = "album.deleted"
-    case albumMembersChanged = "album.membersChanged"
-    case albumMerged = "album.merged"
-}
+import LedgerCore
 
 /// A resource as recorded in an event.
 struct ResourceRecord: Sendable, Hashable {

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import LedgerStore
+import LedgerCore
 
 /// Receives the library's changes after each commit, local or from sync.
 public protocol PhotoLibraryChangeObserver: AnyObject, Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 import LedgerStore
 
 /// The audit bookkeeping of a library file (Migrations/Library/0003_audit_history.sql): its

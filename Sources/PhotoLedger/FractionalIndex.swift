@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 
 /// Fractional-index position keys for album order.
 ///

@@ -1,12 +1,5 @@
 import Foundation
-
-/// The kind of object a local identifier names; PhotoKit's suffix after the UUID.
-public enum ObjectKind: String, Sendable, Hashable {
-    /// An asset: `<UUID>/L0/001`.
-    case asset = "001"
-    /// An album or smart album: `<UUID>/L0/040`.
-    case album = "040"
-}
+import LedgerCore
 
 /// A local identifier in PhotoKit's form, `<UUID>/L0/001` for assets and `<UUID>/L0/040` for
 /// albums. A placeholder's identifier is the created object's final identifier, on this device

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 import LedgerStore
 
 /// The changes of one change block: creates change requests, and records every change as an

@@ -1,5 +1,5 @@
 import Foundation
-import LedgerStore
+import LedgerCore
 
 /// The kind of media an asset holds (PhotoKit's raw values).
 public enum MediaType: Int, Sendable, Hashable, CaseIterable, CustomStringConvertible {
@@ -33,23 +33,6 @@ public struct MediaSubtypes: OptionSet, Sendable, Hashable {
     public static let videoStreamed = MediaSubtypes(rawValue: 1 << 16)
     public static let videoHighFrameRate = MediaSubtypes(rawValue: 1 << 17)
     public static let videoTimelapse = MediaSubtypes(rawValue: 1 << 18)
-}
-
-/// A geographic location.
-public struct Location: Sendable, Hashable {
-    /// Degrees north.
-    public var latitude: Double
-    /// Degrees east.
-    public var longitude: Double
-    /// Meters above sea level, when known.
-    public var altitude: Double?
-
-    /// Creates a location.
-    public init(latitude: Double, longitude: Double, altitude: Double? = nil) {
-        self.latitude = latitude
-        self.longitude = longitude
-        self.altitude = altitude
-    }
 }
 
 /// The role of a resource of an asset (PhotoKit's raw values). Unknown future values are kept.

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 import LedgerStore
 
 /// One event in the history of an asset or album: who made it, when, in which change block, and

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 import LedgerStore
 
 /// An opaque position in a library's change history, like PhotoKit's `PHPersistentChangeToken`.

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import LedgerCore
 import LedgerStore
 import PhotoMedia
 

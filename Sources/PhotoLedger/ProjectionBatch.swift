@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 import LedgerStore
 
 /// A last-writer-wins stamp: the event's clock value, ties broken by the device identifier's

@@ -1,5 +1,5 @@
 import Foundation
-import LedgerStore
+import LedgerCore
 import PhotoMedia
 
 /// Options of an asset creation from a file or data.

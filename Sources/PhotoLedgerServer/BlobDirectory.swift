@@ -1,5 +1,5 @@
 import Foundation
-import LedgerStore
+import LedgerCore
 import SyncProtocol
 
 /// Content-addressed blob files: `<root>/<first two hex digits>/<64 hex digits>`, written

@@ -1,5 +1,5 @@
 import Foundation
-import LedgerStore
+import LedgerCore
 import SyncProtocol
 
 /// A request that passed routing, authentication and the header checks, waiting for its body.

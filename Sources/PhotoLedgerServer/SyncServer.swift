@@ -1,6 +1,6 @@
 import CMicroHTTPD
 import Foundation
-import LedgerStore
+import LedgerCore
 import Synchronization
 import SyncProtocol
 

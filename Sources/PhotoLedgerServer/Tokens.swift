@@ -1,5 +1,5 @@
 import Foundation
-import LedgerStore
+import LedgerCore
 
 /// Device tokens: 32 random bytes from the system, shown once as `plt_<base64url>`, stored only
 /// as their SHA-256.

@@ -1,5 +1,6 @@
 import CExif
 import Foundation
+import LedgerCore
 
 /// EXIF through libexif (Debian's libexif): the creation date and GPS location read from a photo,
 /// and the APP1 payload written into synthesized JPEGs. No EXIF parsing is done by hand.
@@ -25,7 +26,7 @@ enum Exif {
 
     /// The creation date and location in an EXIF payload (APP1 contents, with or without the
     /// `Exif\0\0` header); nil fields when the payload lacks them or libexif cannot read it.
-    static func metadata(from payload: [UInt8]) -> (creationDate: Date?, location: GeoLocation?) {
+    static func metadata(from payload: [UInt8]) -> (creationDate: Date?, location: Location?) {
         let bytes = payload.starts(with: header) ? payload : header + payload
         guard bytes.count > header.count + 8, let data = exif_data_new() else { return (nil, nil) }
         defer { exif_data_unref(data) }
@@ -90,7 +91,7 @@ enum Exif {
         return (sign == "-" ? -1 : 1) * (parts[0] * 3600 + parts[1] * 60)
     }
 
-    private static func location(_ gps: UnsafeMutablePointer<ExifContent>?, order: ExifByteOrder) -> GeoLocation? {
+    private static func location(_ gps: UnsafeMutablePointer<ExifContent>?, order: ExifByteOrder) -> Location? {
         func degrees(_ tag: UInt32, reference: UInt32, negative: String) -> Double? {
             guard let parts = rationals(gps, tag, order: order), parts.count >= 3 else { return nil }
             let value = parts[0] + parts[1] / 60 + parts[2] / 3600
@@ -108,7 +109,7 @@ enum Exif {
         {
             altitude = altitude.map { -$0 }
         }
-        return GeoLocation(latitude: latitude, longitude: longitude, altitude: altitude)
+        return Location(latitude: latitude, longitude: longitude, altitude: altitude)
     }
 
     // MARK: Writing
@@ -116,7 +117,7 @@ enum Exif {
     /// An EXIF payload (starting with `Exif\0\0`, ready for a JPEG APP1 segment) that records
     /// `creationDate` as DateTimeOriginal (UTC, with OffsetTimeOriginal `+00:00`) and `location`
     /// as GPS tags, built and serialised by libexif.
-    static func payload(creationDate: Date?, location: GeoLocation?) -> [UInt8] {
+    static func payload(creationDate: Date?, location: Location?) -> [UInt8] {
         guard let memory = exif_mem_new_default() else { return [] }
         defer { exif_mem_unref(memory) }
         guard let data = exif_data_new_mem(memory) else { return [] }

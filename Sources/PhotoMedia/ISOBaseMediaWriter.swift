@@ -1,5 +1,5 @@
 import Foundation
-import LedgerStore
+import LedgerCore
 
 /// Writes small but structurally complete ISO base media files: MP4/QuickTime movies and HEIC
 /// still images. The sample data is filler (no H.264/HEVC bitstream is encoded), so players show
@@ -62,7 +62,7 @@ public enum ISOBaseMediaWriter {
     /// `cdsc` reference when `creationDate` or `location` is given.
     /// `width × height` is the stored (unrotated) size; the item's data is filler.
     public static func heic(
-        width: Int, height: Int, quarterTurns: Int = 0, creationDate: Date? = nil, location: GeoLocation? = nil, seed: UInt64 = 1
+        width: Int, height: Int, quarterTurns: Int = 0, creationDate: Date? = nil, location: Location? = nil, seed: UInt64 = 1
     ) -> [UInt8] {
         let fileType = box("ftyp", fourCC("heic") + u32(0) + fourCC("mif1") + fourCC("heic"))
         var random = SeededBytes(seed: seed)

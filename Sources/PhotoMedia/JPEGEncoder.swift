@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 
 /// A baseline JPEG encoder (ITU T.81): YCbCr, 8×8 floating-point DCT, the standard quantization
 /// tables of Annex K scaled by a quality factor as libjpeg does, the standard Huffman tables, and
@@ -25,7 +26,7 @@ public struct JPEGEncoder: Sendable {
 
     /// The JPEG file bytes of `image` (sides of at most 65,535 pixels), with an EXIF segment recording `creationDate` (as
     /// DateTimeOriginal) and `location` (GPS latitude, longitude, altitude) when given.
-    public func encode(_ image: RGBImage, creationDate: Date? = nil, location: GeoLocation? = nil) -> [UInt8] {
+    public func encode(_ image: RGBImage, creationDate: Date? = nil, location: Location? = nil) -> [UInt8] {
         precondition(image.width <= 65_535 && image.height <= 65_535, "a baseline JPEG has sides of at most 65,535 pixels")
         var output: [UInt8] = [0xFF, 0xD8]
         if creationDate != nil || location != nil {

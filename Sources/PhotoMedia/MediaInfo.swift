@@ -1,26 +1,5 @@
 import Foundation
-
-/// A place on Earth, as recorded by a camera's GPS (WGS 84).
-public struct GeoLocation: Sendable, Hashable, CustomStringConvertible {
-    /// Degrees north of the equator (negative: south), −90…90.
-    public var latitude: Double
-    /// Degrees east of Greenwich (negative: west), −180…180.
-    public var longitude: Double
-    /// Metres above sea level (negative: below), when recorded.
-    public var altitude: Double?
-
-    /// Creates a location.
-    public init(latitude: Double, longitude: Double, altitude: Double? = nil) {
-        self.latitude = latitude
-        self.longitude = longitude
-        self.altitude = altitude
-    }
-
-    /// `latitude,longitude[,altitude m]`.
-    public var description: String {
-        "\(latitude),\(longitude)" + (altitude.map { ",\($0) m" } ?? "")
-    }
-}
+import LedgerCore
 
 /// What the bytes of a photo or video say about it: the values PhotoKit sets on a new asset.
 public struct MediaInfo: Sendable, Hashable {
@@ -36,7 +15,7 @@ public struct MediaInfo: Sendable, Hashable {
     /// file records its offset); for videos the movie header's creation time, when set.
     public var creationDate: Date?
     /// Where the picture was taken, from EXIF GPS tags.
-    public var location: GeoLocation?
+    public var location: Location?
     /// Whether the image has more than one frame (animated GIF, animated WebP, APNG).
     public var isAnimated: Bool
 
@@ -46,7 +25,7 @@ public struct MediaInfo: Sendable, Hashable {
     /// Creates a description of a resource.
     public init(
         format: MediaFormat, pixelWidth: Int, pixelHeight: Int, duration: Double? = nil, creationDate: Date? = nil,
-        location: GeoLocation? = nil, isAnimated: Bool = false
+        location: Location? = nil, isAnimated: Bool = false
     ) {
         self.format = format
         self.pixelWidth = pixelWidth

@@ -1,5 +1,5 @@
 import Foundation
-import LedgerStore
+import LedgerCore
 
 /// An 8-bit RGB raster, row by row, the input of the synthesizing encoders.
 public struct RGBImage: Sendable, Equatable {

@@ -1,7 +1,7 @@
 import CFileSync
 import Dispatch
 import Foundation
-import LedgerStore
+import LedgerCore
 import Synchronization
 
 /// One file of a batch once its bytes are written and hashed, before they have their name.

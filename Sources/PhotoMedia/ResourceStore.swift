@@ -1,5 +1,5 @@
 import Foundation
-import LedgerStore
+import LedgerCore
 
 /// A resource's bytes as stored: their SHA-256 (the resource's name everywhere: in events, on
 /// disk, on the sync server) and size.

@@ -1,5 +1,5 @@
 import Foundation
-import LedgerStore
+import LedgerCore
 
 /// The binary form of a pull page (`application/vnd.photoledger.event-page`): the same content
 /// as a JSON ``PullResponse``, with each event as its canonical bytes. A client asks for it with

@@ -1,5 +1,5 @@
 import Foundation
-import LedgerStore
+import LedgerCore
 
 /// A fast writer of compact JSON text into a byte buffer.
 ///

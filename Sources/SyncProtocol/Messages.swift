@@ -1,5 +1,5 @@
 import Foundation
-import LedgerStore
+import LedgerCore
 
 /// A request or response body of the sync protocol: encodes to and decodes from JSON bytes.
 public protocol WireMessage: Sendable {

@@ -1,5 +1,5 @@
 import Foundation
-import LedgerStore
+import LedgerCore
 
 /// A JSON body that does not have the shape the protocol requires: the field (as a path such as
 /// `events[3].id`) and what is wrong with it.

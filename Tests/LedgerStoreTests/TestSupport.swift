@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 import LedgerStore
 
 /// A temporary directory for one test, removed when the value is released.

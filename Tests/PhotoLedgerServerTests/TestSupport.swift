@@ -1,6 +1,6 @@
 import Foundation
 import FoundationNetworking
-import LedgerStore
+import LedgerCore
 import PhotoLedgerServer
 import Synchronization
 import SyncProtocol

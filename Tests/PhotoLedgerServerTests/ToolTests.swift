@@ -1,5 +1,5 @@
 import Foundation
-import LedgerStore
+import LedgerCore
 import PhotoLedgerServer
 import SyncProtocol
 import Testing

@@ -1,5 +1,5 @@
 import Foundation
-import LedgerStore
+import LedgerCore
 import PhotoLedgerServer
 import Testing
 @testable import PhotoLedger

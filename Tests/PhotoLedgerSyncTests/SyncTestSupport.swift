@@ -1,5 +1,6 @@
 @_exported import PhotoLedgerTestSupport
 import Foundation
+import LedgerCore
 import LedgerStore
 import PhotoLedgerServer
 import SyncProtocol

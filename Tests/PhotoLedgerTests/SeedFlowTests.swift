@@ -39,7 +39,7 @@ struct SeedFlowTests {
         let library = try makeLibrary(directory)
         let capture = Data(JPEGEncoder(quality: 92).encode(
             RGBImage.scene(width: 800, height: 600, seed: 7), creationDate: Date(timeIntervalSince1970: 1_764_400_000),
-            location: GeoLocation(latitude: 46.2044, longitude: 6.1432, altitude: 375)))
+            location: Location(latitude: 46.2044, longitude: 6.1432, altitude: 375)))
         let placeholder = try library.performChangesAndWait { try $0.createAsset(from: capture).placeholderForCreatedAsset }
         let asset = try #require(try library.fetchAssets(withLocalIdentifiers: [placeholder.localIdentifier]).first)
         #expect(asset.creationDate == Date(timeIntervalSince1970: 1_764_400_000))

@@ -1,6 +1,7 @@
 @_exported import PhotoLedgerTestSupport
 import Foundation
 import Testing
+import LedgerCore
 import LedgerStore
 @testable import PhotoLedger
 

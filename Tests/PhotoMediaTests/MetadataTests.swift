@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 import PhotoMedia
 import Testing
 
@@ -20,7 +21,7 @@ struct MetadataTests {
     @Test("every hemisphere and an altitude below sea level keep their signs")
     func exifSigns() throws {
         for (latitude, longitude, altitude) in [(48.85837, -2.294481, -12.25), (-0.5, 179.999, 0), (89.9, -179.9, 8848.86)] {
-            let location = GeoLocation(latitude: latitude, longitude: longitude, altitude: altitude)
+            let location = Location(latitude: latitude, longitude: longitude, altitude: altitude)
             let bytes = JPEGEncoder().encode(RGBImage(width: 8, height: 8), location: location)
             let read = try #require(try MediaInspector.inspect(bytes, name: "a.jpg").location)
             #expect(abs(read.latitude - latitude) < 1e-6 && abs(read.longitude - longitude) < 1e-6)

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 import PhotoMedia
 
 /// A temporary directory for one test, removed when the value is released.
@@ -27,7 +28,7 @@ final class TemporaryDirectory {
 /// Small generated files of every format, with the size each should report.
 enum Samples {
     static let creationDate = Date(timeIntervalSince1970: 1_764_483_790)
-    static let location = GeoLocation(latitude: -33.856784, longitude: 151.215297, altitude: 42.5)
+    static let location = Location(latitude: -33.856784, longitude: 151.215297, altitude: 42.5)
 
     /// One small file of every supported format.
     static func all() -> [(format: MediaFormat, bytes: [UInt8], width: Int, height: Int)] {

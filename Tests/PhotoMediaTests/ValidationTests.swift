@@ -1,5 +1,5 @@
 import Foundation
-import LedgerStore
+import LedgerCore
 import PhotoMedia
 import Testing
 

@@ -1,5 +1,5 @@
 import Foundation
-import LedgerStore
+import LedgerCore
 import PhotoMedia
 import Testing
 
@@ -109,7 +109,7 @@ final class Workspace {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let url = directory.appendingPathComponent(name)
         let bytes = JPEGEncoder().encode(
-            RGBImage.scene(width: 48, height: 32, seed: seed), creationDate: date, location: GeoLocation(latitude: 48.85, longitude: 2.35))
+            RGBImage.scene(width: 48, height: 32, seed: seed), creationDate: date, location: Location(latitude: 48.85, longitude: 2.35))
         try Data(bytes).write(to: url)
         return url.path
     }

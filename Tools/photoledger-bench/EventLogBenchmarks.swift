@@ -1,5 +1,6 @@
 import CBaseline
 import Foundation
+import LedgerCore
 import LedgerStore
 
 /// Event-log figures: batched and one-per-transaction appends, full read-back, point lookups.

@@ -1,6 +1,6 @@
 import CBaseline
 import Foundation
-import LedgerStore
+import LedgerCore
 import PhotoLedger
 import PhotoMedia
 

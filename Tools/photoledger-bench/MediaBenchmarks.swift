@@ -1,5 +1,5 @@
 import Foundation
-import LedgerStore
+import LedgerCore
 import PhotoLedger
 import PhotoMedia
 
@@ -213,7 +213,7 @@ struct MediaBenchmarks {
         return try (0..<jpegCount).map { index in
             let bytes = JPEGEncoder().encode(
                 pictures[index % pictures.count], creationDate: Date(timeIntervalSince1970: 1_700_000_000 + Double(index) * 60),
-                location: GeoLocation(latitude: 45 + Double(index) / 1000, longitude: 7 - Double(index) / 1000, altitude: 300))
+                location: Location(latitude: 45 + Double(index) / 1000, longitude: 7 - Double(index) / 1000, altitude: 300))
             let url = directory.appendingPathComponent(String(format: "IMG_%04d.jpg", index))
             try Data(bytes).write(to: url)
             return url
@@ -233,7 +233,7 @@ struct MediaBenchmarks {
             }
             return JPEGEncoder(quality: 92).encode(
                 image, creationDate: Date(timeIntervalSince1970: 1_700_000_000 + Double(index) * 3600),
-                location: GeoLocation(latitude: 46 + Double(index) / 100, longitude: 7, altitude: 500))
+                location: Location(latitude: 46 + Double(index) / 100, longitude: 7, altitude: 500))
         }
         return try (0..<fileCount).map { index in
             let picture = pictures[index % pictures.count]

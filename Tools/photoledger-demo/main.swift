@@ -1,5 +1,5 @@
 import Foundation
-import LedgerStore
+import LedgerCore
 import PhotoMedia
 
 // PhotoLedger's main job, end to end, with the real tools: a local sync server, two devices
@@ -46,8 +46,8 @@ final class Demo {
 
         heading("1. Anna and Ben take photos offline, each into an album called \"Trip\"")
         for device in [anna, ben] { try photoledger(device, ["init", "--device", device.name]) }
-        let lisbon = GeoLocation(latitude: 38.7139, longitude: -9.1334)
-        let porto = GeoLocation(latitude: 41.1406, longitude: -8.6110)
+        let lisbon = Location(latitude: 38.7139, longitude: -9.1334)
+        let porto = Location(latitude: 41.1406, longitude: -8.6110)
         try capture(anna, ["tram", "alfama", "belem", "sunset"], at: lisbon, day: 1, seed: 100)
         try capture(ben, ["ribeira", "bridge", "port-cellar"], at: porto, day: 2, seed: 200)
         for device in [anna, ben] { try importCamera(device, album: "Trip") }
@@ -137,12 +137,12 @@ final class Demo {
     // MARK: Steps
 
     /// Writes real JPEGs with EXIF dates and places into a device's camera folder.
-    func capture(_ device: Device, _ shots: [String], at place: GeoLocation, day: Int, seed: UInt64) throws {
+    func capture(_ device: Device, _ shots: [String], at place: Location, day: Int, seed: UInt64) throws {
         try FileManager.default.createDirectory(at: device.camera, withIntermediateDirectories: true)
         let start = Date(timeIntervalSince1970: 1_717_236_000 + Double(day) * 86_400)  // June 2024
         for (index, shot) in shots.enumerated() {
             let image = RGBImage.scene(width: 320, height: 240, seed: seed + UInt64(index))
-            let location = GeoLocation(latitude: place.latitude + Double(index) * 0.002, longitude: place.longitude + Double(index) * 0.002)
+            let location = Location(latitude: place.latitude + Double(index) * 0.002, longitude: place.longitude + Double(index) * 0.002)
             let bytes = JPEGEncoder(quality: 80).encode(image, creationDate: start.addingTimeInterval(Double(index) * 1800), location: location)
             try Data(bytes).write(to: device.camera.appendingPathComponent("\(shot).jpg"))
         }

@@ -1,5 +1,6 @@
 @preconcurrency import Glibc
 import Foundation
+import LedgerCore
 import LedgerStore
 import PhotoLedgerServer
 

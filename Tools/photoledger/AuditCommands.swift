@@ -1,6 +1,6 @@
 import CommandLineParsing
 import Foundation
-import LedgerStore
+import LedgerCore
 import PhotoLedger
 import PhotoLedgerSync
 

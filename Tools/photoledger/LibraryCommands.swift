@@ -1,5 +1,6 @@
 import CommandLineParsing
 import Foundation
+import LedgerCore
 import LedgerStore
 import PhotoLedger
 import PhotoLedgerSync

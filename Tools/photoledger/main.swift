@@ -1,6 +1,7 @@
 @preconcurrency import Glibc
 import CommandLineParsing
 import Foundation
+import LedgerCore
 import LedgerStore
 import PhotoLedger
 import PhotoLedgerSync

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 import LedgerStore
 
 // ledger-crash-writer DB_PATH DEVICE SEED

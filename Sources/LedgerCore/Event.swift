@@ -99,18 +99,6 @@ public struct Event: Sendable, Hashable {
     public var contentHash: [UInt8] { SHA256.hash(canonicalBytes) }
 }
 
-/// An event as stored in a device's log.
-public struct StoredEvent: Sendable, Hashable {
-    /// The event.
-    public var event: Event
-    /// Its position in this device's log (1, 2, 3, …).
-    public var localSequence: Int64
-    /// Its position in the server's log, once the server has acknowledged it.
-    public var serverSequence: Int64?
-    /// The hash chain value after this event.
-    public var hash: [UInt8]
-}
-
 /// Computes hash-chain values: `SHA-256(previous || canonical bytes)`, reusing one digest context.
 public struct HashChain: ~Copyable {
     private var digest = SHA256()
