@@ -63,7 +63,7 @@ let package = Package(
 
         .executableTarget(
             name: "photoledger-server",
-            dependencies: ["LedgerCore", "PhotoLedgerServer"],
+            dependencies: ["LedgerCore", "PhotoLedgerServer", "SyncProtocol"],
             path: "Tools/photoledger-server"
         ),
 

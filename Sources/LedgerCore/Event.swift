@@ -2,9 +2,56 @@ import Foundation
 
 /// One immutable entry of the log: an envelope that the store, the sync engine and the server
 /// understand, around a payload that only the library reads.
+///
+/// An event's canonical bytes (``writeCanonicalBytes(into:)``) are what both hash chains and the
+/// content hash cover. Two formats exist:
+///
+/// - Format 1, written by the first versions: the envelope without library binding or seal.
+/// - Format 2, written by this build: the envelope also names the library the event belongs to
+///   (so it cannot be replayed into another library) and, for a payload sealed with end-to-end
+///   encryption, the key and nonce it was sealed with. The envelope up to the payload is the
+///   associated data of the seal, so the server can check identifiers, sequences, scopes and
+///   chains without reading the payload, and a sealed payload cannot be moved to another envelope.
+///
+/// Events keep the format they were made in forever: their hashes cannot change.
 public struct Event: Sendable, Hashable {
+    /// The layout of an event's canonical bytes.
+    public enum Format: UInt8, Sendable, Hashable, Comparable {
+        /// The first layout: no library binding, no seal.
+        case v1 = 1
+        /// Library binding and seal in the envelope.
+        case v2 = 2
+
+        /// The format this build writes.
+        public static let current = Format.v2
+
+        public static func < (lhs: Format, rhs: Format) -> Bool { lhs.rawValue < rhs.rawValue }
+    }
+
+    /// How a sealed payload was encrypted: which key, and the nonce.
+    public struct Seal: Sendable, Hashable {
+        /// The key's identifier within the library (1, 2, …: 0 means a plain payload).
+        public var keyID: UInt32
+        /// The nonce the payload was sealed with.
+        public var nonce: [UInt8]
+
+        /// The longest nonce accepted, in bytes.
+        public static let maximumNonceLength = 64
+
+        /// A seal by key `keyID` with `nonce`.
+        public init(keyID: UInt32, nonce: [UInt8]) {
+            self.keyID = keyID
+            self.nonce = nonce
+        }
+    }
+
+    /// The layout of the event's canonical bytes.
+    public var format: Format
     /// The event's identifier: a time-ordered UUIDv7, and the idempotency key everywhere.
     public var id: UUID
+    /// The library the event belongs to, or nil for an unbound event (format 1, or made before
+    /// its library learned its identifier).
+    public var library: UUID?
     /// The device that made the event.
     public var device: DeviceID
     /// The position of the event among its device's events: 1, 2, 3, … with no gaps.
@@ -15,19 +62,24 @@ public struct Event: Sendable, Hashable {
     public var changeBlock: UUID
     /// The object the event is about (an asset or an album).
     public var object: UUID
-    /// The event type, for example `asset.created`.
+    /// The event type, for example `asset.created` (see ``EventType``).
     public var type: String
     /// The version of the payload encoding for this type.
     public var schemaVersion: Int
-    /// The encoded payload.
+    /// How the payload is sealed, or nil for a plain payload.
+    public var seal: Seal?
+    /// The encoded payload (sealed when ``seal`` is set).
     public var payload: [UInt8]
 
-    /// Creates an event envelope.
+    /// Creates an event envelope. A format-1 event has neither library nor seal.
     public init(
-        id: UUID, device: DeviceID, deviceSequence: Int64, timestamp: HLCTimestamp, changeBlock: UUID,
-        object: UUID, type: String, schemaVersion: Int, payload: [UInt8]
+        id: UUID, library: UUID? = nil, device: DeviceID, deviceSequence: Int64, timestamp: HLCTimestamp, changeBlock: UUID,
+        object: UUID, type: String, schemaVersion: Int, seal: Seal? = nil, payload: [UInt8], format: Format = .current
     ) {
+        precondition(format == .v2 || (library == nil && seal == nil), "a format-1 event has no library binding and no seal")
+        self.format = format
         self.id = id
+        self.library = library
         self.device = device
         self.deviceSequence = deviceSequence
         self.timestamp = timestamp
@@ -35,15 +87,28 @@ public struct Event: Sendable, Hashable {
         self.object = object
         self.type = type
         self.schemaVersion = schemaVersion
+        self.seal = seal
         self.payload = payload
     }
 
     /// Writes the canonical bytes of the event, the input of every hash over it. The bytes are
     /// the same on every device and on the server: fixed field order, fixed-width integers,
     /// length-prefixed text and payload.
+    ///
+    /// Format 1: `01 id device deviceSeq hlc changeBlock object type schemaVersion payload`.
+    /// Format 2: `02 id library device deviceSeq hlc changeBlock object type schemaVersion keyID
+    /// nonce payload`, where an unbound library is 16 zero bytes and a plain payload has key 0
+    /// and an empty nonce.
     public func writeCanonicalBytes(into writer: inout ByteWriter) {
-        writer.write(byte: Self.canonicalFormatVersion)
+        writeEnvelope(into: &writer)
+        writer.write(bytes: payload)
+    }
+
+    /// Writes the canonical bytes up to the payload: the associated data a seal covers.
+    public func writeEnvelope(into writer: inout ByteWriter) {
+        writer.write(byte: format.rawValue)
         writer.write(uuid: id)
+        if format == .v2 { writer.write(uuid: library ?? Self.unboundLibrary) }
         writer.write(string: device.rawValue)
         writer.write(fixed: UInt64(bitPattern: deviceSequence))
         writer.write(fixed: timestamp.rawValue)
@@ -51,25 +116,38 @@ public struct Event: Sendable, Hashable {
         writer.write(uuid: object)
         writer.write(string: type)
         writer.write(varint: UInt64(schemaVersion))
-        writer.write(bytes: payload)
+        if format == .v2 {
+            writer.write(varint: UInt64(seal?.keyID ?? 0))
+            writer.write(bytes: seal?.nonce ?? [])
+        }
     }
 
-    /// The version byte that starts canonical bytes.
-    public static let canonicalFormatVersion: UInt8 = 1
+    /// The envelope bytes a seal covers as associated data (``writeEnvelope(into:)``).
+    public var envelopeBytes: [UInt8] {
+        var writer = ByteWriter(capacity: 128)
+        writeEnvelope(into: &writer)
+        return writer.bytes
+    }
+
+    /// The library identifier written for an unbound format-2 event: 16 zero bytes.
+    public static let unboundLibrary = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
 
     /// Reads an event from its canonical bytes (as ``writeCanonicalBytes(into:)`` writes them)
-    /// at the reader's position. The fields are read as they are: checking that a device name,
-    /// type or sequence is acceptable is the caller's part.
+    /// at the reader's position, in either format. Every field is checked as a peer's input must
+    /// be (``envelopeProblem``): nothing read here can trap later.
     ///
-    /// - Throws: ``DecodingError`` for another format version, bytes that end early, or text that
-    ///   is not UTF-8.
-    public static func readCanonical(from reader: inout ByteReader) throws -> Event {
+    /// - Parameter validating: Whether to check the envelope's fields (``envelopeProblem``); a
+    ///   caller that reports each field's problem by name checks them itself.
+    /// - Throws: ``DecodingError`` for an unknown format, bytes that end early, text that is not
+    ///   UTF-8, or a field out of its range.
+    public static func readCanonical(from reader: inout ByteReader, validating: Bool = true) throws -> Event {
         let start = reader.offset
         let version = try reader.readByte()
-        guard version == canonicalFormatVersion else {
-            throw DecodingError("canonical event bytes of format version \(version) (this build reads version 1)", offset: start)
+        guard let format = Format(rawValue: version) else {
+            throw DecodingError("canonical event bytes of format \(version) (this build reads formats 1 and 2)", offset: start)
         }
         let id = try reader.readUUID()
+        let library = format == .v2 ? try reader.readUUID() : nil
         let device = DeviceID(try reader.readString())
         let deviceSequence = Int64(bitPattern: try reader.readFixed())
         let timestamp = HLCTimestamp(rawValue: try reader.readFixed())
@@ -81,15 +159,61 @@ public struct Event: Sendable, Hashable {
         guard schemaVersion <= UInt64(Int32.max) else {
             throw DecodingError("a schema version of \(schemaVersion)", offset: versionOffset)
         }
+        var seal: Seal?
+        if format == .v2 {
+            let keyOffset = reader.offset
+            let keyID = try reader.readVarint()
+            guard keyID <= UInt64(UInt32.max) else { throw DecodingError("a key identifier of \(keyID)", offset: keyOffset) }
+            let nonce = try reader.readBytes()
+            if keyID == 0 {
+                guard nonce.isEmpty else { throw DecodingError("a nonce for a plain payload", offset: keyOffset) }
+            } else {
+                seal = Seal(keyID: UInt32(keyID), nonce: nonce)
+            }
+        }
         let payload = try reader.readBytes()
-        return Event(
-            id: id, device: device, deviceSequence: deviceSequence, timestamp: timestamp, changeBlock: changeBlock, object: object,
-            type: type, schemaVersion: Int(schemaVersion), payload: payload)
+        let event = Event(
+            id: id, library: library == unboundLibrary ? nil : library, device: device, deviceSequence: deviceSequence,
+            timestamp: timestamp, changeBlock: changeBlock, object: object, type: type, schemaVersion: Int(schemaVersion), seal: seal,
+            payload: payload, format: format)
+        if validating, let problem = event.envelopeProblem {
+            throw DecodingError("an event envelope whose \(problem.field) \(problem.message)", offset: start)
+        }
+        return event
+    }
+
+    /// The first envelope field that a peer may not send, with what is wrong with it, or nil
+    /// when every field is acceptable: a valid device name, a positive device sequence, a type
+    /// of 1–128 printable ASCII characters, a schema version from 1, a nonce of at most
+    /// ``Seal/maximumNonceLength`` bytes.
+    public var envelopeProblem: (field: String, message: String)? {
+        if let problem = DeviceID.problem(with: device.rawValue) { return ("device", problem) }
+        if deviceSequence < 1 { return ("deviceSeq", "must be a positive integer") }
+        if let problem = Self.typeProblem(type) { return ("type", problem) }
+        if !(1...Int(Int32.max)).contains(schemaVersion) { return ("schemaVersion", "must be between 1 and 2147483647") }
+        if let seal {
+            if seal.keyID == 0 { return ("keyId", "must be positive for a sealed payload") }
+            if seal.nonce.count > Seal.maximumNonceLength { return ("nonce", "must be at most \(Seal.maximumNonceLength) bytes") }
+        }
+        if format == .v1 && (library != nil || seal != nil) { return ("format", "1 has no library binding and no seal") }
+        return nil
+    }
+
+    /// The longest event type accepted, in bytes.
+    public static let maximumTypeLength = 128
+
+    /// Why `type` cannot be an event type, or nil: 1–128 bytes of printable ASCII.
+    public static func typeProblem(_ type: String) -> String? {
+        let utf8 = type.utf8
+        guard !utf8.isEmpty, utf8.count <= maximumTypeLength, utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            return "must be 1 to \(maximumTypeLength) printable ASCII characters"
+        }
+        return nil
     }
 
     /// The canonical bytes of the event.
     public var canonicalBytes: [UInt8] {
-        var writer = ByteWriter(capacity: 96 + payload.count)
+        var writer = ByteWriter(capacity: 128 + payload.count)
         writeCanonicalBytes(into: &writer)
         return writer.bytes
     }

@@ -30,7 +30,8 @@ public struct EventLog {
 
     /// The columns ``decode(_:)`` reads, in order, for queries of the `events` table.
     public static let columns =
-        "local_seq, event_id, device_id, device_seq, hlc, change_block, object_id, type, schema_version, payload, server_seq, hash"
+        "local_seq, event_id, device_id, device_seq, hlc, change_block, object_id, type, schema_version, payload, server_seq, hash, "
+        + "format, library, key_id, nonce"
 
     // MARK: Appending
 
@@ -127,8 +128,8 @@ public struct EventLog {
     private static let batchInsert = BatchInsert(
         """
         INSERT INTO events (local_seq, event_id, device_id, device_seq, hlc, change_block, object_id, type, schema_version, payload, hash,
-            server_seq, server_chain_hash)
-        """, columns: 13, tail: "ON CONFLICT (event_id) DO NOTHING")
+            server_seq, server_chain_hash, format, library, key_id, nonce)
+        """, columns: 17, tail: "ON CONFLICT (event_id) DO NOTHING")
 
     /// Inserts every event at the next local positions, a hundred rows per statement; throws
     /// ``DuplicateInBatch`` when any of them is already stored or repeats within the batch.
@@ -160,6 +161,10 @@ public struct EventLog {
             values.append(blob: links[row]!.hash)
             values.append(serverSequences?[row])
             if let value = serverChainHashes?[row] { values.append(blob: value) } else { values.appendNull() }
+            values.append(Int64(event.format.rawValue))
+            if let library = event.library { values.append(uuid: library) } else { values.appendNull() }
+            values.append(Int64(event.seal?.keyID ?? 0))
+            if let seal = event.seal { values.append(blob: seal.nonce) } else { values.appendNull() }
         }
         guard inserted == events.count else { throw DuplicateInBatch() }
         if latest > .zero { try record(timestamp: latest) }
@@ -174,8 +179,8 @@ public struct EventLog {
         let insert = try database.cachedStatement(
             """
             INSERT INTO events (event_id, device_id, device_seq, hlc, change_block, object_id, type, schema_version, payload, hash,
-                server_seq, server_chain_hash)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING
+                server_seq, server_chain_hash, format, library, key_id, nonce)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING
             """)
         var outcomes: [AppendOutcome] = []
         outcomes.reserveCapacity(events.count)
@@ -220,6 +225,14 @@ public struct EventLog {
         try statement.bind(Int64(event.schemaVersion), at: 8)
         try statement.bind(event.payload, at: 9)
         try statement.bind(hash, at: 10)
+        try statement.bind(Int64(event.format.rawValue), at: 13)
+        if let library = event.library {
+            try withUnsafeBytes(of: library.uuid) { try statement.bind(bytes: $0, at: 14) }
+        } else {
+            try statement.bind(.null, at: 14)
+        }
+        try statement.bind(Int64(event.seal?.keyID ?? 0), at: 15)
+        if let seal = event.seal { try statement.bind(seal.nonce, at: 16) } else { try statement.bind(.null, at: 16) }
     }
 
     /// The hash-chain value after the last event (32 zero bytes for an empty log).
@@ -340,8 +353,16 @@ public struct EventLog {
             }
             return value
         }
+        guard let format = UInt8(exactly: row.int64(12)).flatMap(Event.Format.init(rawValue:)) else {
+            throw DecodingError("an event format of \(row.int64(12)) in the event at local position \(row.int64(0))", offset: 0)
+        }
+        let keyID = row.int64(14)
+        guard let key = UInt32(exactly: keyID), format == .v2 || (key == 0 && row.isNull(13) && row.isNull(15)) else {
+            throw DecodingError("an envelope that format \(format.rawValue) cannot have in the event at local position \(row.int64(0))", offset: 0)
+        }
         let event = Event(
             id: try uuid(1),
+            library: row.isNull(13) ? nil : try uuid(13),
             device: DeviceID(row.text(2)),
             deviceSequence: row.int64(3),
             timestamp: HLCTimestamp(rawValue: UInt64(bitPattern: row.int64(4))),
@@ -349,7 +370,9 @@ public struct EventLog {
             object: try uuid(6),
             type: row.text(7),
             schemaVersion: Int(row.int64(8)),
-            payload: row.blob(9))
+            seal: key == 0 ? nil : Event.Seal(keyID: key, nonce: row.isNull(15) ? [] : row.blob(15)),
+            payload: row.blob(9),
+            format: format)
         return StoredEvent(event: event, localSequence: row.int64(0), serverSequence: row.optionalInt64(10), hash: row.blob(11))
     }
 

@@ -91,6 +91,9 @@ public struct Migrator: Sendable {
     /// The sync server's schema (`Migrations/Server`).
     public static func server() throws -> Migrator { try embedded("Server") }
 
+    /// The migrations of a library's event archive (`Migrations/Archive`).
+    public static func archive() throws -> Migrator { try embedded("Archive") }
+
     /// A migrator over files named `NNNN_name.sql`, numbered 1, 2, 3, … without gaps.
     public init(set: String, files: [(name: String, sql: String)]) throws {
         var migrations: [Migration] = []

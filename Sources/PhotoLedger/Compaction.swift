@@ -116,7 +116,8 @@ extension PhotoLibrary {
                 let insert = try archive.cachedStatement(
                     """
                     INSERT INTO events (local_seq, event_id, device_id, device_seq, hlc, change_block, object_id, type, schema_version,
-                        payload, server_seq, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+                        payload, server_seq, hash, format, library, key_id, nonce)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
                     """)
                 while cursor < horizon {
                     let page = try readDatabase { try EventLog($0).events(after: cursor, limit: min(1000, Int(horizon - cursor))) }
@@ -132,7 +133,8 @@ extension PhotoLibrary {
                         try insert.execute([
                             stored.localSequence, event.id.bytes, event.device.rawValue, event.deviceSequence,
                             Int64(bitPattern: event.timestamp.rawValue), event.changeBlock.bytes, event.object.bytes, event.type,
-                            event.schemaVersion, event.payload, stored.serverSequence, stored.hash,
+                            event.schemaVersion, event.payload, stored.serverSequence, stored.hash, Int64(event.format.rawValue),
+                            event.library?.bytes, Int64(event.seal?.keyID ?? 0), event.seal?.nonce,
                         ])
                         cursor = stored.localSequence
                     }

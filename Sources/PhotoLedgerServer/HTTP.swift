@@ -127,6 +127,8 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
 public enum Route: Sendable, Hashable {
     /// `GET /v1/health`.
     case health
+    /// `GET /v1/libraries/{library}`: what the token may do in the library.
+    case info(library: String)
     /// `POST …/events`.
     case push(library: String)
     /// `GET …/events`.
@@ -146,8 +148,8 @@ public enum Route: Sendable, Hashable {
     public var library: String? {
         switch self {
         case .health: return nil
-        case .push(let library), .pull(let library), .blob(let library, _, _), .missingBlobs(let library), .chain(let library),
-            .verify(let library), .watermark(let library):
+        case .info(let library), .push(let library), .pull(let library), .blob(let library, _, _), .missingBlobs(let library),
+            .chain(let library), .verify(let library), .watermark(let library):
             return library
         }
     }
@@ -175,7 +177,7 @@ public enum Route: Sendable, Hashable {
         let prefix = "/v1/libraries/"
         guard path.hasPrefix(prefix) else { throw HTTPError.notFound("no route for \(path)") }
         let rest = path.dropFirst(prefix.count)
-        guard let slash = rest.firstIndex(of: "/") else { throw HTTPError.notFound("no route for \(path)") }
+        guard let slash = rest.firstIndex(of: "/") else { return try allow(["GET"], .info(library: String(rest))) }
         let library = String(rest[..<slash])
         let tail = String(rest[rest.index(after: slash)...])
         switch tail {

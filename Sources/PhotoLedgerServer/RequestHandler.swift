@@ -139,7 +139,7 @@ public final class SyncRequestHandler: Sendable {
     private func checkScope(_ scope: TokenScope, for route: Route) throws(HTTPError) {
         let allowed: Bool
         switch route {
-        case .health, .missingBlobs: allowed = true
+        case .health, .info, .missingBlobs: allowed = true
         case .push: allowed = scope.canWrite
         case .pull, .chain, .verify, .watermark: allowed = scope.canRead
         case .blob(_, _, let method):
@@ -153,6 +153,7 @@ public final class SyncRequestHandler: Sendable {
     private static func describe(_ route: Route) -> String {
         switch route {
         case .health: return "health checks"
+        case .info: return "reading the library's description"
         case .push: return "pushing events"
         case .pull: return "pulling events"
         case .chain, .verify: return "reading the event chain"
@@ -237,6 +238,13 @@ public final class SyncRequestHandler: Sendable {
         switch request.route {
         case .health:
             return .json(HealthResponse(version: configuration.version))
+        case .info:
+            let credential = credential!
+            let summary = try store.chainSummary(libraryID: credential.libraryID)
+            return .json(
+                LibraryInfo(
+                    library: credential.library, libraryID: credential.libraryUUID, device: credential.device, scope: credential.scope,
+                    lastServerSequence: summary.lastServerSequence))
         case .push:
             guard case .json(let json) = body else { throw HTTPError.badRequest("a push needs a JSON body") }
             return try push(try json.finish(), credential: credential!)
@@ -289,33 +297,10 @@ public final class SyncRequestHandler: Sendable {
                     + "correct this device's date and time, then push again. Nothing was stored.",
                 serverTime: now)
         }
-        let candidates = request.events.map { candidate(for: $0, credential: credential) }
-        let response = try store.push(candidates, for: credential, receivedAt: now)
+        let rules = PushRules(maximumPayloadBytes: configuration.maximumPayloadBytes)
+        let candidates = request.events.map { rules.candidate(for: $0, credential: credential) }
+        let response = try store.push(candidates, for: credential, receivedAt: now, rules: rules)
         return .json(response)
-    }
-
-    /// Applies the stateless checks to one received event.
-    func candidate(for received: ReceivedEvent, credential: Credential) -> PushCandidate {
-        switch received {
-        case .invalid(let id, let sequence, let field, let problem):
-            return .reject(id: id, deviceSequence: sequence, reason: "field '\(field)' \(problem)")
-        case .valid(let wire):
-            let reject = { (reason: String) in PushCandidate.reject(id: wire.id, deviceSequence: wire.deviceSequence, reason: reason) }
-            if wire.device != credential.device {
-                return reject("the event's device '\(wire.device)' is not the token's device '\(credential.device)'")
-            }
-            if wire.payload.count > configuration.maximumPayloadBytes {
-                return reject("the payload (\(wire.payload.count) bytes) exceeds the limit of \(configuration.maximumPayloadBytes) bytes")
-            }
-            if credential.scope == .addOnly, !TokenScope.addOnlyEventTypes.contains(wire.type) {
-                return reject("an addOnly token may push only asset creations (asset.created, resource.added), not '\(wire.type)'")
-            }
-            let event = wire.event
-            guard constantTimeEquals(wire.hash, event.contentHash) else {
-                return reject("the content hash does not match the event's canonical bytes")
-            }
-            return .accept(event, contentHash: wire.hash)
-        }
     }
 
     /// A page of events after `since`: the binary event page when the client accepts it,
@@ -331,7 +316,7 @@ public final class SyncRequestHandler: Sendable {
         }
         let since = try integer("since", default: 0, range: 0...Int64.max)
         let limit = Int(min(try integer("limit", default: Int64(SyncRoutes.defaultPageLimit), range: 1...Int64.max), Int64(SyncRoutes.maximumPageLimit)))
-        let page = try store.pull(for: credential, since: since, limit: limit)
+        let page = try store.pull(for: credential, since: since, limit: limit, at: configuration.clock())
         let nextCursor = page.events.last?.serverSequence ?? since
         if head.acceptsEventPages {
             var writer = EventPage.Writer(count: page.events.count, nextCursor: nextCursor, hasMore: page.hasMore)

@@ -12,6 +12,8 @@ public final class SQLiteServerStore: ServerStore {
     private let nextReader = Atomic<Int>(0)
     /// The database file.
     public let path: String
+    /// Makes the identifiers of new libraries.
+    private let identifiers = UUIDv7Generator(clock: { WallClock.milliseconds() }, random: SystemRandomNumberGenerator())
 
     /// Opens (creating and migrating when needed) the server database at `path`.
     ///
@@ -32,13 +34,18 @@ public final class SQLiteServerStore: ServerStore {
 
     // MARK: Administration
 
-    public func createLibrary(named name: String, at milliseconds: UInt64) throws {
+    public func createLibrary(named name: String, uuid: UUID?, at milliseconds: UInt64) throws {
         if let problem = LibraryName.problem(with: name) { throw ServerStoreError("invalid library name '\(name)': \(problem)") }
+        let identifier = uuid ?? identifiers.next()
         try writer.write { db in
             if try libraryID(db, name) != nil {
                 throw ServerStoreError("library '\(name)' already exists; choose another name")
             }
-            try db.execute("INSERT INTO libraries (name, created_at) VALUES (?, ?)", [name, Int64(milliseconds)])
+            if let other = try db.firstRow("SELECT name FROM libraries WHERE library_uuid = ?", [identifier.bytes], { $0.text(0) }) {
+                throw ServerStoreError("library '\(other)' has the identifier \(identifier.uuidString) already; a library identifier names one library")
+            }
+            try db.execute(
+                "INSERT INTO libraries (name, created_at, library_uuid) VALUES (?, ?, ?)", [name, Int64(milliseconds), identifier.bytes])
         }
     }
 
@@ -110,135 +117,91 @@ public final class SQLiteServerStore: ServerStore {
         try read { db in
             try db.firstRow(
                 """
-                SELECT t.token_hash, t.library_id, l.name, t.device_id, t.scope FROM tokens t
+                SELECT t.token_hash, t.library_id, l.name, t.device_id, t.scope, l.library_uuid FROM tokens t
                 JOIN libraries l ON l.library_id = t.library_id
                 WHERE t.token_hash = ? AND t.revoked_at IS NULL
                 """, [tokenHash]
             ) { row -> Credential? in
-                guard constantTimeEquals(row.blob(0), tokenHash), let scope = TokenScope(rawValue: row.text(4)) else { return nil }
-                return Credential(libraryID: row.int64(1), library: row.text(2), device: DeviceID(row.text(3)), scope: scope)
+                guard constantTimeEquals(row.blob(0), tokenHash), let scope = TokenScope(rawValue: row.text(4)),
+                    let uuid = row.withBlob(5, { UUID(bytes: $0) })
+                else { return nil }
+                return Credential(libraryID: row.int64(1), library: row.text(2), libraryUUID: uuid, device: DeviceID(row.text(3)), scope: scope)
             } ?? nil
         }
     }
 
     // MARK: Push
 
-    public func push(_ candidates: [PushCandidate], for credential: Credential, receivedAt milliseconds: UInt64) throws -> PushResponse {
+    public func withPushTransaction<T>(
+        library: Int64, device: DeviceID, at milliseconds: UInt64, _ body: (any PushTransaction) throws -> T
+    ) throws -> T {
+        // The writer connection is the only one that writes: holding it is the lock on every head.
         try writer.write { db in
-            var batch = try PushBatch(db: db, credential: credential, receivedAt: Int64(milliseconds))
-            let results = try candidates.map { try batch.apply($0) }
-            try batch.save()
-            return PushResponse(results: results, lastDeviceSequence: batch.lastDeviceSequence)
+            try body(try Transaction(db: db, library: library, device: device, at: Int64(milliseconds)))
         }
     }
 
-    /// The state of one push transaction.
-    private struct PushBatch: ~Copyable {
+    /// One push on the writer connection, inside its transaction.
+    private final class Transaction: PushTransaction {
         let db: Database
-        let credential: Credential
+        let library: Int64
+        let device: DeviceID
         let receivedAt: Int64
-        var lastServerSequence: Int64
-        var lastDeviceSequence: Int64
-        var chain: HashChain
-        var gapped = false
-        let insert: Statement
+        let head: LibraryHead
+        let lastDeviceSequence: Int64
+        private let insertStatement: Statement
 
-        init(db: Database, credential: Credential, receivedAt: Int64) throws {
+        init(db: Database, library: Int64, device: DeviceID, at receivedAt: Int64) throws {
             self.db = db
-            self.credential = credential
+            self.library = library
+            self.device = device
             self.receivedAt = receivedAt
-            let library = try db.firstRow("SELECT last_seq, last_hash FROM libraries WHERE library_id = ?", [credential.libraryID]) {
-                ($0.int64(0), $0.blob(1))
+            let row = try db.firstRow("SELECT last_seq, last_hash FROM libraries WHERE library_id = ?", [library]) {
+                LibraryHead(sequence: $0.int64(0), chainHash: $0.blob(1))
             }
-            guard let library else { throw ServerStoreError("library \(credential.library) no longer exists") }
+            guard let row else { throw ServerStoreError("library \(library) no longer exists") }
+            head = row
             try db.execute(
                 "INSERT INTO devices (library_id, device_id, registered_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                [credential.libraryID, credential.device.rawValue, receivedAt])
-            let lastDeviceSequence = try db.firstRow(
-                "SELECT last_device_seq FROM devices WHERE library_id = ? AND device_id = ?",
-                [credential.libraryID, credential.device.rawValue]
+                [library, device.rawValue, receivedAt])
+            lastDeviceSequence = try db.firstRow(
+                "SELECT last_device_seq FROM devices WHERE library_id = ? AND device_id = ?", [library, device.rawValue]
             ) { $0.int64(0) } ?? 0
-            insert = try db.cachedStatement(
+            insertStatement = try db.cachedStatement(
                 """
                 INSERT INTO server_events (library_id, server_seq, event_id, device_id, device_seq, hlc, change_block, object_id,
-                                           type, schema_version, payload, chain_hash, received_at, content_hash)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+                                           type, schema_version, payload, chain_hash, received_at, content_hash, format, bound, key_id, nonce)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
                 """)
-            self.lastDeviceSequence = lastDeviceSequence
-            lastServerSequence = library.0
-            chain = HashChain(head: library.1)
         }
 
-        mutating func apply(_ candidate: PushCandidate) throws -> PushResult {
-            let id = candidate.id
-            if gapped { return PushResult(id: id, status: .gap(expectedDeviceSequence: lastDeviceSequence + 1)) }
-            let sequence = candidate.deviceSequence
-            if sequence > lastDeviceSequence + 1 {
-                gapped = true
-                return PushResult(id: id, status: .gap(expectedDeviceSequence: lastDeviceSequence + 1))
-            }
-            if sequence <= lastDeviceSequence {
-                if let known = try knownOutcome(id) { return PushResult(id: id, status: known) }
-                return PushResult(id: id, status: try reject(id, sequence, "device sequence \(sequence) already used (last is \(lastDeviceSequence))"))
-            }
-            // The next sequence: a stored duplicate shows up as a conflict on insert, so only an
-            // earlier rejection needs a lookup here.
-            if let reason = try rejectionReason(id) { return PushResult(id: id, status: .rejected(reason: reason)) }
-            switch candidate {
-            case .reject(_, _, let reason):
-                lastDeviceSequence = sequence
-                return PushResult(id: id, status: try reject(id, sequence, reason))
-            case .accept(let event, let contentHash):
-                let hash = chain.hash(linking: event)
-                try bind(event, serverSequence: lastServerSequence + 1, chainHash: hash, contentHash: contentHash)
-                defer { insert.reset() }
-                try insert.step()
-                guard db.changes == 1 else {
-                    // Stored meanwhile under another sequence: report it as the duplicate it is.
-                    return PushResult(id: id, status: try knownOutcome(id) ?? .rejected(reason: "conflicting event identifier"))
-                }
-                chain.advance(to: hash)
-                lastServerSequence += 1
-                lastDeviceSequence = sequence
-                return PushResult(id: id, status: .stored(serverSequence: lastServerSequence))
-            }
+        func serverSequence(ofEvent id: UUID) throws -> Int64? {
+            try lookup("SELECT server_seq FROM server_events WHERE library_id = ? AND event_id = ?", id) { $0.int64(0) }
         }
 
-        /// The outcome of an earlier push of `id`: stored (duplicate) or rejected.
-        func knownOutcome(_ id: UUID) throws -> PushResult.Status? {
-            let stored = try withUnsafeBytes(of: id.uuid) { key -> Int64? in
-                let statement = try db.cachedStatement("SELECT server_seq FROM server_events WHERE library_id = ? AND event_id = ?")
+        func rejectionReason(ofEvent id: UUID) throws -> String? {
+            try lookup("SELECT reason FROM rejected_events WHERE library_id = ? AND event_id = ?", id) { $0.text(0) }
+        }
+
+        func presence(ofObject object: UUID) throws -> ObjectPresence {
+            let type = try lookup("SELECT type FROM server_events WHERE library_id = ? AND object_id = ? LIMIT 1", object) { $0.text(0) }
+            return type.map { .held(EventType(rawValue: $0)?.objectKind) } ?? .absent
+        }
+
+        private func lookup<T>(_ sql: String, _ key: UUID, _ read: (Statement) -> T) throws -> T? {
+            try withUnsafeBytes(of: key.uuid) { bytes in
+                let statement = try db.cachedStatement(sql)
                 defer { statement.reset() }
-                try statement.bind(credential.libraryID, at: 1)
-                try statement.bind(bytes: key, at: 2)
-                return try statement.step() ? statement.int64(0) : nil
-            }
-            if let stored { return .duplicate(serverSequence: stored) }
-            return try rejectionReason(id).map { .rejected(reason: $0) }
-        }
-
-        /// The reason given when `id` was rejected before, or nil.
-        func rejectionReason(_ id: UUID) throws -> String? {
-            try withUnsafeBytes(of: id.uuid) { key in
-                let statement = try db.cachedStatement("SELECT reason FROM rejected_events WHERE library_id = ? AND event_id = ?")
-                defer { statement.reset() }
-                try statement.bind(credential.libraryID, at: 1)
-                try statement.bind(bytes: key, at: 2)
-                return try statement.step() ? statement.text(0) : nil
+                try statement.bind(library, at: 1)
+                try statement.bind(bytes: bytes, at: 2)
+                return try statement.step() ? read(statement) : nil
             }
         }
 
-        func reject(_ id: UUID, _ sequence: Int64, _ reason: String) throws -> PushResult.Status {
-            try db.execute(
-                """
-                INSERT INTO rejected_events (library_id, event_id, device_id, device_seq, reason, received_at)
-                VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
-                """, [credential.libraryID, id.bytes, credential.device.rawValue, sequence, reason, receivedAt])
-            return .rejected(reason: reason)
-        }
-
-        func bind(_ event: Event, serverSequence: Int64, chainHash: [UInt8], contentHash: [UInt8]?) throws {
-            try insert.bind(credential.libraryID, at: 1)
+        func insert(_ event: Event, serverSequence: Int64, chainHash: [UInt8], contentHash: [UInt8]?) throws -> Bool {
+            let insert = insertStatement
+            defer { insert.reset() }
+            try insert.bind(library, at: 1)
             try insert.bind(serverSequence, at: 2)
             try withUnsafeBytes(of: event.id.uuid) { try insert.bind(bytes: $0, at: 3) }
             try insert.bind(event.device.rawValue, at: 4)
@@ -251,23 +214,37 @@ public final class SQLiteServerStore: ServerStore {
             try insert.bind(event.payload, at: 11)
             try insert.bind(chainHash, at: 12)
             try insert.bind(receivedAt, at: 13)
-            if let contentHash { try insert.bind(contentHash, at: 14) }
+            try insert.bind(contentHash.map(SQLValue.blob) ?? .null, at: 14)
+            try insert.bind(Int64(event.format.rawValue), at: 15)
+            try insert.bind(event.library == nil ? 0 : 1, at: 16)
+            try insert.bind(Int64(event.seal?.keyID ?? 0), at: 17)
+            try insert.bind(event.seal.map { SQLValue.blob($0.nonce) } ?? .null, at: 18)
+            try insert.step()
+            return db.changes == 1
         }
 
-        func save() throws {
+        func recordRejection(ofEvent id: UUID, deviceSequence: Int64, reason: String) throws {
             try db.execute(
-                "UPDATE libraries SET last_seq = ?, last_hash = ? WHERE library_id = ?",
-                [lastServerSequence, chain.head, credential.libraryID])
+                """
+                INSERT INTO rejected_events (library_id, event_id, device_id, device_seq, reason, received_at)
+                VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+                """, [library, id.bytes, device.rawValue, deviceSequence, reason, receivedAt])
+        }
+
+        func finish(head: LibraryHead, lastDeviceSequence: Int64) throws {
+            try db.execute(
+                "UPDATE libraries SET last_seq = ?, last_hash = ? WHERE library_id = ?", [head.sequence, head.chainHash, library])
             try db.execute(
                 "UPDATE devices SET last_device_seq = ?, last_seen_at = ? WHERE library_id = ? AND device_id = ?",
-                [lastDeviceSequence, receivedAt, credential.libraryID, credential.device.rawValue])
+                [lastDeviceSequence, receivedAt, library, device.rawValue])
         }
     }
 
     // MARK: Pull and chain
 
     private static let eventColumns =
-        "server_seq, event_id, device_id, device_seq, hlc, change_block, object_id, type, schema_version, payload, chain_hash, content_hash"
+        "e.server_seq, e.event_id, e.device_id, e.device_seq, e.hlc, e.change_block, e.object_id, e.type, e.schema_version, e.payload, "
+        + "e.chain_hash, e.content_hash, e.format, CASE WHEN e.bound = 1 THEN l.library_uuid END, e.key_id, e.nonce"
 
     private static func decodeEvent(_ row: Statement) throws -> ServerEvent {
         func uuid(_ column: Int32) throws -> UUID {
@@ -276,40 +253,45 @@ public final class SQLiteServerStore: ServerStore {
             }
             return value
         }
+        guard let format = UInt8(exactly: row.int64(12)).flatMap(Event.Format.init(rawValue:)), let keyID = UInt32(exactly: row.int64(14)) else {
+            throw DecodingError("an envelope this server cannot read at server sequence \(row.int64(0))", offset: 0)
+        }
         let event = Event(
-            id: try uuid(1), device: DeviceID(row.text(2)), deviceSequence: row.int64(3),
+            id: try uuid(1), library: row.isNull(13) ? nil : try uuid(13), device: DeviceID(row.text(2)), deviceSequence: row.int64(3),
             timestamp: HLCTimestamp(rawValue: UInt64(bitPattern: row.int64(4))), changeBlock: try uuid(5), object: try uuid(6),
-            type: row.text(7), schemaVersion: Int(row.int64(8)), payload: row.blob(9))
+            type: row.text(7), schemaVersion: Int(row.int64(8)),
+            seal: keyID == 0 ? nil : Event.Seal(keyID: keyID, nonce: row.isNull(15) ? [] : row.blob(15)), payload: row.blob(9),
+            format: format)
         return ServerEvent(
             event: event, serverSequence: row.int64(0), chainHash: row.blob(10), contentHash: row.isNull(11) ? nil : row.blob(11))
     }
 
-    private func page(_ db: Database, libraryID: Int64, after since: Int64, limit: Int) throws -> ServerPage {
-        var events = try db.rows(
-            "SELECT \(Self.eventColumns) FROM server_events WHERE library_id = ? AND server_seq > ? ORDER BY server_seq LIMIT ?",
-            [libraryID, since, Int64(limit + 1)], Self.decodeEvent)
-        let hasMore = events.count > limit
-        if hasMore { events.removeLast() }
-        return ServerPage(events: events, hasMore: hasMore)
+    public func events(library: Int64, after since: Int64, limit: Int) throws -> ServerPage {
+        try read { db in
+            var events = try db.rows(
+                """
+                SELECT \(Self.eventColumns) FROM server_events e JOIN libraries l ON l.library_id = e.library_id
+                WHERE e.library_id = ? AND e.server_seq > ? ORDER BY e.server_seq LIMIT ?
+                """, [library, since, Int64(limit + 1)], Self.decodeEvent)
+            let hasMore = events.count > limit
+            if hasMore { events.removeLast() }
+            return ServerPage(events: events, hasMore: hasMore)
+        }
     }
 
-    public func pull(for credential: Credential, since: Int64, limit: Int) throws -> ServerPage {
-        let (page, watermark) = try read { db in
-            let watermark = try db.firstRow(
-                "SELECT last_pulled_seq FROM devices WHERE library_id = ? AND device_id = ?",
-                [credential.libraryID, credential.device.rawValue]) { $0.int64(0) }
-            return (try self.page(db, libraryID: credential.libraryID, after: since, limit: limit), watermark)
+    public func recordPull(library: Int64, device: DeviceID, since: Int64, at milliseconds: UInt64) throws {
+        let recorded = try read { db in
+            try db.firstRow(
+                "SELECT last_pulled_seq FROM devices WHERE library_id = ? AND device_id = ?", [library, device.rawValue]) { $0.int64(0) }
         }
-        if watermark != since {
-            try writer.write { db in
-                try db.execute(
-                    """
-                    INSERT INTO devices (library_id, device_id, registered_at, last_pulled_seq) VALUES (?, ?, ?, ?)
-                    ON CONFLICT (library_id, device_id) DO UPDATE SET last_pulled_seq = excluded.last_pulled_seq
-                    """, [credential.libraryID, credential.device.rawValue, Int64(WallClock.milliseconds()), since])
-            }
+        guard recorded != since else { return }
+        try writer.write { db in
+            try db.execute(
+                """
+                INSERT INTO devices (library_id, device_id, registered_at, last_pulled_seq) VALUES (?, ?, ?, ?)
+                ON CONFLICT (library_id, device_id) DO UPDATE SET last_pulled_seq = excluded.last_pulled_seq
+                """, [library, device.rawValue, Int64(milliseconds), since])
         }
-        return page
     }
 
     public func chainSummary(libraryID: Int64) throws -> ChainSummary {
@@ -338,27 +320,6 @@ public final class SQLiteServerStore: ServerStore {
         }
         guard case let (last, count, lowest)? = row else { throw ServerStoreError("library \(libraryID) no longer exists") }
         return CompactionWatermark(watermark: min(lowest ?? last, last), lastServerSequence: last, deviceCount: Int(count))
-    }
-
-    public func verifyChain(libraryID: Int64) throws -> ChainVerification {
-        var chain = HashChain()
-        var cursor: Int64 = 0
-        while true {
-            let page = try read { db in try self.page(db, libraryID: libraryID, after: cursor, limit: 1000) }
-            for stored in page.events {
-                let expected = chain.link(stored.event)
-                guard stored.serverSequence == cursor + 1, constantTimeEquals(expected, stored.chainHash) else {
-                    return .broken(serverSequence: stored.serverSequence, eventID: stored.event.id)
-                }
-                cursor = stored.serverSequence
-            }
-            if !page.hasMore { break }
-        }
-        let summary = try chainSummary(libraryID: libraryID)
-        guard summary.lastServerSequence == cursor, constantTimeEquals(summary.headHash, chain.head) else {
-            return .broken(serverSequence: summary.lastServerSequence, eventID: UUID(bytes: [UInt8](repeating: 0, count: 16))!)
-        }
-        return .intact(count: cursor)
     }
 
     // MARK: Blobs

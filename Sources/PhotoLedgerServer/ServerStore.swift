@@ -2,39 +2,24 @@ import Foundation
 import LedgerCore
 import SyncProtocol
 
-/// What a device token allows.
-public enum TokenScope: String, Sendable, Hashable, CaseIterable {
-    /// Push and pull events; upload and download blobs.
-    case readWrite
-    /// Push asset creations and upload their blobs only; no pull, no download.
-    case addOnly
-    /// Pull events and download blobs only.
-    case readOnly
-
-    /// Whether the scope allows pulling events and downloading blobs.
-    public var canRead: Bool { self != .addOnly }
-    /// Whether the scope allows pushing events and uploading blobs.
-    public var canWrite: Bool { self != .readOnly }
-
-    /// The event types an addOnly token may push: asset creations and their resources.
-    public static let addOnlyEventTypes: Set<String> = ["asset.created", "resource.added"]
-}
-
 /// The identity behind a valid token: one library, one device, one scope.
 public struct Credential: Sendable, Hashable {
     /// The library's row identifier in the store.
     public var libraryID: Int64
     /// The library's name.
     public var library: String
+    /// The library's identifier, which bound events name.
+    public var libraryUUID: UUID
     /// The device the token was issued to.
     public var device: DeviceID
     /// What the token allows.
     public var scope: TokenScope
 
     /// Creates a credential.
-    public init(libraryID: Int64, library: String, device: DeviceID, scope: TokenScope) {
+    public init(libraryID: Int64, library: String, libraryUUID: UUID, device: DeviceID, scope: TokenScope) {
         self.libraryID = libraryID
         self.library = library
+        self.libraryUUID = libraryUUID
         self.device = device
         self.scope = scope
     }
@@ -135,18 +120,66 @@ public struct ServerStoreError: Error, Sendable, Equatable, CustomStringConverti
     public var description: String { message }
 }
 
+/// A library's position in its server log: the last server sequence and the chain value after it.
+public struct LibraryHead: Sendable, Hashable {
+    /// The last server sequence (0 for an empty log).
+    public var sequence: Int64
+    /// The chain value after the last event (32 zero bytes for an empty log).
+    public var chainHash: [UInt8]
+
+    /// Creates a head.
+    public init(sequence: Int64, chainHash: [UInt8]) {
+        self.sequence = sequence
+        self.chainHash = chainHash
+    }
+}
+
+/// Whether a library's log holds events about an object, and of which kind the object is.
+public enum ObjectPresence: Sendable, Hashable {
+    /// No event about the object is stored.
+    case absent
+    /// Events about it are stored; the kind is the one their type names (nil for a type this
+    /// build does not know).
+    case held(ObjectKind?)
+}
+
+/// The storage primitives of one push, inside one transaction on one library's log: what
+/// ``PushRules`` reads and writes. A backend opens it with the library's head locked against
+/// other pushes (``ServerStore/withPushTransaction(library:device:at:_:)``), so the server
+/// sequence it assigns has no gap and no duplicate even with several server processes.
+public protocol PushTransaction {
+    /// The library's head when the transaction began.
+    var head: LibraryHead { get }
+    /// The highest device sequence the server consumed for the pushing device (0 for a new one).
+    var lastDeviceSequence: Int64 { get }
+    /// The server sequence of a stored event, or nil.
+    func serverSequence(ofEvent id: UUID) throws -> Int64?
+    /// The reason an event was rejected with, or nil when it never was.
+    func rejectionReason(ofEvent id: UUID) throws -> String?
+    /// Whether the log holds events about `object` (including ones inserted in this transaction).
+    func presence(ofObject object: UUID) throws -> ObjectPresence
+    /// Stores an event at `serverSequence`; returns false, storing nothing, when an event with
+    /// its identifier is stored already.
+    func insert(_ event: Event, serverSequence: Int64, chainHash: [UInt8], contentHash: [UInt8]?) throws -> Bool
+    /// Records a rejection (kept so a repeated push gets the same answer).
+    func recordRejection(ofEvent id: UUID, deviceSequence: Int64, reason: String) throws
+    /// Saves the library's new head and the device's last sequence; called once, at the end.
+    func finish(head: LibraryHead, lastDeviceSequence: Int64) throws
+}
+
 /// The server's persistent state: libraries, devices, tokens, the per-library event log in
 /// server order, rejected events and the blob index.
 ///
-/// The sync rules that depend on stored state (duplicates, device sequences, gaps, the hash
-/// chain) live in ``push(_:for:receivedAt:)``, which every backend implements with the same
-/// semantics inside one transaction. ``SQLiteServerStore`` is the embedded implementation; a
-/// PostgreSQL backend can implement the same protocol for several stateless server processes.
+/// A backend provides storage primitives; the sync rules that depend on stored state
+/// (duplicates, device sequences, gaps, the hash chain, scopes, library binding) live in
+/// ``PushRules``, over a ``PushTransaction``, the same for every backend. ``SQLiteServerStore``
+/// is the embedded backend. Every backend passes the same contract tests.
 public protocol ServerStore: Sendable {
     // Administration
 
-    /// Creates a library; throws when the name is taken.
-    func createLibrary(named name: String, at milliseconds: UInt64) throws
+    /// Creates a library with the identifier `uuid` (a new one when nil); throws when the name
+    /// or the identifier is taken.
+    func createLibrary(named name: String, uuid: UUID?, at milliseconds: UInt64) throws
     /// The names of all libraries.
     func libraryNames() throws -> [String]
     /// Registers `device` with `library` (when new) and stores a token by its SHA-256.
@@ -161,14 +194,16 @@ public protocol ServerStore: Sendable {
 
     /// The credential of the token whose SHA-256 is `tokenHash`, or nil when unknown or revoked.
     func authenticate(tokenHash: [UInt8]) throws -> Credential?
-    /// Applies a push in one transaction: duplicates, sequence rules, storage, chain, device state.
-    func push(_ candidates: [PushCandidate], for credential: Credential, receivedAt milliseconds: UInt64) throws -> PushResponse
-    /// Reads events after `since`, at most `limit`, and records `since` as the device's pull watermark.
-    func pull(for credential: Credential, since: Int64, limit: Int) throws -> ServerPage
+    /// Runs `body` in one transaction on the library's log, with its head locked against other
+    /// pushes; `device` is registered with the library when new. Everything `body` wrote commits
+    /// together, or nothing does when it throws.
+    func withPushTransaction<T>(library: Int64, device: DeviceID, at milliseconds: UInt64, _ body: (any PushTransaction) throws -> T) throws -> T
+    /// Events after `since` in server order, at most `limit`.
+    func events(library: Int64, after since: Int64, limit: Int) throws -> ServerPage
+    /// Records `since` as the position the device has pulled to: its compaction watermark.
+    func recordPull(library: Int64, device: DeviceID, since: Int64, at milliseconds: UInt64) throws
     /// The library's log length and chain head.
     func chainSummary(libraryID: Int64) throws -> ChainSummary
-    /// Recomputes the library's chain from the first event.
-    func verifyChain(libraryID: Int64) throws -> ChainVerification
     /// The lowest server sequence that every counted device of the library has pulled, with the
     /// library's last server sequence and the number of devices counted.
     ///
@@ -183,4 +218,45 @@ public protocol ServerStore: Sendable {
     func recordBlob(libraryID: Int64, hash: [UInt8], size: Int64, at milliseconds: UInt64) throws -> Bool
     /// The hashes among `hashes` that the library does not hold, in the order given.
     func missingBlobs(libraryID: Int64, hashes: [[UInt8]]) throws -> [[UInt8]]
+}
+
+extension ServerStore {
+    /// Applies a push with `rules` in one transaction (see ``PushRules/apply(_:for:in:)``).
+    public func push(_ candidates: [PushCandidate], for credential: Credential, receivedAt milliseconds: UInt64, rules: PushRules = PushRules())
+        throws -> PushResponse
+    {
+        try withPushTransaction(library: credential.libraryID, device: credential.device, at: milliseconds) { transaction in
+            try rules.apply(candidates, for: credential, in: transaction)
+        }
+    }
+
+    /// Reads events after `since`, at most `limit`, and records `since` as the device's pull
+    /// watermark.
+    public func pull(for credential: Credential, since: Int64, limit: Int, at milliseconds: UInt64) throws -> ServerPage {
+        let page = try events(library: credential.libraryID, after: since, limit: limit)
+        try recordPull(library: credential.libraryID, device: credential.device, since: since, at: milliseconds)
+        return page
+    }
+
+    /// Recomputes the library's chain from the first event, in pages.
+    public func verifyChain(libraryID: Int64) throws -> ChainVerification {
+        var chain = HashChain()
+        var cursor: Int64 = 0
+        while true {
+            let page = try events(library: libraryID, after: cursor, limit: 1000)
+            for stored in page.events {
+                let expected = chain.link(stored.event)
+                guard stored.serverSequence == cursor + 1, constantTimeEquals(expected, stored.chainHash) else {
+                    return .broken(serverSequence: stored.serverSequence, eventID: stored.event.id)
+                }
+                cursor = stored.serverSequence
+            }
+            if !page.hasMore { break }
+        }
+        let summary = try chainSummary(libraryID: libraryID)
+        guard summary.lastServerSequence == cursor, constantTimeEquals(summary.headHash, chain.head) else {
+            return .broken(serverSequence: summary.lastServerSequence, eventID: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
+        }
+        return .intact(count: cursor)
+    }
 }

@@ -146,19 +146,14 @@ public enum EventPage {
         let event = try field("canonical") { reader in
             let length = try reader.readVarint()
             let start = reader.offset
-            let event = try Event.readCanonical(from: &reader)
+            let event = try Event.readCanonical(from: &reader, validating: false)
             guard UInt64(reader.offset - start) == length else {
                 throw DecodingError("canonical bytes of \(reader.offset - start) bytes where the length says \(length)", offset: start)
             }
             return event
         }
-        if let problem = DeviceID.problem(with: event.device.rawValue) {
-            throw WireFormatError(field: "\(path()).device", message: problem)
-        }
-        guard event.deviceSequence >= 1 else { throw WireFormatError(field: "\(path()).deviceSeq", message: "must be a positive integer") }
-        if let problem = WireEvent.typeProblem(event.type) { throw WireFormatError(field: "\(path()).type", message: problem) }
-        guard event.schemaVersion >= 1 else {
-            throw WireFormatError(field: "\(path()).schemaVersion", message: "must be between 1 and 2147483647")
+        if let problem = event.envelopeProblem {
+            throw WireFormatError(field: "\(path()).\(problem.field)", message: problem.message)
         }
         return WireEvent(event, hash: hash, serverSequence: Int64(sequence), chainHash: chainHash)
     }

@@ -5,6 +5,9 @@ public enum SyncRoutes {
     /// `GET /v1/health`.
     public static let health = "/v1/health"
 
+    /// `GET /v1/libraries/{library}`: the ``LibraryInfo`` of the token's library.
+    public static func library(_ library: String) -> String { "/v1/libraries/\(library)" }
+
     /// `POST` (push) and `GET` (pull) `/v1/libraries/{library}/events`.
     public static func events(library: String) -> String { "/v1/libraries/\(library)/events" }
 

@@ -27,43 +27,42 @@ func reading<T>(_ field: @autoclosure () -> String, _ body: () throws -> T) thro
     }
 }
 
-/// One event on the wire: the envelope of a ``LedgerStore/Event`` in JSON, with its content hash,
+/// One event on the wire: the envelope of a ``LedgerCore/Event`` in JSON, with its content hash,
 /// and in pull responses the server's sequence and chain value.
 ///
 /// ```json
-/// {"id":"0193…","device":"anna-phone","deviceSeq":1,"hlc":"115636476084387840",
-///  "changeBlock":"0193…","object":"0193…","type":"asset.created","schemaVersion":1,
-///  "payload":"AQID","hash":"9f86…","serverSeq":12,"chainHash":"4b22…"}
+/// {"format":2,"id":"0193…","library":"0193…","device":"anna-phone","deviceSeq":1,
+///  "hlc":"115636476084387840","changeBlock":"0193…","object":"0193…","type":"asset.created",
+///  "schemaVersion":2,"payload":"AQID","hash":"9f86…","serverSeq":12,"chainHash":"4b22…"}
 /// ```
 ///
 /// `hlc` is a decimal string because the packed stamp exceeds 2^53, which JSON numbers in
 /// other languages cannot hold; `payload` is base64; `hash` is the lowercase hex SHA-256 of the
-/// event's canonical bytes (``LedgerStore/Event/contentHash``).
+/// event's canonical bytes (``LedgerCore/Event/contentHash``). `format` is absent for format 1
+/// (what the first clients sent); `library` is absent for an unbound event; `keyId` and `nonce`
+/// (base64) are present only for a sealed payload.
 public struct WireEvent: Sendable, Hashable {
-    /// The event's identifier (its idempotency key).
-    public var id: UUID
-    /// The device that made the event.
-    public var device: DeviceID
-    /// The event's position among its device's events (1, 2, 3, …).
-    public var deviceSequence: Int64
-    /// The hybrid logical clock stamp.
-    public var timestamp: HLCTimestamp
-    /// The change block the event belongs to.
-    public var changeBlock: UUID
-    /// The object the event is about.
-    public var object: UUID
-    /// The event type, such as `asset.created`.
-    public var type: String
-    /// The payload encoding version.
-    public var schemaVersion: Int
-    /// The opaque payload.
-    public var payload: [UInt8]
+    /// The event.
+    public var event: Event
     /// The content hash sent with the event (SHA-256 of the canonical bytes).
     public var hash: [UInt8]
     /// The server's sequence for the event (pull responses only).
     public var serverSequence: Int64?
     /// The server's hash-chain value after the event (pull responses only).
     public var chainHash: [UInt8]?
+
+    /// The event's identifier (its idempotency key).
+    public var id: UUID { event.id }
+    /// The device that made the event.
+    public var device: DeviceID { event.device }
+    /// The event's position among its device's events (1, 2, 3, …).
+    public var deviceSequence: Int64 { event.deviceSequence }
+    /// The hybrid logical clock stamp.
+    public var timestamp: HLCTimestamp { event.timestamp }
+    /// The event type, such as `asset.created`.
+    public var type: String { event.type }
+    /// The opaque payload.
+    public var payload: [UInt8] { event.payload }
 
     /// The wire form of `event`, with its content hash computed.
     public init(_ event: Event, serverSequence: Int64? = nil, chainHash: [UInt8]? = nil) {
@@ -72,15 +71,7 @@ public struct WireEvent: Sendable, Hashable {
 
     /// The wire form of `event` with a content hash already known.
     public init(_ event: Event, hash: [UInt8], serverSequence: Int64? = nil, chainHash: [UInt8]? = nil) {
-        id = event.id
-        device = event.device
-        deviceSequence = event.deviceSequence
-        timestamp = event.timestamp
-        changeBlock = event.changeBlock
-        object = event.object
-        type = event.type
-        schemaVersion = event.schemaVersion
-        payload = event.payload
+        self.event = event
         self.hash = hash
         self.serverSequence = serverSequence
         self.chainHash = chainHash
@@ -99,31 +90,34 @@ public struct WireEvent: Sendable, Hashable {
         }
     }
 
-    /// The event envelope.
-    public var event: Event {
-        Event(
-            id: id, device: device, deviceSequence: deviceSequence, timestamp: timestamp, changeBlock: changeBlock,
-            object: object, type: type, schemaVersion: schemaVersion, payload: payload)
-    }
-
     /// Whether ``hash`` is the SHA-256 of the event's canonical bytes.
     public var hasValidHash: Bool { constantTimeEquals(hash, event.contentHash) }
 
     /// The longest event type accepted, in bytes.
-    public static let maximumTypeLength = 128
+    public static var maximumTypeLength: Int { Event.maximumTypeLength }
 
     /// Writes the event as a JSON object.
     public func write(to writer: inout JSONWriter) {
         writer.beginObject()
-        writer.key("id"); writer.uuid(id)
-        writer.key("device"); writer.string(device.rawValue)
-        writer.key("deviceSeq"); writer.integer(deviceSequence)
-        writer.key("hlc"); writer.decimalString(timestamp.rawValue)
-        writer.key("changeBlock"); writer.uuid(changeBlock)
-        writer.key("object"); writer.uuid(object)
-        writer.key("type"); writer.string(type)
-        writer.key("schemaVersion"); writer.integer(Int64(schemaVersion))
-        writer.key("payload"); writer.base64(payload)
+        if event.format != .v1 {
+            writer.key("format"); writer.integer(Int64(event.format.rawValue))
+        }
+        writer.key("id"); writer.uuid(event.id)
+        if let library = event.library {
+            writer.key("library"); writer.uuid(library)
+        }
+        writer.key("device"); writer.string(event.device.rawValue)
+        writer.key("deviceSeq"); writer.integer(event.deviceSequence)
+        writer.key("hlc"); writer.decimalString(event.timestamp.rawValue)
+        writer.key("changeBlock"); writer.uuid(event.changeBlock)
+        writer.key("object"); writer.uuid(event.object)
+        writer.key("type"); writer.string(event.type)
+        writer.key("schemaVersion"); writer.integer(Int64(event.schemaVersion))
+        if let seal = event.seal {
+            writer.key("keyId"); writer.integer(Int64(seal.keyID))
+            writer.key("nonce"); writer.base64(seal.nonce)
+        }
+        writer.key("payload"); writer.base64(event.payload)
         writer.key("hash"); writer.hex(hash)
         if let serverSequence {
             writer.key("serverSeq"); writer.integer(serverSequence)
@@ -152,6 +146,7 @@ public struct WireEvent: Sendable, Hashable {
         var id: UUID?, device: DeviceID?, deviceSequence: Int64?, timestamp: HLCTimestamp?
         var changeBlock: UUID?, object: UUID?, type: String?, schemaVersion: Int?, payload: [UInt8]?, hash: [UInt8]?
         var serverSequence: Int64?, chainHash: [UInt8]?
+        var format = Event.Format.v1, library: UUID?, keyID: UInt32?, nonce: [UInt8]?
         var problem: (field: String, message: String)?
         func note(_ field: String, _ message: String) {
             if problem == nil { problem = ("\(pathText()).\(field)", message) }
@@ -160,9 +155,15 @@ public struct WireEvent: Sendable, Hashable {
         while let key = try reading(pathText(), { try reader.nextKey() }) {
             var field: String { "\(pathText()).\(key)" }
             switch key {
+            case "format":
+                let value = try reading(field) { try reader.readInt64() }
+                if let known = UInt8(exactly: value).flatMap(Event.Format.init(rawValue:)) { format = known } else { note(key, "must be 1 or 2") }
             case "id":
                 id = try reading(field) { try reader.withStringBytes(parseUUID) }
                 if id == nil { throw WireFormatError(field: field, message: "not a valid UUID") }
+            case "library":
+                library = try reading(field) { try reader.withStringBytes(parseUUID) }
+                if library == nil || library == Event.unboundLibrary { note(key, "not a valid library UUID") }
             case "device":
                 let name = try reading(field) { try reader.readString() }
                 if let issue = DeviceID.problem(with: name) { note(key, issue) } else { device = DeviceID(name) }
@@ -181,10 +182,16 @@ public struct WireEvent: Sendable, Hashable {
                 if object == nil { note(key, "not a valid UUID") }
             case "type":
                 let value = try reading(field) { try reader.readString() }
-                if let issue = typeProblem(value) { note(key, issue) } else { type = value }
+                if let issue = Event.typeProblem(value) { note(key, issue) } else { type = value }
             case "schemaVersion":
                 let value = try reading(field) { try reader.readInt64() }
                 if (1...Int64(Int32.max)).contains(value) { schemaVersion = Int(value) } else { note(key, "must be between 1 and 2147483647") }
+            case "keyId":
+                let value = try reading(field) { try reader.readInt64() }
+                if let key = UInt32(exactly: value), key > 0 { keyID = key } else { note(key, "must be between 1 and 4294967295") }
+            case "nonce":
+                nonce = try reading(field) { try reader.withStringBytes { Base64.decode($0) } }
+                if nonce == nil { note(key, "not valid base64") }
             case "payload":
                 payload = try reading(field) { try reader.withStringBytes { Base64.decode($0) } }
                 if payload == nil { note(key, "not valid base64") }
@@ -202,6 +209,12 @@ public struct WireEvent: Sendable, Hashable {
         }
         guard let id else { throw WireFormatError(field: "\(pathText()).id", message: "is missing") }
         guard let deviceSequence else { throw WireFormatError(field: "\(pathText()).deviceSeq", message: "is missing") }
+        if problem == nil, (keyID == nil) != (nonce == nil) {
+            note(keyID == nil ? "keyId" : "nonce", "is missing (a sealed payload has both keyId and nonce)")
+        }
+        if problem == nil, format == .v1, library != nil || keyID != nil {
+            note(library != nil ? "library" : "keyId", "is not part of a format 1 event")
+        }
         if let problem { return .invalid(id: id, deviceSequence: deviceSequence, field: problem.field, problem: problem.message) }
         let missing = [
             ("device", device == nil), ("hlc", timestamp == nil), ("changeBlock", changeBlock == nil), ("object", object == nil),
@@ -210,24 +223,21 @@ public struct WireEvent: Sendable, Hashable {
         if let missing {
             return .invalid(id: id, deviceSequence: deviceSequence, field: "\(pathText()).\(missing.0)", problem: "is missing")
         }
-        var event = WireEvent(
-            Event(
-                id: id, device: device!, deviceSequence: deviceSequence, timestamp: timestamp!, changeBlock: changeBlock!,
-                object: object!, type: type!, schemaVersion: schemaVersion!, payload: payload!),
-            hash: hash!)
-        event.serverSequence = serverSequence
-        event.chainHash = chainHash
-        return .valid(event)
+        let seal = keyID.map { Event.Seal(keyID: $0, nonce: nonce ?? []) }
+        let event = Event(
+            id: id, library: library, device: device!, deviceSequence: deviceSequence, timestamp: timestamp!, changeBlock: changeBlock!,
+            object: object!, type: type!, schemaVersion: schemaVersion!, seal: seal, payload: payload!, format: format)
+        if let issue = event.envelopeProblem {
+            return .invalid(id: id, deviceSequence: deviceSequence, field: "\(pathText()).\(issue.field)", problem: issue.message)
+        }
+        var wire = WireEvent(event, hash: hash!)
+        wire.serverSequence = serverSequence
+        wire.chainHash = chainHash
+        return .valid(wire)
     }
 
     /// Why `type` cannot be an event type, or nil: 1–128 bytes of printable ASCII.
-    public static func typeProblem(_ type: String) -> String? {
-        let utf8 = type.utf8
-        guard !utf8.isEmpty, utf8.count <= maximumTypeLength, utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-            return "must be 1 to \(maximumTypeLength) printable ASCII characters"
-        }
-        return nil
-    }
+    public static func typeProblem(_ type: String) -> String? { Event.typeProblem(type) }
 }
 
 /// An event as a server reads it from a push: either a complete, well-formed event, or the

@@ -46,7 +46,7 @@ struct AuthTests {
         let fixture = try ServerFixture()
         let client = fixture.client("kiosk")
         var factory = EventFactory(device: "kiosk")
-        let created = try await client.pushResponse([factory.make(type: "asset.created"), factory.make(type: "resource.added")], device: "kiosk")
+        let created = try await client.pushResponse([factory.make(type: "asset.created"), factory.make(type: "asset.created")], device: "kiosk")
         #expect(created.results.map(\.status) == [.stored(serverSequence: 1), .stored(serverSequence: 2)])
         let rename = try await client.pushResponse([factory.make(type: "album.renamed")], device: "kiosk")
         guard case .rejected(let reason) = rename.results[0].status else { Issue.record("expected a rejection"); return }

@@ -68,7 +68,7 @@ struct BadInputTests {
         let name = try await fixture.client().send("GET", "/v1/libraries/family'%20OR%20'1'='1/chain")
         #expect(name.status == 400)
         #expect(name.errorMessage.contains("library"))
-        #expect(throws: ServerStoreError.self) { try fixture.store.createLibrary(named: "x'; DROP TABLE tokens;--", at: 1) }
+        #expect(throws: ServerStoreError.self) { try fixture.store.createLibrary(named: "x'; DROP TABLE tokens;--", uuid: nil, at: 1) }
         #expect(try fixture.store.libraryNames() == ["family", "work"])
     }
 

@@ -135,7 +135,7 @@ struct EventEndpointTests {
         let client = fixture.client()
         let mixed = [anna.make(), ben.make()]
         var request = PushRequest(device: "anna-phone", events: mixed)
-        request.events[1].deviceSequence = 2
+        request.events[1].event.deviceSequence = 2
         request.events[1].hash = request.events[1].event.contentHash
         let response = try await client.send("POST", SyncRoutes.events(library: "family"), body: request.encoded()).decode(PushResponse.self)
         #expect(response.results[0].status == .stored(serverSequence: 1))

@@ -146,8 +146,8 @@ final class ServerFixture: @unchecked Sendable {
     init(configure: (inout SyncServer.Configuration) -> Void = { _ in }) throws {
         directory = try TemporaryDirectory()
         store = try SQLiteServerStore(path: directory.path("server.sqlite"))
-        try store.createLibrary(named: "family", at: 1)
-        try store.createLibrary(named: "work", at: 1)
+        try store.createLibrary(named: "family", uuid: nil, at: 1)
+        try store.createLibrary(named: "work", uuid: nil, at: 1)
         server = try Self.makeServer(store: store, blobs: directory.path("blobs"), clock: clock, logger: logger, configure: configure)
         try server.start()
         for (device, scope) in [("anna-phone", TokenScope.readWrite), ("ben-laptop", .readWrite), ("kiosk", .addOnly), ("frame", .readOnly)] {

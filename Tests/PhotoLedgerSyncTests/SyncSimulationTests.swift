@@ -23,7 +23,7 @@ struct SyncSimulationTests {
         let storePath = directory.file("server.sqlite").path
         let blobs = directory.file("blobs").path
         var store = try SQLiteServerStore(path: storePath)
-        try store.createLibrary(named: "family", at: clock.read())
+        try store.createLibrary(named: "family", uuid: nil, at: clock.read())
         func makeServer(_ store: SQLiteServerStore) throws -> SyncServer {
             var configuration = SyncServer.Configuration(store: store, blobDirectory: blobs)
             configuration.clock = { clock.read() }

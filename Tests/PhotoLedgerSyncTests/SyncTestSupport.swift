@@ -21,7 +21,7 @@ final class TestServer {
         directory = try TemporaryDirectory()
         self.clock = clock
         store = try SQLiteServerStore(path: directory.file("server.sqlite").path)
-        for name in libraries { try store.createLibrary(named: name, at: clock.read()) }
+        for name in libraries { try store.createLibrary(named: name, uuid: nil, at: clock.read()) }
         server = try Self.start(store: store, blobs: directory.file("blobs").path, clock: clock, port: 0)
         port = server.port
     }

@@ -158,7 +158,7 @@ struct EventPageTests {
 
         // Canonical bytes of another format version, or whose length prefix lies.
         var canonical = good.canonicalBytes
-        canonical[0] = 2
+        canonical[0] = 3
         var builder = PageBuilder(count: 1)
         builder.event(canonical: canonical)
         #expect(failure(builder.writer.bytes)?.field == "events[0].canonical")
@@ -168,7 +168,7 @@ struct EventPageTests {
 
         // A device name that is not UTF-8.
         canonical = good.canonicalBytes
-        canonical[1 + 16 + 1] = 0xFF
+        canonical[1 + 16 + 16 + 1] = 0xFF
         builder = PageBuilder(count: 1)
         builder.event(canonical: canonical)
         let error = failure(builder.writer.bytes)

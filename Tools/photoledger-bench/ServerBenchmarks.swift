@@ -85,7 +85,7 @@ struct ServerBenchmarks {
         let cRate = Double(pushCount) / cTime
 
         let store = try SQLiteServerStore(path: directory.appendingPathComponent("server.sqlite").path)
-        try store.createLibrary(named: "bench", at: 1)
+        try store.createLibrary(named: "bench", uuid: nil, at: 1)
         var configuration = SyncServer.Configuration(store: store, blobDirectory: directory.appendingPathComponent("blobs").path)
         configuration.logger = DiscardingLogger()
         configuration.threadCount = 4

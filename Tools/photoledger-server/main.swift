@@ -3,6 +3,7 @@ import Foundation
 import LedgerCore
 import LedgerStore
 import PhotoLedgerServer
+import SyncProtocol
 
 // photoledger-server: the PhotoLedger sync server and its administration commands.
 
@@ -177,7 +178,7 @@ func admin(_ arguments: ArraySlice<String>) throws {
                 """,
             options: ["db"], positionals: ["name"])
         try command.parse(rest)
-        try openStore(command).createLibrary(named: command.positionals[0], at: now)
+        try openStore(command).createLibrary(named: command.positionals[0], uuid: nil, at: now)
         print("created library \(command.positionals[0])")
     case "issue-token":
         var command = Command(

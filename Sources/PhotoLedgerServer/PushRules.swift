@@ -1,0 +1,156 @@
+import Foundation
+import LedgerCore
+import SyncProtocol
+
+/// The rules of a push, the same for every store backend: first the checks each event passes
+/// alone (``candidate(for:credential:)``), then the ones that need the library's log
+/// (``apply(_:for:in:)``).
+///
+/// A push is answered event by event, in order:
+/// - an event stored before is a duplicate (with its server sequence); one rejected before gets
+///   the same rejection;
+/// - device sequences follow one another: a sequence beyond the next one is a gap, and every
+///   event after it in the push is answered with the sequence expected;
+/// - a sequence the device used already, by another event, is rejected;
+/// - an event the rules refuse is rejected for good, and its sequence is consumed, so the
+///   device's queue never blocks;
+/// - an accepted event takes the next server sequence and the chain value after the head.
+///
+/// What an event may be:
+/// - its device is the token's device; its content hash matches its canonical bytes; its payload
+///   is within the size limit;
+/// - it names no library, or the token's library (format 2 binds events to their library);
+/// - an addOnly token creates new assets only: `asset.created`, for an object the library does
+///   not hold;
+/// - a creation never names an object of the other kind, and an asset is created once.
+public struct PushRules: Sendable {
+    /// The largest event payload accepted, in bytes.
+    public var maximumPayloadBytes: Int
+
+    /// Rules with the given payload limit (default 1 MB).
+    public init(maximumPayloadBytes: Int = 1 << 20) {
+        self.maximumPayloadBytes = maximumPayloadBytes
+    }
+
+    // MARK: Each event alone
+
+    /// The checks one received event passes without the log: a candidate to store, or a rejection.
+    public func candidate(for received: ReceivedEvent, credential: Credential) -> PushCandidate {
+        switch received {
+        case .invalid(let id, let sequence, let field, let problem):
+            return .reject(id: id, deviceSequence: sequence, reason: "field '\(field)' \(problem)")
+        case .valid(let wire):
+            let event = wire.event
+            let reject = { (reason: String) in PushCandidate.reject(id: event.id, deviceSequence: event.deviceSequence, reason: reason) }
+            if event.device != credential.device {
+                return reject("the event's device '\(event.device)' is not the token's device '\(credential.device)'")
+            }
+            if event.payload.count > maximumPayloadBytes {
+                return reject("the payload (\(event.payload.count) bytes) exceeds the limit of \(maximumPayloadBytes) bytes")
+            }
+            if let library = event.library, library != credential.libraryUUID {
+                return reject(
+                    "the event belongs to library \(library.uuidString), not to '\(credential.library)' (\(credential.libraryUUID.uuidString)); "
+                        + "a library's events cannot be pushed into another library")
+            }
+            if credential.scope == .addOnly, !TokenScope.addOnlyEventTypes.contains(where: { $0.rawValue == event.type }) {
+                return reject("an addOnly token may push only the creation of new assets (asset.created), not '\(event.type)'")
+            }
+            guard constantTimeEquals(wire.hash, event.contentHash) else {
+                return reject("the content hash does not match the event's canonical bytes")
+            }
+            return .accept(event, contentHash: wire.hash)
+        }
+    }
+
+    // MARK: With the log
+
+    /// Answers `candidates` in order on `transaction` (see the type's documentation), then saves
+    /// the library's head and the device's last sequence.
+    public func apply(_ candidates: [PushCandidate], for credential: Credential, in transaction: any PushTransaction) throws -> PushResponse {
+        var state = State(head: transaction.head, lastDeviceSequence: transaction.lastDeviceSequence)
+        var results: [PushResult] = []
+        results.reserveCapacity(candidates.count)
+        for candidate in candidates { results.append(try answer(candidate, credential: credential, state: &state, transaction)) }
+        try transaction.finish(head: state.head, lastDeviceSequence: state.lastDeviceSequence)
+        return PushResponse(results: results, lastDeviceSequence: state.lastDeviceSequence)
+    }
+
+    private struct State: ~Copyable {
+        var head: LibraryHead
+        var lastDeviceSequence: Int64
+        var gapped = false
+        var chain: HashChain
+
+        init(head: LibraryHead, lastDeviceSequence: Int64) {
+            self.head = head
+            self.lastDeviceSequence = lastDeviceSequence
+            chain = HashChain(head: head.chainHash)
+        }
+    }
+
+    private func answer(_ candidate: PushCandidate, credential: Credential, state: inout State, _ transaction: any PushTransaction) throws
+        -> PushResult
+    {
+        let id = candidate.id
+        let expected = state.lastDeviceSequence + 1
+        let sequence = candidate.deviceSequence
+        if state.gapped || sequence > expected {
+            state.gapped = true
+            return PushResult(id: id, status: .gap(expectedDeviceSequence: expected))
+        }
+        if sequence < expected {
+            if let stored = try transaction.serverSequence(ofEvent: id) { return PushResult(id: id, status: .duplicate(serverSequence: stored)) }
+            if let reason = try transaction.rejectionReason(ofEvent: id) { return PushResult(id: id, status: .rejected(reason: reason)) }
+            return PushResult(id: id, status: try reject(id, sequence, "device sequence \(sequence) already used (last is \(state.lastDeviceSequence))", transaction))
+        }
+        // The next sequence. A stored duplicate shows up as a refused insert below; a rejection
+        // of the same event before needs a lookup here.
+        if let reason = try transaction.rejectionReason(ofEvent: id) { return PushResult(id: id, status: .rejected(reason: reason)) }
+        switch candidate {
+        case .reject(_, _, let reason):
+            state.lastDeviceSequence = sequence
+            return PushResult(id: id, status: try reject(id, sequence, reason, transaction))
+        case .accept(let event, let contentHash):
+            if let reason = try objectRule(event, scope: credential.scope, transaction) {
+                if let stored = try transaction.serverSequence(ofEvent: id) { return PushResult(id: id, status: .duplicate(serverSequence: stored)) }
+                state.lastDeviceSequence = sequence
+                return PushResult(id: id, status: try reject(id, sequence, reason, transaction))
+            }
+            let hash = state.chain.hash(linking: event)
+            guard try transaction.insert(event, serverSequence: state.head.sequence + 1, chainHash: hash, contentHash: contentHash) else {
+                // Stored before under another sequence: the duplicate it is.
+                if let stored = try transaction.serverSequence(ofEvent: id) { return PushResult(id: id, status: .duplicate(serverSequence: stored)) }
+                return PushResult(id: id, status: .rejected(reason: "conflicting event identifier"))
+            }
+            state.chain.advance(to: hash)
+            state.head = LibraryHead(sequence: state.head.sequence + 1, chainHash: hash)
+            state.lastDeviceSequence = sequence
+            return PushResult(id: id, status: .stored(serverSequence: state.head.sequence))
+        }
+    }
+
+    /// Why the log refuses `event` for the object it names, or nil: the scope and creation rules.
+    private func objectRule(_ event: Event, scope: TokenScope, _ transaction: any PushTransaction) throws -> String? {
+        guard let type = EventType(rawValue: event.type), type.isCreation || scope == .addOnly else { return nil }
+        let presence = try transaction.presence(ofObject: event.object)
+        guard case .held(let kind) = presence else { return nil }
+        let object = event.object.uuidString
+        if scope == .addOnly {
+            return "an addOnly token may only create new assets, and object \(object) exists in this library already"
+        }
+        switch (type, kind) {
+        case (.assetCreated, _):
+            return "asset \(object) exists in this library already; an asset is created once"
+        case (.albumCreated, .asset?):
+            return "object \(object) is an asset in this library; an album cannot be created with its identifier"
+        default:
+            return nil
+        }
+    }
+
+    private func reject(_ id: UUID, _ sequence: Int64, _ reason: String, _ transaction: any PushTransaction) throws -> PushResult.Status {
+        try transaction.recordRejection(ofEvent: id, deviceSequence: sequence, reason: reason)
+        return .rejected(reason: reason)
+    }
+}

@@ -1,0 +1,228 @@
+import Foundation
+import LedgerCore
+import PhotoLedgerServer
+import SyncProtocol
+import Testing
+
+/// A store backend the contract runs on, made fresh for one test.
+struct StoreBackend: CustomStringConvertible, Sendable {
+    let description: String
+    let make: @Sendable (TemporaryDirectory) throws -> any ServerStore
+
+    /// Every backend this build can run here.
+    static var all: [StoreBackend] {
+        [StoreBackend(description: "SQLite") { directory in try SQLiteServerStore(path: directory.path("server.sqlite")) }]
+    }
+}
+
+/// A store with library `family` (and `work`), tokens for a readWrite, an addOnly and a readOnly
+/// device, and the credentials the rules are applied for.
+struct ContractFixture {
+    let directory: TemporaryDirectory
+    let store: any ServerStore
+    let family: UUID
+    let rules = PushRules(maximumPayloadBytes: 1024)
+
+    init(_ backend: StoreBackend) throws {
+        directory = try TemporaryDirectory()
+        store = try backend.make(directory)
+        family = UUID(uuidString: "0193A5B2-7C00-7000-8000-00000000F00D")!
+        try store.createLibrary(named: "family", uuid: family, at: 1)
+        try store.createLibrary(named: "work", uuid: nil, at: 1)
+        for (index, (device, scope)) in [("anna-phone", TokenScope.readWrite), ("kiosk", .addOnly), ("frame", .readOnly)].enumerated() {
+            try store.registerToken(hash: SHA256.hash([UInt8(index)]), library: "family", device: DeviceID(device), scope: scope, at: 2)
+        }
+    }
+
+    func credential(_ index: UInt8) throws -> Credential {
+        try #require(try store.authenticate(tokenHash: SHA256.hash([index])))
+    }
+
+    /// Pushes `events` through the stateless checks and the rules, as the request handler does.
+    func push(_ events: [Event], as index: UInt8 = 0, at milliseconds: UInt64 = 10) throws -> [PushResult.Status] {
+        let credential = try credential(index)
+        let candidates = events.map { rules.candidate(for: .valid(WireEvent($0)), credential: credential) }
+        return try store.push(candidates, for: credential, receivedAt: milliseconds, rules: rules).results.map(\.status)
+    }
+
+    func all(_ library: String = "family") throws -> [ServerEvent] {
+        let id = try credential(0).libraryID
+        return try store.events(library: id, after: 0, limit: 10_000).events
+    }
+}
+
+@Suite("Server store contract: every backend keeps the same push rules")
+struct ServerStoreContractTests {
+    @Test("accepted events take consecutive server sequences and one chain that verifies", arguments: StoreBackend.all)
+    func sequencesAndChain(backend: StoreBackend) throws {
+        let fixture = try ContractFixture(backend)
+        var anna = EventFactory()
+        #expect(try fixture.push(anna.make(3)) == [.stored(serverSequence: 1), .stored(serverSequence: 2), .stored(serverSequence: 3)])
+        #expect(try fixture.push(anna.make(2)) == [.stored(serverSequence: 4), .stored(serverSequence: 5)])
+        let stored = try fixture.all()
+        #expect(stored.map(\.serverSequence) == [1, 2, 3, 4, 5])
+        var chain = HashChain()
+        for event in stored { #expect(chain.link(event.event) == event.chainHash) }
+        let library = try fixture.credential(0).libraryID
+        #expect(try fixture.store.chainSummary(libraryID: library) == ChainSummary(count: 5, headHash: chain.head, lastServerSequence: 5))
+        #expect(try fixture.store.verifyChain(libraryID: library) == .intact(count: 5))
+    }
+
+    @Test("a repeated push is acknowledged with the same answers and stores nothing twice", arguments: StoreBackend.all)
+    func duplicates(backend: StoreBackend) throws {
+        let fixture = try ContractFixture(backend)
+        var anna = EventFactory()
+        let events = anna.make(2)
+        var bad = anna.make()
+        bad.payload = [UInt8](repeating: 7, count: 2000)
+        let first = try fixture.push(events + [bad])
+        guard case .rejected(let reason) = first[2] else { Issue.record("expected a rejection, got \(first[2])"); return }
+        #expect(reason.contains("exceeds the limit"))
+        #expect(try fixture.push(events + [bad]) == [.duplicate(serverSequence: 1), .duplicate(serverSequence: 2), .rejected(reason: reason)])
+        #expect(try fixture.all().count == 2)
+    }
+
+    @Test("a gap answers every later event with the sequence expected, and a rejection consumes its sequence", arguments: StoreBackend.all)
+    func gapsAndRejections(backend: StoreBackend) throws {
+        let fixture = try ContractFixture(backend)
+        var anna = EventFactory()
+        let events = anna.make(4)
+        #expect(try fixture.push([events[0], events[2], events[3]]) == [
+            .stored(serverSequence: 1), .gap(expectedDeviceSequence: 2), .gap(expectedDeviceSequence: 2),
+        ])
+        var wrongDevice = events[1]
+        wrongDevice.payload = [1]
+        let other = try fixture.push([Event(
+            id: wrongDevice.id, device: "ben-laptop", deviceSequence: 2, timestamp: wrongDevice.timestamp, changeBlock: wrongDevice.changeBlock,
+            object: wrongDevice.object, type: wrongDevice.type, schemaVersion: 1, payload: [1])])
+        guard case .rejected = other[0] else { Issue.record("an event of another device must be rejected"); return }
+        // Its sequence is consumed: the next event continues after it.
+        #expect(try fixture.push([events[2], events[3]]) == [.stored(serverSequence: 2), .stored(serverSequence: 3)])
+        // A sequence used already, by another event, is rejected.
+        var reused = anna.make()
+        reused.deviceSequence = 3
+        guard case .rejected(let reason) = try fixture.push([reused])[0] else { Issue.record("a reused sequence must be rejected"); return }
+        #expect(reason.contains("already used"))
+    }
+
+    @Test("an addOnly token creates new assets only", arguments: StoreBackend.all)
+    func addOnlyCreatesNewAssetsOnly(backend: StoreBackend) throws {
+        let fixture = try ContractFixture(backend)
+        var anna = EventFactory()
+        var kiosk = EventFactory(device: "kiosk", seed: 2)
+        let album = anna.make(type: EventType.albumCreated.rawValue)
+        #expect(try fixture.push([album]) == [.stored(serverSequence: 1)])
+        let created = kiosk.make(type: EventType.assetCreated.rawValue)
+        var again = kiosk.make(type: EventType.assetCreated.rawValue)
+        again.object = created.object
+        var onAlbum = kiosk.make(type: EventType.assetCreated.rawValue)
+        onAlbum.object = album.object
+        let renamed = kiosk.make(type: EventType.albumRenamed.rawValue)
+        let newAlbum = kiosk.make(type: EventType.albumCreated.rawValue)
+        let results = try fixture.push([created, again, onAlbum, renamed, newAlbum], as: 1)
+        #expect(results[0] == .stored(serverSequence: 2))
+        for (index, status) in results.enumerated().dropFirst() {
+            guard case .rejected(let reason) = status else { Issue.record("event \(index) must be rejected, got \(status)"); continue }
+            #expect(reason.contains("addOnly"))
+        }
+        #expect(try fixture.all().map(\.event.id) == [album.id, created.id])
+    }
+
+    @Test("an asset is created once, and a creation never takes an object of the other kind", arguments: StoreBackend.all)
+    func creationsAndKinds(backend: StoreBackend) throws {
+        let fixture = try ContractFixture(backend)
+        var anna = EventFactory()
+        let asset = anna.make(type: EventType.assetCreated.rawValue)
+        let album = anna.make(type: EventType.albumCreated.rawValue)
+        var secondAsset = anna.make(type: EventType.assetCreated.rawValue)
+        secondAsset.object = asset.object
+        var albumOnAsset = anna.make(type: EventType.albumCreated.rawValue)
+        albumOnAsset.object = asset.object
+        var sameAlbum = anna.make(type: EventType.albumCreated.rawValue)
+        sameAlbum.object = album.object
+        var change = anna.make(type: EventType.assetChanged.rawValue)
+        change.object = asset.object
+        let results = try fixture.push([asset, album, secondAsset, albumOnAsset, sameAlbum, change])
+        #expect(results[0] == .stored(serverSequence: 1))
+        #expect(results[1] == .stored(serverSequence: 2))
+        guard case .rejected(let once) = results[2], case .rejected(let kind) = results[3] else {
+            Issue.record("a second creation of an asset and an album on an asset's identifier must be rejected: \(results)")
+            return
+        }
+        #expect(once.contains("created once"))
+        #expect(kind.contains("is an asset"))
+        // Albums with a stable key are created by every device that needs them: allowed.
+        #expect(results[4] == .stored(serverSequence: 3))
+        #expect(results[5] == .stored(serverSequence: 4))
+    }
+
+    @Test("events name their library: another library's events are refused, bound and sealed events come back as pushed", arguments: StoreBackend.all)
+    func libraryBinding(backend: StoreBackend) throws {
+        let fixture = try ContractFixture(backend)
+        var anna = EventFactory()
+        var bound = anna.make()
+        bound.library = fixture.family
+        var sealed = anna.make()
+        sealed.library = fixture.family
+        sealed.seal = Event.Seal(keyID: 3, nonce: [UInt8](repeating: 9, count: 24))
+        var legacy = anna.make()
+        legacy.format = .v1
+        var foreign = anna.make()
+        foreign.library = UUID()
+        let results = try fixture.push([bound, sealed, legacy, foreign])
+        #expect(Array(results.prefix(3)) == [.stored(serverSequence: 1), .stored(serverSequence: 2), .stored(serverSequence: 3)])
+        guard case .rejected(let reason) = results[3] else { Issue.record("an event of another library must be rejected"); return }
+        #expect(reason.contains("another library"))
+        let stored = try fixture.all()
+        #expect(stored.map(\.event) == [bound, sealed, legacy])
+        #expect(stored.map { $0.event.canonicalBytes } == [bound, sealed, legacy].map(\.canonicalBytes))
+        #expect(try fixture.store.verifyChain(libraryID: fixture.credential(0).libraryID) == .intact(count: 3))
+        #expect(try fixture.credential(0).libraryUUID == fixture.family)
+    }
+
+    @Test("pages follow the server order; a pull records the device's watermark", arguments: StoreBackend.all)
+    func pagesAndWatermark(backend: StoreBackend) throws {
+        let fixture = try ContractFixture(backend)
+        var anna = EventFactory()
+        _ = try fixture.push(anna.make(7))
+        let anna0 = try fixture.credential(0), frame = try fixture.credential(2)
+        let first = try fixture.store.pull(for: anna0, since: 0, limit: 5, at: 20)
+        #expect(first.events.map(\.serverSequence) == [1, 2, 3, 4, 5])
+        #expect(first.hasMore)
+        let second = try fixture.store.pull(for: anna0, since: 5, limit: 5, at: 21)
+        #expect(second.events.map(\.serverSequence) == [6, 7])
+        #expect(!second.hasMore)
+        // The readOnly device never pulled: it holds the watermark at 0; the addOnly device does not count.
+        #expect(try fixture.store.compactionWatermark(libraryID: anna0.libraryID) == CompactionWatermark(watermark: 0, lastServerSequence: 7, deviceCount: 2))
+        _ = try fixture.store.pull(for: frame, since: 6, limit: 5, at: 22)
+        #expect(try fixture.store.compactionWatermark(libraryID: anna0.libraryID) == CompactionWatermark(watermark: 5, lastServerSequence: 7, deviceCount: 2))
+    }
+
+    @Test("blobs are recorded once and listed as missing until then", arguments: StoreBackend.all)
+    func blobs(backend: StoreBackend) throws {
+        let fixture = try ContractFixture(backend)
+        let library = try fixture.credential(0).libraryID
+        let a = SHA256.hash([1]), b = SHA256.hash([2])
+        #expect(try fixture.store.missingBlobs(libraryID: library, hashes: [a, b]) == [a, b])
+        #expect(try fixture.store.recordBlob(libraryID: library, hash: a, size: 11, at: 3))
+        #expect(try !fixture.store.recordBlob(libraryID: library, hash: a, size: 11, at: 4))
+        #expect(try fixture.store.blobSize(libraryID: library, hash: a) == 11)
+        #expect(try fixture.store.blobSize(libraryID: library, hash: b) == nil)
+        #expect(try fixture.store.missingBlobs(libraryID: library, hashes: [a, b]) == [b])
+    }
+
+    @Test("administration: names and identifiers are unique, tokens revoke, devices list", arguments: StoreBackend.all)
+    func administration(backend: StoreBackend) throws {
+        let fixture = try ContractFixture(backend)
+        #expect(throws: ServerStoreError.self) { try fixture.store.createLibrary(named: "family", uuid: nil, at: 3) }
+        #expect(throws: ServerStoreError.self) { try fixture.store.createLibrary(named: "other", uuid: fixture.family, at: 3) }
+        #expect(throws: ServerStoreError.self) { try fixture.store.createLibrary(named: "no good", uuid: nil, at: 3) }
+        #expect(try fixture.store.libraryNames() == ["family", "work"])
+        #expect(try fixture.store.revokeTokens(library: "family", device: "kiosk", at: 5) == 1)
+        #expect(try fixture.store.authenticate(tokenHash: SHA256.hash([1])) == nil)
+        let devices = try fixture.store.devices(library: "family")
+        #expect(devices.map(\.device) == ["anna-phone", "frame", "kiosk"])
+        #expect(devices.map(\.revoked) == [false, false, true])
+        #expect(throws: ServerStoreError.self) { try fixture.store.revokeTokens(library: "family", device: "nobody", at: 5) }
+    }
+}
