@@ -47,9 +47,18 @@ enum Access: Equatable {
 }
 
 extension PhotoLibrary {
-    /// The stored status for `level`. A read-write grant also allows adding.
+    /// The status for `level`: the one granted, capped by what this device's token for the
+    /// shared library allows. A read-write grant also allows adding, as in PhotoKit; with an
+    /// addOnly token the read-write level is restricted.
     public func authorizationStatus(for level: AccessLevel) -> AuthorizationStatus {
-        (try? storage.read { db in try Self.storedStatus(level, in: db) }) ?? .notDetermined
+        let stored = (try? storage.read { db in (try Self.storedStatus(.readWrite, in: db), try Self.storedStatus(.addOnly, in: db)) })
+        let (readWrite, addOnly) = stored ?? (.notDetermined, .notDetermined)
+        switch level {
+        case .readWrite:
+            return binding.withLock { $0.scope } == .addOnly && readWrite != .notDetermined ? .restricted : readWrite
+        case .addOnly:
+            return readWrite == .authorized || readWrite == .limited ? .authorized : addOnly
+        }
     }
 
     /// Asks for access. When the status is not determined yet, the host's prompt handler
@@ -92,6 +101,16 @@ extension PhotoLibrary {
     }
 
     /// The access for reading, or the error explaining why there is none.
+    func readAccess(in db: Database) throws -> Access {
+        if binding.withLock({ $0.scope }) == .addOnly {
+            throw PhotoLibraryError(
+                .accessRestricted,
+                "this device's token for the shared library allows adding assets only (addOnly): it cannot fetch or read the library")
+        }
+        return try Self.readAccess(in: db)
+    }
+
+    /// The access the app was granted for reading, or the error explaining why there is none.
     static func readAccess(in db: Database) throws -> Access {
         let readWrite = try storedStatus(.readWrite, in: db)
         switch readWrite {
@@ -105,7 +124,23 @@ extension PhotoLibrary {
         }
     }
 
-    /// The access for a change block, or the error explaining why there is none.
+    /// The access for a change block, or the error explaining why there is none: the app's
+    /// grant, capped by the token's scope (readOnly: no change; addOnly: asset creation only).
+    func writeAccess(in db: Database) throws -> Access {
+        switch binding.withLock({ $0.scope }) {
+        case .readOnly?:
+            throw PhotoLibraryError(
+                .accessRestricted,
+                "this device's token for the shared library is readOnly: changes cannot be made here; ask for a readWrite token")
+        case .addOnly?:
+            _ = try Self.writeAccess(in: db)
+            return .addOnly
+        default:
+            return try Self.writeAccess(in: db)
+        }
+    }
+
+    /// The access the app was granted for a change block, or the error explaining why there is none.
     static func writeAccess(in db: Database) throws -> Access {
         let readWrite = try storedStatus(.readWrite, in: db)
         switch readWrite {

@@ -18,9 +18,12 @@ struct ResourceRecord: Sendable, Hashable {
     }
 
     static func read(from reader: inout ByteReader) throws -> ResourceRecord {
-        ResourceRecord(
-            type: ResourceType(rawValue: Int(try reader.readVarint())), sha256: try reader.readRaw(count: 32),
-            size: Int64(try reader.readVarint()), uniformType: try reader.readString(), filename: try reader.readString())
+        let type = try reader.readCount("a resource type", upTo: Int(Int32.max))
+        let sha256 = try reader.readRaw(count: 32)
+        let size = try reader.readCount("a resource size", upTo: Int(PayloadLimits.maximumResourceSize))
+        let uniformType = try reader.readBoundedString("a uniform type", upTo: PayloadLimits.maximumNameLength)
+        let filename = try reader.readBoundedString("a file name", upTo: PayloadLimits.maximumNameLength)
+        return ResourceRecord(type: ResourceType(rawValue: type), sha256: sha256, size: Int64(size), uniformType: uniformType, filename: filename)
     }
 
     var resource: AssetResource {
@@ -120,11 +123,11 @@ enum ChangeEvent: Sendable, Hashable {
         }
     }
 
-    static let schemaVersion = 1
-
     // MARK: Encoding
 
-    func encoded() -> [UInt8] {
+    /// The payload in the current schema version (``EventSchema/currentVersion``), with the
+    /// writer's causal claims.
+    func encoded(claims: CausalClaims = CausalClaims()) -> [UInt8] {
         var w = ByteWriter(capacity: 96)
         switch self {
         case .assetCreated(let c):
@@ -140,8 +143,7 @@ enum ChangeEvent: Sendable, Hashable {
             w.write(varint: UInt64(c.resources.count))
             for resource in c.resources { resource.write(to: &w) }
         case .assetChanged(let c):
-            let mask: UInt8 = (c.creationDate != nil ? 1 : 0) | (c.location != nil ? 2 : 0) | (c.isFavorite != nil ? 4 : 0) | (c.isHidden != nil ? 8 : 0)
-            w.write(byte: mask)
+            w.write(byte: c.mask)
             if let date = c.creationDate { Self.write(date: date, to: &w) }
             if let location = c.location { Self.write(location: location, to: &w) }
             if let favorite = c.isFavorite { w.write(bool: favorite) }
@@ -172,7 +174,25 @@ enum ChangeEvent: Sendable, Hashable {
         case .albumMerged(let winner):
             w.write(uuid: winner)
         }
+        // Version 2: the claims, after the version 1 fields, one per register written.
+        for field in registers { CausalClaims.write(claims.overwritten[field] ?? nil, to: &w) }
         return w.bytes
+    }
+
+    /// The last-writer-wins registers the change writes, in payload order: the fields a causal
+    /// claim is recorded for.
+    var registers: [RegisterField] {
+        switch self {
+        case .assetChanged(let c):
+            return [
+                c.creationDate != nil ? RegisterField.creationDate : nil, c.location != nil ? .location : nil,
+                c.isFavorite != nil ? .isFavorite : nil, c.isHidden != nil ? .isHidden : nil,
+            ].compactMap { $0 }
+        case .assetContentEdited: return [.content]
+        case .albumRenamed: return [.title]
+        case .albumMembersChanged(_, let entries): return entries.compactMap { $0.position == nil ? nil : .position(asset: $0.asset) }
+        default: return []
+        }
     }
 
     private static func write(date: Date?, to w: inout ByteWriter) {
@@ -191,61 +211,99 @@ enum ChangeEvent: Sendable, Hashable {
 
     // MARK: Decoding
 
-    /// Decodes an event's payload, or returns nil for types and versions this build does not know
-    /// (kept in the log and forwarded, never dropped; they do not change the projections).
-    static func decode(type: String, schemaVersion: Int, payload: [UInt8]) throws -> ChangeEvent? {
-        guard let type = EventType(rawValue: type) else { return nil }
-        return try decode(type: type, schemaVersion: schemaVersion, payload: payload)
+    /// Decodes a payload of a known type in schema version 1 or 2, totally: every integer is
+    /// range-checked before it is converted, every count and length is bounded by the bytes
+    /// left, every enumeration is closed, every value is checked (``PayloadLimits``), and bytes
+    /// after the last field are an error. Version 1 payloads carry no claims (nil).
+    ///
+    /// - Throws: ``PayloadError`` naming what is wrong.
+    static func decode(type: EventType, version: Int, payload: [UInt8]) throws(PayloadError) -> (ChangeEvent, CausalClaims?) {
+        var r = ByteReader(payload)
+        do {
+            let change = try decodeFields(type: type, payload: payload, &r)
+            var claims: CausalClaims?
+            if version >= 2 {
+                var read = CausalClaims()
+                for field in change.registers { read.overwritten[field] = try CausalClaims.read(&r) }
+                claims = read
+            }
+            guard r.isAtEnd else { throw PayloadError("\(payload.count - r.offset) bytes follow the last field") }
+            return (change, claims)
+        } catch let error as PayloadError {
+            throw error
+        } catch let error as DecodingError {
+            throw PayloadError(error.description)
+        } catch {
+            throw PayloadError("\(error)")
+        }
     }
 
-    /// Decodes the payload of an event of a known type (nil for a newer schema version).
-    static func decode(type: EventType, schemaVersion: Int, payload: [UInt8]) throws -> ChangeEvent? {
-        guard schemaVersion <= Self.schemaVersion else { return nil }
-        var r = ByteReader(payload)
+    private static func decodeFields(type: EventType, payload: [UInt8], _ r: inout ByteReader) throws -> ChangeEvent {
         switch type {
         case .assetCreated:
-            let mediaType = MediaType(rawValue: Int(try r.readVarint())) ?? .unknown
-            let subtypes = MediaSubtypes(rawValue: Int(try r.readVarint()))
-            let width = Int(try r.readVarint()), height = Int(try r.readVarint())
+            let rawType = try r.readCount("a media type", upTo: 3)
+            let subtypes = try r.readCount("media subtypes", upTo: Int(Int32.max))
+            let width = try r.readCount("a pixel width", upTo: PayloadLimits.maximumPixels)
+            let height = try r.readCount("a pixel height", upTo: PayloadLimits.maximumPixels)
             let duration = try r.readDouble()
+            guard duration.isFinite, (0...PayloadLimits.maximumDuration).contains(duration) else {
+                throw PayloadError("a duration of \(duration) seconds")
+            }
             let date = try readDate(&r)
             let location = try readLocation(&r)
             let favorite = try r.readBool(), hidden = try r.readBool()
-            let count = Int(try r.readVarint())
-            guard count <= payload.count else { throw DecodingError("a resource count of \(count)", offset: r.offset) }
-            let resources = try (0..<count).map { _ in try ResourceRecord.read(from: &r) }
+            let count = try r.readCount("a resource count", upTo: PayloadLimits.maximumResources)
+            var resources: [ResourceRecord] = []
+            for _ in 0..<count { resources.append(try ResourceRecord.read(from: &r)) }
             return .assetCreated(
                 AssetCreation(
-                    mediaType: mediaType, mediaSubtypes: subtypes, pixelWidth: width, pixelHeight: height, duration: duration,
-                    creationDate: date, location: location, isFavorite: favorite, isHidden: hidden, resources: resources))
+                    mediaType: MediaType(rawValue: rawType)!, mediaSubtypes: MediaSubtypes(rawValue: subtypes), pixelWidth: width,
+                    pixelHeight: height, duration: duration, creationDate: date, location: location, isFavorite: favorite, isHidden: hidden,
+                    resources: resources))
         case .assetChanged:
             let mask = try r.readByte()
+            guard mask != 0, mask & ~0x0F == 0 else { throw PayloadError("a change mask of \(mask)") }
             var changes = AssetChanges()
             if mask & 1 != 0 { changes.creationDate = .some(try readDate(&r)) }
             if mask & 2 != 0 { changes.location = .some(try readLocation(&r)) }
             if mask & 4 != 0 { changes.isFavorite = try r.readBool() }
             if mask & 8 != 0 { changes.isHidden = try r.readBool() }
             return .assetChanged(changes)
-        case .assetDeleted: return .assetDeleted(causalLength: Int64(try r.readVarint()))
-        case .assetRecovered: return .assetRecovered(causalLength: Int64(try r.readVarint()))
+        case .assetDeleted, .assetRecovered:
+            let cl = try r.readCount("a causal length", upTo: Int(Int64.max))
+            let deleted = type == .assetDeleted
+            // Deleting makes the trash causal length even (at least 2), recovering odd (at least 3).
+            guard cl >= (deleted ? 2 : 3), cl % 2 == (deleted ? 0 : 1) else {
+                throw PayloadError("a causal length of \(cl) for \(deleted ? "a deletion (even, from 2)" : "a recovery (odd, from 3)")")
+            }
+            return deleted ? .assetDeleted(causalLength: Int64(cl)) : .assetRecovered(causalLength: Int64(cl))
         case .assetPurged: return .assetPurged
         case .assetContentEdited:
             let rendered = try r.readBool() ? try ResourceRecord.read(from: &r) : nil
             let adjustment = try r.readBool() ? try ResourceRecord.read(from: &r) : nil
-            let format = try r.readString()
+            let format = try r.readBoundedString("an adjustment format", upTo: PayloadLimits.maximumNameLength)
             return .assetContentEdited(ContentEdit(rendered: rendered, adjustment: adjustment, adjustmentFormat: format.isEmpty ? nil : format))
-        case .albumCreated: return .albumCreated(title: try r.readString(), subtype: Int(try r.readVarint()))
-        case .albumRenamed: return .albumRenamed(title: try r.readString())
+        case .albumCreated:
+            let title = try r.readBoundedString("a title", upTo: PayloadLimits.maximumTitleLength)
+            let subtype = try r.readCount("an album subtype", upTo: Int(Int32.max))
+            return .albumCreated(title: title, subtype: subtype)
+        case .albumRenamed: return .albumRenamed(title: try r.readBoundedString("a title", upTo: PayloadLimits.maximumTitleLength))
         case .albumDeleted: return .albumDeleted
         case .albumMembersChanged:
-            let operation = MembershipOperation(rawValue: Int(try r.readVarint())) ?? .add
-            let count = Int(try r.readVarint())
-            guard count <= payload.count else { throw DecodingError("an entry count of \(count)", offset: r.offset) }
-            let entries = try (0..<count).map { _ in
+            let rawOperation = try r.readCount("a membership operation", upTo: 255)
+            guard let operation = MembershipOperation(rawValue: rawOperation) else { throw PayloadError("a membership operation of \(rawOperation)") }
+            // An entry takes at least 18 bytes: the count cannot promise more entries than that.
+            let count = try r.readCount("an entry count", upTo: min(PayloadLimits.maximumEntries, payload.count / 18))
+            guard count > 0 else { throw PayloadError("a membership change without entries") }
+            var entries: [MemberChange] = []
+            entries.reserveCapacity(count)
+            for _ in 0..<count {
                 let asset = try r.readUUID()
-                let cl = Int64(try r.readVarint())
-                let position = try r.readString()
-                return MemberChange(asset: asset, causalLength: cl, position: position.isEmpty ? nil : position)
+                let cl = try r.readCount("a causal length", upTo: Int(Int64.max))
+                let position = try r.readBoundedString("a position key", upTo: PayloadLimits.maximumPositionLength)
+                guard position.isEmpty || FractionalIndex.isValid(position) else { throw PayloadError("an invalid position key '\(position)'") }
+                guard cl > 0 || !position.isEmpty else { throw PayloadError("an entry that changes nothing") }
+                entries.append(MemberChange(asset: asset, causalLength: Int64(cl), position: position.isEmpty ? nil : position))
             }
             return .albumMembersChanged(operation: operation, entries: entries)
         case .albumMerged: return .albumMerged(winner: try r.readUUID())
@@ -253,13 +311,111 @@ enum ChangeEvent: Sendable, Hashable {
     }
 
     private static func readDate(_ r: inout ByteReader) throws -> Date? {
-        try r.readBool() ? Date(timeIntervalSince1970: try r.readDouble()) : nil
+        guard try r.readBool() else { return nil }
+        let seconds = try r.readDouble()
+        guard seconds.isFinite, abs(seconds) <= PayloadLimits.maximumDateSeconds else { throw PayloadError("a date of \(seconds) seconds") }
+        return Date(timeIntervalSince1970: seconds)
     }
 
     private static func readLocation(_ r: inout ByteReader) throws -> Location? {
         guard try r.readBool() else { return nil }
         let latitude = try r.readDouble(), longitude = try r.readDouble()
         let altitude = try r.readBool() ? try r.readDouble() : nil
-        return Location(latitude: latitude, longitude: longitude, altitude: altitude)
+        let location = Location(latitude: latitude, longitude: longitude, altitude: altitude)
+        guard location.isValid else { throw PayloadError("a location of \(location)") }
+        return location
+    }
+}
+
+/// The bounds a decoded payload's values must keep: anything beyond them is a damaged or hostile
+/// event, quarantined rather than folded.
+enum PayloadLimits {
+    /// Pixels along one side.
+    static let maximumPixels = 1 << 20
+    /// Seconds of a video.
+    static let maximumDuration = 1e9
+    /// Seconds from 1970, either way (the years 1 to 9999 and a little more).
+    static let maximumDateSeconds = 253_402_300_800.0
+    /// Resources of one asset.
+    static let maximumResources = 64
+    /// Bytes of one resource.
+    static let maximumResourceSize: Int64 = 1 << 50
+    /// Bytes of a uniform type identifier, a file name or an adjustment format.
+    static let maximumNameLength = 4096
+    /// Bytes of an album title.
+    static let maximumTitleLength = 16_384
+    /// Bytes of a position key.
+    static let maximumPositionLength = 1024
+    /// Entries of one membership change.
+    static let maximumEntries = 100_000
+}
+
+/// A payload that does not decode, or decodes to values no valid event has.
+struct PayloadError: Error, Sendable, Equatable, CustomStringConvertible {
+    let message: String
+    init(_ message: String) { self.message = message }
+    var description: String { message }
+}
+
+/// A last-writer-wins register of an object, named for causal claims.
+enum RegisterField: Hashable, Sendable {
+    case creationDate, location, isFavorite, isHidden, content, title
+    /// The position of `asset` in the album the change is about.
+    case position(asset: UUID)
+}
+
+/// What the writer of a change had seen: for each register it wrote, the stamp of the write in
+/// effect on the writer's device when it wrote (nil: none). Verdicts in an object's history
+/// (replaced or overruled) come from these claims, never from the order events arrived in.
+struct CausalClaims: Sendable, Hashable {
+    var overwritten: [RegisterField: WriterStamp?] = [:]
+
+    static func write(_ stamp: WriterStamp?, to w: inout ByteWriter) {
+        w.write(bool: stamp != nil)
+        guard let stamp else { return }
+        w.write(fixed: UInt64(bitPattern: stamp.hlc))
+        w.write(string: stamp.device)
+    }
+
+    static func read(_ r: inout ByteReader) throws -> WriterStamp? {
+        guard try r.readBool() else { return nil }
+        let hlc = Int64(bitPattern: try r.readFixed())
+        let device = try r.readString()
+        guard DeviceID.problem(with: device) == nil else { throw PayloadError("a claim naming the device '\(device)'") }
+        return WriterStamp(hlc: hlc, device: device)
+    }
+
+    /// The first claim that names a write whose clock value is not below `stamp`'s: a writer's
+    /// clock is always ahead of every write it has seen, so such a claim is false.
+    func contradiction(writtenAt stamp: WriterStamp) -> (RegisterField, WriterStamp)? {
+        for (field, claimed) in overwritten {
+            if let claimed, claimed.hlc >= stamp.hlc { return (field, claimed) }
+        }
+        return nil
+    }
+}
+
+extension ChangeEvent.AssetChanges {
+    /// The bits of the fields set: 1 creation date, 2 location, 4 favorite, 8 hidden.
+    var mask: UInt8 {
+        (creationDate != nil ? 1 : 0) | (location != nil ? 2 : 0) | (isFavorite != nil ? 4 : 0) | (isHidden != nil ? 8 : 0)
+    }
+}
+
+extension ByteReader {
+    /// Reads a varint that must not exceed `limit`, as an `Int`.
+    mutating func readCount(_ what: @autoclosure () -> String, upTo limit: Int) throws -> Int {
+        let offset = self.offset
+        let value = try readVarint()
+        guard value <= UInt64(limit) else { throw DecodingError("\(what()) of \(value) (at most \(limit))", offset: offset) }
+        return Int(value)
+    }
+
+    /// Reads a string of at most `limit` bytes.
+    mutating func readBoundedString(_ what: @autoclosure () -> String, upTo limit: Int) throws -> String {
+        let offset = self.offset
+        let value = try readString()
+        guard value.utf8.count <= limit else { throw DecodingError("\(what()) of \(value.utf8.count) bytes (at most \(limit))", offset: offset) }
+        return value
     }
 }

@@ -173,6 +173,37 @@ enum CompactionSnapshot {
         }
     }
 
+    /// Replaces the snapshot's rows of `objects` (refolded after a verdict changed) with their
+    /// current rows, and the snapshot's verdicts on conflicts with the current ones. The rows
+    /// also hold live events folded after the snapshot was taken: a rebuild folds those again,
+    /// which the fold's idempotence allows (a creation counted twice is resolved as a conflict
+    /// and refolded).
+    static func replace(_ objects: Set<UUID>, from db: Database) throws {
+        guard try db.firstRow("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [table("assets")]) { _ in true } != nil else {
+            return
+        }
+        for object in objects {
+            let key = object.bytes
+            for (projection, condition) in [
+                ("assets", "asset_id = ?1"), ("asset_resources", "asset_id = ?1"), ("albums", "album_id = ?1"),
+                ("album_members", "asset_id = ?1 OR album_id = ?1"),
+            ] {
+                let list = try columns(of: table(projection), in: db)
+                try db.execute("DELETE FROM \(table(projection)) WHERE \(condition)", [key])
+                try db.execute("INSERT INTO \(table(projection)) (\(list)) SELECT \(list) FROM \(projection) WHERE \(condition)", [key])
+            }
+        }
+        let list = try columns(of: table("quarantine"), in: db)
+        try db.execute("DELETE FROM \(table("quarantine")) WHERE rule = 1")
+        try db.execute("INSERT INTO \(table("quarantine")) (\(list)) SELECT \(list) FROM quarantine WHERE rule = 1")
+    }
+
+    /// The columns of a snapshot table, as a list for SQL (a snapshot taken by an older version
+    /// may lack columns added since: they take their defaults).
+    private static func columns(of table: String, in db: Database) throws -> String {
+        try db.rows("SELECT name FROM pragma_table_info(?)", [table]) { "\"\($0.text(0))\"" }.joined(separator: ", ")
+    }
+
     /// Copies the snapshot into the (emptied) projection tables; returns the local sequence it
     /// was taken at, after which the log must be folded (0 when there is no snapshot).
     static func restore(into db: Database) throws -> Int64 {

@@ -41,24 +41,45 @@ public final class LibraryChanges {
         }
     }
 
-    /// Records a change of this block: folds it now, appends it to the log at commit.
+    /// Records a change of this block: folds it now, appends it to the log at commit. The event
+    /// names the shared library (once this device knows it) and, for every register it writes,
+    /// the write in effect here that it overwrites (its causal claims).
     func record(_ change: ChangeEvent, object: UUID) throws {
+        let claims = try causalClaims(of: change, object: object)
         let event = Event(
-            id: library.identifiers.next(), device: library.device, deviceSequence: nextSequence, timestamp: library.clock.now(),
-            changeBlock: changeBlock, object: object, type: change.type.rawValue, schemaVersion: ChangeEvent.schemaVersion,
-            payload: change.encoded())
+            id: library.identifiers.next(), library: library.binding.withLock { $0.library }, device: library.device,
+            deviceSequence: nextSequence, timestamp: library.clock.now(), changeBlock: changeBlock, object: object, type: change.type.rawValue,
+            schemaVersion: EventSchema.currentVersion, payload: change.encoded(claims: claims))
         nextSequence += 1
         touched.formUnion(try Projection(database).apply(change, of: event))
         events.append(event)
+    }
+
+    /// The stamps of the writes in effect for the registers `change` writes.
+    private func causalClaims(of change: ChangeEvent, object: UUID) throws -> CausalClaims {
+        var claims = CausalClaims()
+        for field in change.registers {
+            let (sql, key): (String, [any SQLBindable]) =
+                switch field {
+                case .creationDate: ("SELECT creation_date_hlc, creation_date_device FROM assets WHERE asset_id = ?", [object.bytes])
+                case .location: ("SELECT location_hlc, location_device FROM assets WHERE asset_id = ?", [object.bytes])
+                case .isFavorite: ("SELECT favorite_hlc, favorite_device FROM assets WHERE asset_id = ?", [object.bytes])
+                case .isHidden: ("SELECT hidden_hlc, hidden_device FROM assets WHERE asset_id = ?", [object.bytes])
+                case .content: ("SELECT content_hlc, content_device FROM assets WHERE asset_id = ?", [object.bytes])
+                case .title: ("SELECT title_hlc, title_device FROM albums WHERE album_id = ?", [object.bytes])
+                case .position(let asset):
+                    ("SELECT position_hlc, position_device FROM album_members WHERE album_id = ? AND asset_id = ?", [object.bytes, asset.bytes])
+                }
+            let stamp = try database.firstRow(sql, key) { WriterStamp(hlc: $0.int64(0), device: $0.text(1)) }
+            claims.overwritten[field] = stamp.flatMap { $0.hlc == 0 ? nil : $0 }
+        }
+        return claims
     }
 
     func commit() throws {
         guard !events.isEmpty else { return }
         try EventLog(database).append(events)
     }
-
-    /// The events recorded so far in this block.
-    var recordedEvents: [Event] { events }
 
     // MARK: Assets
 

@@ -31,7 +31,15 @@ public struct ObjectHistoryEntry: Sendable, Hashable {
 /// One field an event wrote, with the value it replaced.
 ///
 /// Old values come from folding the object's events in `(HLC, device)` order, the order
-/// conflict resolution uses, so they are the same on every device that holds the same events.
+/// conflict resolution uses, and verdicts from what each writer had seen (the causal claims its
+/// event carries), so both are the same on every device that holds the same events.
+///
+/// A write of a last-writer-wins field is *replaced* when the next write in that order names it
+/// as the write it overwrote, and *overruled* when that next write was made without seeing it (a
+/// concurrent change that won by its higher stamp). Events made before writers recorded what they
+/// had seen (schema version 1) carry no claims: a write they make is read as replacing the one
+/// before it. Causal lengths (deletion, membership) carry their own order: a higher length
+/// replaces, an equal or lower one is overruled.
 public struct FieldChange: Sendable, Hashable {
     /// What became of the write.
     public enum Outcome: Sendable, Hashable {
@@ -89,7 +97,7 @@ extension PhotoLibrary {
             try readDatabase { db in try Self.historyEvents(of: parsed, db: db, archive: archive) }
         }
         guard !events.isEmpty else { throw PhotoLibraryError.notFound(identifier) }
-        var fold = HistoryFold(object: parsed, device: device)
+        var fold = HistoryFold(object: parsed, schema: options.eventSchema)
         for (stored, location) in events { fold.add(stored, location: location) }
         let after = cursor.map { HistoryFold.Key(timestamp: $0.timestamp, device: $0.device, event: $0.event) }
         let remaining = fold.entries.filter { entry in after.map { HistoryFold.key(of: entry) > $0 } ?? true }
@@ -179,18 +187,19 @@ struct HistoryFold {
     private struct Holder {
         var value: String?
         var causalLength: Int64
+        var stamp: WriterStamp
         var entry: Int
         var change: Int
     }
 
     let object: LocalIdentifier
-    let device: DeviceID
+    let schema: EventSchema
     private(set) var entries: [ObjectHistoryEntry] = []
     private var holders: [String: Holder] = [:]
 
-    init(object: LocalIdentifier, device: DeviceID) {
+    init(object: LocalIdentifier, schema: EventSchema) {
         self.object = object
-        self.device = device
+        self.schema = schema
     }
 
     mutating func add(_ stored: StoredEvent, location: EventLocation) {
@@ -199,13 +208,20 @@ struct HistoryFold {
             ObjectHistoryEntry(
                 eventID: event.id, type: event.type, device: event.device, timestamp: event.timestamp, changeBlock: event.changeBlock,
                 localSequence: stored.localSequence, serverSequence: stored.serverSequence, location: location, changes: []))
-        guard let change = try? ChangeEvent.decode(type: event.type, schemaVersion: event.schemaVersion, payload: event.payload) else {
-            return
+        let stamp = WriterStamp(hlc: Int64(bitPattern: event.timestamp.rawValue), device: event.device.rawValue)
+        guard
+            case .fold(let change, let claims) = schema.verdict(
+                type: event.type, version: event.schemaVersion, payload: event.payload, object: event.object, stamp: stamp,
+                bound: event.library, library: nil, sealed: event.seal != nil)
+        else { return }
+        for (field, value, merge, register) in writes(of: change, event: event) {
+            // nil: no claim known (a version-1 event); .some(nil): the writer had seen no write of the field.
+            let claim: WriterStamp?? = register.flatMap { register in claims.map { $0.overwritten[register] ?? nil } }
+            write(field, value, merge, stamp: stamp, claim: claim)
         }
-        for (field, value, merge) in writes(of: change, event: event) { write(field, value, merge) }
     }
 
-    private mutating func write(_ field: String, _ value: String?, _ merge: Merge) {
+    private mutating func write(_ field: String, _ value: String?, _ merge: Merge, stamp: WriterStamp, claim: WriterStamp??) {
         let index = entries.count - 1
         let holder = holders[field]
         let position = entries[index].changes.count
@@ -221,62 +237,57 @@ struct HistoryFold {
             }
         }
         if let holder, !merge.isPlain {
+            // A register write replaces the holder when the writer had seen it (its claim names the
+            // holder's stamp), and overrules it otherwise; without a claim it replaces it.
+            let sawHolder: Bool
+            switch (merge, claim) {
+            case (.register, .some(let claimed)): sawHolder = claimed == holder.stamp
+            default: sawHolder = true
+            }
             entries[holder.entry].changes[holder.change].outcome =
-                isConcurrent(entries[holder.entry], entries[index])
-                ? .overruled(by: entries[index].eventID) : .replaced(by: entries[index].eventID)
+                sawHolder ? .replaced(by: entries[index].eventID) : .overruled(by: entries[index].eventID)
         }
         entries[index].changes.append(change)
-        holders[field] = Holder(value: change.newValue, causalLength: causalLength, entry: index, change: position)
+        holders[field] = Holder(value: change.newValue, causalLength: causalLength, stamp: stamp, entry: index, change: position)
     }
 
-    /// Whether `later` (higher stamp) was made without knowledge of `earlier`, as far as this
-    /// library can tell: it arrived here first although its stamp is higher, `earlier` is this
-    /// device's own write the server has not acknowledged, or the server acknowledged `later` first.
-    private func isConcurrent(_ earlier: ObjectHistoryEntry, _ later: ObjectHistoryEntry) -> Bool {
-        guard earlier.device != later.device else { return false }
-        if earlier.localSequence > later.localSequence { return true }
-        if earlier.device == device && earlier.serverSequence == nil { return true }
-        if let first = earlier.serverSequence, let second = later.serverSequence { return second < first }
-        return false
-    }
-
-    private func writes(of change: ChangeEvent, event: Event) -> [(String, String?, Merge)] {
+    private func writes(of change: ChangeEvent, event: Event) -> [(String, String?, Merge, RegisterField?)] {
         switch change {
         case .assetCreated(let c):
-            var writes: [(String, String?, Merge)] = [
-                ("mediaType", "\(c.mediaType)", .plain), ("pixelSize", "\(c.pixelWidth)×\(c.pixelHeight)", .plain),
-                ("creationDate", Self.text(c.creationDate), .register), ("location", Self.text(c.location), .register),
-                ("isFavorite", "\(c.isFavorite)", .register), ("isHidden", "\(c.isHidden)", .register),
-                ("isDeleted", nil, .causalLength(1, odd: "false", even: "true")),
+            var writes: [(String, String?, Merge, RegisterField?)] = [
+                ("mediaType", "\(c.mediaType)", .plain, nil), ("pixelSize", "\(c.pixelWidth)×\(c.pixelHeight)", .plain, nil),
+                ("creationDate", Self.text(c.creationDate), .register, .creationDate), ("location", Self.text(c.location), .register, .location),
+                ("isFavorite", "\(c.isFavorite)", .register, .isFavorite), ("isHidden", "\(c.isHidden)", .register, .isHidden),
+                ("isDeleted", nil, .causalLength(1, odd: "false", even: "true"), nil),
             ]
-            if c.duration > 0 { writes.append(("duration", "\(c.duration)", .plain)) }
-            if !c.resources.isEmpty { writes.append(("resources", c.resources.map(\.filename).joined(separator: ", "), .plain)) }
+            if c.duration > 0 { writes.append(("duration", "\(c.duration)", .plain, nil)) }
+            if !c.resources.isEmpty { writes.append(("resources", c.resources.map(\.filename).joined(separator: ", "), .plain, nil)) }
             return writes
         case .assetChanged(let c):
-            var writes: [(String, String?, Merge)] = []
-            if let date = c.creationDate { writes.append(("creationDate", Self.text(date), .register)) }
-            if let location = c.location { writes.append(("location", Self.text(location), .register)) }
-            if let favorite = c.isFavorite { writes.append(("isFavorite", "\(favorite)", .register)) }
-            if let hidden = c.isHidden { writes.append(("isHidden", "\(hidden)", .register)) }
+            var writes: [(String, String?, Merge, RegisterField?)] = []
+            if let date = c.creationDate { writes.append(("creationDate", Self.text(date), .register, .creationDate)) }
+            if let location = c.location { writes.append(("location", Self.text(location), .register, .location)) }
+            if let favorite = c.isFavorite { writes.append(("isFavorite", "\(favorite)", .register, .isFavorite)) }
+            if let hidden = c.isHidden { writes.append(("isHidden", "\(hidden)", .register, .isHidden)) }
             return writes
         case .assetDeleted(let cl), .assetRecovered(let cl):
-            return [("isDeleted", nil, .causalLength(cl, odd: "false", even: "true"))]
+            return [("isDeleted", nil, .causalLength(cl, odd: "false", even: "true"), nil)]
         case .assetPurged:
-            return [("isPurged", "true", .plain)]
+            return [("isPurged", "true", .plain, nil)]
         case .assetContentEdited(let edit):
-            return [("content", edit.rendered.map { "edited " + Hex.encode($0.sha256).prefix(16) } ?? "original", .register)]
+            return [("content", edit.rendered.map { "edited " + Hex.encode($0.sha256).prefix(16) } ?? "original", .register, .content)]
         case .albumCreated(let title, let subtype):
-            return [("subtype", "\(subtype)", .plain), ("title", title, .register)]
+            return [("subtype", "\(subtype)", .plain, nil), ("title", title, .register, .title)]
         case .albumRenamed(let title):
-            return [("title", title, .register)]
+            return [("title", title, .register, .title)]
         case .albumDeleted:
-            return [("isDeleted", "true", .plain)]
+            return [("isDeleted", "true", .plain, nil)]
         case .albumMerged(let winner):
             return event.object == object.uuid
-                ? [("mergedInto", LocalIdentifier(uuid: winner, kind: .album).description, .plain)]
-                : [("mergedFrom", LocalIdentifier(uuid: event.object, kind: .album).description, .plain)]
+                ? [("mergedInto", LocalIdentifier(uuid: winner, kind: .album).description, .plain, nil)]
+                : [("mergedFrom", LocalIdentifier(uuid: event.object, kind: .album).description, .plain, nil)]
         case .albumMembersChanged(_, let entries):
-            return entries.flatMap { entry -> [(String, String?, Merge)] in
+            return entries.flatMap { entry -> [(String, String?, Merge, RegisterField?)] in
                 let other: LocalIdentifier
                 if object.kind == .asset {
                     guard entry.asset == object.uuid else { return [] }
@@ -285,11 +296,11 @@ struct HistoryFold {
                     other = LocalIdentifier(uuid: entry.asset, kind: .asset)
                 }
                 let name = object.kind == .asset ? "album \(other)" : "asset \(other)"
-                var writes: [(String, String?, Merge)] = []
+                var writes: [(String, String?, Merge, RegisterField?)] = []
                 if entry.causalLength > 0 {
-                    writes.append((name, nil, .causalLength(entry.causalLength, odd: "member", even: "not a member")))
+                    writes.append((name, nil, .causalLength(entry.causalLength, odd: "member", even: "not a member"), nil))
                 }
-                if let position = entry.position { writes.append((name + " position", position, .register)) }
+                if let position = entry.position { writes.append((name + " position", position, .register, .position(asset: entry.asset))) }
                 return writes
             }
         }

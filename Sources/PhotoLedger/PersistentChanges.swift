@@ -173,7 +173,7 @@ struct PersistentChangeBuilder {
         case .albumMerged:
             Self.mark(&albums, object, .deleted)
             if let payload,
-                case .albumMerged(let winner)? = try? ChangeEvent.decode(type: type.rawValue, schemaVersion: 1, payload: payload)
+                case (.albumMerged(let winner), _)? = try? ChangeEvent.decode(type: type, version: 1, payload: payload)
             {
                 Self.mark(&albums, winner, .touched)
             }

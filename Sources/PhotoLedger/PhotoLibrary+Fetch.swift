@@ -77,7 +77,7 @@ extension PhotoLibrary {
             throw PhotoLibraryError(
                 .changeNotSupported, "fetches cannot run inside a change block; use the change requests' own state, or fetch after the block")
         }
-        return try readDatabase { db in try body(db, try Self.readAccess(in: db)) }
+        return try readDatabase { db in try body(db, try self.readAccess(in: db)) }
     }
 
     func fetch(_ query: FetchQuery) throws -> FetchResult<Asset> {

@@ -3,6 +3,7 @@ import Foundation
 import LedgerCore
 import LedgerStore
 import PhotoMedia
+import Synchronization
 
 /// A photo library stored in one SQLite file: assets and albums, changed only through change
 /// requests inside change blocks, every change an event in an append-only log.
@@ -34,6 +35,8 @@ public final class PhotoLibrary: Sendable {
         public var deletionRetention: Duration = .seconds(30 * 24 * 3600)
         /// Open with read and write access already granted (for tools that own their library).
         public var preauthorized = false
+        /// The event schema the library reads (tests simulate a newer build with it).
+        package var eventSchema = EventSchema.standard
 
         /// Default options.
         public init() {}
@@ -58,7 +61,10 @@ public final class PhotoLibrary: Sendable {
     /// The content-addressed store of resource bytes, in a directory beside the library file.
     let resources: ResourceStore
     /// Fetches a missing resource (set by the sync engine: downloads the blob).
-    package let resourceFetcher = Hook<@Sendable (String) throws -> Void>()
+    let resourceFetcher = Hook<@Sendable (String) throws -> Void>()
+    /// The shared library this replica is bound to, and the token's scope (cached from
+    /// `replica_state`: every fetch and change block consults the scope).
+    let binding: Mutex<(library: UUID?, scope: ReplicaScope?)>
 
     /// Opens (creating if needed) the library at `url` for `device`.
     ///
@@ -79,6 +85,8 @@ public final class PhotoLibrary: Sendable {
             reader = LazyReadConnection(path: url.path)
             try storage.writeWithoutTransaction { try Migrator.library().migrate($0) }
             let last = try storage.read { try EventLog($0).lastTimestamp() }
+            let state = try storage.read { try ReplicaState.read($0) }
+            binding = Mutex((state.library, state.scope))
             let drift = options.maximumClockDrift.components
             clock = HybridLogicalClock(
                 physicalClock: options.clock, last: last,
@@ -100,6 +108,24 @@ public final class PhotoLibrary: Sendable {
         if options.preauthorized {
             try setAuthorizationStatus(.authorized, for: .readWrite)
         }
+        try refoldWhenSchemaGrew()
+    }
+
+    /// Folds again the events kept for a newer build when this build reads more than the one
+    /// that last folded the library (an upgrade), and records what this build reads.
+    private func refoldWhenSchemaGrew() throws {
+        let fingerprint = options.eventSchema.fingerprint
+        let (folded, waiting) = try readDatabase { db in
+            (
+                try db.firstRow("SELECT folded_schema FROM replica_state WHERE id = 1") { $0.text(0) } ?? "",
+                try db.firstRow("SELECT count(*) FROM quarantine WHERE kind = ?", [Int64(QuarantineKind.needsNewerVersion.rawValue)]) {
+                    $0.int64(0)
+                } ?? 0
+            )
+        }
+        guard folded != fingerprint else { return }
+        if waiting > 0 { try rebuild() }
+        try withDatabase { try $0.execute("UPDATE replica_state SET folded_schema = ? WHERE id = 1", [fingerprint]) }
     }
 
     // MARK: Change blocks
@@ -123,7 +149,7 @@ public final class PhotoLibrary: Sendable {
         let result: T
         do {
             result = try storage.write { db in
-                let access = try Self.writeAccess(in: db)
+                let access = try self.writeAccess(in: db)
                 let changes = try LibraryChanges(library: self, database: db, access: access)
                 defer { changes.invalidate() }
                 let value = try body(changes)
@@ -154,38 +180,34 @@ public final class PhotoLibrary: Sendable {
 
     // MARK: Events from other devices
 
-    /// Applies events that arrived from other devices, in one transaction with the log: new events
-    /// are appended and folded, events already present are ignored. `serverSequences`, when
-    /// given (one per event), are recorded as the server's acknowledgement. `chain` holds the
-    /// server's chain values of a pull page: they are checked against the events held here and
-    /// recorded (``verifyServerChain(_:)``) in the same transaction, and a mismatch rolls the whole
-    /// page back and throws ``ServerChainMismatch``. `extra` runs in the same transaction (the
-    /// sync engine advances its cursor there). `localChain`, when given, holds the events' local
-    /// chain values computed ahead (see ``EventLog/appendLinking(_:serverSequences:precomputed:)``).
-    /// Returns how many events were new.
-    package func applyRemoteEvents(
-        _ events: [Event], serverSequences: [Int64]? = nil, chain: [ServerChainEntry] = [], localChain: EventLog.PrecomputedChain? = nil,
-        folded: FoldedEvents? = nil, extra: ((Database) throws -> Void)? = nil
-    ) throws -> Int {
+    /// Applies a pull page in one transaction with the log, the server's chain values and the
+    /// cursor: new events are appended and folded, events already present are acknowledged. The
+    /// server's chain values are checked against the events held here and recorded
+    /// (``verifyServerChain(_:)``); a mismatch rolls the whole page back and throws
+    /// ``ServerChainMismatch``. An event that fails validation is kept and quarantined, never
+    /// folded: the rest of the page applies.
+    func applyRemoteEvents(_ page: PreparedPage) throws -> AppliedPage {
         var touched = TouchedObjects()
-        var applied = 0
+        var applied = AppliedPage()
+        let context = foldContext
         do {
             try withArchive { _, archive in
                 try storage.write { db in
+                    let events = page.events
                     for event in events where event.device != device {
                         // A stamp too far ahead of this clock is applied but does not drag the clock along.
                         try? clock.receive(event.timestamp)
                     }
                     // The server's chain value reported with each event (a pull page's entries follow its
                     // events), kept in the event's row when it is appended now; checked below.
-                    let reported: [[UInt8]?]? = chain.isEmpty ? nil : events.indices.map { index in
-                        guard index < chain.count, chain[index].eventID == events[index].id,
-                            let sequence = serverSequences?[index], chain[index].serverSequence == sequence
+                    let reported: [[UInt8]?]? = page.chain.isEmpty ? nil : events.indices.map { index in
+                        guard index < page.chain.count, page.chain[index].eventID == events[index].id,
+                            let sequence = page.serverSequences?[index], page.chain[index].serverSequence == sequence
                         else { return nil }
-                        return chain[index].chainHash
+                        return page.chain[index].chainHash
                     }
                     let result = try EventLog(db).appendLinking(
-                        events, serverSequences: serverSequences, serverChainHashes: reported, precomputed: localChain)
+                        events, serverSequences: page.serverSequences, serverChainHashes: reported, precomputed: page.localChain)
                     var appended: [UUID: AppendedEvent] = [:]
                     appended.reserveCapacity(events.count)
                     var firstAppended: Int64?
@@ -194,27 +216,39 @@ public final class PhotoLibrary: Sendable {
                         case .appended(let localSequence):
                             firstAppended = min(firstAppended ?? localSequence, localSequence)
                             appended[events[index].id] = AppendedEvent(
-                                event: events[index], localSequence: localSequence, link: result.links[index], serverChainHash: reported?[index])
+                                event: events[index], localSequence: localSequence, link: result.links[index],
+                                serverChainHash: reported?[index])
                         case .duplicate:
                             // Held already (this device's own event, or a repeated delivery): acknowledge it.
-                            guard let serverSequences else { continue }
+                            guard let sequences = page.serverSequences else { continue }
                             try db.execute(
-                                "UPDATE events SET server_seq = ? WHERE event_id = ? AND server_seq IS NULL",
-                                [serverSequences[index], events[index].id.bytes])
+                                "UPDATE events SET server_seq = ? WHERE event_id = ? AND server_seq IS NULL", [sequences[index], events[index].id.bytes])
                         }
                     }
-                    if let folded, folded.eventCount == events.count, appended.count == events.count {
+                    let projection = Projection(db, archive: archive)
+                    var batch: ProjectionBatch
+                    if page.folded.eventCount == events.count, appended.count == events.count, page.folded.context.library == context.library {
                         // Every event is new here, so the page's fold is the fold of what was appended.
-                        try folded.batch.write(to: db)
-                        touched = folded.batch.touched
+                        batch = page.folded.batch
                     } else {
-                        touched = try Projection(db).apply(events.lazy.filter { appended[$0.id] != nil })
+                        batch = ProjectionBatch()
+                        for event in events where appended[event.id] != nil { batch.add(event, context: context) }
                     }
-                    applied = appended.count
-                    let report = try Self.recordServerChain(
-                        chain, appended: appended, appendedFrom: firstAppended, db: db, archive: archive)
+                    try batch.write(to: db)
+                    touched = batch.touched
+                    applied.newEvents = appended.count
+                    applied.quarantined = batch.quarantined.compactMap { verdict in
+                        appended[verdict.event].map { QuarantineEntry(event: $0.event, kind: verdict.kind, reason: verdict.reason) }
+                    }
+                    if batch.foldedCreations {
+                        var none: RebuildProgress?
+                        let resolution = try projection.resolveConflicts(context: context, progress: &none)
+                        touched.formUnion(resolution.touched)
+                        applied.changedVerdicts = resolution.changedVerdicts.count
+                    }
+                    let report = try Self.recordServerChain(page.chain, appended: appended, appendedFrom: firstAppended, db: db, archive: archive)
                     if let failure = report.failure { throw ServerChainMismatch(failure: failure) }
-                    try extra?(db)
+                    if let cursor = page.cursor { try db.execute("UPDATE replica_state SET pull_cursor = ? WHERE id = 1", [cursor]) }
                 }
             }
         } catch let mismatch as ServerChainMismatch {
@@ -226,6 +260,18 @@ public final class PhotoLibrary: Sendable {
         return applied
     }
 
+    /// Applies events from other devices as a pull page would, with server sequences and chain
+    /// values when given, folded ahead when `prefolded` (for tests of the apply and the fold).
+    @discardableResult
+    func applyRemoteEvents(_ events: [Event], serverSequences: [Int64]? = nil, chain: [ServerChainEntry] = [], prefolded: Bool = false) throws
+        -> Int
+    {
+        let page = PreparedPage(
+            events: events, serverSequences: serverSequences, chain: chain, cursor: nil, localChain: nil,
+            folded: prefolded ? FoldedEvents.fold(events, context: foldContext) : FoldedEvents.fold([], context: foldContext))
+        return try applyRemoteEvents(page).newEvents
+    }
+
     /// A pull page whose events do not match the server's chain values; nothing of it was applied.
     package struct ServerChainMismatch: Error, CustomStringConvertible {
         /// The first entry that did not match.
@@ -234,29 +280,41 @@ public final class PhotoLibrary: Sendable {
         package var description: String { "the server's event chain does not match this device's copy: \(failure)" }
     }
 
-    /// Runs `body` on the library's database inside a write transaction (for the sync engine's
-    /// own bookkeeping: cursors, acknowledgements).
-    package func withDatabase<T>(_ body: (Database) throws -> T) throws -> T {
+    /// Runs `body` on the library's database inside a write transaction.
+    func withDatabase<T>(_ body: (Database) throws -> T) throws -> T {
         do { return try storage.write(body) } catch { throw Self.translate(error, doing: "update the library") }
     }
 
     /// Runs `body` on the library's database for reading.
-    package func readDatabase<T>(_ body: (Database) throws -> T) throws -> T {
+    func readDatabase<T>(_ body: (Database) throws -> T) throws -> T {
         do { return try storage.read(body) } catch { throw Self.translate(error, doing: "read the library") }
     }
 
     // MARK: Maintenance
 
-    /// Deletes and refolds every projection from the log. The result is identical to the
-    /// projections maintained incrementally.
+    /// Verifies the log's hash chain, then deletes and refolds every projection from it. The
+    /// result is identical to the projections maintained incrementally.
+    ///
+    /// - Throws: ``PhotoLibraryError`` `.internalError` when the chain does not verify: a log
+    ///   that was changed is not folded (restore the library from a backup or a synced copy).
     public func rebuild() throws {
         try rebuild(batchSize: Projection.rebuildBatchSize)
     }
 
     /// Rebuilds folding `batchSize` events in memory at a time.
     func rebuild(batchSize: Int) throws {
+        let report = try verifyChain()
+        if let failure = report.failure {
+            throw PhotoLibraryError(
+                .internalError,
+                "could not rebuild the projections: the log does not verify (\(failure)); nothing was changed — restore the library from a "
+                    + "backup or from a synced copy")
+        }
+        let context = foldContext
         do {
-            try storage.write { try Projection($0).rebuild(batchSize: batchSize) }
+            try withArchive { _, archive in
+                try storage.write { try Projection($0, archive: archive).rebuild(context: context, batchSize: batchSize) }
+            }
         } catch {
             throw Self.translate(error, doing: "rebuild the projections")
         }

@@ -15,25 +15,28 @@ struct TouchedObjects: Sendable {
     }
 }
 
-/// Events folded in memory ahead of their apply, on another thread (``fold(_:)``), so the
-/// writing connection only merges the result: what a pull does with the page it has fetched
-/// while the page before is applied.
-package struct FoldedEvents: Sendable {
+/// What the fold needs besides the events: the schema it reads, and the library's identifier
+/// (events bound to another library are quarantined).
+struct FoldContext: Sendable {
+    var schema: EventSchema
+    var library: UUID?
+}
+
+/// Events folded in memory ahead of their apply, on another thread, so the writing connection
+/// only merges the result: what a pull does with the page it has fetched while the page before
+/// is applied.
+struct FoldedEvents: Sendable {
     let batch: ProjectionBatch
     /// How many events were folded.
     let eventCount: Int
+    /// The context they were folded in.
+    let context: FoldContext
 
-    /// Folds `events` as ``PhotoLibrary/applyRemoteEvents(_:serverSequences:chain:localChain:folded:extra:)``
-    /// would if all of them are new to the library; nil when one does not decode (the apply
-    /// then folds, and fails with the library's own error).
-    package static func fold(_ events: [Event]) -> FoldedEvents? {
+    /// Folds `events` as the apply would if all of them are new to the library.
+    static func fold(_ events: [Event], context: FoldContext) -> FoldedEvents {
         var batch = ProjectionBatch()
-        do {
-            for event in events { try batch.add(event) }
-        } catch {
-            return nil
-        }
-        return FoldedEvents(batch: batch, eventCount: events.count)
+        for event in events { batch.add(event, context: context) }
+        return FoldedEvents(batch: batch, eventCount: events.count, context: context)
     }
 }
 
@@ -47,35 +50,48 @@ package struct FoldedEvents: Sendable {
 /// folded in memory per object (``ProjectionBatch``), then merged into the tables.
 struct Projection {
     let database: Database
+    /// The archive of a compacted library: refolds read the archived events of an object too.
+    let archive: Database?
 
-    init(_ database: Database) { self.database = database }
-
-    /// Folds one stored event into the projections; returns what it touched.
-    @discardableResult
-    func apply(_ event: Event) throws -> TouchedObjects {
-        try apply([event])
+    init(_ database: Database, archive: Database? = nil) {
+        self.database = database
+        self.archive = archive
     }
 
-    /// Folds stored events into the projections, one upsert per object they touch.
+    /// Folds stored events into the projections, one upsert per object they touch, then resolves
+    /// the conflicts between creations they brought (``resolveConflicts(context:)``).
     @discardableResult
-    func apply(_ events: some Sequence<Event>) throws -> TouchedObjects {
+    func apply(_ events: some Sequence<Event>, context: FoldContext) throws -> TouchedObjects {
         var batch = ProjectionBatch()
-        for event in events { try batch.add(event) }
-        try batch.write(to: database)
-        return batch.touched
+        for event in events { batch.add(event, context: context) }
+        return try write(batch, context: context)
     }
 
-    /// Folds a decoded change of `event` into the projections.
+    /// Writes a folded batch and resolves the conflicts between creations it brought; returns
+    /// what it touched.
+    func write(_ batch: ProjectionBatch, context: FoldContext) throws -> TouchedObjects {
+        try batch.write(to: database)
+        var touched = batch.touched
+        if batch.foldedCreations {
+            var none: RebuildProgress?
+            touched.formUnion(try resolveConflicts(context: context, progress: &none).touched)
+        }
+        return touched
+    }
+
+    /// Folds a change made by this device in a change block. Its identifiers are new (made
+    /// here), so it cannot conflict with another creation.
     @discardableResult
     func apply(_ change: ChangeEvent, of event: Event) throws -> TouchedObjects {
         var batch = ProjectionBatch()
-        batch.add(change, object: event.object, stamp: WriterStamp(hlc: Int64(bitPattern: event.timestamp.rawValue), device: event.device.rawValue))
+        let stamp = WriterStamp(hlc: Int64(bitPattern: event.timestamp.rawValue), device: event.device.rawValue)
+        batch.add(.fold(change, nil), event: event.id, object: event.object, stamp: stamp)
         try batch.write(to: database)
         return batch.touched
     }
 
     /// The projection tables, in the order a dump lists them.
-    static let tables = ["assets", "asset_resources", "referenced_resources", "albums", "album_members"]
+    static let tables = ["assets", "asset_resources", "referenced_resources", "albums", "album_members", "quarantine"]
 
     /// How many events a rebuild folds in memory before handing them to the writing
     /// connection: small enough that folding the next batch overlaps writing this one from
@@ -94,7 +110,7 @@ struct Projection {
     /// its own to the library file, while this connection writes the batch folded before: the
     /// write transaction this runs in keeps other writers out, so that connection reads the
     /// same log.
-    func rebuild(batchSize: Int = Self.rebuildBatchSize) throws {
+    func rebuild(context: FoldContext, batchSize: Int = Self.rebuildBatchSize) throws {
         for table in Self.tables {
             try database.execute("DELETE FROM \(table)")
         }
@@ -108,55 +124,56 @@ struct Projection {
         // Without a snapshot, the tables are empty: the batches keep track of what they wrote.
         var progress = try start > 0 ? nil : RebuildProgress(
             objects: Int(database.firstRow("SELECT coalesce(max(local_seq), 0) FROM events") { $0.int64(0) } ?? 0))
-        let write = { (batch: ProjectionBatch) throws in try batch.write(to: database, rebuilding: &progress) }
         let path = database.path
         let folder = FoldingThread { emit in
             var options = Database.Options()
             options.readOnly = true
             options.cacheSizeKiB = 2 * 1024
-            try Self.fold(try Database(path: path, options: options), after: start, batchSize: batchSize, emit)
+            try Self.fold(try Database(path: path, options: options), after: start, context: context, batchSize: batchSize, emit)
         }
         defer { folder.stop() }
-        while let batch = try folder.next() { try write(batch) }
+        while let batch = try folder.next() {
+            try batch.write(to: database, rebuilding: &progress)
+            if batch.foldedCreations { _ = try resolveConflicts(context: context, progress: &progress) }
+        }
     }
 
     /// Reads the log after `start` in `database` and folds it in batches of `batchSize` events,
     /// handing each batch to `emit` (the last one possibly empty).
     private static func fold(
-        _ database: Database, after start: Int64, batchSize: Int, _ emit: (ProjectionBatch) throws -> Void
+        _ database: Database, after start: Int64, context: FoldContext, batchSize: Int, _ emit: (ProjectionBatch) throws -> Void
     ) throws {
-        // One scan of the columns the fold reads: one read of one state of the log.
+        // One scan of the columns the fold reads: one read of one state of the log. This device's
+        // events the server rejected are folded out: no other device holds them.
         let scan = try database.cachedStatement(
-            "SELECT local_seq, object_id, device_id, hlc, type, schema_version, payload FROM events WHERE local_seq > ? ORDER BY local_seq")
+            """
+            SELECT local_seq, object_id, device_id, hlc, type, schema_version, payload, event_id, library, key_id FROM events
+            WHERE local_seq > ? AND event_id NOT IN (SELECT event_id FROM sync_rejections) ORDER BY local_seq
+            """)
         defer { scan.reset() }
         try scan.bind(start, at: 1)
         // Runs of events share their type and device: each is decoded from the column's bytes
         // only when it differs from the previous event's.
-        var type = (bytes: [UInt8](), value: EventType?.none)
+        var type = (bytes: [UInt8](), name: "")
         var device = (bytes: [UInt8](), name: "")
         var batch = ProjectionBatch()
         while try scan.step() {
-            guard let object = scan.withBlob(1, { UUID(bytes: $0) }) else {
-                throw DecodingError("a 16-byte object identifier in the event at local position \(scan.int64(0))", offset: 0)
+            guard let object = scan.withBlob(1, { UUID(bytes: $0) }), let id = scan.withBlob(7, { UUID(bytes: $0) }) else {
+                throw DecodingError("a 16-byte identifier in the event at local position \(scan.int64(0))", offset: 0)
             }
             scan.withBlob(4) { bytes in
                 guard !bytes.elementsEqual(type.bytes) else { return }
-                type = ([UInt8](bytes), EventType(rawValue: String(decoding: bytes, as: UTF8.self)))
+                type = ([UInt8](bytes), String(decoding: bytes, as: UTF8.self))
             }
-            // Types this build does not know change nothing.
-            guard let known = type.value else { continue }
-            let decoded: ChangeEvent?
-            do {
-                decoded = try ChangeEvent.decode(type: known, schemaVersion: Int(scan.int64(5)), payload: scan.blob(6))
-            } catch let error as DecodingError {
-                throw DecodingError("the \(known.rawValue) event at local position \(scan.int64(0)): \(error.message)", offset: error.offset)
-            }
-            guard let change = decoded else { continue }
             scan.withBlob(2) { bytes in
                 guard !bytes.elementsEqual(device.bytes) else { return }
                 device = ([UInt8](bytes), String(decoding: bytes, as: UTF8.self))
             }
-            batch.add(change, object: object, stamp: WriterStamp(hlc: scan.int64(3), device: device.name))
+            let stamp = WriterStamp(hlc: scan.int64(3), device: device.name)
+            let verdict = context.schema.verdict(
+                type: type.name, version: Int(clamping: scan.int64(5)), payload: scan.blob(6), object: object, stamp: stamp,
+                bound: scan.isNull(8) ? nil : scan.withBlob(8) { UUID(bytes: $0) }, library: context.library, sealed: scan.int64(9) != 0)
+            batch.add(verdict, event: id, object: object, stamp: stamp)
             if batch.eventCount >= batchSize {
                 try emit(batch)
                 batch = ProjectionBatch()

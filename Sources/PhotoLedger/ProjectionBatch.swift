@@ -4,7 +4,7 @@ import LedgerStore
 
 /// A last-writer-wins stamp: the event's clock value, ties broken by the device identifier's
 /// bytes (the order SQLite's `(hlc, device) > (hlc, device)` gives on the stored columns).
-struct WriterStamp: Comparable, Sendable {
+struct WriterStamp: Comparable, Hashable, Sendable {
     var hlc: Int64
     var device: String
 
@@ -43,6 +43,10 @@ extension Register: Sendable where Value: Sendable {}
 struct ProjectionBatch: Sendable {
     struct AssetRow {
         var created = false
+        /// The creation event folded (the smallest identifier when several were).
+        var creationEvent: UUID?
+        /// Whether two different creation events were folded: a conflict to resolve.
+        var createdTwice = false
         var createdHLC: Int64 = 0
         var sourceDevice = ""
         var mediaType = 0
@@ -123,6 +127,11 @@ struct ProjectionBatch: Sendable {
     private var resources: [(asset: UUID, index: Int, record: ResourceRecord)] = []
     private var referenced: [ResourceRecord] = []
     private var referencedHashes: Set<[UInt8]> = []
+    /// Events not folded, with their verdicts.
+    private(set) var quarantined: [(event: UUID, kind: QuarantineKind, reason: String)] = []
+    /// Whether the batch folded a creation (of an asset or an album): conflicts between
+    /// creations are looked for after it is written.
+    private(set) var foldedCreations = false
 
     /// The objects the folded events touched: every object with a folded row, and the assets
     /// of the memberships.
@@ -137,21 +146,35 @@ struct ProjectionBatch: Sendable {
 
     // MARK: Folding
 
-    /// Folds one stored event (events of types this build does not know change nothing).
-    mutating func add(_ event: Event) throws {
-        guard let change = try ChangeEvent.decode(type: event.type, schemaVersion: event.schemaVersion, payload: event.payload) else {
-            return
+    /// Folds one event as `context`'s schema judges it: a valid event changes the rows, any other
+    /// is recorded with its verdict and changes nothing else.
+    mutating func add(_ event: Event, context: FoldContext) {
+        let stamp = WriterStamp(hlc: Int64(bitPattern: event.timestamp.rawValue), device: event.device.rawValue)
+        let verdict = context.schema.verdict(
+            type: event.type, version: event.schemaVersion, payload: event.payload, object: event.object, stamp: stamp,
+            bound: event.library, library: context.library, sealed: event.seal != nil)
+        add(verdict, event: event.id, object: event.object, stamp: stamp)
+    }
+
+    /// Folds an event's verdict: the change of a valid event, the verdict of any other.
+    mutating func add(_ verdict: EventVerdict, event: UUID, object: UUID, stamp: WriterStamp) {
+        eventCount += 1
+        switch verdict {
+        case .fold(let change, _): add(change, object: object, stamp: stamp, event: event)
+        case .deferred, .sealed, .quarantined:
+            if let (kind, reason) = verdict.stored { quarantined.append((event, kind, reason)) }
         }
-        add(change, object: event.object, stamp: WriterStamp(hlc: Int64(bitPattern: event.timestamp.rawValue), device: event.device.rawValue))
     }
 
     /// Folds a decoded change about `object` written at `stamp`.
-    mutating func add(_ change: ChangeEvent, object id: UUID, stamp: WriterStamp) {
-        eventCount += 1
+    private mutating func add(_ change: ChangeEvent, object id: UUID, stamp: WriterStamp, event: UUID) {
         let hlc = stamp.hlc
         switch change {
         case .assetCreated(let c):
+            foldedCreations = true
             assets.update(id) { row in
+                if let folded = row.creationEvent, folded != event { row.createdTwice = true }
+                row.creationEvent = row.creationEvent.map { $0.bytes.lexicographicallyPrecedes(event.bytes) ? $0 : event } ?? event
                 row.created = true
                 row.createdHLC = hlc
                 row.sourceDevice = stamp.device
@@ -198,6 +221,7 @@ struct ProjectionBatch: Sendable {
             }
             for record in [edit.rendered, edit.adjustment].compactMap({ $0 }) { reference(record) }
         case .albumCreated(let title, let subtype):
+            foldedCreations = true
             albums.update(id) { row in
                 if !row.created || stamp < row.creation {
                     row.creation = stamp
@@ -284,6 +308,8 @@ struct ProjectionBatch: Sendable {
             values.append(content?.adjustmentFormat)
             values.append(row.content.stamp)
             values.append(row.modificationHLC)
+            values.append(blob: row.creationEvent?.bytes)
+            values.append(row.createdTwice)
         }
         // Memberships already stored take the state and version their asset has now
         // (Migrations/Library/0006_album_member_asset_state.sql).
@@ -351,6 +377,16 @@ struct ProjectionBatch: Sendable {
         try Self.memberUpsertReadingAsset.run(count: unknown.count, in: database) { index, values in
             append(members.keys[unknown[index]], members.rows[unknown[index]], to: &values)
         }
+        if !quarantined.isEmpty {
+            let statement = try database.cachedStatement(Self.quarantineSQL)
+            for (event, kind, reason) in quarantined {
+                defer { statement.reset() }
+                try bind(event, at: 1, statement)
+                try statement.bind(Int64(kind.rawValue), at: 2)
+                try statement.bind(reason, at: 3)
+                try statement.step()
+            }
+        }
         if progress != nil {
             for asset in assets.keys { progress!.assets.insert(asset) }
             for key in members.keys { progress!.memberAssets.insert(key.asset) }
@@ -401,7 +437,8 @@ struct ProjectionBatch: Sendable {
         INSERT INTO assets (asset_id, created, created_hlc, source_device, media_type, media_subtypes, pixel_width, pixel_height,
             duration, creation_date, creation_date_hlc, creation_date_device, latitude, longitude, altitude, location_hlc,
             location_device, favorite, favorite_hlc, favorite_device, hidden, hidden_hlc, hidden_device, trash_cl, trashed_hlc,
-            purged, content_sha256, adjustment_sha256, adjustment_format, content_hlc, content_device, modification_hlc)
+            purged, content_sha256, adjustment_sha256, adjustment_format, content_hlc, content_device, modification_hlc, creation_event,
+            created_twice)
         """
 
     private static let assetMerge = """
@@ -416,11 +453,18 @@ struct ProjectionBatch: Sendable {
             trash_cl = max(trash_cl, excluded.trash_cl),
             trashed_hlc = max(trashed_hlc, excluded.trashed_hlc),
             purged = max(purged, excluded.purged),
-            modification_hlc = max(modification_hlc, excluded.modification_hlc)
+            modification_hlc = max(modification_hlc, excluded.modification_hlc),
+            created_twice = max(created_twice, excluded.created_twice,
+                creation_event IS NOT NULL AND excluded.creation_event IS NOT NULL AND creation_event <> excluded.creation_event),
+            creation_event = CASE WHEN creation_event IS NULL OR excluded.creation_event < creation_event
+                THEN coalesce(excluded.creation_event, creation_event) ELSE creation_event END
         """
 
     /// The asset upsert.
-    static let assetUpsert = BatchInsert(assetColumns, columns: 32, tail: assetMerge)
+    static let assetUpsert = BatchInsert(assetColumns, columns: 34, tail: assetMerge)
+
+    /// A verdict on the event alone (rule 0): it never changes, so a repeated fold keeps it.
+    static let quarantineSQL = PreparedSQL("INSERT INTO quarantine (event_id, kind, rule, reason) VALUES (?, ?, 0, ?) ON CONFLICT DO NOTHING")
 
     /// An asset's state as its memberships carry it (0 not shown, 1 hidden, 2 shown), from the
     /// asset row's columns with the given prefix (NULL columns, a missing row, give 0).

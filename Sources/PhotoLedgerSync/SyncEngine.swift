@@ -1,6 +1,5 @@
 import Foundation
 import LedgerCore
-import LedgerStore
 import PhotoLedger
 import SyncProtocol
 import SyncTransport
@@ -41,6 +40,13 @@ public struct SyncReport: Sendable, Equatable {
     public var rejectedEvents: [String] = []
     /// Events received from other devices that were new here.
     public var pulledEvents = 0
+    /// New events kept but not folded (invalid, or needing a newer PhotoLedger), with the
+    /// device, type and reason of each.
+    public var quarantinedEvents: [String] = []
+    /// Events whose verdict changed because of what arrived (an earlier creation of an object).
+    public var changedVerdicts = 0
+    /// What this device's token allows, as the server said.
+    public var scope: ReplicaScope?
     /// Resources downloaded, and their bytes.
     public var downloadedResources = 0
     public var downloadedBytes: Int64 = 0
@@ -90,9 +96,6 @@ public final class SyncEngine: Sendable {
     let transport: any HTTPTransport
     let options: Options
 
-    static let cursorKey = "sync.cursor"
-    static let lastSyncKey = "sync.lastSync"
-
     /// An engine for `library` and `remote`, over libcurl with retries by default.
     public init(
         library: PhotoLibrary, remote: SyncRemote,
@@ -104,7 +107,7 @@ public final class SyncEngine: Sendable {
         self.transport = transport
         self.options = options
         if !options.downloadResourcesEagerly {
-            library.resourceFetcher.value = { [weak self] hash in try self?.downloadBlocking(hash) }
+            library.replica.resourceFetcher.value = { [weak self] hash in try self?.downloadBlocking(hash) }
         }
     }
 
@@ -116,28 +119,62 @@ public final class SyncEngine: Sendable {
         self.init(library: library, remote: remote, transport: transport)
     }
 
+    var replica: Replica { library.replica }
+
     /// The server sequence this device has pulled up to.
-    public func cursor() throws -> Int64 {
-        try library.setting(Self.cursorKey).map { Int64(String(decoding: $0, as: UTF8.self)) ?? 0 } ?? 0
-    }
+    public func cursor() throws -> Int64 { try replica.state().pullCursor }
 
     /// When this device last finished a sync (Unix milliseconds), or nil.
-    public func lastSync() throws -> UInt64? {
-        try library.setting(Self.lastSyncKey).flatMap { UInt64(String(decoding: $0, as: UTF8.self)) }
-    }
+    public func lastSync() throws -> UInt64? { try replica.state().lastSync }
 
-    /// Runs a full sync. Cancelling the task stops it between requests (and aborts transfers);
-    /// what was done stays done.
+    /// Runs a full sync as the token's scope allows: learn the library and the scope, then (when
+    /// the token may write) upload resources and push, then (when it may read) pull and download
+    /// resources. Cancelling the task stops it between requests (and aborts transfers); what was
+    /// done stays done.
+    ///
+    /// An addOnly token uploads and pushes only; a readOnly token pulls only, and this device's
+    /// unsent changes are folded out (they can never reach the other devices).
     @discardableResult
     public func sync(progress: (@Sendable (SyncProgress) -> Void)? = nil) async throws -> SyncReport {
         var report = SyncReport()
-        try await uploadResources(&report, progress)
-        try await push(&report, progress)
-        try await pull(&report, progress)
-        if options.downloadResourcesEagerly { try await downloadResources(&report, progress) }
+        let scope = try await bind()
+        report.scope = scope
+        if scope != .readOnly {
+            try await uploadResources(&report, progress)
+            try await push(&report, progress)
+        }
+        if scope != .addOnly {
+            try await pull(&report, progress)
+            if options.downloadResourcesEagerly { try await downloadResources(&report, progress) }
+        }
         report.cursor = try cursor()
-        try library.setSetting(Self.lastSyncKey, Array(String(library.currentTimeMilliseconds).utf8))
+        try replica.recordSync()
         return report
+    }
+
+    /// Asks the server which library this is and what the token allows, and records both: new
+    /// events name the library from then on. A server that does not describe libraries (an older
+    /// version) is taken to allow reading and writing.
+    func bind() async throws -> ReplicaScope {
+        let path = SyncRoutes.library(remote.libraryName)
+        let info: LibraryInfo
+        do {
+            info = try await exchange(.get, path, nil as PushRequest?, as: LibraryInfo.self, notFound: .invalidResponse("legacy"))
+        } catch SyncError.invalidResponse("legacy") {
+            return try replica.state().scope ?? .readWrite
+        }
+        let scope: ReplicaScope =
+            switch info.scope {
+            case .readWrite: .readWrite
+            case .addOnly: .addOnly
+            case .readOnly: .readOnly
+            }
+        do {
+            try replica.bind(to: info.libraryID, scope: scope)
+        } catch let error as PhotoLibraryError {
+            throw SyncError.invalidRemote(error.message)
+        }
+        return scope
     }
 
     // MARK: Steps
@@ -147,15 +184,15 @@ public final class SyncEngine: Sendable {
         var cursor: Int64 = 0
         while true {
             try Task.checkCancellation()
-            let pending = try library.pendingEvents(afterDeviceSequence: cursor, limit: options.pushBatchSize * 4)
+            let pending = try replica.outbox(afterDeviceSequence: cursor, limit: options.pushBatchSize * 4)
             guard let last = pending.last else { return }
             cursor = last.deviceSequence
-            let hashes = try library.resourceHashes(referencedBy: pending).sorted()
+            let hashes = replica.resourceHashes(referencedBy: pending).sorted()
             guard !hashes.isEmpty else { continue }
             let missing = try await exchange(.post, SyncRoutes.missingBlobs(library: remote.libraryName), MissingBlobsRequest(hashes: hashes), as: MissingBlobsResponse.self).missing
             for hash in missing {
                 try Task.checkCancellation()
-                guard let file = library.resourceFile(hash) else {
+                guard let file = replica.resourceFile(hash) else {
                     throw PhotoLibraryError(.missingResource, "resource \(hash) of a pending change is missing on this device; it cannot be uploaded")
                 }
                 let response = try await send(HTTPRequest(
@@ -171,10 +208,10 @@ public final class SyncEngine: Sendable {
 
     /// Pushes the outbox in batches until the server has acknowledged or rejected every event.
     func push(_ report: inout SyncReport, _ progress: (@Sendable (SyncProgress) -> Void)?) async throws {
-        let total = try library.pendingEventCount()
+        let total = try replica.outboxCount()
         var gapRetries = 0
         var bytes: Int64 = 0
-        var batch = try library.pendingEvents(limit: options.pushBatchSize)
+        var batch = try replica.outbox(limit: options.pushBatchSize)
         while !batch.isEmpty {
             try Task.checkCancellation()
             let (response, moved) = try await exchangeCounting(
@@ -194,7 +231,7 @@ public final class SyncEngine: Sendable {
                 case .gap(let sequence): expected = expected ?? sequence
                 }
             }
-            try library.acknowledge(stored: stored, rejected: rejected)
+            try replica.acknowledge(stored: stored, rejected: rejected)
             progress?(SyncProgress(phase: .pushing, completed: report.pushedEvents, total: total, bytes: bytes))
             if let expected {
                 // The server lacks earlier events of this device (a restored server): send again from there.
@@ -202,9 +239,9 @@ public final class SyncEngine: Sendable {
                 guard gapRetries <= 3 else {
                     throw SyncError.invalidResponse("the server keeps asking for device sequence \(expected); it may have lost this device's history")
                 }
-                batch = try library.ownEvents(fromDeviceSequence: expected, limit: options.pushBatchSize)
+                batch = try replica.ownEvents(fromDeviceSequence: expected, limit: options.pushBatchSize)
             } else {
-                batch = try library.pendingEvents(limit: options.pushBatchSize)
+                batch = try replica.outbox(limit: options.pushBatchSize)
             }
         }
     }
@@ -226,78 +263,68 @@ public final class SyncEngine: Sendable {
             guard page.cursor >= cursor else {
                 throw SyncError.invalidResponse("the server's cursor went back from \(cursor) to \(page.cursor); was the server reset?")
             }
-            pending = page.hasMore ? fetchPage(since: page.cursor, after: page.chain.last?.chainHash) : nil
-            let next = page.cursor
+            pending = page.hasMore ? fetchPage(since: page.cursor, after: page.lastChainHash) : nil
             do {
-                report.pulledEvents += try library.applyRemoteEvents(
-                    page.events, serverSequences: page.serverSequences, chain: page.chain, localChain: page.localChain, folded: page.folded
-                ) { db in
-                    try PhotoLibrary.setSetting(Self.cursorKey, Array(String(next).utf8), in: db)
-                }
+                let applied = try replica.apply(page.prepared)
+                report.pulledEvents += applied.newEvents
+                report.changedVerdicts += applied.changedVerdicts
+                report.quarantinedEvents += applied.quarantined.map { "\($0.eventID.uuidString) (\($0.type) from \($0.device)): \($0.reason)" }
             } catch let mismatch as PhotoLibrary.ServerChainMismatch {
                 throw SyncError.invalidResponse("\(mismatch.description); nothing from this page was applied")
             }
-            cursor = next
+            cursor = page.cursor
             bytes += page.bytes
             progress?(SyncProgress(phase: .pulling, completed: report.pulledEvents, total: nil, bytes: bytes))
-            if pending == nil && !page.events.isEmpty {
+            if pending == nil && page.eventCount > 0 {
                 // The last page brought events: ask once more, now that they are committed.
-                pending = fetchPage(since: next, after: page.chain.last?.chainHash)
+                pending = fetchPage(since: cursor, after: page.lastChainHash)
             }
         }
         let summary = try await exchange(.get, SyncRoutes.chain(library: remote.libraryName), nil as PushRequest?, as: ChainSummary.self)
-        if let failure = try library.verifyServerChainHead(lastServerSequence: summary.lastServerSequence, headHash: summary.headHash) {
+        if let failure = try replica.verifyServerChainHead(lastServerSequence: summary.lastServerSequence, headHash: summary.headHash) {
             throw SyncError.invalidResponse("the server's event chain head does not match what this device received: \(failure)")
         }
     }
 
-    /// A pull page, decoded and checked, ready to apply.
+    /// A pull page, decoded, checked and prepared by the library, ready to apply.
     struct PulledPage: Sendable {
-        var events: [Event]
-        var serverSequences: [Int64]
-        var chain: [ServerChainEntry]
-        /// The events linked after the server's chain value before the page: the local chain
-        /// values too when this device's log ends with that value (its log follows the server's
-        /// order), so the apply need not hash them again.
-        var localChain: EventLog.PrecomputedChain?
-        /// The page folded for the projections, off the thread that applies pages.
-        var folded: FoldedEvents?
+        var prepared: PreparedPage
+        /// The server's cursor after the page.
         var cursor: Int64
+        var eventCount: Int
+        /// The server's chain value after the page's last event.
+        var lastChainHash: [UInt8]?
         var hasMore: Bool
         /// The response body's size as the transport delivered it.
         var bytes: Int64
     }
 
     /// Starts fetching the page after `cursor`: every event's content hash is checked before
-    /// anything of the page is applied. With `previous` (the server's chain value at `cursor`,
-    /// as the previous page reported it), the events are also linked after it; and the page is
-    /// folded for the projections. Both happen off the thread that applies pages.
+    /// anything of the page is applied, and the page is prepared by the library (linked after
+    /// `previous`, the server's chain value at `cursor` as the previous page reported it, and
+    /// folded) off the thread that applies pages.
     private func fetchPage(since cursor: Int64, after previous: [UInt8]?) -> Task<PulledPage, any Error> {
         Task {
             let (page, bytes) = try await pullPage(since: cursor)
             if let bad = page.events.first(where: { !$0.hasValidHash }) {
                 throw SyncError.invalidResponse("event \(bad.id.uuidString) does not match its content hash; nothing from this page was applied")
             }
-            if let unsequenced = page.events.first(where: { $0.serverSequence == nil }) {
-                throw SyncError.invalidResponse("event \(unsequenced.id.uuidString) of a pull page has no server sequence; nothing from this page was applied")
+            let events = try page.events.map { wire in
+                guard let sequence = wire.serverSequence, let chainHash = wire.chainHash else {
+                    throw SyncError.invalidResponse(
+                        "event \(wire.id.uuidString) of a pull page has no server sequence or chain value; nothing from this page was applied")
+                }
+                return SequencedEvent(event: wire.event, serverSequence: sequence, serverChainHash: chainHash)
             }
-            let events = page.events.map(\.event)
             return PulledPage(
-                events: events, serverSequences: page.events.map { $0.serverSequence ?? 0 },
-                chain: page.events.compactMap { event in
-                    event.serverSequence.flatMap { sequence in
-                        event.chainHash.map { ServerChainEntry(serverSequence: sequence, eventID: event.id, chainHash: $0) }
-                    }
-                },
-                localChain: previous.map { EventLog.PrecomputedChain(linking: events, after: $0) },
-                folded: FoldedEvents.fold(events),
-                cursor: page.nextCursor, hasMore: page.hasMore, bytes: bytes)
+                prepared: replica.prepare(events, cursor: page.nextCursor, after: previous), cursor: page.nextCursor, eventCount: events.count,
+                lastChainHash: events.last?.serverChainHash, hasMore: page.hasMore, bytes: bytes)
         }
     }
 
     /// Downloads every referenced resource this device lacks.
     func downloadResources(_ report: inout SyncReport, _ progress: (@Sendable (SyncProgress) -> Void)?) async throws {
-        let missing = try library.missingResources()
+        let missing = try replica.missingResources()
         for (index, resource) in missing.enumerated() {
             try Task.checkCancellation()
             try await download(resource.hash)
@@ -309,12 +336,12 @@ public final class SyncEngine: Sendable {
 
     /// Downloads one resource into the library's store.
     public func download(_ hash: String) async throws {
-        let temporary = library.downloadDirectory.appendingPathComponent("download-\(UUID().uuidString)")
+        let temporary = replica.downloadDirectory.appendingPathComponent("download-\(UUID().uuidString)")
         let response = try await send(HTTPRequest(
             method: .get, url: remote.url(SyncRoutes.blob(library: remote.libraryName, hash: hash)), headers: authorized([:]),
             responseBodyDestination: temporary, timeout: .seconds(3600)))
         guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
-        try library.adoptDownloadedResource(at: temporary, hash: hash)
+        try replica.adoptDownloadedResource(at: temporary, hash: hash)
     }
 
     /// Bridges an on-demand download into the library's synchronous data requests.

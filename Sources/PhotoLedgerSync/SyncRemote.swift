@@ -46,21 +46,16 @@ public struct SyncRemote: Sendable, Hashable, CustomStringConvertible {
 
     func url(_ path: String) -> URL { URL(string: serverURL.absoluteString + path)! }
 
-    static let urlKey = "sync.remote.url"
-    static let tokenKey = "sync.remote.token"
-
     /// The remote stored in a library, or nil.
     public static func saved(in library: PhotoLibrary) throws -> SyncRemote? {
-        guard let url = try library.setting(urlKey), let token = try library.setting(tokenKey) else { return nil }
-        return try SyncRemote(libraryURL: String(decoding: url, as: UTF8.self), token: String(decoding: token, as: UTF8.self))
+        guard let (url, token) = try library.replica.state().remote else { return nil }
+        return try SyncRemote(libraryURL: url, token: token)
     }
 
     /// Stores this remote in a library (device-local: never synced). Changing the remote
-    /// restarts pulling from the new server's beginning.
+    /// restarts pulling from the new server's beginning; a library bound to one shared library
+    /// cannot sync with another (the first sync says so).
     public func save(in library: PhotoLibrary) throws {
-        let previous = try Self.saved(in: library)
-        try library.setSetting(Self.urlKey, Array(libraryURL.absoluteString.utf8))
-        try library.setSetting(Self.tokenKey, Array(token.utf8))
-        if previous?.libraryURL != libraryURL { try library.setSetting(SyncEngine.cursorKey, nil) }
+        try library.replica.setRemote(url: libraryURL.absoluteString, token: token)
     }
 }

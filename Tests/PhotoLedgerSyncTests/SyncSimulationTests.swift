@@ -76,7 +76,7 @@ struct SyncSimulationTests {
         #expect(Int(summary.count) == allEvents.count, "the server holds every event once")
         for device in devices {
             #expect(try eventIDs(device.library).count == allEvents.count, "nothing lost or duplicated on \(device.library.device)")
-            #expect(try device.library.pendingEventCount() == 0)
+            #expect(try device.library.replica.outboxCount() == 0)
             #expect(try device.library.verify() == .intact(count: allEvents.count))
         }
     }

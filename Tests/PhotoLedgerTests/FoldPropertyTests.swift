@@ -27,7 +27,7 @@ struct FoldPropertyTests {
             let held = Set(try to.allEvents().map(\.id))
             events.removeAll { held.contains($0.id) }
         }
-        let applied = try to.applyRemoteEvents(events, folded: delivery == .all ? nil : FoldedEvents.fold(events))
+        let applied = try to.applyRemoteEvents(events, prefolded: delivery != .all)
         if delivery == .missingFolded { #expect(applied == events.count) }
     }
 
@@ -85,7 +85,7 @@ struct FoldPropertyTests {
                 var rest = shuffled[...]
                 while !rest.isEmpty {
                     let count = permutation % 2 == 0 ? 1 : Int.random(in: 1...rest.count, using: &random)
-                    try Projection(db).apply(rest.prefix(count))
+                    try Projection(db).apply(rest.prefix(count), context: FoldContext(schema: .standard, library: nil))
                     rest = rest.dropFirst(count)
                 }
             }

@@ -42,7 +42,7 @@ struct RebuildTests {
         }
     }
 
-    @Test("a damaged event fails the rebuild with an error naming it, and the projections stay as they were")
+    @Test("a damaged event is quarantined by the rebuild: the rest folds as before, and the event is listed with its reason")
     func damagedEvent() throws {
         let directory = try TemporaryDirectory()
         let library = try busyLibrary(directory)
@@ -56,14 +56,35 @@ struct RebuildTests {
         damaged.object = UUID()
         damaged.payload = Array(template.payload.prefix(3))
         try library.storage.write { db in _ = try EventLog(db).append([damaged]) }
-        let position = events.count + 1
         for size in [1, 5, Projection.rebuildBatchSize] {
-            let error = try #require(throws: PhotoLibraryError.self) { try library.rebuild(batchSize: size) }
-            #expect(error.code == .internalError)
-            #expect(error.message.contains("asset.created event at local position \(position)"), "\(error.message)")
-            #expect(error.message.contains("photoledger verify"))
-            #expect(try library.projectionDump() == reference, "batches of \(size): nothing changed")
+            try library.rebuild(batchSize: size)
+            var dump = try library.projectionDump()
+            let removed = dump.removeValue(forKey: "quarantine")
+            let quarantine = try #require(removed)
+            var expected = reference
+            expected["quarantine"] = nil
+            #expect(dump == expected, "batches of \(size): every other event folds as before")
+            #expect(quarantine.count == 1)
+            let entry = try #require(try library.quarantine().first)
+            #expect(entry.eventID == damaged.id && entry.kind == .quarantined && entry.type == "asset.created")
+            #expect(entry.reason.contains("payload is invalid"), "\(entry.reason)")
         }
+    }
+
+    @Test("rebuild refuses a log whose chain does not verify, and changes nothing")
+    func tamperedLog() throws {
+        let directory = try TemporaryDirectory()
+        let library = try busyLibrary(directory)
+        let reference = try library.projectionDump()
+        // An edit behind the library's back: the trigger that keeps the log append-only is dropped first.
+        try library.storage.write { db in
+            try db.execute("DROP TRIGGER events_are_never_changed")
+            try db.execute("UPDATE events SET payload = CAST(payload || x'00' AS BLOB) WHERE local_seq = 3")
+        }
+        let error = try #require(throws: PhotoLibraryError.self) { try library.rebuild() }
+        #expect(error.code == .internalError)
+        #expect(error.message.contains("does not verify"), "\(error.message)")
+        #expect(try library.projectionDump() == reference)
     }
 
     @Test("the rebuild filter never forgets an object, and rarely claims one it never saw")

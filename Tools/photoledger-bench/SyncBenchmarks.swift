@@ -1,6 +1,5 @@
 import Foundation
 import LedgerCore
-import LedgerStore
 import PhotoLedger
 import PhotoLedgerSync
 import SyncTransport
@@ -93,14 +92,10 @@ struct SyncBenchmarks {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let deviceA = try Self.deviceA(in: directory, events: count)
-        let events = try deviceA.readDatabase { db in
-            var all: [Event] = []
-            try EventLog(db).forEach { all.append($0.event) }
-            return all
-        }
+        let events = try deviceA.replica.ownEvents(fromDeviceSequence: 1, limit: Int.max)
         var chain = HashChain()
-        let entries = events.enumerated().map { index, event in
-            ServerChainEntry(serverSequence: Int64(index + 1), eventID: event.id, chainHash: chain.link(event))
+        let sequenced = events.enumerated().map { index, event in
+            SequencedEvent(event: event, serverSequence: Int64(index + 1), serverChainHash: chain.link(event))
         }
         var options = PhotoLibrary.Options()
         options.preauthorized = true
@@ -108,8 +103,8 @@ struct SyncBenchmarks {
         let elapsed = try seconds {
             for start in stride(from: 0, to: events.count, by: 5000) {
                 let range = start..<min(events.count, start + 5000)
-                _ = try deviceB.applyRemoteEvents(
-                    Array(events[range]), serverSequences: range.map { Int64($0 + 1) }, chain: Array(entries[range]))
+                let page = deviceB.replica.prepare(Array(sequenced[range]), cursor: Int64(range.upperBound), after: nil)
+                _ = try deviceB.replica.apply(page)
             }
             deviceB.waitForBackgroundCheckpoints()
         }

@@ -2,7 +2,6 @@
 import CommandLineParsing
 import Foundation
 import LedgerCore
-import LedgerStore
 import PhotoLedger
 
 /// A failure the tool reports as `Error: <message>` and a hint, with its exit code.
@@ -47,9 +46,6 @@ struct Context {
 
     // MARK: Opening the library
 
-    /// The settings key of the device name recorded by `init`.
-    static let deviceSettingKey = "cli.device"
-
     /// Opens the existing library (the tool owns it: read and write access granted).
     func openLibrary() throws -> PhotoLibrary {
         guard FileManager.default.fileExists(atPath: libraryURL.path) else {
@@ -74,15 +70,7 @@ struct Context {
 
     /// The device name `init` recorded in the library at `url`, if any.
     static func storedDevice(at url: URL) throws -> String? {
-        guard FileManager.default.fileExists(atPath: url.path) else { return nil }
-        let queue = try DatabaseQueue(path: url.path)
-        let exists = try queue.read { db in
-            try db.firstRow("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'device_settings'") { _ in true } ?? false
-        }
-        guard exists else { return nil }
-        return try queue.read { db in
-            try db.firstRow("SELECT value FROM device_settings WHERE key = ?", [deviceSettingKey]) { String(decoding: $0.blob(0), as: UTF8.self) }
-        }
+        PhotoLibrary.recordedDevice(at: url)?.rawValue
     }
 
     /// A device name made from the host name (letters, digits, '.', '_' and '-').

@@ -1,7 +1,6 @@
 import CommandLineParsing
 import Foundation
 import LedgerCore
-import LedgerStore
 import PhotoLedger
 import PhotoLedgerSync
 
@@ -18,7 +17,7 @@ enum LibraryCommands {
         let device = context.explicitDevice ?? stored ?? Context.hostDevice()
         try FileManager.default.createDirectory(at: context.libraryURL.deletingLastPathComponent(), withIntermediateDirectories: true)
         let library = try context.open(device: device)
-        try library.setSetting(Context.deviceSettingKey, Array(device.utf8))
+        try library.recordDevice()
         if context.json {
             context.emit(.object([("library", .string(context.libraryURL.path)), ("device", .string(device)), ("created", .bool(!existed))]))
         } else {
@@ -29,29 +28,35 @@ enum LibraryCommands {
 
     static func status(_ context: Context) throws -> Int32 {
         let library = try context.openLibrary()
-        let visible = try library.fetchAssets(options: FetchOptions(includeHiddenAssets: true)).allObjects
-        let hidden = visible.filter(\.isHidden).count
-        let deleted = try Listing.deletedAssets(in: library).count
-        let albums = try library.fetchAssetCollections(with: .album).count
-        let events = try library.readDatabase { try EventLog($0).count() }
-        let pending = try library.readDatabase { try EventLog($0).pendingCount() }
+        let statistics = try library.statistics()
+        let visible = statistics.assets - statistics.deleted
+        let (hidden, deleted, albums) = (statistics.hidden, statistics.deleted, statistics.albums)
+        let (events, pending) = (statistics.events, statistics.pendingEvents)
+        let quarantined = statistics.quarantined[.quarantined] ?? 0
+        let newer = statistics.quarantined[.needsNewerVersion] ?? 0
+        let sealed = statistics.quarantined[.sealed] ?? 0
         let remote = try SyncRemote.saved(in: library)
         let engine = remote.map { SyncEngine(library: library, remote: $0) }
         let lastSync = try engine?.lastSync().map { Date(timeIntervalSince1970: Double($0) / 1000) }
         if context.json {
             context.emit(.object([
                 ("library", .string(context.libraryURL.path)), ("device", .string(library.device.rawValue)),
-                ("assets", .int(Int64(visible.count))), ("hidden", .int(Int64(hidden))), ("deleted", .int(Int64(deleted))),
+                ("assets", .int(Int64(visible))), ("hidden", .int(Int64(hidden))), ("deleted", .int(Int64(deleted))),
                 ("albums", .int(Int64(albums))), ("events", .int(Int64(events))), ("pendingEvents", .int(Int64(pending))),
                 ("remote", .string(remote?.description)), ("lastSync", .string(lastSync.map(Listing.isoDate))),
+                ("rejectedEvents", .int(Int64(statistics.rejectedEvents))), ("quarantinedEvents", .int(Int64(quarantined))),
+                ("eventsNeedingNewerVersion", .int(Int64(newer))), ("sealedEvents", .int(Int64(sealed))),
             ]))
             return ExitCode.success
         }
         print("Library:        \(context.libraryURL.path)")
         print("Device:         \(library.device.rawValue)")
-        print("Assets:         \(visible.count) (\(hidden) hidden), \(deleted) in Recently Deleted")
+        print("Assets:         \(visible) (\(hidden) hidden), \(deleted) in Recently Deleted")
         print("Albums:         \(albums)")
-        print("Events:         \(events), \(pending) not yet synced")
+        print("Events:         \(events), \(pending) not yet synced, \(statistics.rejectedEvents) rejected by the server")
+        if quarantined > 0 { print("Quarantined:    \(quarantined) events are invalid and not applied (see 'photoledger quarantine')") }
+        if newer > 0 { print("Newer events:   \(newer) events need a newer PhotoLedger; they are kept and applied after an upgrade") }
+        if sealed > 0 { print("Sealed events:  \(sealed) events wait for a key this device does not hold") }
         print("Remote:         \(remote?.description ?? "none (set one with 'photoledger remote set')")")
         print("Last sync:      \(lastSync.map(Listing.isoDate) ?? "never")")
         return ExitCode.success

@@ -2,7 +2,6 @@
 import CommandLineParsing
 import Foundation
 import LedgerCore
-import LedgerStore
 import PhotoLedger
 import PhotoLedgerSync
 
@@ -60,8 +59,6 @@ do {
     fail("\(error.message) [\(error.code)]", code: ExitCode.failure)
 } catch let error as SyncError {
     fail(error.description, code: ExitCode.failure)
-} catch let error as DatabaseError {
-    fail("cannot use the library file: \(error)", hint: "check that --library names a PhotoLedger library and that it is writable", code: ExitCode.failure)
 } catch {
     fail("\(error)", hint: "check the paths and arguments given", code: ExitCode.failure)
 }

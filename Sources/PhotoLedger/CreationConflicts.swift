@@ -1,0 +1,180 @@
+import Foundation
+import LedgerCore
+import LedgerStore
+
+/// What resolving conflicts between creations did.
+struct ConflictResolution: Sendable {
+    /// The objects refolded.
+    var touched = TouchedObjects()
+    /// Events whose verdict changed: newly quarantined, or folded again after being quarantined.
+    var changedVerdicts: Set<UUID> = []
+}
+
+/// Conflicts between creations, resolved the same way on every device.
+///
+/// An asset is created once, and an identifier names one kind of object. A second creation of an
+/// asset, or creations of both kinds for one identifier, can only come from a damaged or hostile
+/// device (the server refuses them, but logs may hold them from before it did). Of all the
+/// creations of an object, the earliest by `(HLC, device, event identifier)` wins: an asset's
+/// other creations, and the creations of the other kind, are quarantined (`rule` 1 in the
+/// quarantine table) and the object is refolded without them. The winner depends only on the set
+/// of events, so every device quarantines the same ones; a creation that arrives later and is
+/// earlier changes the verdicts, and the sync summary reports the change.
+///
+/// Albums may be created more than once (an album with a stable key is created by every device
+/// that needs it): those creations are not conflicts.
+extension Projection {
+    /// Finds the objects whose creations conflict (after a fold that folded creations) and
+    /// resolves each. `progress` is a rebuild's (refolded rows count as written).
+    func resolveConflicts(context: FoldContext, progress: inout RebuildProgress?) throws -> ConflictResolution {
+        // Assets that folded two different creations: the partial index holds only these.
+        var objects = Set(try database.rows("SELECT asset_id FROM assets WHERE created_twice = 1") { UUID(bytes: $0.blob(0)) }.compactMap { $0 })
+        // Identifiers created as both kinds: one probe of the assets per album.
+        objects.formUnion(
+            try database.rows(
+                "SELECT album_id FROM albums WHERE created = 1 AND album_id IN (SELECT asset_id FROM assets WHERE created = 1)"
+            ) { UUID(bytes: $0.blob(0)) }.compactMap { $0 })
+        var result = ConflictResolution()
+        for object in objects.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) {
+            result.changedVerdicts.formUnion(try resolve(object))
+            result.touched.formUnion(try refold([object], context: context, progress: &progress))
+        }
+        return result
+    }
+
+    /// Decides the verdicts on the creations of `object`; returns the events whose verdict changed.
+    private func resolve(_ object: UUID) throws -> Set<UUID> {
+        struct Creation {
+            var id: UUID
+            var type: EventType
+            var stamp: WriterStamp
+        }
+        var creations: [UUID: Creation] = [:]
+        for store in [archive, database].compactMap({ $0 }) {
+            for creation in try store.rows(
+                """
+                SELECT event_id, type, hlc, device_id FROM events
+                WHERE object_id = ? AND type IN ('\(EventType.assetCreated.rawValue)', '\(EventType.albumCreated.rawValue)')
+                """, [object.bytes],
+                { row -> Creation? in
+                    guard let id = UUID(bytes: row.blob(0)), let type = EventType(rawValue: row.text(1)) else { return nil }
+                    return Creation(id: id, type: type, stamp: WriterStamp(hlc: row.int64(2), device: row.text(3)))
+                }
+            ) {
+                if let creation { creations[creation.id] = creation }
+            }
+        }
+        // Candidates: creations not invalid on their own, not rejected by the server.
+        let excluded = try excludedEvents(Array(creations.keys), rule: 0)
+        let candidates = creations.values.filter { !excluded.contains($0.id) }
+        let previous = try excludedEvents(Array(creations.keys), rule: 1)
+        guard let winner = candidates.min(by: { Self.precedes($0.stamp, $0.id, $1.stamp, $1.id) }) else {
+            try clearVerdicts(previous)
+            return previous
+        }
+        var losers: [UUID: String] = [:]
+        let name = LocalIdentifier(uuid: object, kind: winner.type.objectKind).description
+        for creation in candidates where creation.id != winner.id {
+            switch (winner.type, creation.type) {
+            case (.assetCreated, .assetCreated):
+                losers[creation.id] = "asset \(name) was created before, by event \(winner.id.uuidString); an asset is created once"
+            case (.assetCreated, _):
+                losers[creation.id] = "its identifier names asset \(name), created before by event \(winner.id.uuidString)"
+            case (_, .assetCreated):
+                losers[creation.id] = "its identifier names album \(name), created before by event \(winner.id.uuidString)"
+            default:
+                break
+            }
+        }
+        try clearVerdicts(previous)
+        let insert = try database.cachedStatement("INSERT INTO quarantine (event_id, kind, rule, reason) VALUES (?, 1, 1, ?)")
+        for (id, reason) in losers {
+            defer { insert.reset() }
+            try insert.bind(id.bytes, at: 1)
+            try insert.bind(reason, at: 2)
+            try insert.step()
+        }
+        return previous.symmetricDifference(losers.keys)
+    }
+
+    /// Whether the creation `(a, aID)` precedes `(b, bID)`: by stamp, then by event identifier.
+    private static func precedes(_ a: WriterStamp, _ aID: UUID, _ b: WriterStamp, _ bID: UUID) -> Bool {
+        if a < b { return true }
+        if b < a { return false }
+        return aID.bytes.lexicographicallyPrecedes(bID.bytes)
+    }
+
+    /// Among `events`, those quarantined by `rule` (0: invalid alone; 1: a conflict), or, for
+    /// rule 0, rejected by the server.
+    private func excludedEvents(_ events: [UUID], rule: Int) throws -> Set<UUID> {
+        var result = Set<UUID>()
+        for id in events {
+            let quarantined = try database.firstRow("SELECT 1 FROM quarantine WHERE event_id = ? AND rule = ?", [id.bytes, Int64(rule)]) { _ in true } ?? false
+            let rejected = rule == 0 ? try database.firstRow("SELECT 1 FROM sync_rejections WHERE event_id = ?", [id.bytes]) { _ in true } ?? false : false
+            if quarantined || rejected { result.insert(id) }
+        }
+        return result
+    }
+
+    private func clearVerdicts(_ events: Set<UUID>) throws {
+        for id in events { try database.execute("DELETE FROM quarantine WHERE event_id = ? AND rule = 1", [id.bytes]) }
+    }
+
+    /// Refolds objects from the log: their rows (and the memberships that name them) are deleted
+    /// and folded again from every event that made them, leaving out the events the quarantine
+    /// holds and this device's events the server rejected. Returns what was refolded.
+    func refold(_ objects: Set<UUID>, context: FoldContext, progress: inout RebuildProgress?) throws -> TouchedObjects {
+        guard !objects.isEmpty else { return TouchedObjects() }
+        var events: [UUID: Event] = [:]
+        for object in objects {
+            let key = object.bytes
+            // Albums whose membership events name the object as an asset, and albums merged into it.
+            let albums = try database.rows("SELECT DISTINCT album_id FROM album_members WHERE asset_id = ?", [key]) { $0.blob(0) }
+            let losers = try database.rows("SELECT album_id FROM albums WHERE merged_into = ?", [key]) { $0.blob(0) }
+            try database.execute("DELETE FROM album_members WHERE asset_id = ?1 OR album_id = ?1", [key])
+            try database.execute("DELETE FROM asset_resources WHERE asset_id = ?", [key])
+            try database.execute("DELETE FROM assets WHERE asset_id = ?", [key])
+            try database.execute("DELETE FROM albums WHERE album_id = ?", [key])
+            for store in [archive, database].compactMap({ $0 }) {
+                let log = EventLog(store)
+                var cursor: Int64 = 0
+                while case let page = try log.events(forObject: object, after: cursor, limit: 1000), let last = page.last {
+                    for stored in page { events[stored.event.id] = stored.event }
+                    cursor = last.localSequence
+                }
+                let related =
+                    try albums.flatMap { album in
+                        try store.rows(
+                            "SELECT event_id FROM events WHERE object_id = ? AND type = ? AND instr(payload, ?) > 0",
+                            [album, EventType.albumMembersChanged.rawValue, key]) { $0.blob(0) }
+                    }
+                    + losers.flatMap { album in
+                        try store.rows(
+                            "SELECT event_id FROM events WHERE object_id = ? AND type = ?", [album, EventType.albumMerged.rawValue]) { $0.blob(0) }
+                    }
+                for id in related.compactMap(UUID.init(bytes:)) where events[id] == nil {
+                    if let stored = try log.event(withID: id) { events[id] = stored.event }
+                }
+            }
+        }
+        var batch = ProjectionBatch()
+        for event in events.values.sorted(by: { $0.id.bytes.lexicographicallyPrecedes($1.id.bytes) }) {
+            let excluded =
+                try database.firstRow("SELECT 1 FROM quarantine WHERE event_id = ?", [event.id.bytes]) { _ in true } ?? false
+                || (try database.firstRow("SELECT 1 FROM sync_rejections WHERE event_id = ?", [event.id.bytes]) { _ in true } ?? false)
+            if !excluded { batch.add(event, context: context) }
+        }
+        if progress != nil {
+            for object in objects {
+                progress!.assets.insert(object)
+                progress!.memberAssets.insert(object)
+            }
+        }
+        try batch.write(to: database, rebuilding: &progress)
+        if archive != nil { try CompactionSnapshot.replace(objects, from: database) }
+        var touched = batch.touched
+        touched.assets.formUnion(objects)
+        touched.albums.formUnion(objects)
+        return touched
+    }
+}

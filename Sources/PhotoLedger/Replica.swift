@@ -1,0 +1,425 @@
+import Foundation
+import LedgerCore
+import LedgerStore
+import PhotoMedia
+import Synchronization
+
+/// What a device's token lets it do in the shared library, as the server says
+/// (`PhotoLedgerSync` maps the protocol's scope onto it).
+public enum ReplicaScope: String, Sendable, Hashable, CaseIterable {
+    /// Push and pull: the library reads and changes as authorized.
+    case readWrite
+    /// Push the creation of new assets only: the library reports add-only access.
+    case addOnly
+    /// Pull only: change blocks fail at once with `accessRestricted`.
+    case readOnly
+}
+
+/// This device's state as a replica of a shared library (`replica_state`).
+public struct ReplicaState: Sendable, Hashable {
+    /// The shared library's identifier, once learned from the server; new events name it.
+    public var library: UUID?
+    /// The server library URL and this device's token, when set.
+    public var remote: (url: String, token: String)? {
+        get { remoteURL.flatMap { url in remoteToken.map { (url, $0) } } }
+        set {
+            remoteURL = newValue?.url
+            remoteToken = newValue?.token
+        }
+    }
+    var remoteURL: String?
+    var remoteToken: String?
+    /// What the token allows, as the server last said.
+    public var scope: ReplicaScope?
+    /// The server sequence this device has pulled up to.
+    public var pullCursor: Int64
+    /// When the last sync finished (Unix milliseconds).
+    public var lastSync: UInt64?
+
+    public static func == (lhs: ReplicaState, rhs: ReplicaState) -> Bool {
+        lhs.library == rhs.library && lhs.remoteURL == rhs.remoteURL && lhs.remoteToken == rhs.remoteToken && lhs.scope == rhs.scope
+            && lhs.pullCursor == rhs.pullCursor && lhs.lastSync == rhs.lastSync
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(library)
+        hasher.combine(remoteURL)
+        hasher.combine(pullCursor)
+    }
+}
+
+/// An event as a pull page delivers it: with its place in the server's log and the server's
+/// chain value after it.
+package struct SequencedEvent: Sendable, Hashable {
+    /// The event.
+    package var event: Event
+    /// Its position in the server's log.
+    package var serverSequence: Int64
+    /// The server's chain value after it.
+    package var serverChainHash: [UInt8]
+
+    /// Creates a sequenced event.
+    package init(event: Event, serverSequence: Int64, serverChainHash: [UInt8]) {
+        self.event = event
+        self.serverSequence = serverSequence
+        self.serverChainHash = serverChainHash
+    }
+}
+
+/// A pull page made ready to apply, off the thread that applies pages: its events linked after
+/// the server's previous chain value and folded for the projections.
+package struct PreparedPage: Sendable {
+    let events: [Event]
+    /// One server sequence per event, when the page comes from the server.
+    let serverSequences: [Int64]?
+    /// The server's chain value of each event reported with the page (none, or one per event).
+    let chain: [ServerChainEntry]
+    /// The cursor to record with the page (nil: none).
+    package let cursor: Int64?
+    /// The events' local chain values when this device's log ends where the server's chain was
+    /// before the page (its log follows the server's order): the apply need not hash them again.
+    let localChain: EventLog.PrecomputedChain?
+    /// The page folded as if every event were new here.
+    let folded: FoldedEvents
+}
+
+/// What applying a pull page did.
+package struct AppliedPage: Sendable, Hashable {
+    /// Events new to this library.
+    package var newEvents = 0
+    /// New events quarantined (kept, not folded), with the reasons.
+    package var quarantined: [QuarantineEntry] = []
+    /// Events whose verdict changed because of the page (an earlier creation arrived).
+    package var changedVerdicts = 0
+}
+
+/// What acknowledging a push did.
+package struct Acknowledgement: Sendable, Hashable {
+    /// Events the server refused for good, with its reasons.
+    package var rejected: [(id: UUID, reason: String)] = []
+
+    package static func == (lhs: Acknowledgement, rhs: Acknowledgement) -> Bool {
+        lhs.rejected.map(\.id) == rhs.rejected.map(\.id) && lhs.rejected.map(\.reason) == rhs.rejected.map(\.reason)
+    }
+
+    package func hash(into hasher: inout Hasher) { hasher.combine(rejected.map(\.id)) }
+}
+
+/// The library as a replica of a shared library: everything the sync engine needs, typed, and no
+/// access to the database behind it. Cursors and acknowledgements commit in the transactions
+/// that apply what they describe.
+///
+/// ```swift
+/// let replica = library.replica
+/// let page = replica.prepare(events, cursor: next, after: previousChainValue)   // any thread
+/// let applied = try replica.apply(page)                                          // the cursor moves with it
+/// ```
+package struct Replica: Sendable {
+    let library: PhotoLibrary
+
+    // MARK: State
+
+    /// The replica's state.
+    package func state() throws -> ReplicaState {
+        try library.readDatabase { try ReplicaState.read($0) }
+    }
+
+    /// Records what the server said of this device's library: its identifier (new events name it)
+    /// and the token's scope. A library that holds events of another shared library cannot be
+    /// bound to this one.
+    ///
+    /// - Throws: ``PhotoLibraryError`` `.changeNotSupported` when the library is bound to another
+    ///   shared library.
+    package func bind(to libraryID: UUID, scope: ReplicaScope) throws {
+        try library.withDatabase { db in
+            let state = try ReplicaState.read(db)
+            if let bound = state.library, bound != libraryID {
+                throw PhotoLibraryError(
+                    .changeNotSupported,
+                    "this library belongs to the shared library \(bound.uuidString), but the remote's library is \(libraryID.uuidString); "
+                        + "a library syncs with one shared library: set the remote back, or start a new library for this one")
+            }
+            try db.execute("UPDATE replica_state SET library = ?, scope = ? WHERE id = 1", [libraryID.bytes, scope.rawValue])
+        }
+        library.binding.withLock { $0 = (libraryID, scope) }
+        if scope == .readOnly { try foldOutUnsendable() }
+    }
+
+    /// Sets (or, with nil, removes) the remote. Another URL restarts pulling from the new
+    /// server's beginning.
+    package func setRemote(url: String?, token: String?) throws {
+        try library.withDatabase { db in
+            let previous = try ReplicaState.read(db).remoteURL
+            try db.execute("UPDATE replica_state SET remote_url = ?, remote_token = ? WHERE id = 1", [url, token])
+            if previous != url { try db.execute("UPDATE replica_state SET pull_cursor = 0 WHERE id = 1") }
+        }
+    }
+
+    /// Records that a sync finished now.
+    package func recordSync() throws {
+        try library.withDatabase { db in
+            try db.execute("UPDATE replica_state SET last_sync = ? WHERE id = 1", [Int64(library.options.clock())])
+        }
+    }
+
+    /// The library's physical clock reading, in Unix milliseconds.
+    package var currentTimeMilliseconds: UInt64 { library.options.clock() }
+
+    // MARK: Outbox
+
+    /// This device's events the server has neither acknowledged nor rejected (the outbox), in
+    /// device order, after `deviceSequence`.
+    package func outbox(afterDeviceSequence deviceSequence: Int64 = 0, limit: Int) throws -> [Event] {
+        try library.readDatabase { db in
+            try db.rows(
+                """
+                SELECT \(EventLog.columns) FROM events WHERE server_seq IS NULL AND device_id = ? AND device_seq > ?
+                AND event_id NOT IN (SELECT event_id FROM sync_rejections) ORDER BY device_seq LIMIT ?
+                """, [library.device.rawValue, deviceSequence, Int64(limit)], EventLog.decode
+            ).map(\.event)
+        }
+    }
+
+    /// The number of events in the outbox.
+    package func outboxCount() throws -> Int {
+        try library.readDatabase { db in try ReplicaStatistics.outboxCount(db, device: library.device) }
+    }
+
+    /// This device's events from `deviceSequence` on, acknowledged or not (to answer a gap).
+    package func ownEvents(fromDeviceSequence deviceSequence: Int64, limit: Int) throws -> [Event] {
+        try library.readDatabase { db in
+            try EventLog(db).events(fromDevice: library.device, afterDeviceSequence: deviceSequence - 1, limit: limit).map(\.event)
+        }
+    }
+
+    /// Records the server's answers to a push in one transaction. Rejected events leave the
+    /// outbox and are folded out of the views (no other device holds them), so this device shows
+    /// what every other device shows.
+    package func acknowledge(stored: [(UUID, Int64)], rejected: [(UUID, String)]) throws {
+        try library.withDatabase { db in
+            for (id, sequence) in stored {
+                try db.execute("UPDATE events SET server_seq = ? WHERE event_id = ? AND server_seq IS NULL", [sequence, id.bytes])
+            }
+            for (id, reason) in rejected {
+                try db.execute(
+                    "INSERT INTO sync_rejections (event_id, reason, rejected_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                    [id.bytes, reason, Int64(library.options.clock())])
+            }
+        }
+        if !rejected.isEmpty { try library.foldOut(rejected.map(\.0)) }
+    }
+
+    /// With a readOnly token nothing this device makes can reach the server: its outbox is
+    /// rejected here, with that reason, and folded out.
+    private func foldOutUnsendable() throws {
+        let pending = try outbox(limit: Int.max).map(\.id)
+        guard !pending.isEmpty else { return }
+        try acknowledge(stored: [], rejected: pending.map { ($0, "this device's token is readOnly: its changes cannot be sent to the shared library") })
+    }
+
+    // MARK: Pulls
+
+    /// Prepares a pull page off the applying thread: links its events after `previous` (the
+    /// server's chain value before the page, when known) and folds them.
+    package func prepare(_ events: [SequencedEvent], cursor: Int64, after previous: [UInt8]?) -> PreparedPage {
+        let plain = events.map(\.event)
+        return PreparedPage(
+            events: plain, serverSequences: events.map(\.serverSequence),
+            chain: events.map { ServerChainEntry(serverSequence: $0.serverSequence, eventID: $0.event.id, chainHash: $0.serverChainHash) },
+            cursor: cursor, localChain: previous.map { EventLog.PrecomputedChain(linking: plain, after: $0) },
+            folded: FoldedEvents.fold(plain, context: library.foldContext))
+    }
+
+    /// Applies a prepared page in one transaction with the log, the server's chain values and the
+    /// pull cursor: new events are appended and folded (those that fail validation quarantined,
+    /// not folded), events held already acknowledged.
+    ///
+    /// - Throws: ``PhotoLibrary/ServerChainMismatch`` when the page does not match the server's
+    ///   chain as recorded here; nothing of the page is applied then.
+    package func apply(_ page: PreparedPage) throws -> AppliedPage {
+        try library.applyRemoteEvents(page)
+    }
+
+    /// Checks the server's chain head against what this device received.
+    package func verifyServerChainHead(lastServerSequence: Int64, headHash: [UInt8]) throws -> ChainFailure? {
+        try library.verifyServerChainHead(lastServerSequence: lastServerSequence, headHash: headHash)
+    }
+
+    // MARK: Resources
+
+    /// The resources (hex SHA-256) that `events` refer to.
+    package func resourceHashes(referencedBy events: [Event]) -> Set<String> {
+        var hashes = Set<String>()
+        let context = library.foldContext
+        for event in events {
+            let stamp = WriterStamp(hlc: Int64(bitPattern: event.timestamp.rawValue), device: event.device.rawValue)
+            let verdict = context.schema.verdict(
+                type: event.type, version: event.schemaVersion, payload: event.payload, object: event.object, stamp: stamp,
+                bound: event.library, library: context.library, sealed: event.seal != nil)
+            switch verdict {
+            case .fold(.assetCreated(let creation), _): hashes.formUnion(creation.resources.map { Hex.encode($0.sha256) })
+            case .fold(.assetContentEdited(let edit), _):
+                hashes.formUnion([edit.rendered, edit.adjustment].compactMap { $0.map { Hex.encode($0.sha256) } })
+            default: break
+            }
+        }
+        return hashes
+    }
+
+    /// Referenced resources that are not on this device yet, with their sizes.
+    package func missingResources() throws -> [(hash: String, size: Int64)] {
+        try library.readDatabase { db in
+            try db.rows("SELECT sha256, size FROM referenced_resources ORDER BY sha256") { (Hex.encode($0.blob(0)), $0.int64(1)) }
+        }.filter { !library.resources.contains($0.hash) }
+    }
+
+    /// The file holding a stored resource, or nil when it is not on this device.
+    package func resourceFile(_ hash: String) -> URL? {
+        library.resources.contains(hash) ? library.resources.url(for: hash) : nil
+    }
+
+    /// The resource store's directory for temporary downloads.
+    package var downloadDirectory: URL { library.resources.directory.appendingPathComponent("tmp") }
+
+    /// Takes a downloaded file into the resource store after checking it hashes to `hash`.
+    package func adoptDownloadedResource(at file: URL, hash: String) throws {
+        defer { try? FileManager.default.removeItem(at: file) }
+        do {
+            let stored = try library.resources.ingest(fileAt: file, transfer: .copy)
+            guard stored.hash == hash else {
+                throw PhotoLibraryError(.networkError, "the downloaded resource \(hash) arrived with other bytes (\(stored.hash)); sync again")
+            }
+        } catch let error as MediaError {
+            throw PhotoLibrary.translate(error)
+        }
+    }
+
+    /// Fetches a missing resource on demand (set by the sync engine: downloads the blob).
+    package var resourceFetcher: Hook<@Sendable (String) throws -> Void> { library.resourceFetcher }
+}
+
+extension ReplicaState {
+    static func read(_ db: Database) throws -> ReplicaState {
+        let state = try db.firstRow(
+            "SELECT library, remote_url, remote_token, scope, pull_cursor, last_sync FROM replica_state WHERE id = 1"
+        ) { row in
+            ReplicaState(
+                library: row.isNull(0) ? nil : UUID(bytes: row.blob(0)), remoteURL: row.optionalText(1), remoteToken: row.optionalText(2),
+                scope: row.optionalText(3).flatMap(ReplicaScope.init(rawValue:)), pullCursor: row.int64(4),
+                lastSync: row.optionalInt64(5).map { UInt64(clamping: $0) })
+        }
+        guard let state else {
+            throw PhotoLibraryError(.internalError, "the library's replica state is missing; restore the file from a backup")
+        }
+        return state
+    }
+}
+
+extension PhotoLibrary {
+    /// The library as a replica of a shared library, for the sync engine.
+    package var replica: Replica { Replica(library: self) }
+
+    /// The fold's context: this build's schema and the library's identifier.
+    var foldContext: FoldContext { FoldContext(schema: options.eventSchema, library: binding.withLock { $0.library }) }
+
+    /// Removes events from the views (the server rejected them): the objects they touched are
+    /// refolded without them.
+    func foldOut(_ events: [UUID]) throws {
+        var touched = TouchedObjects()
+        try withArchive { _, archive in
+            try withDatabase { db in
+                var objects = Set<UUID>()
+                for id in events {
+                    guard let stored = try EventLog(db).event(withID: id) else { continue }
+                    objects.insert(stored.event.object)
+                    // Memberships: the assets an album event named are refolded with the album.
+                }
+                var none: RebuildProgress?
+                touched = try Projection(db, archive: archive).refold(objects, context: foldContext, progress: &none)
+            }
+        }
+        notifyObservers(touched)
+    }
+}
+
+/// Counts of a library for `status`.
+public struct LibraryStatistics: Sendable, Hashable {
+    /// Assets not purged (hidden and deleted included).
+    public var assets = 0
+    /// Hidden assets.
+    public var hidden = 0
+    /// Assets in Recently Deleted.
+    public var deleted = 0
+    /// Albums (not deleted, not merged away).
+    public var albums = 0
+    /// Events in the log (archived ones included).
+    public var events = 0
+    /// This device's events not yet acknowledged by the server.
+    public var pendingEvents = 0
+    /// This device's events the server rejected (kept, folded out).
+    public var rejectedEvents = 0
+    /// Events kept but not folded, by kind.
+    public var quarantined: [QuarantineKind: Int] = [:]
+}
+
+enum ReplicaStatistics {
+    static func outboxCount(_ db: Database, device: DeviceID) throws -> Int {
+        Int(try db.firstRow(
+            """
+            SELECT count(*) FROM events WHERE server_seq IS NULL AND device_id = ?
+            AND event_id NOT IN (SELECT event_id FROM sync_rejections)
+            """, [device.rawValue]) { $0.int64(0) } ?? 0)
+    }
+}
+
+extension PhotoLibrary {
+    /// The library's counts: assets, albums, events, what waits to be sent, what is kept but
+    /// not folded.
+    public func statistics() throws -> LibraryStatistics {
+        let archived = try withArchive { state, _ in state.archivedThrough }
+        return try readDatabase { db in
+            var statistics = LibraryStatistics()
+            try db.forEachRow(
+                """
+                SELECT count(*), coalesce(sum(hidden), 0), coalesce(sum(trash_cl % 2 = 0), 0) FROM assets WHERE created = 1 AND purged = 0
+                """
+            ) { row in
+                statistics.assets = Int(row.int64(0))
+                statistics.hidden = Int(row.int64(1))
+                statistics.deleted = Int(row.int64(2))
+            }
+            statistics.albums = Int(
+                try db.firstRow("SELECT count(*) FROM albums WHERE created = 1 AND deleted = 0 AND merged_into IS NULL AND subtype = 2") {
+                    $0.int64(0)
+                } ?? 0)
+            let live = try db.firstRow("SELECT count(*), coalesce(min(local_seq), 0) FROM events") { ($0.int64(0), $0.int64(1)) } ?? (0, 0)
+            statistics.events = Int(live.0) + Int(archived)
+            statistics.pendingEvents = try ReplicaStatistics.outboxCount(db, device: device)
+            statistics.rejectedEvents = Int(try db.firstRow("SELECT count(*) FROM sync_rejections") { $0.int64(0) } ?? 0)
+            try db.forEachRow("SELECT kind, count(*) FROM quarantine GROUP BY kind") { row in
+                if let kind = QuarantineKind(rawValue: Int(row.int64(0))) { statistics.quarantined[kind] = Int(row.int64(1)) }
+            }
+            return statistics
+        }
+    }
+
+    /// The device name `photoledger init` recorded in the library at `url`, without opening it
+    /// as a library (nil when none was recorded, or the file is not a library).
+    public static func recordedDevice(at url: URL) -> DeviceID? {
+        var options = Database.Options()
+        options.readOnly = true
+        guard FileManager.default.fileExists(atPath: url.path), let db = try? Database(path: url.path, options: options) else { return nil }
+        let recorded: String?? = try? db.firstRow("SELECT recorded_device FROM replica_state WHERE id = 1", []) { $0.optionalText(0) }
+        if let name = recorded ?? nil { return DeviceID(name) }
+        // A library not migrated yet keeps the name among its settings.
+        let setting: String?? = try? db.firstRow("SELECT value FROM device_settings WHERE key = 'cli.device'", []) {
+            String(decoding: $0.blob(0), as: UTF8.self)
+        }
+        return (setting ?? nil).map { DeviceID($0) }
+    }
+
+    /// Records this device's name in the library, for tools that open it later without one.
+    public func recordDevice() throws {
+        try withDatabase { try $0.execute("UPDATE replica_state SET recorded_device = ? WHERE id = 1", [device.rawValue]) }
+    }
+}
