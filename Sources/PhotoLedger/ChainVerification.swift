@@ -47,12 +47,18 @@ public struct ChainVerificationReport: Sendable, Hashable, CustomStringConvertib
     public let liveEvents: Int
     /// The first problem found, or nil when the chain is intact.
     public let failure: ChainFailure?
+    /// Events that name no library (written before events were bound to their library, or
+    /// before this device learned the library's identifier): their hashes cannot change, but they
+    /// could be replayed into another library.
+    public internal(set) var unboundEvents = 0
 
     /// Whether every event matched its hash.
     public var isIntact: Bool { failure == nil }
 
     public var description: String {
-        failure?.description ?? "hash chain intact: \(archivedEvents) archived and \(liveEvents) live events"
+        failure?.description
+            ?? "hash chain intact: \(archivedEvents) archived and \(liveEvents) live events"
+            + (unboundEvents > 0 ? " (\(unboundEvents) name no library)" : "")
     }
 }
 
@@ -119,7 +125,10 @@ extension PhotoLibrary {
                     return ChainVerificationReport(archivedEvents: archivedEvents, liveEvents: 0, failure: failure)
                 }
             }
-            return try readDatabase { db in
+            let unbound = try [archive].compactMap { $0 }.reduce(0) { count, archive in
+                count + Int(try archive.firstRow("SELECT count(*) FROM events WHERE library IS NULL") { $0.int64(0) } ?? 0)
+            }
+            var report = try readDatabase { db in
                 let log = EventLog(db)
                 switch try log.verify(after: state.archivedThrough, head: state.archivedHash) {
                 case .broken(let broken):
@@ -142,6 +151,10 @@ extension PhotoLibrary {
                     return ChainVerificationReport(archivedEvents: archivedEvents, liveEvents: count, failure: nil)
                 }
             }
+            report.unboundEvents = unbound + (try readDatabase { db in
+                Int(try db.firstRow("SELECT count(*) FROM events WHERE library IS NULL") { $0.int64(0) } ?? 0)
+            })
+            return report
         }
     }
 
