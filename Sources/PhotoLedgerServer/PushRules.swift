@@ -8,7 +8,8 @@ import SyncProtocol
 ///
 /// A push is answered event by event, in order:
 /// - an event stored before is a duplicate (with its server sequence); one rejected before gets
-///   the same rejection;
+///   the same rejection; an event whose identifier is stored with other content is rejected (an
+///   identifier names one event);
 /// - device sequences follow one another: a sequence beyond the next one is a gap, and every
 ///   event after it in the push is answered with the sequence expected;
 /// - a sequence the device used already, by another event, is rejected;
@@ -43,7 +44,7 @@ public struct PushRules: Sendable {
             let event = wire.event
             let reject = { (reason: String) in PushCandidate.reject(id: event.id, deviceSequence: event.deviceSequence, reason: reason) }
             if event.device != credential.device {
-                return reject("the event's device '\(event.device)' is not the token's device '\(credential.device)'")
+                return .refuse(id: event.id, reason: "the event's device '\(event.device)' is not the token's device '\(credential.device)'")
             }
             if event.payload.count > maximumPayloadBytes {
                 return reject("the payload (\(event.payload.count) bytes) exceeds the limit of \(maximumPayloadBytes) bytes")
@@ -93,6 +94,7 @@ public struct PushRules: Sendable {
         -> PushResult
     {
         let id = candidate.id
+        if case .refuse(_, let reason) = candidate { return PushResult(id: id, status: .rejected(reason: reason)) }
         let expected = state.lastDeviceSequence + 1
         let sequence = candidate.deviceSequence
         if state.gapped || sequence > expected {
@@ -100,7 +102,7 @@ public struct PushRules: Sendable {
             return PushResult(id: id, status: .gap(expectedDeviceSequence: expected))
         }
         if sequence < expected {
-            if let stored = try transaction.serverSequence(ofEvent: id) { return PushResult(id: id, status: .duplicate(serverSequence: stored)) }
+            if let stored = try duplicate(candidate, transaction) { return PushResult(id: id, status: stored) }
             if let reason = try transaction.rejectionReason(ofEvent: id) { return PushResult(id: id, status: .rejected(reason: reason)) }
             return PushResult(id: id, status: try reject(id, sequence, "device sequence \(sequence) already used (last is \(state.lastDeviceSequence))", transaction))
         }
@@ -108,19 +110,26 @@ public struct PushRules: Sendable {
         // of the same event before needs a lookup here.
         if let reason = try transaction.rejectionReason(ofEvent: id) { return PushResult(id: id, status: .rejected(reason: reason)) }
         switch candidate {
+        case .refuse(_, let reason):
+            return PushResult(id: id, status: .rejected(reason: reason))
         case .reject(_, _, let reason):
             state.lastDeviceSequence = sequence
             return PushResult(id: id, status: try reject(id, sequence, reason, transaction))
         case .accept(let event, let contentHash):
+            if let stored = try duplicate(candidate, transaction) {
+                // Stored before under another sequence: the duplicate it is, or another event
+                // under a taken identifier, whose rejection consumes the sequence.
+                guard case .rejected(let reason) = stored else { return PushResult(id: id, status: stored) }
+                state.lastDeviceSequence = sequence
+                return PushResult(id: id, status: try reject(id, sequence, reason, transaction))
+            }
             if let reason = try objectRule(event, scope: credential.scope, transaction) {
-                if let stored = try transaction.serverSequence(ofEvent: id) { return PushResult(id: id, status: .duplicate(serverSequence: stored)) }
                 state.lastDeviceSequence = sequence
                 return PushResult(id: id, status: try reject(id, sequence, reason, transaction))
             }
             let hash = state.chain.hash(linking: event)
             guard try transaction.insert(event, serverSequence: state.head.sequence + 1, chainHash: hash, contentHash: contentHash) else {
-                // Stored before under another sequence: the duplicate it is.
-                if let stored = try transaction.serverSequence(ofEvent: id) { return PushResult(id: id, status: .duplicate(serverSequence: stored)) }
+                // Stored by another push since the lookup above (not within one transaction).
                 return PushResult(id: id, status: .rejected(reason: "conflicting event identifier"))
             }
             state.chain.advance(to: hash)
@@ -128,6 +137,17 @@ public struct PushRules: Sendable {
             state.lastDeviceSequence = sequence
             return PushResult(id: id, status: .stored(serverSequence: state.head.sequence))
         }
+    }
+
+    /// The answer for an event whose identifier is stored: a duplicate when the stored event has
+    /// the same content (or was stored without its hash), a rejection otherwise; nil when the
+    /// identifier is not stored.
+    private func duplicate(_ candidate: PushCandidate, _ transaction: any PushTransaction) throws -> PushResult.Status? {
+        guard let stored = try transaction.storedEvent(candidate.id) else { return nil }
+        if case .accept(_, let hash?) = candidate, let storedHash = stored.contentHash, !constantTimeEquals(hash, storedHash) {
+            return .rejected(reason: "another event with the identifier \(candidate.id.uuidString) is stored; an identifier names one event")
+        }
+        return .duplicate(serverSequence: stored.serverSequence)
     }
 
     /// Why the log refuses `event` for the object it names, or nil: the scope and creation rules.

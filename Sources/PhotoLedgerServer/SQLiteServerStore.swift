@@ -175,8 +175,10 @@ public final class SQLiteServerStore: ServerStore {
                 """)
         }
 
-        func serverSequence(ofEvent id: UUID) throws -> Int64? {
-            try lookup("SELECT server_seq FROM server_events WHERE library_id = ? AND event_id = ?", id) { $0.int64(0) }
+        func storedEvent(_ id: UUID) throws -> (serverSequence: Int64, contentHash: [UInt8]?)? {
+            try lookup("SELECT server_seq, content_hash FROM server_events WHERE library_id = ? AND event_id = ?", id) {
+                ($0.int64(0), $0.isNull(1) ? nil : $0.blob(1))
+            }
         }
 
         func rejectionReason(ofEvent id: UUID) throws -> String? {

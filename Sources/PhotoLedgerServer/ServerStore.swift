@@ -56,20 +56,25 @@ public enum PushCandidate: Sendable, Hashable {
     case accept(Event, contentHash: [UInt8]? = nil)
     /// A permanently invalid event, to be acknowledged as rejected and consume its sequence.
     case reject(id: UUID, deviceSequence: Int64, reason: String)
+    /// An event that is not the pushing device's at all (another device's name): refused without
+    /// touching the pushing device's sequence or recording anything under its identifier, which
+    /// belongs to another device.
+    case refuse(id: UUID, reason: String)
 
     /// The event's identifier.
     public var id: UUID {
         switch self {
         case .accept(let event, _): return event.id
-        case .reject(let id, _, _): return id
+        case .reject(let id, _, _), .refuse(let id, _): return id
         }
     }
 
-    /// The event's device sequence.
+    /// The event's device sequence (0 for a refused event: it is not the pushing device's).
     public var deviceSequence: Int64 {
         switch self {
         case .accept(let event, _): return event.deviceSequence
         case .reject(_, let sequence, _): return sequence
+        case .refuse: return 0
         }
     }
 }
@@ -152,8 +157,8 @@ public protocol PushTransaction {
     var head: LibraryHead { get }
     /// The highest device sequence the server consumed for the pushing device (0 for a new one).
     var lastDeviceSequence: Int64 { get }
-    /// The server sequence of a stored event, or nil.
-    func serverSequence(ofEvent id: UUID) throws -> Int64?
+    /// The server sequence and content hash (when stored with it) of a stored event, or nil.
+    func storedEvent(_ id: UUID) throws -> (serverSequence: Int64, contentHash: [UInt8]?)?
     /// The reason an event was rejected with, or nil when it never was.
     func rejectionReason(ofEvent id: UUID) throws -> String?
     /// Whether the log holds events about `object` (including ones inserted in this transaction).

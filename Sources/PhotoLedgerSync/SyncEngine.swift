@@ -47,6 +47,9 @@ public struct SyncReport: Sendable, Equatable {
     public var changedVerdicts = 0
     /// What this device's token allows, as the server said.
     public var scope: ReplicaScope?
+    /// Resources that events refer to but the server does not hold (never uploaded by the
+    /// device that made the events): they stay missing here, and the rest of the sync goes on.
+    public var unavailableResources: [String] = []
     /// Resources downloaded, and their bytes.
     public var downloadedResources = 0
     public var downloadedBytes: Int64 = 0
@@ -327,7 +330,14 @@ public final class SyncEngine: Sendable {
         let missing = try replica.missingResources()
         for (index, resource) in missing.enumerated() {
             try Task.checkCancellation()
-            try await download(resource.hash)
+            do {
+                try await download(resource.hash)
+            } catch SyncError.resourceUnavailable(let hash) {
+                // Referenced by an event but never uploaded (a device that pushed without its
+                // photos, or a damaged one): reported, and the rest of the sync goes on.
+                report.unavailableResources.append(hash)
+                continue
+            }
             report.downloadedResources += 1
             report.downloadedBytes += resource.size
             progress?(SyncProgress(phase: .downloadingResources, completed: index + 1, total: missing.count, bytes: report.downloadedBytes))
@@ -340,6 +350,9 @@ public final class SyncEngine: Sendable {
         let response = try await send(HTTPRequest(
             method: .get, url: remote.url(SyncRoutes.blob(library: remote.libraryName, hash: hash)), headers: authorized([:]),
             responseBodyDestination: temporary, timeout: .seconds(3600)))
+        if response.status == 404, (try? ErrorResponse.decode(response.body.bytes))?.errorCode == .notFound {
+            throw SyncError.resourceUnavailable(hash)
+        }
         guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
         try replica.adoptDownloadedResource(at: temporary, hash: hash)
     }

@@ -21,6 +21,8 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidResponse(String)
     /// No remote is configured for this library.
     case noRemote
+    /// An event refers to a resource (hex SHA-256) the server does not hold.
+    case resourceUnavailable(String)
 
     public var description: String {
         switch self {
@@ -34,6 +36,8 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case .serverError(let status, let message): return "the server failed (HTTP \(status)): \(message); retry later"
         case .invalidResponse(let message): return "unexpected answer from the server: \(message)"
         case .noRemote: return "no remote is set for this library; set one with the server's library URL and a device token"
+        case .resourceUnavailable(let hash):
+            return "the server does not hold resource \(hash): the device that made the asset never uploaded it; it stays missing here"
         }
     }
 

@@ -73,7 +73,7 @@ struct EventEndpointTests {
         #expect(try await client.pullAll().count == 4)
     }
 
-    @Test("a stored event sent again under the next sequence is a duplicate and consumes nothing")
+    @Test("a stored event's identifier sent again with other content under the next sequence is rejected, and consumes it")
     func duplicateOnNextSequence() async throws {
         let fixture = try ServerFixture()
         var factory = EventFactory()
@@ -82,8 +82,10 @@ struct EventEndpointTests {
         _ = try await client.pushResponse([event])
         event.deviceSequence = 2
         let response = try await client.pushResponse([event])
-        #expect(response.results[0].status == .duplicate(serverSequence: 1))
-        #expect(response.lastDeviceSequence == 1)
+        guard case .rejected(let reason) = response.results[0].status else { Issue.record("expected a rejection"); return }
+        #expect(reason.contains("an identifier names one event"))
+        #expect(response.lastDeviceSequence == 2)
+        _ = factory.make()
         #expect(try await client.pushResponse([factory.make()]).results[0].status == .stored(serverSequence: 2))
     }
 

@@ -90,12 +90,9 @@ struct ServerStoreContractTests {
         #expect(try fixture.push([events[0], events[2], events[3]]) == [
             .stored(serverSequence: 1), .gap(expectedDeviceSequence: 2), .gap(expectedDeviceSequence: 2),
         ])
-        var wrongDevice = events[1]
-        wrongDevice.payload = [1]
-        let other = try fixture.push([Event(
-            id: wrongDevice.id, device: "ben-laptop", deviceSequence: 2, timestamp: wrongDevice.timestamp, changeBlock: wrongDevice.changeBlock,
-            object: wrongDevice.object, type: wrongDevice.type, schemaVersion: 1, payload: [1])])
-        guard case .rejected = other[0] else { Issue.record("an event of another device must be rejected"); return }
+        var tooLarge = events[1]
+        tooLarge.payload = [UInt8](repeating: 1, count: 4096)
+        guard case .rejected = try fixture.push([tooLarge])[0] else { Issue.record("an event over the payload limit must be rejected"); return }
         // Its sequence is consumed: the next event continues after it.
         #expect(try fixture.push([events[2], events[3]]) == [.stored(serverSequence: 2), .stored(serverSequence: 3)])
         // A sequence used already, by another event, is rejected.
@@ -103,6 +100,32 @@ struct ServerStoreContractTests {
         reused.deviceSequence = 3
         guard case .rejected(let reason) = try fixture.push([reused])[0] else { Issue.record("a reused sequence must be rejected"); return }
         #expect(reason.contains("already used"))
+    }
+
+    @Test("another device's event is refused without touching the pusher's sequence; an identifier names one event", arguments: StoreBackend.all)
+    func identifiersBelongToTheirEvent(backend: StoreBackend) throws {
+        let fixture = try ContractFixture(backend)
+        var anna = EventFactory()
+        var kiosk = EventFactory(device: "kiosk", seed: 2)
+        let annas = anna.make(2)
+        #expect(try fixture.push([annas[0]]) == [.stored(serverSequence: 1)])
+        // The kiosk sends Anna's unsent event, then its own first event: neither records anything
+        // under Anna's identifier, and its own sequence starts at 1.
+        let own = kiosk.make(type: EventType.assetCreated.rawValue)
+        let refused = try fixture.push([annas[1], own], as: 1)
+        guard case .rejected(let reason) = refused[0] else { Issue.record("another device's event must be refused"); return }
+        #expect(reason.contains("not the token's device"))
+        #expect(refused[1] == .stored(serverSequence: 2))
+        #expect(try fixture.push([annas[1]]) == [.stored(serverSequence: 3)], "Anna's event is still hers to push")
+        // An event of the kiosk's that takes the identifier of a stored event is not a duplicate of it.
+        var taken = kiosk.make(type: EventType.assetCreated.rawValue)
+        taken.id = annas[0].id
+        guard case .rejected(let collision) = try fixture.push([taken], as: 1)[0] else {
+            Issue.record("an identifier stored with other content must be refused")
+            return
+        }
+        #expect(collision.contains("identifier"))
+        #expect(try fixture.all().map(\.event.id) == [annas[0].id, own.id, annas[1].id])
     }
 
     @Test("an addOnly token creates new assets only", arguments: StoreBackend.all)
