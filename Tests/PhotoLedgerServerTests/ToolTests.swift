@@ -135,6 +135,40 @@ struct ToolTests {
         #expect(serve.status == 0 && serve.output.contains("--listen"))
     }
 
+    @Test("admin takes --db before or after its subcommand")
+    func adminDatabaseBeforeTheSubcommand() throws {
+        let directory = try TemporaryDirectory()
+        let db = directory.path("server.sqlite")
+        let created = try runTool(["admin", "--db", db, "create-library", "family"])
+        #expect(created.status == 0, "\(created.error)")
+        #expect(created.output == "created library family\n")
+        let issued = try runTool(["admin", "--db=\(db)", "issue-token", "--library", "family", "--device", "anna", "--scope", "readOnly"])
+        #expect(issued.status == 0 && issued.output.hasPrefix("plt_"))
+        let listed = try runTool(["admin", "--db", db, "list-devices", "--library", "family"])
+        #expect(listed.status == 0 && listed.output.contains("anna") && listed.output.contains("readOnly"))
+        let missing = try runTool(["admin", "create-library", "other"])
+        #expect(missing.status == 64 && missing.error.hasPrefix("Error: missing '--db <path>' (or set PHOTOLEDGER_SERVER_DB)\n"))
+        #expect(missing.error.contains("Usage: photoledger-server admin create-library <name> [--db <path>]"))
+    }
+
+    @Test("help of every command, generated from its declaration; --version")
+    func generatedHelp() throws {
+        let serve = try runTool(["serve", "--help"])
+        #expect(serve.status == 0)
+        let usage = "USAGE: photoledger-server serve [--db <path>] --blobs <dir> [--listen <host:port>] [--threads <n>] [--max-clock-skew <seconds>]"
+        #expect(serve.output.contains(usage))
+        #expect(serve.output.contains("(default: 127.0.0.1:8080)") && serve.output.contains("(default: 300)"))
+        let viaHelp = try runTool(["help", "admin", "issue-token"])
+        let viaFlag = try runTool(["admin", "issue-token", "--help"])
+        #expect(viaHelp.status == 0 && viaHelp.output == viaFlag.output)
+        let words = viaHelp.output.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(words.contains("--scope <scope> What the device may do") && words.contains("(values: readWrite, addOnly, readOnly)"))
+        let admin = try runTool(["admin", "--help"])
+        #expect(admin.output.contains("SUBCOMMANDS:\n  create-library") && admin.output.contains("list-devices"))
+        let version = try runTool(["--version"])
+        #expect(version.status == 0 && version.output == photoLedgerServerVersion + "\n")
+    }
+
     @Test("serve reports its port, serves, and exits 0 on SIGTERM after finishing a request in flight")
     func serveAndTerminate() async throws {
         let directory = try TemporaryDirectory()

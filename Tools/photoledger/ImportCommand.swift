@@ -1,3 +1,4 @@
+import CommandLineParsing
 import Foundation
 import LedgerCore
 import PhotoLedger
@@ -28,6 +29,7 @@ struct ImportCommand {
 
     let context: Context
     let library: PhotoLibrary
+    let paths: [String]
     let albumTitle: String?
     let move: Bool
     let recursive: Bool
@@ -40,18 +42,19 @@ struct ImportCommand {
     private var doneCount = 0
     private var doneBytes: Int64 = 0
 
-    init(context: Context, library: PhotoLibrary) {
+    init(context: Context, library: PhotoLibrary, options: Import) {
         self.context = context
         self.library = library
-        albumTitle = context.command.value("album")
-        move = context.command.flag("move")
-        recursive = context.command.flag("recursive")
-        dryRun = context.command.flag("dry-run")
+        paths = options.paths
+        albumTitle = options.album
+        move = options.move
+        recursive = options.recursive
+        dryRun = options.dryRun
     }
 
-    mutating func run() throws -> Int32 {
+    mutating func run() throws -> ExitCode {
         let started = Date()
-        let candidates = collect(context.command.arguments("path"))
+        let candidates = collect(paths)
         if ProgressBar.isTerminal, !context.quiet, !context.json {
             progress = ProgressBar(totalCount: candidates.count, totalBytes: candidates.reduce(0) { $0 + $1.size })
         }

@@ -1,0 +1,210 @@
+import CommandLineParsing
+import Foundation
+import LedgerCore
+import PhotoLedger
+
+/// `photoledger album …`: create, rename, delete and merge albums, change their assets.
+struct Album: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "album", abstract: "Create, rename, delete, merge albums and change their assets.",
+        subcommands: [Create.self, Rename.self, Delete.self, Add.self, Insert.self, Remove.self, Move.self, Merge.self])
+
+    @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
+}
+
+extension Album {
+    /// `album create TITLE`.
+    struct Create: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "create", abstract: "Create an album.")
+
+        @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
+        @Argument(help: "The album's title.") var title: String
+
+        func run() throws {
+            let context = try Context(global)
+            let library = try context.openLibrary()
+            let identifier = try library.performChangesAndWait { try $0.createAlbum(title: title).localIdentifier }
+            AlbumReport(album: identifier, message: "Created album '\(title)'").print(context)
+        }
+    }
+
+    /// `album rename ALBUM TITLE`.
+    struct Rename: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "rename", abstract: "Rename an album.")
+
+        @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
+        @Argument(help: IdentifierHelp.album) var album: String
+        @Argument(help: "The new title.") var title: String
+
+        func run() throws {
+            let context = try Context(global)
+            let library = try context.openLibrary()
+            let album = try context.resolveAlbum(album, in: library)
+            try library.performChangesAndWait { try $0.albumChangeRequest(for: album).setTitle(title) }
+            AlbumReport(album: album.localIdentifier, message: "Renamed album '\(album.title)' to '\(title)'").print(context)
+        }
+    }
+
+    /// `album delete ALBUM`.
+    struct Delete: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "delete", abstract: "Delete an album (its assets stay in the library).")
+
+        @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
+        @Argument(help: IdentifierHelp.album) var album: String
+
+        func run() throws {
+            let context = try Context(global)
+            let library = try context.openLibrary()
+            let album = try context.resolveAlbum(album, in: library)
+            try library.performChangesAndWait { try $0.deleteAlbums([album]) }
+            AlbumReport(album: album.localIdentifier, message: "Deleted album '\(album.title)'").print(context)
+        }
+    }
+
+    /// `album add ALBUM ASSET...`.
+    struct Add: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "add", abstract: "Append assets at the end of an album.")
+
+        @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
+        @Argument(help: IdentifierHelp.album) var album: String
+        @Argument(help: IdentifierHelp.assets) var assets: [String]
+
+        func run() throws {
+            let context = try Context(global)
+            let library = try context.openLibrary()
+            let album = try context.resolveAlbum(album, in: library)
+            let assets = try context.resolveAssets(assets, in: library)
+            try library.performChangesAndWait { try $0.albumChangeRequest(for: album).addAssets(assets) }
+            AlbumReport(album: album.localIdentifier, message: "Added \(count(assets.count, "asset")) to '\(album.title)'").print(context)
+        }
+    }
+
+    /// `album insert ALBUM ASSET... --at N`.
+    struct Insert: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "insert", abstract: "Insert assets at an index of an album (0 is the first place).")
+
+        @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
+        @Argument(help: IdentifierHelp.album) var album: String
+        @Argument(help: IdentifierHelp.assets) var assets: [String]
+
+        @Option(help: ArgumentHelp("Where the first asset goes; the others follow it.", valueName: "index"))
+        var at: Int
+
+        func validate() throws {
+            guard at >= 0 else { throw ValidationError("--at must be an index of 0 or more, not \(at)") }
+        }
+
+        func run() throws {
+            let context = try Context(global)
+            let library = try context.openLibrary()
+            let album = try context.resolveAlbum(album, in: library)
+            let assets = try context.resolveAssets(assets, in: library)
+            try library.performChangesAndWait {
+                try $0.albumChangeRequest(for: album).insertAssets(assets, at: IndexSet(at..<(at + assets.count)))
+            }
+            AlbumReport(album: album.localIdentifier, message: "Inserted \(count(assets.count, "asset")) into '\(album.title)' at \(at)")
+                .print(context)
+        }
+    }
+
+    /// `album remove ALBUM ASSET...`.
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove assets from an album.")
+
+        @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
+        @Argument(help: IdentifierHelp.album) var album: String
+        @Argument(help: IdentifierHelp.assets) var assets: [String]
+
+        func run() throws {
+            let context = try Context(global)
+            let library = try context.openLibrary()
+            let album = try context.resolveAlbum(album, in: library)
+            let assets = try context.resolveAssets(assets, in: library)
+            try library.performChangesAndWait { try $0.albumChangeRequest(for: album).removeAssets(assets) }
+            AlbumReport(album: album.localIdentifier, message: "Removed \(count(assets.count, "asset")) from '\(album.title)'")
+                .print(context)
+        }
+    }
+
+    /// `album move ALBUM --from N[,N...] --to N`.
+    struct Move: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "move", abstract: "Move the assets at some indexes to another index (PhotoKit's rule: remove, then insert).")
+
+        @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
+        @Argument(help: IdentifierHelp.album) var album: String
+
+        @Option(
+            help: ArgumentHelp("Comma-separated indexes of the assets to move, as 'photoledger albums' numbers them.", valueName: "indexes")
+        )
+        var from: IndexList
+
+        @Option(help: ArgumentHelp("The destination index, counted after taking out the moved assets.", valueName: "index"))
+        var to: Int
+
+        func validate() throws {
+            guard to >= 0 else { throw ValidationError("--to must be an index of 0 or more, not \(to)") }
+        }
+
+        func run() throws {
+            let context = try Context(global)
+            let library = try context.openLibrary()
+            let album = try context.resolveAlbum(album, in: library)
+            try library.performChangesAndWait { try $0.albumChangeRequest(for: album).moveAssets(at: from.indexes, to: to) }
+            AlbumReport(
+                album: album.localIdentifier, message: "Moved \(count(from.indexes.count, "asset")) of '\(album.title)' to \(to)"
+            ).print(context)
+        }
+    }
+
+    /// `album merge ALBUM ALBUM...`.
+    struct Merge: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "merge", abstract: "Merge albums into one (the members are united, positions kept).")
+
+        @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
+        @Argument(help: IdentifierHelp.album) var album: String
+        @Argument(help: ArgumentHelp("The albums to merge into it.", valueName: "other")) var others: [String]
+
+        func run() throws {
+            let context = try Context(global)
+            let library = try context.openLibrary()
+            let album = try context.resolveAlbum(album, in: library)
+            let others = try others.map { try context.resolveAlbum($0, in: library) }
+            let identifier = try library.performChangesAndWait { try $0.mergeAlbums([album] + others).localIdentifier }
+            AlbumReport(album: identifier, message: "Merged \(others.count + 1) albums into \(identifier)").print(context)
+        }
+    }
+}
+
+/// Comma-separated indexes: `0,2,5`.
+struct IndexList: ExpressibleByArgument {
+    let indexes: IndexSet
+
+    init?(argument: String) {
+        var indexes = IndexSet()
+        for part in argument.split(separator: ",", omittingEmptySubsequences: false) {
+            guard let index = Int(part.trimmingCharacters(in: .whitespaces)), index >= 0 else { return nil }
+            indexes.insert(index)
+        }
+        self.indexes = indexes
+    }
+
+    static var valueExpectation: String { "comma-separated indexes such as 0,2,5" }
+}
+
+/// What an album command did: a sentence for people, the album for `--json`.
+struct AlbumReport {
+    let album: String
+    let message: String
+
+    func print(_ context: Context) {
+        if context.json {
+            context.emit(.object([("localIdentifier", .string(album))]))
+        } else {
+            context.say("\(message): \(album)")
+        }
+    }
+}
