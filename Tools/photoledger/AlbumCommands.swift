@@ -7,6 +7,10 @@ import PhotoLedger
 struct Album: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "album", abstract: "Create, rename, delete, merge albums and change their assets.",
+        discussion: """
+            Indexes count an album's assets that are not hidden, in album order, as 'photoledger albums'
+            numbers them (Apple's Photos framework does the same): 0 is the first place.
+            """,
         subcommands: [Create.self, Rename.self, Delete.self, Add.self, Insert.self, Remove.self, Move.self, Merge.self])
 
     @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
@@ -89,7 +93,9 @@ extension Album {
         @Argument(help: IdentifierHelp.album) var album: String
         @Argument(help: IdentifierHelp.assets) var assets: [String]
 
-        @Option(help: ArgumentHelp("Where the first asset goes; the others follow it.", valueName: "index"))
+        @Option(
+            help: ArgumentHelp(
+                "Where the first asset goes, as 'photoledger albums' numbers them; the others follow it.", valueName: "index"))
         var at: Int
 
         func validate() throws {

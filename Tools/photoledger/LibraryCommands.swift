@@ -115,9 +115,16 @@ struct Assets: ParsableCommand {
     }
 }
 
-/// `photoledger albums`.
+/// `photoledger albums`: each album with its members in album order, numbered as `album move`
+/// and `album insert --at` count them.
 struct Albums: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "albums", abstract: "List albums with their assets in album order.")
+    static let configuration = CommandConfiguration(
+        commandName: "albums", abstract: "List albums with their assets in album order and the index of each.",
+        discussion: """
+            The indexes are those 'album move' and 'album insert --at' take. As in Apple's Photos
+            framework they count the assets that are not hidden; a hidden member is listed in its
+            place, marked 'hidden', with '-' for an index.
+            """)
 
     @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
 
@@ -131,8 +138,9 @@ struct Albums: ParsableCommand {
             return
         }
         for (album, assets) in zip(albums, members) {
-            print("\(album.localIdentifier)  \(album.title)  (\(assets.count) asset\(assets.count == 1 ? "" : "s"))")
-            for (index, asset) in assets.enumerated() { print("    \(index)  \(asset.localIdentifier)") }
+            let hidden = assets.filter(\.isHidden).count
+            print("\(album.localIdentifier)  \(album.title)  (\(count(assets.count, "asset"))\(hidden > 0 ? ", \(hidden) hidden" : ""))")
+            for line in Listing.indexedMembers(assets) { print("    " + line) }
         }
         context.say("\(albums.count) album\(albums.count == 1 ? "" : "s")")
     }
