@@ -45,4 +45,36 @@ struct AlbumIndexTests {
         let indexed = listing.split(separator: "\n").dropFirst().filter { !$0.hasSuffix("hidden") && $0.hasPrefix("    ") }
         #expect(indexed == ["    0  \(assets[0])", "    1  \(assets[2])", "    2  \(extra)", "    3  \(assets[3])"])
     }
+
+    @Test func indexesOutOfRangeAreExplainedWithTheHiddenMembers() throws {
+        let (workspace, album, _) = try tripWithAHiddenMember()
+        let from = try workspace.cli(["album", "move", album, "--from", "3", "--to", "0"])
+        #expect(from.status == 1)
+        #expect(from.errors.hasPrefix("Error: --from 3 is out of range: 'Trip' has 3 assets with an index, so --from takes 0 to 2\n"))
+        #expect(from.errors.contains("hidden assets have none (1 in 'Trip')"))
+        let to = try workspace.cli(["album", "move", album, "--from", "0,1", "--to", "2"])
+        #expect(to.status == 1)
+        #expect(
+            to.errors.hasPrefix(
+                "Error: --to 2 is out of range: with the 2 moved assets taken out, 'Trip' has 1 other, so --to goes from 0 to 1\n"))
+    }
+
+    @Test func errorsSpeakInCommandsAndOptionsNotLibraryFunctions() throws {
+        let (workspace, album, assets) = try tripWithAHiddenMember()
+        let member = try workspace.cli(["album", "insert", album, assets[2], "--at", "0"])
+        #expect(member.status == 1)
+        #expect(member.errors.contains("asset \(assets[2]) is already in 'Trip' at index 1"))
+        #expect(member.errors.contains("Hint: change its place with 'photoledger album move --from 1 --to <index>'"))
+        let twice = try workspace.cli(["album", "insert", album, assets[1], assets[1], "--at", "0"])
+        #expect(twice.status == 1 && twice.errors.contains("is given twice"))
+        let at = try workspace.cli(["album", "insert", album, assets[1], "--at", "4"])
+        #expect(at.errors.hasPrefix("Error: --at 4 is out of range: 'Trip' has 3 assets with an index, so --at goes from 0 to 3"))
+        let negative = try workspace.cli(["album", "move", album, "--from", "0", "--to", "-1"])
+        #expect(negative.status == 64 && negative.errors.hasPrefix("Error: --to must be an index of 0 or more, not -1"))
+        for result in [member, twice, at, negative] {
+            for libraryWord in ["moveAssets", "insertAssets", "(at:", "performChanges"] {
+                #expect(!result.errors.contains(libraryWord), "\(result.errors)")
+            }
+        }
+    }
 }

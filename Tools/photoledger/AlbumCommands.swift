@@ -107,6 +107,7 @@ extension Album {
             let library = try context.openLibrary()
             let album = try context.resolveAlbum(album, in: library)
             let assets = try context.resolveAssets(assets, in: library)
+            try AlbumIndexes(album, in: library).checkInsertion(of: assets, at: at)
             try library.performChangesAndWait {
                 try $0.albumChangeRequest(for: album).insertAssets(assets, at: IndexSet(at..<(at + assets.count)))
             }
@@ -158,6 +159,7 @@ extension Album {
             let context = try Context(global)
             let library = try context.openLibrary()
             let album = try context.resolveAlbum(album, in: library)
+            try AlbumIndexes(album, in: library).checkMove(from: from.indexes, to: to)
             try library.performChangesAndWait { try $0.albumChangeRequest(for: album).moveAssets(at: from.indexes, to: to) }
             AlbumReport(
                 album: album.localIdentifier, message: "Moved \(count(from.indexes.count, "asset")) of '\(album.title)' to \(to)"
@@ -199,6 +201,67 @@ struct IndexList: ExpressibleByArgument {
     }
 
     static var valueExpectation: String { "comma-separated indexes such as 0,2,5" }
+}
+
+/// An album's assets as the index commands count them: its members that are not hidden, in
+/// album order (the rule of Apple's Photos framework, which the library follows). Checks the
+/// indexes a command was given, so that a mistake is told in the command's words.
+struct AlbumIndexes {
+    let title: String
+    /// The identifiers of the members with an index, in album order.
+    let members: [String]
+    /// How many members are hidden (and have no index).
+    let hiddenCount: Int
+
+    init(_ album: AssetCollection, in library: PhotoLibrary) throws {
+        title = album.title
+        members = try library.fetchAssets(in: album).allObjects.map(\.localIdentifier)
+        hiddenCount = try Self.allMembers(of: album, in: library).count - members.count
+    }
+
+    /// Every member, hidden ones included, in album order (what `albums` lists).
+    private static func allMembers(of album: AssetCollection, in library: PhotoLibrary) throws -> [String] {
+        try library.fetchAssets(in: album, options: FetchOptions(includeHiddenAssets: true)).allObjects.map(\.localIdentifier)
+    }
+
+    /// Checks `album insert`: `--at` within the album, each asset given once and not yet a member.
+    func checkInsertion(of assets: [String], at index: Int) throws {
+        guard index <= members.count else {
+            throw CommandFailure(
+                "--at \(index) is out of range: '\(title)' has \(counted), so --at goes from 0 to \(members.count)", hint: hint)
+        }
+        var seen = Set<String>()
+        for asset in assets {
+            guard seen.insert(asset).inserted else { throw CommandFailure("asset \(asset) is given twice", hint: "give each asset once") }
+            if let position = members.firstIndex(of: asset) {
+                throw CommandFailure(
+                    "asset \(asset) is already in '\(title)' at index \(position)",
+                    hint: "change its place with 'photoledger album move --from \(position) --to <index>'")
+            }
+        }
+    }
+
+    /// Checks `album move`: every `--from` index names a member, `--to` fits once they are taken out.
+    func checkMove(from indexes: IndexSet, to destination: Int) throws {
+        if let bad = indexes.first(where: { $0 >= members.count }) {
+            let range = members.isEmpty ? "" : ", so --from takes 0 to \(members.count - 1)"
+            throw CommandFailure("--from \(bad) is out of range: '\(title)' has \(counted)\(range)", hint: hint)
+        }
+        let remaining = members.count - indexes.count
+        guard destination <= remaining else {
+            throw CommandFailure(
+                "--to \(destination) is out of range: with the \(count(indexes.count, "moved asset")) taken out, '\(title)' has "
+                    + "\(count(remaining, "other")), so --to goes from 0 to \(remaining)",
+                hint: hint)
+        }
+    }
+
+    private var counted: String { count(members.count, "asset") + (hiddenCount > 0 ? " with an index" : "") }
+
+    private var hint: String {
+        "'photoledger albums' shows each asset's index"
+            + (hiddenCount > 0 ? "; hidden assets have none (\(hiddenCount) in '\(title)'): unhide them to place them" : "")
+    }
 }
 
 /// What an album command did: a sentence for people, the album for `--json`.

@@ -296,7 +296,14 @@ enum ChangeTokenText {
         else {
             throw ValidationError("--since takes a token printed by 'photoledger history', not '\(text)'")
         }
-        _ = try library.fetchPersistentChanges(since: token)
+        do {
+            _ = try library.fetchPersistentChanges(since: token)
+        } catch let error as PhotoLibraryError where error.code == .persistentChangeTokenExpired {
+            // The library's advice is for apps that mirror it; the command's is to start again.
+            let reason = error.message.components(separatedBy: "; fetch everything")[0]
+            throw CommandFailure(
+                "the --since token cannot be used: \(reason)", hint: "run 'photoledger history' without --since; it ends with a new token")
+        }
         return Int64(sequence)
     }
 }
