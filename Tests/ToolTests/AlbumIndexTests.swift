@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite("photoledger: album indexes, errors in the command's words")
+@Suite("photoledger: album indexes, what album changes report, errors in the command's words")
 struct AlbumIndexTests {
     /// A workspace with four photos in album "Trip", the second one hidden.
     func tripWithAHiddenMember() throws -> (Workspace, album: String, assets: [String]) {
@@ -57,6 +57,30 @@ struct AlbumIndexTests {
         #expect(
             to.errors.hasPrefix(
                 "Error: --to 2 is out of range: with the 2 moved assets taken out, 'Trip' has 1 other, so --to goes from 0 to 1\n"))
+    }
+
+    @Test func removeReportsWhatItRemovedAndNamesTheAssetsThatWereNotMembers() throws {
+        let workspace = try Workspace()
+        let assets = try workspace.importPhotos([try workspace.photo("a.jpg", seed: 1), try workspace.photo("b.jpg", seed: 2)])
+        let album = try #require(try workspace.json(["album", "create", "Trip"]) as? [String: Any])["localIdentifier"] as! String
+        #expect(try workspace.cli(["album", "add", album, assets[0]]).status == 0)
+        let text = try workspace.cli(["album", "remove", album, assets[0], assets[1]])
+        #expect(text.status == 0)
+        #expect(text.output == "Removed 1 asset from 'Trip': \(album)\nNot in 'Trip', nothing to remove: \(assets[1])\n")
+        let none = try #require(try workspace.json(["album", "remove", album, assets[1]]) as? [String: Any])
+        #expect(none["removed"] as? [String] == [] && none["notInAlbum"] as? [String] == [assets[1]])
+        #expect(none["localIdentifier"] as? String == album)
+        #expect(try workspace.cli(["album", "remove", album, assets[1]]).output.hasPrefix("Removed 0 assets from 'Trip'"))
+    }
+
+    @Test func addReportsTheAssetsAlreadyInTheAlbum() throws {
+        let (workspace, album, assets) = try tripWithAHiddenMember()
+        let extra = try workspace.importPhotos([try workspace.photo("extra.jpg", seed: 99)])[0]
+        let added = try #require(try workspace.json(["album", "add", album, assets[0], assets[1], extra]) as? [String: Any])
+        #expect(added["added"] as? [String] == [extra])
+        #expect(added["alreadyInAlbum"] as? [String] == [assets[0], assets[1]])
+        let text = try workspace.cli(["album", "add", album, extra])
+        #expect(text.output == "Added 0 assets to 'Trip': \(album)\nAlready in 'Trip', left where they are: \(extra)\n")
     }
 
     @Test func errorsSpeakInCommandsAndOptionsNotLibraryFunctions() throws {

@@ -68,7 +68,8 @@ extension Album {
 
     /// `album add ALBUM ASSET...`.
     struct Add: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "add", abstract: "Append assets at the end of an album.")
+        static let configuration = CommandConfiguration(
+            commandName: "add", abstract: "Append assets at the end of an album (members already in it stay where they are).")
 
         @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
         @Argument(help: IdentifierHelp.album) var album: String
@@ -79,8 +80,16 @@ extension Album {
             let library = try context.openLibrary()
             let album = try context.resolveAlbum(album, in: library)
             let assets = try context.resolveAssets(assets, in: library)
+            let members = Set(try AlbumIndexes.allMembers(of: album, in: library))
+            let added = assets.filter { !members.contains($0) }, already = assets.filter(members.contains)
             try library.performChangesAndWait { try $0.albumChangeRequest(for: album).addAssets(assets) }
-            AlbumReport(album: album.localIdentifier, message: "Added \(count(assets.count, "asset")) to '\(album.title)'").print(context)
+            AlbumReport(
+                album: album.localIdentifier, message: "Added \(count(added.count, "asset")) to '\(album.title)'",
+                lists: [
+                    ("added", nil, added),
+                    ("alreadyInAlbum", "Already in '\(album.title)', left where they are", already),
+                ]
+            ).print(context)
         }
     }
 
@@ -118,7 +127,8 @@ extension Album {
 
     /// `album remove ALBUM ASSET...`.
     struct Remove: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove assets from an album.")
+        static let configuration = CommandConfiguration(
+            commandName: "remove", abstract: "Remove assets from an album (they stay in the library).")
 
         @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
         @Argument(help: IdentifierHelp.album) var album: String
@@ -129,9 +139,23 @@ extension Album {
             let library = try context.openLibrary()
             let album = try context.resolveAlbum(album, in: library)
             let assets = try context.resolveAssets(assets, in: library)
+            let members = Set(try AlbumIndexes.allMembers(of: album, in: library))
+            let removed = assets.filter(members.contains)
+            let others = assets.filter { !members.contains($0) }
+            // An asset in Recently Deleted is not listed in its albums; its membership, if any, goes too.
+            let trash = others.isEmpty ? [] : Set(try Listing.deletedAssets(in: library).map(\.localIdentifier))
             try library.performChangesAndWait { try $0.albumChangeRequest(for: album).removeAssets(assets) }
-            AlbumReport(album: album.localIdentifier, message: "Removed \(count(assets.count, "asset")) from '\(album.title)'")
-                .print(context)
+            AlbumReport(
+                album: album.localIdentifier, message: "Removed \(count(removed.count, "asset")) from '\(album.title)'",
+                lists: [
+                    ("removed", nil, removed),
+                    ("notInAlbum", "Not in '\(album.title)', nothing to remove", others.filter { !trash.contains($0) }),
+                    (
+                        "inRecentlyDeleted", "In Recently Deleted, removed from '\(album.title)' too if they were in it",
+                        others.filter(trash.contains)
+                    ),
+                ]
+            ).print(context)
         }
     }
 
@@ -220,7 +244,7 @@ struct AlbumIndexes {
     }
 
     /// Every member, hidden ones included, in album order (what `albums` lists).
-    private static func allMembers(of album: AssetCollection, in library: PhotoLibrary) throws -> [String] {
+    static func allMembers(of album: AssetCollection, in library: PhotoLibrary) throws -> [String] {
         try library.fetchAssets(in: album, options: FetchOptions(includeHiddenAssets: true)).allObjects.map(\.localIdentifier)
     }
 
@@ -264,16 +288,23 @@ struct AlbumIndexes {
     }
 }
 
-/// What an album command did: a sentence for people, the album for `--json`.
+/// What an album command did: a sentence for people, and the album with lists of assets for
+/// `--json` (`{"localIdentifier": …, "added": […], …}`).
 struct AlbumReport {
     let album: String
     let message: String
+    /// The JSON key of each list and, for the text output, its label (nil: JSON only); a text
+    /// line is printed only for a list that is not empty.
+    var lists: [(key: String, label: String?, assets: [String])] = []
 
     func print(_ context: Context) {
         if context.json {
-            context.emit(.object([("localIdentifier", .string(album))]))
-        } else {
-            context.say("\(message): \(album)")
+            context.emit(.object([("localIdentifier", .string(album))] + lists.map { ($0.key, .array($0.assets.map { .string($0) })) }))
+            return
+        }
+        context.say("\(message): \(album)")
+        for list in lists where !list.assets.isEmpty {
+            if let label = list.label { context.say("\(label): \(list.assets.joined(separator: ", "))") }
         }
     }
 }
