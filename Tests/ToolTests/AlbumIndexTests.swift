@@ -102,3 +102,35 @@ struct AlbumIndexTests {
         }
     }
 }
+
+@Suite("photoledger import --album with a title that several albums have")
+struct ImportAlbumTests {
+    @Test func anAmbiguousTitleIsRefusedAndAnIdentifierChoosesTheAlbum() throws {
+        let workspace = try Workspace()
+        let first = try #require(try workspace.json(["album", "create", "Trip"]) as? [String: Any])["localIdentifier"] as! String
+        let second = try #require(try workspace.json(["album", "create", "Trip"]) as? [String: Any])["localIdentifier"] as! String
+        let photo = try workspace.photo("a.jpg", seed: 1)
+        let refused = try workspace.cli(["import", photo, "--album", "Trip"])
+        #expect(refused.status == 1)
+        #expect(refused.errors.hasPrefix("Error: 2 albums are titled 'Trip': "))
+        #expect(refused.errors.contains(first) && refused.errors.contains(second))
+        #expect(refused.errors.contains("Hint: pass one of them by its identifier: --album <identifier>"))
+        #expect(try workspace.assets().isEmpty, "nothing is imported")
+
+        let chosen = try workspace.cli(["import", photo, "--album", second])
+        #expect(chosen.status == 0, "\(chosen.errors)")
+        #expect(chosen.output.contains("Imported 1 file into album 'Trip'"))
+        let albums = try workspace.albums()
+        let members = Dictionary(
+            uniqueKeysWithValues: albums.map { ($0["localIdentifier"] as! String, $0["assetIdentifiers"] as! [String]) })
+        #expect(members[first] == [] && members[second]?.count == 1)
+    }
+
+    @Test func aTitleNoAlbumHasCreatesTheAlbumOnce() throws {
+        let workspace = try Workspace()
+        let ids = try workspace.importPhotos([try workspace.photo("a.jpg", seed: 1)], album: "New")
+        let more = try workspace.importPhotos([try workspace.photo("b.jpg", seed: 2)], album: "New")
+        let albums = try workspace.albums()
+        #expect(albums.count == 1 && albums[0]["assetIdentifiers"] as? [String] == ids + more)
+    }
+}

@@ -105,23 +105,33 @@ struct Context {
 
     /// Resolves an album argument: full identifier, UUID, unique prefix or exact title.
     func resolveAlbum(_ text: String, in library: PhotoLibrary) throws -> AssetCollection {
-        if let identifier = LocalIdentifier(text), identifier.kind == .album, let album = try fetchAlbum(text, in: library) { return album }
-        if let uuid = UUID(uuidString: text), let album = try fetchAlbum(LocalIdentifier(uuid: uuid, kind: .album).description, in: library) {
-            return album
-        }
+        if let album = try albumByIdentifier(text, in: library) { return album }
         let albums = try library.fetchAssetCollections(with: .album).allObjects
-        let titled = albums.filter { $0.title == text }
-        if titled.count == 1 { return titled[0] }
-        if titled.count > 1 {
-            throw CommandFailure(
-                "\(titled.count) albums are titled '\(text)': \(titled.map(\.localIdentifier).joined(separator: ", "))",
-                hint: "name one by its identifier, or merge them with 'photoledger album merge'")
-        }
+        let hint = "name one by its identifier, or merge them with 'photoledger album merge'"
+        if let album = try Self.onlyAlbum(titled: text, among: albums, hint: hint) { return album }
         let identifier = try Self.unique(text, among: albums.map(\.localIdentifier), kind: "album")
         guard let album = albums.first(where: { $0.localIdentifier == identifier }) else {
             throw CommandFailure("no album matches '\(text)'", hint: "list them with 'photoledger albums'")
         }
         return album
+    }
+
+    /// The album a full identifier or UUID names, or nil when the text is neither or names none.
+    func albumByIdentifier(_ text: String, in library: PhotoLibrary) throws -> AssetCollection? {
+        if let identifier = LocalIdentifier(text), identifier.kind == .album, let album = try fetchAlbum(text, in: library) { return album }
+        if let uuid = UUID(uuidString: text), let album = try fetchAlbum(LocalIdentifier(uuid: uuid, kind: .album).description, in: library) {
+            return album
+        }
+        return nil
+    }
+
+    /// The one album of `albums` titled `title`, nil when none is; several are an error that
+    /// lists them, with `hint` saying what to do.
+    static func onlyAlbum(titled title: String, among albums: [AssetCollection], hint: String) throws -> AssetCollection? {
+        let titled = albums.filter { $0.title == title }
+        guard titled.count > 1 else { return titled.first }
+        let identifiers = titled.map(\.localIdentifier).joined(separator: ", ")
+        throw CommandFailure("\(titled.count) albums are titled '\(title)': \(identifiers)", hint: hint)
     }
 
     private func fetchAlbum(_ identifier: String, in library: PhotoLibrary) throws -> AssetCollection? {

@@ -30,6 +30,7 @@ struct ImportCommand {
     let context: Context
     let library: PhotoLibrary
     let paths: [String]
+    let album: ImportAlbum?
     let albumTitle: String?
     let move: Bool
     let recursive: Bool
@@ -42,11 +43,12 @@ struct ImportCommand {
     private var doneCount = 0
     private var doneBytes: Int64 = 0
 
-    init(context: Context, library: PhotoLibrary, options: Import) {
+    init(context: Context, library: PhotoLibrary, options: Import) throws {
         self.context = context
         self.library = library
         paths = options.paths
-        albumTitle = options.album
+        album = try options.album.map { try ImportAlbum($0, context: context, library: library) }
+        albumTitle = album?.title
         move = options.move
         recursive = options.recursive
         dryRun = options.dryRun
@@ -163,15 +165,14 @@ struct ImportCommand {
     /// others are still imported.
     private mutating func importBlock(_ block: [Candidate]) throws {
         var results: [Outcome] = []
-        let title = albumTitle
+        let album = self.album
         let options = AssetImportOptions(shouldMoveFile: move, skipsDuplicates: true)
         do {
             results = try library.performChangesAndWait { changes in
                 let imported = try changes.importAssets(fromFilesAt: block.map(\.url), options: options)
                 let created = imported.compactMap(\.placeholderForCreatedAsset)
-                if let title, !created.isEmpty {
-                    let album = try changes.album(titled: title) ?? changes.createAlbum(title: title)
-                    try album.addAssets(created)
+                if let album, !created.isEmpty {
+                    try album.changeRequest(in: changes).addAssets(created)
                 }
                 return imported.map { result -> Outcome in
                     switch result {
