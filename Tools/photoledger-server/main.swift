@@ -75,6 +75,10 @@ struct ListenAddress: ExpressibleByArgument, CustomStringConvertible {
 
 /// `photoledger-server serve`.
 struct Serve: ParsableCommand {
+    /// The largest `--max-clock-skew`: a year, far beyond any clock in use, far below what the
+    /// server's millisecond arithmetic holds.
+    static let maximumClockSkewSeconds: UInt64 = 365 * 24 * 3600
+
     static let configuration = CommandConfiguration(
         commandName: "serve", abstract: "Serve the sync protocol over HTTP until SIGTERM or SIGINT.",
         discussion: """
@@ -94,11 +98,14 @@ struct Serve: ParsableCommand {
     @Option(help: ArgumentHelp("Threads serving connections, 1 to 256.", valueName: "n"))
     var threads = 4
 
-    @Option(help: ArgumentHelp("Seconds an event's clock may be ahead of the server's.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Seconds an event's clock may be ahead of the server's, at most a year (31536000).", valueName: "seconds"))
     var maxClockSkew: UInt64 = 300
 
     func validate() throws {
         guard (1...256).contains(threads) else { throw ValidationError("--threads must be a number from 1 to 256, not \(threads)") }
+        guard maxClockSkew <= Self.maximumClockSkewSeconds else {
+            throw ValidationError("--max-clock-skew must be at most \(Self.maximumClockSkewSeconds) seconds (a year), not \(maxClockSkew)")
+        }
     }
 
     func run() throws {
