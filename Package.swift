@@ -63,7 +63,7 @@ let package = Package(
 
         .executableTarget(
             name: "photoledger-server",
-            dependencies: ["LedgerCore", "PhotoLedgerServer", "SyncProtocol"],
+            dependencies: ["CommandLineParsing", "LedgerCore", "LedgerStore", "PhotoLedgerServer", "SyncProtocol"],
             path: "Tools/photoledger-server"
         ),
 
@@ -86,8 +86,8 @@ let package = Package(
         .executableTarget(
             name: "photoledger-bench",
             dependencies: [
-                "LedgerCore", "LedgerStore", "CBaseline", "PhotoMedia", "PhotoLedger", "PhotoLedgerServer", "PhotoLedgerSync", "SyncProtocol",
-                "SyncTransport",
+                "CommandLineParsing", "LedgerCore", "LedgerStore", "CBaseline", "PhotoMedia", "PhotoLedger", "PhotoLedgerServer", "PhotoLedgerSync",
+                "SyncProtocol", "SyncTransport",
             ],
             path: "Tools/photoledger-bench"
         ),
@@ -96,7 +96,7 @@ let package = Package(
         .target(name: "CommandLineParsing", path: "Tools/CommandLineParsing"),
         .executableTarget(
             name: "photoledger",
-            dependencies: ["CommandLineParsing", "LedgerCore", "LedgerStore", "PhotoLedger", "PhotoMedia", "PhotoLedgerSync"],
+            dependencies: ["CommandLineParsing", "LedgerCore", "PhotoLedger", "PhotoMedia", "PhotoLedgerSync"],
             path: "Tools/photoledger"
         ),
         .executableTarget(
@@ -132,6 +132,7 @@ let package = Package(
         ),
         .testTarget(name: "SyncProtocolTests", dependencies: ["LedgerCore", "SyncProtocol"]),
         .testTarget(name: "SyncTransportTests", dependencies: ["SyncTransport"]),
+        .testTarget(name: "CommandLineParsingTests", dependencies: ["CommandLineParsing"]),
         .testTarget(name: "PhotoLedgerServerTests", dependencies: ["LedgerCore", "LedgerStore", "PhotoLedgerServer", "SyncProtocol", "photoledger-server"]),
         .testTarget(name: "ToolTests", dependencies: ["photoledger", "photoledger-server", "photoledger-demo", "LedgerCore", "LedgerStore", "PhotoMedia"]),
         .testTarget(

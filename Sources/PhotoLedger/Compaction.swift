@@ -179,9 +179,8 @@ enum CompactionSnapshot {
     /// which the fold's idempotence allows (a creation counted twice is resolved as a conflict
     /// and refolded).
     static func replace(_ objects: Set<UUID>, from db: Database) throws {
-        guard try db.firstRow("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [table("assets")]) { _ in true } != nil else {
-            return
-        }
+        let snapshot = try db.firstRow("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [table("assets")]) { _ in true }
+        guard snapshot != nil else { return }
         for object in objects {
             let key = object.bytes
             for (projection, condition) in [

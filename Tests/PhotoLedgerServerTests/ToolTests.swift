@@ -33,9 +33,9 @@ final class ServerProcess {
     let errorPipe = Pipe()
     let port: UInt16
 
-    init(database: String, blobs: String) throws {
+    init(database: String, blobs: String, options: [String] = []) throws {
         process.executableURL = try builtExecutable("photoledger-server")
-        process.arguments = ["serve", "--db", database, "--blobs", blobs, "--listen", "127.0.0.1:0", "--threads", "2"]
+        process.arguments = ["serve", "--db", database, "--blobs", blobs, "--listen", "127.0.0.1:0", "--threads", "2"] + options
         let output = Pipe()
         process.standardOutput = output
         process.standardError = errorPipe
@@ -133,6 +133,71 @@ struct ToolTests {
         for section in ["OVERVIEW:", "USAGE:", "OPTIONS:", "SUBCOMMANDS:"] { #expect(run.output.contains(section)) }
         let serve = try runTool(["serve", "--help"])
         #expect(serve.status == 0 && serve.output.contains("--listen"))
+    }
+
+    @Test("admin takes --db before or after its subcommand")
+    func adminDatabaseBeforeTheSubcommand() throws {
+        let directory = try TemporaryDirectory()
+        let db = directory.path("server.sqlite")
+        let created = try runTool(["admin", "--db", db, "create-library", "family"])
+        #expect(created.status == 0, "\(created.error)")
+        #expect(created.output == "created library family\n")
+        let issued = try runTool(["admin", "--db=\(db)", "issue-token", "--library", "family", "--device", "anna", "--scope", "readOnly"])
+        #expect(issued.status == 0 && issued.output.hasPrefix("plt_"))
+        let listed = try runTool(["admin", "--db", db, "list-devices", "--library", "family"])
+        #expect(listed.status == 0 && listed.output.contains("anna") && listed.output.contains("readOnly"))
+        let missing = try runTool(["admin", "create-library", "other"])
+        #expect(missing.status == 64 && missing.error.hasPrefix("Error: missing '--db <path>' (or set PHOTOLEDGER_SERVER_DB)\n"))
+        #expect(missing.error.contains("Usage: photoledger-server admin create-library <name> [--db <path>]"))
+    }
+
+    @Test("--max-clock-skew is checked when the command line is read: at most a year")
+    func maximumClockSkewIsLimited() throws {
+        let directory = try TemporaryDirectory()
+        let serve = ["serve", "--db", directory.path("server.sqlite"), "--blobs", directory.path("blobs"), "--listen", "127.0.0.1:0"]
+        for value in ["31536001", "18446744073709551", "100000000000000000"] {
+            let run = try runTool(serve + ["--max-clock-skew", value])
+            #expect(run.status == 64, "\(value)")
+            #expect(run.error.hasPrefix("Error: --max-clock-skew must be at most 31536000 seconds (a year), not \(value)\n"))
+            #expect(run.error.contains("Usage: photoledger-server serve ") && run.output.isEmpty)
+        }
+        for value in ["18446744073709551616", "-1", "soon"] {
+            let run = try runTool(serve + ["--max-clock-skew", value])
+            #expect(run.status == 64 && run.error.hasPrefix("Error: invalid value '\(value)' for '--max-clock-skew <seconds>'"), "\(value)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.path("server.sqlite")), "nothing was started")
+    }
+
+    @Test("a server with the largest --max-clock-skew accepts pushes")
+    func largestClockSkewServes() async throws {
+        let directory = try TemporaryDirectory()
+        let db = directory.path("server.sqlite")
+        _ = try runTool(["admin", "create-library", "family", "--db", db])
+        let issued = try runTool(["admin", "issue-token", "--db", db, "--library", "family", "--device", "anna-phone", "--scope", "readWrite"])
+        let token = issued.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let server = try ServerProcess(database: db, blobs: directory.path("blobs"), options: ["--max-clock-skew", "31536000"])
+        let client = TestClient(port: server.port, token: token)
+        var factory = EventFactory()
+        #expect(try await client.pushResponse(factory.make(3)).lastDeviceSequence == 3)
+        #expect(server.terminate().status == 0)
+    }
+
+    @Test("help of every command, generated from its declaration; --version")
+    func generatedHelp() throws {
+        let serve = try runTool(["serve", "--help"])
+        #expect(serve.status == 0)
+        let usage = "USAGE: photoledger-server serve [--db <path>] --blobs <dir> [--listen <host:port>] [--threads <n>] [--max-clock-skew <seconds>]"
+        #expect(serve.output.contains(usage))
+        #expect(serve.output.contains("(default: 127.0.0.1:8080)") && serve.output.contains("(default: 300)"))
+        let viaHelp = try runTool(["help", "admin", "issue-token"])
+        let viaFlag = try runTool(["admin", "issue-token", "--help"])
+        #expect(viaHelp.status == 0 && viaHelp.output == viaFlag.output)
+        let words = viaHelp.output.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(words.contains("--scope <scope> What the device may do") && words.contains("(values: readWrite, addOnly, readOnly)"))
+        let admin = try runTool(["admin", "--help"])
+        #expect(admin.output.contains("SUBCOMMANDS:\n  create-library") && admin.output.contains("list-devices"))
+        let version = try runTool(["--version"])
+        #expect(version.status == 0 && version.output == photoLedgerServerVersion + "\n")
     }
 
     @Test("serve reports its port, serves, and exits 0 on SIGTERM after finishing a request in flight")

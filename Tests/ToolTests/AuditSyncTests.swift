@@ -273,6 +273,8 @@ struct CompactWatermarkTests {
         #expect(try (anna.json(["history"]) as? [Any])?.count == history.count)
         let expired = try anna.cli(["history", "--since", early])
         #expect(expired.status == 1 && expired.errors.contains("older than the change history still kept"))
+        #expect(expired.errors.hasPrefix("Error: the --since token cannot be used: ") && !expired.errors.contains("currentChangeToken"))
+        #expect(expired.errors.contains("Hint: run 'photoledger history' without --since"))
 
         let text = try anna.cli(["compact"])
         #expect(text.status == 0, "\(text.errors)")

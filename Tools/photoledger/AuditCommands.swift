@@ -4,7 +4,49 @@ import LedgerCore
 import PhotoLedger
 import PhotoLedgerSync
 
-/// `history`, `verify`, `rebuild`, `compact`, over the library's audit API.
+/// `photoledger history`.
+struct History: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "history", abstract: "Show the audit trail: every change, by whom and when.")
+
+    @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
+    @Argument(help: "Only the history of this asset or album.") var object: String?
+
+    /// Hides the global `--device`: here it chooses whose changes to show.
+    @Option(help: "Only changes made on this device.")
+    var device: String?
+
+    @Option(help: ArgumentHelp("Only changes after this change token (printed by a previous 'history').", valueName: "token"))
+    var since: String?
+
+    func run() throws {
+        let context = try Context(global)
+        let library = try context.openLibrary()
+        let since = try since.map { try ChangeTokenText.sequence(of: $0, in: library) } ?? 0
+        var entries: [AuditCommands.Entry]
+        if let object {
+            let identifier = try AuditCommands.objectIdentifier(object, context: context, library: library)
+            entries = try AuditCommands.objectHistory(identifier, in: library)
+        } else {
+            entries = try AuditCommands.libraryHistory(library, device: device.map { DeviceID($0) }, after: since)
+        }
+        entries = entries.filter { $0.localSequence > since }
+        if let device { entries = entries.filter { $0.device == device } }
+        let token = try ChangeTokenText.encode(try library.currentChangeToken)
+        if context.json {
+            context.emit(.array(entries.map(AuditCommands.json)))
+            return
+        }
+        let devices = Dictionary(entries.map { ($0.eventID, $0.device) }, uniquingKeysWith: { first, _ in first })
+        for entry in entries {
+            print([Listing.isoDate(entry.timestamp.date), entry.device.padding(12), entry.type.padding(22), entry.object].joined(separator: "  "))
+            for change in entry.changes { print("    " + AuditCommands.describe(change, devices: devices)) }
+        }
+        context.say("\(entries.count) event\(entries.count == 1 ? "" : "s"); changes after these: --since \(token)")
+    }
+}
+
+/// The audit trail of `history`, read through the library's audit API.
 enum AuditCommands {
     /// One entry of the audit trail: an event and the fields it wrote.
     struct Entry {
@@ -15,34 +57,6 @@ enum AuditCommands {
         let type: String
         let object: String
         let changes: [FieldChange]
-    }
-
-    // MARK: history
-
-    static func history(_ context: Context) throws -> Int32 {
-        let library = try context.openLibrary()
-        let command = context.command
-        let since = try command.value("since").map { try ChangeTokenText.sequence(of: $0, in: library, command: command) } ?? 0
-        var entries: [Entry]
-        if let text = command.argument("object") {
-            entries = try objectHistory(try objectIdentifier(text, context: context, library: library), in: library)
-        } else {
-            entries = try libraryHistory(library, device: command.value("device").map { DeviceID($0) }, after: since)
-        }
-        entries = entries.filter { $0.localSequence > since }
-        if let device = command.value("device") { entries = entries.filter { $0.device == device } }
-        let token = try ChangeTokenText.encode(try library.currentChangeToken)
-        if context.json {
-            context.emit(.array(entries.map(json)))
-            return ExitCode.success
-        }
-        let devices = Dictionary(entries.map { ($0.eventID, $0.device) }, uniquingKeysWith: { first, _ in first })
-        for entry in entries {
-            print([Listing.isoDate(entry.timestamp.date), entry.device.padding(12), entry.type.padding(22), entry.object].joined(separator: "  "))
-            for change in entry.changes { print("    " + describe(change, devices: devices)) }
-        }
-        context.say("\(entries.count) event\(entries.count == 1 ? "" : "s"); changes after these: --since \(token)")
-        return ExitCode.success
     }
 
     /// The history of one object, with what each event changed and how conflicts were resolved.
@@ -121,15 +135,22 @@ enum AuditCommands {
         return text
     }
 
-    private static func objectIdentifier(_ text: String, context: Context, library: PhotoLibrary) throws -> String {
+    static func objectIdentifier(_ text: String, context: Context, library: PhotoLibrary) throws -> String {
         if LocalIdentifier(text) != nil { return text }
         if let asset = try? context.resolveAssets([text], in: library).first { return asset }
         return try context.resolveAlbum(text, in: library).localIdentifier
     }
+}
 
-    // MARK: verify, rebuild, compact
+/// `photoledger verify`.
+struct Verify: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify", abstract: "Verify the hash chain of the library's log (exit 3 on damage).")
 
-    static func verify(_ context: Context) throws -> Int32 {
+    @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
+
+    func run() throws {
+        let context = try Context(global)
         let library = try context.openLibrary()
         let local = try library.verifyChain()
         let server = try library.verifyServerChain()
@@ -144,18 +165,26 @@ enum AuditCommands {
             ]))
         }
         if let failure = local.failure ?? server.failure {
-            throw ToolError(
-                message: "the log is damaged: \(failure)",
-                hint: "restore the library from a backup, or sync it again from the server into a new library", exitCode: ExitCode.damaged)
+            throw CommandFailure(
+                "the log is damaged: \(failure)",
+                hint: "restore the library from a backup, or sync it again from the server into a new library",
+                exitCode: ExitCode.damaged.rawValue)
         }
         let total = local.archivedEvents + local.liveEvents
         context.say("The log is intact: \(total) event\(total == 1 ? "" : "s") verified against the hash chain"
             + (local.archivedEvents > 0 ? " (\(local.archivedEvents) in the archive)" : "") + ".")
         context.say("Server chain: \(server.checked) event\(server.checked == 1 ? "" : "s") checked against the hashes the server sent.")
-        return ExitCode.success
     }
+}
 
-    static func rebuild(_ context: Context) throws -> Int32 {
+/// `photoledger rebuild`.
+struct Rebuild: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "rebuild", abstract: "Rebuild the asset and album views from the log.")
+
+    @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
+
+    func run() throws {
+        let context = try Context(global)
         let library = try context.openLibrary()
         let started = Date()
         try library.rebuild()
@@ -164,8 +193,21 @@ enum AuditCommands {
         } else {
             context.say("Rebuilt the asset and album views from the log in \(formatDuration(Date().timeIntervalSince(started))).")
         }
-        return ExitCode.success
     }
+}
+
+/// `photoledger compact`.
+struct Compact: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "compact", abstract: "Archive old events and remove stored photo bytes that nothing refers to.",
+        discussion: """
+            The oldest events that the server acknowledged at or below a server sequence, the
+            watermark, move to the archive file beside the library; history and verify still
+            read them, and change tokens from before them expire. Without --up-to the
+            watermark is asked of the remote: the position that every device of the library
+            that can still pull has pulled (sync every device first). Stored resources that no
+            event refers to are removed too.
+            """)
 
     /// Where `compact` took its watermark from.
     enum WatermarkSource {
@@ -175,15 +217,24 @@ enum AuditCommands {
         case remote(SyncRemote, lastServerSequence: Int64, devices: Int)
     }
 
-    static func compact(_ context: Context) async throws -> Int32 {
+    @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
+
+    @Option(
+        help: ArgumentHelp(
+            "Archive events acknowledged at or below this server sequence instead of asking the remote.", valueName: "server-seq"))
+    var upTo: Int64?
+
+    func validate() throws {
+        if let upTo, upTo < 0 { throw ValidationError("--up-to takes a server sequence number (0 or more), not \(upTo)") }
+    }
+
+    func run() async throws {
+        let context = try Context(global)
         let library = try context.openLibrary()
         let report: CompactionReport
         let source: WatermarkSource
-        if let text = context.command.value("up-to") {
-            guard let watermark = Int64(text), watermark >= 0 else {
-                throw LibraryCommands.usage(context.command, "--up-to takes a server sequence number, not '\(text)'")
-            }
-            report = try library.compact(upToServerSequence: watermark)
+        if let upTo {
+            report = try library.compact(upToServerSequence: upTo)
             source = .option
         } else if let remote = try SyncRemote.saved(in: library) {
             let engine = SyncEngine(library: library, remote: remote)
@@ -191,8 +242,7 @@ enum AuditCommands {
             report = result.report
             source = .remote(remote, lastServerSequence: result.watermark.lastServerSequence, devices: result.watermark.deviceCount)
         } else {
-            throw LibraryCommands.usage(
-                context.command,
+            throw ValidationError(
                 "no server sequence to compact up to: this library has no remote to ask for the compaction watermark; "
                     + "set one with 'photoledger remote set URL --token TOKEN' (then sync), or pass --up-to SERVER_SEQ "
                     + "(--up-to 0 archives nothing and only removes unreferenced photo bytes)")
@@ -223,7 +273,6 @@ enum AuditCommands {
             context.say("Log: \(report.description).")
             context.say("Removed \(removed.count) stored resource\(removed.count == 1 ? "" : "s") that nothing refers to.")
         }
-        return ExitCode.success
     }
 }
 
@@ -239,15 +288,22 @@ enum ChangeTokenText {
 
     /// The log position after which `--since` shows events; checks the token belongs to the
     /// library and has not expired.
-    static func sequence(of text: String, in library: PhotoLibrary, command: ParsedCommandLine) throws -> Int64 {
+    static func sequence(of text: String, in library: PhotoLibrary) throws -> Int64 {
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
         guard let data = Data(base64Encoded: base64), let token = try? JSONDecoder().decode(PersistentChangeToken.self, from: data),
             let fields = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let sequence = fields["sequence"] as? Int
         else {
-            throw LibraryCommands.usage(command, "--since takes a token printed by 'photoledger history', not '\(text)'")
+            throw ValidationError("--since takes a token printed by 'photoledger history', not '\(text)'")
         }
-        _ = try library.fetchPersistentChanges(since: token)
+        do {
+            _ = try library.fetchPersistentChanges(since: token)
+        } catch let error as PhotoLibraryError where error.code == .persistentChangeTokenExpired {
+            // The library's advice is for apps that mirror it; the command's is to start again.
+            let reason = error.message.components(separatedBy: "; fetch everything")[0]
+            throw CommandFailure(
+                "the --since token cannot be used: \(reason)", hint: "run 'photoledger history' without --since; it ends with a new token")
+        }
         return Int64(sequence)
     }
 }

@@ -1,137 +1,73 @@
 import CommandLineParsing
+import Foundation
 
-// The command tree of `photoledger`: names, arguments, options and help texts.
+// The command tree of `photoledger`: the root, its global options, and the subcommands (each
+// declared beside its work in LibraryCommands, AlbumCommands, AuditCommands, SyncCommands and
+// Import).
 
-/// Options every subcommand accepts.
-let globalOptions: [OptionDefinition] = [
-    .option("library", value: "path", help: "The library file (default: $PHOTOLEDGER_LIBRARY)."),
-    .option("device", value: "name", help: "This device's name (default: the one recorded by 'init', else the host name)."),
-    .flag("json", help: "Write machine-readable JSON to standard output."),
-    .flag("quiet", short: "q", help: "Print only errors and the requested data."),
-]
+/// `photoledger`: the command-line tool of a PhotoLedger library.
+struct Photoledger: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "photoledger",
+        abstract: "Manage a PhotoLedger photo library: import, albums, history, sync.",
+        discussion: """
+            A library is one SQLite file holding an append-only, hash-chained log of every change,
+            with the photos' bytes in a folder beside it. Every change is made in a change block, as
+            with Apple's Photos framework, and syncs with other devices through photoledger-server.
 
-private let assetArguments = ArgumentDefinition("asset", arity: .oneOrMore, help: "Asset identifiers (full, UUID, or a unique UUID prefix).")
-private let albumArgument = ArgumentDefinition("album", help: "Album identifier (full, UUID, unique prefix) or exact title.")
+            Exit codes: 0 success, 1 failure (including any file that failed to import),
+            3 verification found damage, 64 usage error.
+            """,
+        subcommands: [
+            Init.self, Status.self, Import.self, Assets.self, Albums.self, Album.self,
+            AssetStateCommand<Favorite>.self, AssetStateCommand<Unfavorite>.self, AssetStateCommand<Hide>.self,
+            AssetStateCommand<Unhide>.self, AssetStateCommand<Delete>.self, AssetStateCommand<Recover>.self,
+            Export.self, History.self, Verify.self, Rebuild.self, Compact.self, Remote.self, Sync.self,
+        ])
 
-private func assetFlagCommand(_ name: String, _ abstract: String) -> CommandDefinition {
-    CommandDefinition(name, abstract: abstract, arguments: [assetArguments])
+    @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
 }
 
-/// The tool's commands.
-let rootCommand = CommandDefinition(
-    "photoledger",
-    abstract: "Manage a PhotoLedger photo library: import, albums, history, sync.",
-    discussion: """
-        A library is one SQLite file holding an append-only, hash-chained log of every change,
-        with the photos' bytes in a folder beside it. Every change is made in a change block, as
-        with Apple's Photos framework, and syncs with other devices through photoledger-server.
+/// The options every command accepts, before or after its name.
+struct GlobalOptions: ParsableArguments {
+    /// The help section that lists them.
+    static let title = "GLOBAL OPTIONS"
+    /// The environment variable naming the default library.
+    static let libraryEnvironment = "PHOTOLEDGER_LIBRARY"
 
-        Exit codes: 0 success, 1 failure (including any file that failed to import),
-        3 verification found damage, 64 usage error.
-        """,
-    subcommands: [
-        CommandDefinition(
-            "init", abstract: "Create the library file and record this device's name.",
-            discussion: "The device name is recorded in the library, so later commands need no --device."),
-        CommandDefinition("status", abstract: "Show counts, pending events, the remote and the last sync."),
-        CommandDefinition(
-            "import", abstract: "Import photos and videos from files and folders.",
-            discussion: """
-                Duplicates (same SHA-256 as an asset of the library, or as another file of the run)
-                are skipped and reported. Files that are not photos or videos are reported and
-                skipped. A file that fails is reported and the others are still imported; the exit
-                code is 1 when any file failed. On a terminal a progress bar shows the count, bytes,
-                rate and time left; otherwise one line is printed per file.
-                """,
-            arguments: [ArgumentDefinition("path", arity: .oneOrMore, help: "Files or folders to import.")],
-            options: [
-                .option("album", value: "title", help: "Add the imported assets to this album (created when missing)."),
-                .flag("move", help: "Move the files into the library instead of copying them."),
-                .flag("recursive", short: "r", help: "Import the subfolders of folders too."),
-                .flag("dry-run", help: "Show what would be imported, change nothing."),
-            ]),
-        CommandDefinition(
-            "assets", abstract: "List assets (hidden ones included, marked as hidden).",
-            options: [
-                .option("album", value: "album", help: "Only the assets of this album, in album order."),
-                .flag("favorites", help: "Only favorites."),
-                .flag("deleted", help: "Only assets in Recently Deleted."),
-            ]),
-        CommandDefinition("albums", abstract: "List albums with their assets in album order."),
-        CommandDefinition(
-            "album", abstract: "Create, rename, delete, merge albums and change their assets.",
-            subcommands: [
-                CommandDefinition("create", abstract: "Create an album.", arguments: [ArgumentDefinition("title", help: "The album's title.")]),
-                CommandDefinition(
-                    "rename", abstract: "Rename an album.", arguments: [albumArgument, ArgumentDefinition("title", help: "The new title.")]),
-                CommandDefinition("delete", abstract: "Delete an album (its assets stay in the library).", arguments: [albumArgument]),
-                CommandDefinition("add", abstract: "Append assets at the end of an album.", arguments: [albumArgument, assetArguments]),
-                CommandDefinition(
-                    "insert", abstract: "Insert assets at an index of an album (0 is the first place).",
-                    arguments: [albumArgument, assetArguments],
-                    options: [.option("at", value: "index", help: "Where the first asset goes; the others follow it.")]),
-                CommandDefinition("remove", abstract: "Remove assets from an album.", arguments: [albumArgument, assetArguments]),
-                CommandDefinition(
-                    "move", abstract: "Move the assets at some indexes to another index (PhotoKit's rule: remove, then insert).",
-                    arguments: [albumArgument],
-                    options: [
-                        .option("from", value: "indexes", help: "Comma-separated indexes of the assets to move."),
-                        .option("to", value: "index", help: "The destination index, counted after removing the moved assets."),
-                    ]),
-                CommandDefinition(
-                    "merge", abstract: "Merge albums into one (the members are united, positions kept).",
-                    arguments: [albumArgument, ArgumentDefinition("other", arity: .oneOrMore, help: "The albums to merge into it.")]),
-            ]),
-        assetFlagCommand("favorite", "Mark assets as favorites."),
-        assetFlagCommand("unfavorite", "Unmark assets as favorites."),
-        assetFlagCommand("hide", "Hide assets."),
-        assetFlagCommand("unhide", "Show hidden assets again."),
-        assetFlagCommand("delete", "Move assets to Recently Deleted."),
-        assetFlagCommand("recover", "Bring assets back from Recently Deleted."),
-        CommandDefinition(
-            "export", abstract: "Write an asset's photo or video to a file.",
-            arguments: [ArgumentDefinition("asset", help: "The asset identifier.")],
-            options: [
-                .option("to", value: "file", help: "The file to write (must not exist)."),
-                .option("version", value: "version", help: "original or current (the edited rendition when there is one). Default: current."),
-            ]),
-        CommandDefinition(
-            "history", abstract: "Show the audit trail: every change, by whom and when.",
-            arguments: [ArgumentDefinition("object", arity: .optional, help: "Only the history of this asset or album.")],
-            options: [
-                .option("device", value: "device", help: "Only changes made on this device."),
-                .option("since", value: "token", help: "Only changes after this change token (printed by a previous 'history')."),
-            ]),
-        CommandDefinition("verify", abstract: "Verify the hash chain of the library's log (exit 3 on damage)."),
-        CommandDefinition("rebuild", abstract: "Rebuild the asset and album views from the log."),
-        CommandDefinition(
-            "compact", abstract: "Archive old events and remove stored photo bytes that nothing refers to.",
-            discussion: """
-                The oldest events that the server acknowledged at or below a server sequence, the
-                watermark, move to the archive file beside the library; history and verify still
-                read them, and change tokens from before them expire. Without --up-to the
-                watermark is asked of the remote: the position that every device of the library
-                that can still pull has pulled (sync every device first). Stored resources that no
-                event refers to are removed too.
-                """,
-            options: [
-                .option(
-                    "up-to", value: "server-seq",
-                    help: "Archive events acknowledged at or below this server sequence instead of asking the remote."),
-            ]),
-        CommandDefinition(
-            "remote", abstract: "Configure the sync server.",
-            subcommands: [
-                CommandDefinition(
-                    "set", abstract: "Set the server library URL and this device's token.",
-                    arguments: [ArgumentDefinition("url", help: "http://HOST:PORT/v1/libraries/NAME")],
-                    options: [.option("token", value: "token", help: "The device token printed by 'photoledger-server admin issue-token'.")]),
-                CommandDefinition("show", abstract: "Show the configured server."),
-            ]),
-        CommandDefinition(
-            "sync", abstract: "Push local changes, pull other devices' changes, transfer photos.",
-            options: [.flag("watch", help: "Keep syncing every few seconds until interrupted.")]),
-    ])
+    @Option(help: ArgumentHelp("The library file (default: $PHOTOLEDGER_LIBRARY).", valueName: "path"))
+    var library: String?
 
-/// The parser of the tool's command lines.
-let parser = CommandLineParser(root: rootCommand, globalOptions: globalOptions)
+    @Option(help: ArgumentHelp("This device's name (default: the one recorded by 'init', else the host name).", valueName: "name"))
+    var device: String?
+
+    @Flag(help: "Write machine-readable JSON to standard output.")
+    var json = false
+
+    @Flag(name: .shortAndLong, help: "Print only errors and the requested data.")
+    var quiet = false
+
+    func validate() throws {
+        _ = try libraryURL()
+    }
+
+    /// The library file: `--library`, else `$PHOTOLEDGER_LIBRARY`.
+    func libraryURL() throws -> URL {
+        guard let path = library ?? ProcessInfo.processInfo.environment[Self.libraryEnvironment], !path.isEmpty else {
+            throw ValidationError("no library given: pass --library <path> or set \(Self.libraryEnvironment)")
+        }
+        return URL(fileURLWithPath: path)
+    }
+}
+
+/// The help of the arguments that name assets and albums.
+enum IdentifierHelp {
+    static let assets = ArgumentHelp("Asset identifiers (full, UUID, or a unique UUID prefix).", valueName: "asset")
+    static let asset = ArgumentHelp("The asset identifier (full, UUID, or a unique UUID prefix).", valueName: "asset")
+    static let album = ArgumentHelp("Album identifier (full, UUID, unique prefix) or exact title.", valueName: "album")
+}
+
+extension ExitCode {
+    /// `verify` found damage.
+    static let damaged = ExitCode(3)
+}

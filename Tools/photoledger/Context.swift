@@ -4,44 +4,18 @@ import Foundation
 import LedgerCore
 import PhotoLedger
 
-/// A failure the tool reports as `Error: <message>` and a hint, with its exit code.
-struct ToolError: Error {
-    /// What happened.
-    let message: String
-    /// What to do about it.
-    var hint: String?
-    /// The process exit code.
-    var exitCode: Int32 = 1
-}
-
-/// Exit codes of the tool.
-enum ExitCode {
-    static let success: Int32 = 0
-    static let failure: Int32 = 1
-    static let damaged: Int32 = 3
-    static let usage: Int32 = 64
-}
-
-/// The environment variable naming the default library.
-let libraryEnvironment = "PHOTOLEDGER_LIBRARY"
-
-/// The parsed command line and the library it works on.
+/// The library a command works on, and how it prints.
 struct Context {
-    let command: ParsedCommandLine
     let libraryURL: URL
     let json: Bool
     let quiet: Bool
     let explicitDevice: String?
 
-    init(_ command: ParsedCommandLine) throws {
-        self.command = command
-        json = command.flag("json")
-        quiet = command.flag("quiet")
-        explicitDevice = command.value("device")
-        guard let path = command.value("library") ?? ProcessInfo.processInfo.environment[libraryEnvironment], !path.isEmpty else {
-            throw parser.usageError("no library given: pass --library <path> or set \(libraryEnvironment)", path: command.path)
-        }
-        libraryURL = URL(fileURLWithPath: path)
+    init(_ options: GlobalOptions) throws {
+        json = options.json
+        quiet = options.quiet
+        explicitDevice = options.device
+        libraryURL = try options.libraryURL()
     }
 
     // MARK: Opening the library
@@ -49,7 +23,7 @@ struct Context {
     /// Opens the existing library (the tool owns it: read and write access granted).
     func openLibrary() throws -> PhotoLibrary {
         guard FileManager.default.fileExists(atPath: libraryURL.path) else {
-            throw ToolError(message: "no library at \(libraryURL.path)", hint: "create it with 'photoledger init --library \(libraryURL.path)'")
+            throw CommandFailure("no library at \(libraryURL.path)", hint: "create it with 'photoledger init --library \(libraryURL.path)'")
         }
         return try open(device: try resolvedDevice())
     }
@@ -111,27 +85,41 @@ struct Context {
         return try texts.map { text in
             if let identifier = LocalIdentifier(text), identifier.kind == .asset { return text }
             if let uuid = UUID(uuidString: text) { return LocalIdentifier(uuid: uuid, kind: .asset).description }
-            if candidates == nil { candidates = try Listing.allAssets(in: library).map(\.localIdentifier) }
-            return try Self.unique(text, among: candidates!, kind: "asset")
+            let known = try candidates ?? Listing.allAssets(in: library).map(\.localIdentifier)
+            candidates = known
+            return try Self.unique(text, among: known, kind: "asset")
         }
     }
 
     /// Resolves an album argument: full identifier, UUID, unique prefix or exact title.
     func resolveAlbum(_ text: String, in library: PhotoLibrary) throws -> AssetCollection {
+        if let album = try albumByIdentifier(text, in: library) { return album }
+        let albums = try library.fetchAssetCollections(with: .album).allObjects
+        let hint = "name one by its identifier, or merge them with 'photoledger album merge'"
+        if let album = try Self.onlyAlbum(titled: text, among: albums, hint: hint) { return album }
+        let identifier = try Self.unique(text, among: albums.map(\.localIdentifier), kind: "album")
+        guard let album = albums.first(where: { $0.localIdentifier == identifier }) else {
+            throw CommandFailure("no album matches '\(text)'", hint: "list them with 'photoledger albums'")
+        }
+        return album
+    }
+
+    /// The album a full identifier or UUID names, or nil when the text is neither or names none.
+    func albumByIdentifier(_ text: String, in library: PhotoLibrary) throws -> AssetCollection? {
         if let identifier = LocalIdentifier(text), identifier.kind == .album, let album = try fetchAlbum(text, in: library) { return album }
         if let uuid = UUID(uuidString: text), let album = try fetchAlbum(LocalIdentifier(uuid: uuid, kind: .album).description, in: library) {
             return album
         }
-        let albums = try library.fetchAssetCollections(with: .album).allObjects
-        let titled = albums.filter { $0.title == text }
-        if titled.count == 1 { return titled[0] }
-        if titled.count > 1 {
-            throw ToolError(
-                message: "\(titled.count) albums are titled '\(text)': \(titled.map(\.localIdentifier).joined(separator: ", "))",
-                hint: "name one by its identifier, or merge them with 'photoledger album merge'")
-        }
-        let identifier = try Self.unique(text, among: albums.map(\.localIdentifier), kind: "album")
-        return albums.first { $0.localIdentifier == identifier }!
+        return nil
+    }
+
+    /// The one album of `albums` titled `title`, nil when none is; several are an error that
+    /// lists them, with `hint` saying what to do.
+    static func onlyAlbum(titled title: String, among albums: [AssetCollection], hint: String) throws -> AssetCollection? {
+        let titled = albums.filter { $0.title == title }
+        guard titled.count > 1 else { return titled.first }
+        let identifiers = titled.map(\.localIdentifier).joined(separator: ", ")
+        throw CommandFailure("\(titled.count) albums are titled '\(title)': \(identifiers)", hint: hint)
     }
 
     private func fetchAlbum(_ identifier: String, in library: PhotoLibrary) throws -> AssetCollection? {
@@ -143,9 +131,9 @@ struct Context {
         switch matches.count {
         case 1: return matches[0]
         case 0:
-            throw ToolError(message: "no \(kind) matches '\(prefix)'", hint: "list them with 'photoledger \(kind)s' and use an identifier (at least 4 characters)")
+            throw CommandFailure("no \(kind) matches '\(prefix)'", hint: "list them with 'photoledger \(kind)s' and use an identifier (at least 4 characters)")
         default:
-            throw ToolError(message: "'\(prefix)' matches \(matches.count) \(kind)s", hint: "give more characters of the identifier")
+            throw CommandFailure("'\(prefix)' matches \(matches.count) \(kind)s", hint: "give more characters of the identifier")
         }
     }
 }

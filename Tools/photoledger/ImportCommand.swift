@@ -1,3 +1,4 @@
+import CommandLineParsing
 import Foundation
 import LedgerCore
 import PhotoLedger
@@ -28,6 +29,8 @@ struct ImportCommand {
 
     let context: Context
     let library: PhotoLibrary
+    let paths: [String]
+    let album: ImportAlbum?
     let albumTitle: String?
     let move: Bool
     let recursive: Bool
@@ -40,18 +43,20 @@ struct ImportCommand {
     private var doneCount = 0
     private var doneBytes: Int64 = 0
 
-    init(context: Context, library: PhotoLibrary) {
+    init(context: Context, library: PhotoLibrary, options: Import) throws {
         self.context = context
         self.library = library
-        albumTitle = context.command.value("album")
-        move = context.command.flag("move")
-        recursive = context.command.flag("recursive")
-        dryRun = context.command.flag("dry-run")
+        paths = options.paths
+        album = try options.album.map { try ImportAlbum($0, context: context, library: library) }
+        albumTitle = album?.title
+        move = options.move
+        recursive = options.recursive
+        dryRun = options.dryRun
     }
 
-    mutating func run() throws -> Int32 {
+    mutating func run() throws -> ExitCode {
         let started = Date()
-        let candidates = collect(context.command.arguments("path"))
+        let candidates = collect(paths)
         if ProgressBar.isTerminal, !context.quiet, !context.json {
             progress = ProgressBar(totalCount: candidates.count, totalBytes: candidates.reduce(0) { $0 + $1.size })
         }
@@ -160,15 +165,14 @@ struct ImportCommand {
     /// others are still imported.
     private mutating func importBlock(_ block: [Candidate]) throws {
         var results: [Outcome] = []
-        let title = albumTitle
+        let album = self.album
         let options = AssetImportOptions(shouldMoveFile: move, skipsDuplicates: true)
         do {
             results = try library.performChangesAndWait { changes in
                 let imported = try changes.importAssets(fromFilesAt: block.map(\.url), options: options)
                 let created = imported.compactMap(\.placeholderForCreatedAsset)
-                if let title, !created.isEmpty {
-                    let album = try changes.album(titled: title) ?? changes.createAlbum(title: title)
-                    try album.addAssets(created)
+                if let album, !created.isEmpty {
+                    try album.changeRequest(in: changes).addAssets(created)
                 }
                 return imported.map { result -> Outcome in
                     switch result {

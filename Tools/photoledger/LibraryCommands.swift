@@ -4,14 +4,23 @@ import LedgerCore
 import PhotoLedger
 import PhotoLedgerSync
 
-/// `init`, `status`, listings, album and asset changes, `export`.
-enum LibraryCommands {
-    static func initialize(_ context: Context) throws -> Int32 {
+// `init`, `status`, the listings, the asset commands and `export`.
+
+/// `photoledger init`.
+struct Init: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "init", abstract: "Create the library file and record this device's name.",
+        discussion: "The device name is recorded in the library, so later commands need no --device.")
+
+    @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
+
+    func run() throws {
+        let context = try Context(global)
         let existed = FileManager.default.fileExists(atPath: context.libraryURL.path)
         let stored = try Context.storedDevice(at: context.libraryURL)
         if let stored, let explicit = context.explicitDevice, stored != explicit {
-            throw ToolError(
-                message: "the library at \(context.libraryURL.path) already belongs to device '\(stored)'",
+            throw CommandFailure(
+                "the library at \(context.libraryURL.path) already belongs to device '\(stored)'",
                 hint: "omit --device, or create a new library for '\(explicit)'")
         }
         let device = context.explicitDevice ?? stored ?? Context.hostDevice()
@@ -23,10 +32,18 @@ enum LibraryCommands {
         } else {
             context.say(existed ? "Library at \(context.libraryURL.path) is ready (device \(device))." : "Created library \(context.libraryURL.path) for device \(device).")
         }
-        return ExitCode.success
     }
+}
 
-    static func status(_ context: Context) throws -> Int32 {
+/// `photoledger status`.
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status", abstract: "Show counts, pending events, the remote and the last sync.")
+
+    @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
+
+    func run() throws {
+        let context = try Context(global)
         let library = try context.openLibrary()
         let statistics = try library.statistics()
         let visible = statistics.assets - statistics.deleted
@@ -47,7 +64,7 @@ enum LibraryCommands {
                 ("rejectedEvents", .int(Int64(statistics.rejectedEvents))), ("quarantinedEvents", .int(Int64(quarantined))),
                 ("eventsNeedingNewerVersion", .int(Int64(newer))), ("sealedEvents", .int(Int64(sealed))),
             ]))
-            return ExitCode.success
+            return
         }
         print("Library:        \(context.libraryURL.path)")
         print("Device:         \(library.device.rawValue)")
@@ -59,24 +76,40 @@ enum LibraryCommands {
         if sealed > 0 { print("Sealed events:  \(sealed) events wait for a key this device does not hold") }
         print("Remote:         \(remote?.description ?? "none (set one with 'photoledger remote set')")")
         print("Last sync:      \(lastSync.map(Listing.isoDate) ?? "never")")
-        return ExitCode.success
     }
+}
 
-    // MARK: Listings
+// MARK: Listings
 
-    static func assets(_ context: Context) throws -> Int32 {
+/// `photoledger assets`.
+struct Assets: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "assets", abstract: "List assets (hidden ones included, marked as hidden).")
+
+    @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
+
+    @Option(help: ArgumentHelp("Only the assets of this album, in album order.", valueName: "album"))
+    var album: String?
+
+    @Flag(help: "Only favorites.")
+    var favorites = false
+
+    @Flag(help: "Only assets in Recently Deleted.")
+    var deleted = false
+
+    func run() throws {
+        let context = try Context(global)
         let library = try context.openLibrary()
-        let command = context.command
         var assets: [Asset]
-        if let album = command.value("album") {
+        if let album {
             assets = try library.fetchAssets(in: try context.resolveAlbum(album, in: library), options: FetchOptions(includeHiddenAssets: true)).allObjects
-        } else if command.flag("deleted") {
+        } else if deleted {
             assets = try Listing.deletedAssets(in: library)
         } else {
             assets = try library.fetchAssets(options: FetchOptions(includeHiddenAssets: true)).allObjects
         }
-        if command.flag("deleted") { assets = assets.filter(\.isDeleted) }
-        if command.flag("favorites") { assets = assets.filter(\.isFavorite) }
+        if deleted { assets = assets.filter(\.isDeleted) }
+        if favorites { assets = assets.filter(\.isFavorite) }
         let hashes = try assets.map { try Listing.primaryHash(of: $0, in: library) }
         if context.json {
             context.emit(.array(zip(assets, hashes).map { Listing.json($0, sha256: $1) }))
@@ -84,156 +117,148 @@ enum LibraryCommands {
             for (asset, hash) in zip(assets, hashes) { print(Listing.line(asset, sha256: hash)) }
             context.say("\(assets.count) asset\(assets.count == 1 ? "" : "s")")
         }
-        return ExitCode.success
     }
+}
 
-    static func albums(_ context: Context) throws -> Int32 {
+/// `photoledger albums`: each album with its members in album order, numbered as `album move`
+/// and `album insert --at` count them.
+struct Albums: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "albums", abstract: "List albums with their assets in album order and the index of each.",
+        discussion: """
+            The indexes are those 'album move' and 'album insert --at' take. As in Apple's Photos
+            framework they count the assets that are not hidden; a hidden member is listed in its
+            place, marked 'hidden', with '-' for an index.
+            """)
+
+    @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
+
+    func run() throws {
+        let context = try Context(global)
         let library = try context.openLibrary()
         let albums = try library.fetchAssetCollections(with: .album).allObjects
         let members = try albums.map { try library.fetchAssets(in: $0, options: FetchOptions(includeHiddenAssets: true)).allObjects }
         if context.json {
             context.emit(.array(zip(albums, members).map { Listing.json($0, assets: $1) }))
-            return ExitCode.success
+            return
         }
         for (album, assets) in zip(albums, members) {
-            print("\(album.localIdentifier)  \(album.title)  (\(assets.count) asset\(assets.count == 1 ? "" : "s"))")
-            for (index, asset) in assets.enumerated() { print("    \(index)  \(asset.localIdentifier)") }
+            let hidden = assets.filter(\.isHidden).count
+            print("\(album.localIdentifier)  \(album.title)  (\(count(assets.count, "asset"))\(hidden > 0 ? ", \(hidden) hidden" : ""))")
+            for line in Listing.indexedMembers(assets) { print("    " + line) }
         }
         context.say("\(albums.count) album\(albums.count == 1 ? "" : "s")")
-        return ExitCode.success
     }
+}
 
-    // MARK: Albums
+// MARK: Assets
 
-    static func album(_ context: Context, _ subcommand: String) throws -> Int32 {
+/// A change that the asset commands (`favorite`, `hide`, `delete`, …) make to each asset given.
+protocol AssetStateChange {
+    /// The command's name.
+    static var commandName: String { get }
+    /// What the command does.
+    static var abstract: String { get }
+    /// What the command reports it did: `Hid`.
+    static var pastTense: String { get }
+    /// Makes the change.
+    static func apply(to assets: [String], in changes: LibraryChanges) throws
+}
+
+/// `photoledger favorite|unfavorite|hide|unhide|delete|recover ASSET...`.
+struct AssetStateCommand<Change: AssetStateChange>: ParsableCommand {
+    static var configuration: CommandConfiguration { CommandConfiguration(commandName: Change.commandName, abstract: Change.abstract) }
+
+    @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
+    @Argument(help: IdentifierHelp.assets) var assets: [String]
+
+    func run() throws {
+        let context = try Context(global)
         let library = try context.openLibrary()
-        let command = context.command
-        if subcommand == "create" {
-            let title = command.argument("title")!
-            let identifier = try library.performChangesAndWait { try $0.createAlbum(title: title).localIdentifier }
-            report(context, album: identifier, "Created album '\(title)'")
-            return ExitCode.success
-        }
-        let album = try context.resolveAlbum(command.argument("album")!, in: library)
-        let assets = try context.resolveAssets(command.arguments("asset"), in: library)
-        var identifier = album.localIdentifier
-        var message: String
-        switch subcommand {
-        case "rename":
-            let title = command.argument("title")!
-            try library.performChangesAndWait { try $0.albumChangeRequest(for: album).setTitle(title) }
-            message = "Renamed album '\(album.title)' to '\(title)'"
-        case "delete":
-            try library.performChangesAndWait { try $0.deleteAlbums([album]) }
-            message = "Deleted album '\(album.title)'"
-        case "add":
-            try library.performChangesAndWait { try $0.albumChangeRequest(for: album).addAssets(assets) }
-            message = "Added \(assets.count) asset\(assets.count == 1 ? "" : "s") to '\(album.title)'"
-        case "insert":
-            let index = try integer(command, "at", minimum: 0)
-            try library.performChangesAndWait {
-                try $0.albumChangeRequest(for: album).insertAssets(assets, at: IndexSet(index..<(index + assets.count)))
-            }
-            message = "Inserted \(assets.count) asset\(assets.count == 1 ? "" : "s") into '\(album.title)' at \(index)"
-        case "remove":
-            try library.performChangesAndWait { try $0.albumChangeRequest(for: album).removeAssets(assets) }
-            message = "Removed \(assets.count) asset\(assets.count == 1 ? "" : "s") from '\(album.title)'"
-        case "move":
-            let from = try indexes(command)
-            let to = try integer(command, "to", minimum: 0)
-            try library.performChangesAndWait { try $0.albumChangeRequest(for: album).moveAssets(at: from, to: to) }
-            message = "Moved \(from.count) asset\(from.count == 1 ? "" : "s") of '\(album.title)' to \(to)"
-        case "merge":
-            let others = try command.arguments("other").map { try context.resolveAlbum($0, in: library) }
-            identifier = try library.performChangesAndWait { try $0.mergeAlbums([album] + others).localIdentifier }
-            message = "Merged \(others.count + 1) albums into \(identifier)"
-        default:
-            throw ToolError(message: "unknown album subcommand '\(subcommand)'", exitCode: ExitCode.usage)
-        }
-        report(context, album: identifier, message)
-        return ExitCode.success
-    }
-
-    private static func report(_ context: Context, album identifier: String, _ message: String) {
-        if context.json {
-            context.emit(.object([("localIdentifier", .string(identifier))]))
-        } else if context.quiet {
-            return
-        } else {
-            print("\(message): \(identifier)")
-        }
-    }
-
-    private static func integer(_ command: ParsedCommandLine, _ name: String, minimum: Int) throws -> Int {
-        guard let text = command.value(name) else { throw usage(command, "missing '--\(name) <index>'") }
-        guard let value = Int(text), value >= minimum else { throw usage(command, "--\(name) must be a whole number of at least \(minimum), not '\(text)'") }
-        return value
-    }
-
-    private static func indexes(_ command: ParsedCommandLine) throws -> IndexSet {
-        guard let text = command.value("from") else { throw usage(command, "missing '--from <indexes>'") }
-        var set = IndexSet()
-        for part in text.split(separator: ",", omittingEmptySubsequences: false) {
-            guard let value = Int(part.trimmingCharacters(in: .whitespaces)), value >= 0 else {
-                throw usage(command, "--from must be comma-separated indexes such as 0,2,5, not '\(text)'")
-            }
-            set.insert(value)
-        }
-        return set
-    }
-
-    // MARK: Assets
-
-    static func assetFlags(_ context: Context, _ name: String) throws -> Int32 {
-        let library = try context.openLibrary()
-        let assets = try context.resolveAssets(context.command.arguments("asset"), in: library)
-        try library.performChangesAndWait { changes in
-            switch name {
-            case "favorite", "unfavorite":
-                for asset in assets { try changes.assetChangeRequest(for: asset).setFavorite(name == "favorite") }
-            case "hide", "unhide":
-                for asset in assets { try changes.assetChangeRequest(for: asset).setHidden(name == "hide") }
-            case "delete": try changes.deleteAssets(assets)
-            default: try changes.recoverAssets(assets)
-            }
-        }
+        let assets = try context.resolveAssets(assets, in: library)
+        try library.performChangesAndWait { try Change.apply(to: assets, in: $0) }
         if context.json {
             context.emit(.array(assets.map { .string($0) }))
         } else {
-            let past = ["favorite": "Marked as favorite", "unfavorite": "Unmarked as favorite", "hide": "Hid", "unhide": "Unhid",
-                        "delete": "Moved to Recently Deleted", "recover": "Recovered"][name]!
-            context.say("\(past): \(assets.joined(separator: ", "))")
+            context.say("\(Change.pastTense): \(assets.joined(separator: ", "))")
         }
-        return ExitCode.success
+    }
+}
+
+enum Favorite: AssetStateChange {
+    static let commandName = "favorite", abstract = "Mark assets as favorites.", pastTense = "Marked as favorite"
+    static func apply(to assets: [String], in changes: LibraryChanges) throws {
+        for asset in assets { try changes.assetChangeRequest(for: asset).setFavorite(true) }
+    }
+}
+
+enum Unfavorite: AssetStateChange {
+    static let commandName = "unfavorite", abstract = "Unmark assets as favorites.", pastTense = "Unmarked as favorite"
+    static func apply(to assets: [String], in changes: LibraryChanges) throws {
+        for asset in assets { try changes.assetChangeRequest(for: asset).setFavorite(false) }
+    }
+}
+
+enum Hide: AssetStateChange {
+    static let commandName = "hide", abstract = "Hide assets.", pastTense = "Hid"
+    static func apply(to assets: [String], in changes: LibraryChanges) throws {
+        for asset in assets { try changes.assetChangeRequest(for: asset).setHidden(true) }
+    }
+}
+
+enum Unhide: AssetStateChange {
+    static let commandName = "unhide", abstract = "Show hidden assets again.", pastTense = "Unhid"
+    static func apply(to assets: [String], in changes: LibraryChanges) throws {
+        for asset in assets { try changes.assetChangeRequest(for: asset).setHidden(false) }
+    }
+}
+
+enum Delete: AssetStateChange {
+    static let commandName = "delete", abstract = "Move assets to Recently Deleted.", pastTense = "Moved to Recently Deleted"
+    static func apply(to assets: [String], in changes: LibraryChanges) throws { try changes.deleteAssets(assets) }
+}
+
+enum Recover: AssetStateChange {
+    static let commandName = "recover", abstract = "Bring assets back from Recently Deleted.", pastTense = "Recovered"
+    static func apply(to assets: [String], in changes: LibraryChanges) throws { try changes.recoverAssets(assets) }
+}
+
+// MARK: Export
+
+/// `photoledger export`.
+struct Export: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "export", abstract: "Write an asset's photo or video to a file.")
+
+    /// The renditions `--version` names.
+    enum Version: String, CaseIterable, ExpressibleByArgument {
+        case original, current
+
+        var imageVersion: ImageVersion { self == .original ? .original : .current }
     }
 
-    static func export(_ context: Context) throws -> Int32 {
+    @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
+    @Argument(help: IdentifierHelp.asset) var asset: String
+
+    @Option(help: ArgumentHelp("The file to write (must not exist).", valueName: "file"))
+    var to: String
+
+    @Option(help: "original, or current: the edited rendition when there is one.")
+    var version: Version = .current
+
+    func run() throws {
+        let context = try Context(global)
         let library = try context.openLibrary()
-        let command = context.command
-        guard let destination = command.value("to") else { throw usage(command, "missing '--to <file>'") }
-        let version: ImageVersion
-        switch command.value("version") ?? "current" {
-        case "current": version = .current
-        case "original": version = .original
-        case let other: throw usage(command, "--version must be original or current, not '\(other)'")
-        }
-        let url = URL(fileURLWithPath: destination)
+        let url = URL(fileURLWithPath: to)
         if FileManager.default.fileExists(atPath: url.path) {
-            throw ToolError(message: "\(url.path) already exists", hint: "choose another file name or remove it first")
+            throw CommandFailure("\(url.path) already exists", hint: "choose another file name or remove it first")
         }
-        let asset = try context.resolveAssets([command.argument("asset")!], in: library)[0]
-        try library.writeImageData(for: asset, version: version, to: url)
+        let asset = try context.resolveAssets([asset], in: library)[0]
+        try library.writeImageData(for: asset, version: version.imageVersion, to: url)
         let size = ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber)?.int64Value ?? 0
         if context.json {
             context.emit(.object([("localIdentifier", .string(asset)), ("file", .string(url.path)), ("bytes", .int(size))]))
         } else {
             context.say("Exported \(asset) (\(formatBytes(size))) to \(url.path)")
         }
-        return ExitCode.success
-    }
-
-    /// A usage error of the current command.
-    static func usage(_ command: ParsedCommandLine, _ message: String) -> UsageError {
-        parser.usageError(message, path: command.path)
     }
 }

@@ -125,6 +125,22 @@ enum Listing {
         ].joined(separator: "  ").trimmingTrailingSpaces()
     }
 
+    /// An album's members, one line each, numbered as the album commands count them: the assets
+    /// that are not hidden from 0 in album order; a hidden one marked, with '-' for an index.
+    static func indexedMembers(_ assets: [Asset]) -> [String] {
+        let width = String(max(assets.count - 1, 0)).count
+        var next = 0
+        return assets.map { asset in
+            var label = "-"
+            if !asset.isHidden {
+                label = String(next)
+                next += 1
+            }
+            let padding = String(repeating: " ", count: width - label.count)
+            return padding + label + "  " + asset.localIdentifier + (asset.isHidden ? "  hidden" : "")
+        }
+    }
+
     /// A short form of an identifier for tables: the first 8 characters of the UUID.
     static func short(_ identifier: String) -> String { String(identifier.prefix(8)) }
 }

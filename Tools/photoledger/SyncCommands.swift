@@ -1,52 +1,86 @@
 @preconcurrency import Glibc
+import CommandLineParsing
 import Foundation
 import PhotoLedger
 import PhotoLedgerSync
 
-/// `remote set`, `remote show`, `sync`.
-enum SyncCommands {
-    static func remote(_ context: Context, _ subcommand: String) throws -> Int32 {
-        let library = try context.openLibrary()
-        if subcommand == "show" {
+/// `photoledger remote …`: the server this library syncs with.
+struct Remote: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "remote", abstract: "Configure the sync server.", subcommands: [SetURL.self, Show.self])
+
+    @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
+
+    /// `remote set URL --token TOKEN`.
+    struct SetURL: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "set", abstract: "Set the server library URL and this device's token.")
+
+        @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
+        @Argument(help: "http://HOST:PORT/v1/libraries/NAME") var url: String
+        @Option(help: "The device token printed by 'photoledger-server admin issue-token'.") var token: String
+
+        func run() throws {
+            let context = try Context(global)
+            let library = try context.openLibrary()
+            let remote = try SyncRemote(libraryURL: url, token: token)
+            try remote.save(in: library)
+            if context.json {
+                context.emit(.object([("url", .string(remote.description))]))
+            } else {
+                context.say("Remote set to \(remote.description).")
+            }
+        }
+    }
+
+    /// `remote show`.
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "show", abstract: "Show the configured server.")
+
+        @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
+
+        func run() throws {
+            let context = try Context(global)
+            let library = try context.openLibrary()
             let remote = try SyncRemote.saved(in: library)
             if context.json {
                 context.emit(.object([("url", .string(remote?.description))]))
             } else {
                 print(remote?.description ?? "No remote is set; set one with 'photoledger remote set URL --token TOKEN'.")
             }
-            return ExitCode.success
         }
-        guard let token = context.command.value("token") else {
-            throw LibraryCommands.usage(context.command, "missing '--token <token>'")
-        }
-        let remote = try SyncRemote(libraryURL: context.command.argument("url")!, token: token)
-        try remote.save(in: library)
-        if context.json {
-            context.emit(.object([("url", .string(remote.description))]))
-        } else {
-            context.say("Remote set to \(remote.description).")
-        }
-        return ExitCode.success
     }
+}
 
-    static func sync(_ context: Context) async throws -> Int32 {
+/// `photoledger sync`.
+struct Sync: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync", abstract: "Push local changes, pull other devices' changes, transfer photos.")
+
+    @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
+    @Flag(help: "Keep syncing every few seconds until interrupted.") var watch = false
+
+    func run() async throws {
+        let context = try Context(global)
         let library = try context.openLibrary()
         let engine = try SyncEngine(library: library)
-        guard context.command.flag("watch") else {
-            return try await syncOnce(engine, context)
+        guard watch else {
+            let accepted = try await Self.syncOnce(engine, context)
+            if !accepted { throw ExitCode.failure }
+            return
         }
         context.say("Syncing with \(engine.remote.description) every 5 seconds; press Ctrl-C to stop.")
         while true {
             do {
-                _ = try await syncOnce(engine, context)
+                _ = try await Self.syncOnce(engine, context)
             } catch {
-                context.warn("Error: \(describe(error)) (will retry)")
+                context.warn("Error: \(Self.describe(error)) (will retry)")
             }
             try await Task.sleep(for: .seconds(5))
         }
     }
 
-    private static func syncOnce(_ engine: SyncEngine, _ context: Context) async throws -> Int32 {
+    /// Syncs once and reports; false when the server rejected events.
+    private static func syncOnce(_ engine: SyncEngine, _ context: Context) async throws -> Bool {
         let display = SyncProgressDisplay(enabled: !context.quiet && !context.json)
         let report = try await engine.sync { display.show($0) }
         display.finish()
@@ -64,7 +98,7 @@ enum SyncCommands {
                     + "uploaded \(count(report.uploadedResources, "photo")) (\(formatBytes(report.uploadedBytes))), "
                     + "downloaded \(report.downloadedResources) (\(formatBytes(report.downloadedBytes))).")
         }
-        return report.rejectedEvents.isEmpty ? ExitCode.success : ExitCode.failure
+        return report.rejectedEvents.isEmpty
     }
 
     /// The message of a sync failure.
