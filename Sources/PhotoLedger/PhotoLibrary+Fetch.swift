@@ -73,7 +73,7 @@ extension PhotoLibrary {
 
     /// Reads with the caller's access checked.
     func read<T>(_ body: (Database, Access) throws -> T) throws -> T {
-        if storage.isAccessedByCurrentThread {
+        if storage.isWritingOnCurrentThread {
             throw PhotoLibraryError(
                 .changeNotSupported, "fetches cannot run inside a change block; use the change requests' own state, or fetch after the block")
         }
@@ -85,7 +85,13 @@ extension PhotoLibrary {
         // A result read whole at the fetch needs no loader.
         var loader: FetchResultStorage<Asset>.Loader?
         if found.loaded.count < found.identifiers.count {
-            loader = { [reader] ids in try reader.read { db in try Self.assets(withIDs: ids, db: db) } }
+            loader = { [storage] ids in
+                do {
+                    return try storage.read { db in try Self.assets(withIDs: ids, db: db) }
+                } catch {
+                    throw PhotoLibrary.translate(error, doing: "read the library")
+                }
+            }
         }
         return FetchResult(identifiers: found.identifiers, versions: found.versions, loaded: found.loaded, query: query, loader: loader)
     }

@@ -50,10 +50,10 @@ public final class PhotoLibrary: Sendable {
     /// The library file.
     public let url: URL
     let options: Options
-    let storage: DatabaseQueue
-    /// A second, read-only connection for what fetch results read lazily: it sees the last
-    /// commit, never waits for a change block and never joins one.
-    let reader: LazyReadConnection
+    /// The writer (change blocks, applied pages) and a pool of read-only connections (fetches,
+    /// what fetch results read lazily, authorization checks, the outbox): a read sees the last
+    /// commit and never waits for a change block.
+    let storage: DatabasePool
     let clock: HybridLogicalClock
     let identifiers: UUIDv7Generator
     let randomness: RandomSource
@@ -79,10 +79,9 @@ public final class PhotoLibrary: Sendable {
         self.options = options
         do {
             // Commits (change blocks, pulled pages) leave checkpoints to a thread of their own.
-            var storageOptions = Database.Options()
-            storageOptions.checkpointsInBackground = true
-            storage = try DatabaseQueue(path: url.path, options: storageOptions)
-            reader = LazyReadConnection(path: url.path)
+            var storageOptions = DatabasePool.Options()
+            storageOptions.writer.checkpointsInBackground = true
+            storage = try DatabasePool(path: url.path, options: storageOptions)
             try storage.writeWithoutTransaction { try Migrator.library().migrate($0) }
             let last = try storage.read { try EventLog($0).lastTimestamp() }
             let state = try storage.read { try ReplicaState.read($0) }
@@ -138,11 +137,10 @@ public final class PhotoLibrary: Sendable {
     ///   another change block.
     @discardableResult
     public func performChangesAndWait<T>(_ body: (LibraryChanges) throws -> T) throws -> T {
-        if storage.isAccessedByCurrentThread {
+        if storage.isWritingOnCurrentThread {
             throw PhotoLibraryError(
                 .changeNotSupported,
-                "performChanges cannot be nested: this thread is already inside a change block or a fetch; "
-                    + "make all changes in the outer block")
+                "performChanges cannot be nested: this thread is already inside a change block; make all changes in the outer block")
         }
         var touched = TouchedObjects()
         var afterCommit: [() -> Void] = []
@@ -389,40 +387,10 @@ public final class PhotoLibrary: Sendable {
 }
 
 /// The library's random source for position keys: seeded in tests, from the system otherwise.
-final class RandomSource: @unchecked Sendable {
-    // Safe to share: `generator` is used only while `lock` is held.
-    private let lock = NSLock()
-    private var generator: SeededRandomNumberGenerator
+final class RandomSource: Sendable {
+    private let generator: Mutex<SeededRandomNumberGenerator>
 
-    init(seed: UInt64?) { generator = SeededRandomNumberGenerator(seed: seed ?? UInt64.random(in: .min ... .max)) }
+    init(seed: UInt64?) { generator = Mutex(SeededRandomNumberGenerator(seed: seed ?? UInt64.random(in: .min ... .max))) }
 
-    func use<T>(_ body: (inout SeededRandomNumberGenerator) -> T) -> T { lock.withLock { body(&generator) } }
-}
-
-/// A read-only connection opened on first use.
-final class LazyReadConnection: @unchecked Sendable {
-    // Safe to share: `queue` is touched only while `lock` is held; the queue serializes its own use.
-    private let lock = NSLock()
-    private var queue: DatabaseQueue?
-    let path: String
-
-    init(path: String) { self.path = path }
-
-    /// Runs `body` on the connection (opening it the first time).
-    func read<T>(_ body: (Database) throws -> T) throws -> T {
-        do {
-            let connection = try lock.withLock {
-                if let queue { return queue }
-                var options = Database.Options()
-                options.readOnly = true
-                options.cacheSizeKiB = 2 * 1024
-                let opened = try DatabaseQueue(path: path, options: options)
-                queue = opened
-                return opened
-            }
-            return try connection.read(body)
-        } catch {
-            throw PhotoLibrary.translate(error, doing: "read the library")
-        }
-    }
+    func use<T: Sendable>(_ body: (inout SeededRandomNumberGenerator) -> T) -> T { generator.withLock { body(&$0) } }
 }
