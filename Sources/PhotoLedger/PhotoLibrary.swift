@@ -340,7 +340,7 @@ public final class PhotoLibrary: Sendable {
         let cutoff = HLCTimestamp(milliseconds: options.clock() - UInt64(max(0, retention)), counter: 0)
         let expired = try readDatabase { db in
             try db.rows(
-                "SELECT asset_id FROM assets WHERE created = 1 AND purged = 0 AND trash_cl % 2 = 0 AND trashed_hlc < ?",
+                "SELECT asset_id FROM assets WHERE created = 1 AND purged = 0 AND \(CausalLength.absent("trash_cl")) AND trashed_hlc < ?",
                 [Int64(bitPattern: cutoff.rawValue)]
             ) { LocalIdentifier(uuid: UUID(bytes: $0.blob(0))!, kind: .asset).description }
         }
@@ -384,13 +384,4 @@ public final class PhotoLibrary: Sendable {
             return error
         }
     }
-}
-
-/// The library's random source for position keys: seeded in tests, from the system otherwise.
-final class RandomSource: Sendable {
-    private let generator: Mutex<SeededRandomNumberGenerator>
-
-    init(seed: UInt64?) { generator = Mutex(SeededRandomNumberGenerator(seed: seed ?? UInt64.random(in: .min ... .max))) }
-
-    func use<T: Sendable>(_ body: (inout SeededRandomNumberGenerator) -> T) -> T { generator.withLock { body(&$0) } }
 }

@@ -381,7 +381,7 @@ extension PhotoLibrary {
             var statistics = LibraryStatistics()
             try db.forEachRow(
                 """
-                SELECT count(*), coalesce(sum(hidden), 0), coalesce(sum(trash_cl % 2 = 0), 0) FROM assets WHERE created = 1 AND purged = 0
+                SELECT count(*), coalesce(sum(hidden), 0), coalesce(sum(\(CausalLength.absent("trash_cl"))), 0) FROM assets WHERE created = 1 AND purged = 0
                 """
             ) { row in
                 statistics.assets = Int(row.int64(0))
@@ -389,7 +389,7 @@ extension PhotoLibrary {
                 statistics.deleted = Int(row.int64(2))
             }
             statistics.albums = Int(
-                try db.firstRow("SELECT count(*) FROM albums WHERE created = 1 AND deleted = 0 AND merged_into IS NULL AND subtype = 2") {
+                try db.firstRow("SELECT count(*) FROM albums WHERE created = 1 AND deleted = 0 AND merged_into IS NULL AND subtype = \(CollectionSubtype.albumRegular.rawValue)") {
                     $0.int64(0)
                 } ?? 0)
             let live = try db.firstRow("SELECT count(*), coalesce(min(local_seq), 0) FROM events") { ($0.int64(0), $0.int64(1)) } ?? (0, 0)

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import Synchronization
 import PhotoMedia
 
 /// Options of an asset creation from a file or data.
@@ -107,8 +108,8 @@ extension PhotoLibrary {
             guard let row = try db.firstRow(
                 """
                 SELECT a.content_sha256, (SELECT uniform_type FROM referenced_resources r WHERE r.sha256 = a.content_sha256),
-                    (SELECT sha256 FROM asset_resources WHERE asset_id = a.asset_id AND type IN (1, 2) ORDER BY resource_index LIMIT 1),
-                    (SELECT uniform_type FROM asset_resources WHERE asset_id = a.asset_id AND type IN (1, 2) ORDER BY resource_index LIMIT 1),
+                    (SELECT sha256 FROM asset_resources WHERE asset_id = a.asset_id AND type IN \(ResourceType.primarySQL) ORDER BY resource_index LIMIT 1),
+                    (SELECT uniform_type FROM asset_resources WHERE asset_id = a.asset_id AND type IN \(ResourceType.primarySQL) ORDER BY resource_index LIMIT 1),
                     a.asset_id IN (SELECT asset_id FROM limited_selection)
                 FROM assets a WHERE a.asset_id = ? AND a.created = 1 AND a.purged = 0
                 """, [id.bytes], { row in (row.isNull(0) ? nil : row.blob(0), row.optionalText(1), row.isNull(2) ? nil : row.blob(2), row.optionalText(3), row.int64(4) == 1) }),
@@ -177,18 +178,6 @@ extension PhotoLibrary {
         } catch {
             throw Self.translate(error, doing: "collect garbage")
         }
-    }
-}
-
-/// A settable hook, safe to share.
-package final class Hook<Value: Sendable>: @unchecked Sendable {
-    // Safe to share: `stored` is touched only under `lock`.
-    private let lock = NSLock()
-    private var stored: Value?
-
-    package var value: Value? {
-        get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue } }
     }
 }
 
@@ -275,7 +264,7 @@ extension LibraryChanges {
             case (.data(let data), false):
                 stored = try store.ingest(data, name: name)
             }
-            let uniformType = info?.format.uniformTypeIdentifier ?? (input.type == .adjustmentData ? "public.data" : "public.data")
+            let uniformType = info?.format.uniformTypeIdentifier ?? "public.data"
             let filename = input.options.originalFilename
                 ?? (name == "resource" ? "resource.\(info?.format.preferredFilenameExtension ?? "bin")" : name)
             return (

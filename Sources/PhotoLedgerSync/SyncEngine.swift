@@ -2,6 +2,7 @@ import Foundation
 import LedgerCore
 import PhotoLedger
 import SyncProtocol
+import Synchronization
 import SyncTransport
 
 /// What a sync is doing, for progress reports.
@@ -445,7 +446,11 @@ public final class SyncEngine: Sendable {
 }
 
 /// Carries an error out of a detached task.
-private final class OutcomeBox: @unchecked Sendable {
-    // Safe to share: written once by the task before the semaphore is signalled, read after the wait.
-    var error: (any Error)?
+private final class OutcomeBox: Sendable {
+    private let stored = Mutex<(any Error)?>(nil)
+
+    var error: (any Error)? {
+        get { stored.withLock { $0 } }
+        set { stored.withLock { $0 = newValue } }
+    }
 }

@@ -311,9 +311,7 @@ enum ChangeTokenText {
     static func sequence(of text: String, in library: PhotoLibrary) throws -> Int64 {
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard let data = Data(base64Encoded: base64), let token = try? JSONDecoder().decode(PersistentChangeToken.self, from: data),
-            let fields = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let sequence = fields["sequence"] as? Int
-        else {
+        guard let data = Data(base64Encoded: base64), let token = try? JSONDecoder().decode(PersistentChangeToken.self, from: data) else {
             throw ValidationError("--since takes a token printed by 'photoledger history', not '\(text)'")
         }
         do {
@@ -324,7 +322,7 @@ enum ChangeTokenText {
             throw CommandFailure(
                 "the --since token cannot be used: \(reason)", hint: "run 'photoledger history' without --since; it ends with a new token")
         }
-        return Int64(sequence)
+        return token.logPosition
     }
 }
 
