@@ -1,6 +1,7 @@
 import Foundation
 import LedgerCore
 import PhotoLedger
+import MediaSynthesis
 import PhotoMedia
 
 /// Media figures: ingest of 1 MB files into the content-addressed store (read, SHA-256, write,
