@@ -216,7 +216,7 @@ struct ImportCommand {
         case .duplicate(let original): return .duplicate(of: original)
         case .notMedia(let text): return .notMedia(reason(text))
         case .skipped(let text): return .skipped(reason(text))
-        case .failed(let error): return .failed(describe(error))
+        case .failed(let error): return .failed(reason(describe(error)))
         }
     }
 
