@@ -158,7 +158,7 @@ struct ResourceStoreTests {
     @Test("a batch file larger than the copy buffer is validated from its temporary file, and a damaged one leaves nothing")
     func batchLargeFiles() throws {
         let movie = try SyntheticMedia.movie(
-            width: 320, height: 240, duration: 60, filters: ["noise=alls=30:allf=t"], arguments: ["-b:v", "3400k"])
+            width: 320, height: 240, duration: 60, filters: ["noise=alls=30:allf=t"], arguments: ["-preset", "ultrafast", "-b:v", "3400k"])
         #expect(movie.count > 16 << 20, "larger than the copy buffer (4 MiB) and than one writeback step (16 MiB)")
         let good = try directory.write(movie, to: "long.mp4")
         let damaged = try directory.write([0xFF, 0xD8, 0xFF, 0xE0] + [UInt8](repeating: 0x42, count: 6 << 20), to: "damaged.jpg")

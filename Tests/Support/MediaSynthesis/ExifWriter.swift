@@ -9,10 +9,15 @@ public enum ExifWriter {
     /// An entry to write: its IFD (0: IFD0, 2: Exif, 3: GPS), tag, libexif format, component
     /// count and bytes in Intel (little-endian) order.
     public struct Entry: Sendable {
+        /// 0: IFD0, 1: IFD1 (thumbnail), 2: Exif, 3: GPS, 4: interoperability.
         public var ifd: Int
+        /// The tag number, e.g. 0x9003 for DateTimeOriginal.
         public var tag: UInt32
+        /// The EXIF type written, whatever the tag's usual type is.
         public var format: ExifFormat
+        /// How many values of `format`.
         public var components: Int
+        /// The values, in Intel byte order.
         public var bytes: [UInt8]
 
         /// An entry of raw bytes.
