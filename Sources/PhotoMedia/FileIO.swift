@@ -20,7 +20,8 @@ enum FileIO {
                 throw MediaError(.missingResource, resource: name, reason: "the file does not exist (\(path))")
             }
             if code == ENXIO {  // a FIFO without a writer, a socket
-                throw MediaError(.invalidResource, resource: name, reason: "not a regular file (a FIFO or socket)", refusal: .notRegularFile)
+                throw MediaError(
+                    .invalidResource, resource: name, reason: "not a regular file (a FIFO or socket)", refusal: .notRegularFile)
             }
             throw MediaError(.invalidResource, resource: name, reason: "unreadable (\(lastError()))", refusal: .unreadable)
         }

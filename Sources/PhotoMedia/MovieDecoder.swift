@@ -50,7 +50,9 @@ enum MovieDecoder {
     }
 
     /// Refuses a file whose samples, as the demuxer's index lists them, lie past its end.
-    private static func checkIndex(_ streams: [UnsafeMutablePointer<AVStream>], context: UnsafeMutablePointer<AVFormatContext>, format: MediaFormat) throws {
+    private static func checkIndex(
+        _ streams: [UnsafeMutablePointer<AVStream>], context: UnsafeMutablePointer<AVFormatContext>, format: MediaFormat
+    ) throws {
         guard let io = context.pointee.pb else { return }
         let size = avio_size(io)
         guard size > 0 else { return }
@@ -60,7 +62,8 @@ enum MovieDecoder {
             let end = last.pointee.pos + Int64(last.pointee.size)
             if end > size {
                 throw InvalidMedia(
-                    "truncated \(format.name): the file ends at byte \(size) but its samples reach byte \(end); copy the file again from its source")
+                    "truncated \(format.name): the file ends at byte \(size) but its samples reach byte \(end); copy the file again from its source"
+                )
             }
         }
     }

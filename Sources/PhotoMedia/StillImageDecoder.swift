@@ -60,7 +60,9 @@ enum StillImageDecoder {
     static func describeFailure(_ message: String, format: MediaFormat) -> String {
         let detail = message.split(whereSeparator: \.isNewline).map { String($0) }.joined(separator: "; ")
         let lowered = message.lowercased()
-        let truncationWords = ["premature end", "truncated", "not enough data", "unexpected end", "end of file", "read error", "out of data"]
+        let truncationWords = [
+            "premature end", "truncated", "not enough data", "unexpected end", "end of file", "read error", "out of data",
+        ]
         if truncationWords.contains(where: lowered.contains) {
             return "truncated \(format.name): the file ends before its image data does (\(detail)); copy the file again from its source"
         }

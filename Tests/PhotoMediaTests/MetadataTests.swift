@@ -94,7 +94,8 @@ struct MetadataTests {
 
     @Test("a QuickTime movie with a location (©xyz) has that location")
     func movieLocation() throws {
-        let bytes = try SyntheticMedia.movie(width: 64, height: 48, duration: 1, quickTime: true, metadata: ["location": "+48.8583+002.2945/"])
+        let bytes = try SyntheticMedia.movie(
+            width: 64, height: 48, duration: 1, quickTime: true, metadata: ["location": "+48.8583+002.2945/"])
         let location = try #require(try MediaInspector.inspect(bytes, name: "paris.mov").location)
         #expect(abs(location.latitude - 48.8583) < 1e-9 && abs(location.longitude - 2.2945) < 1e-9)
     }

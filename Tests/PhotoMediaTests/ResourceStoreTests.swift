@@ -131,19 +131,24 @@ struct ResourceStoreTests {
         #expect(Set(results.map { $0?.hash }).count == 2)
         let hash = try #require(results[1]?.hash)
         let fanOut = store.directory.appendingPathComponent(String(hash.prefix(2))).path
-        #expect(try FileManager.default.contentsOfDirectory(atPath: fanOut).filter { $0.hasPrefix(hash.prefix(2)) && $0.count == 64 } == [hash])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: fanOut).filter { $0.hasPrefix(hash.prefix(2)) && $0.count == 64 } == [hash])
 
         let stored = try #require(store.url(for: hash))
         let before = try FileManager.default.attributesOfItem(atPath: stored.path)[.systemFileNumber] as? Int
         let again = store.ingest(filesAt: copies)
         #expect(again.allSatisfy { (try? $0.get())?.isNew == false })
-        #expect(try FileManager.default.attributesOfItem(atPath: stored.path)[.systemFileNumber] as? Int == before, "the stored file is kept, not replaced")
+        #expect(
+            try FileManager.default.attributesOfItem(atPath: stored.path)[.systemFileNumber] as? Int == before,
+            "the stored file is kept, not replaced")
         #expect(try temporaryFiles().isEmpty)
     }
 
     @Test("a moved batch links the sources instead of copying them, and leaves them in place")
     func batchMove() throws {
-        let sources = try (0..<3).map { try directory.write(SyntheticMedia.sample(.gif, width: 10, height: 10, seed: UInt64(30 + $0)), to: "move-\($0).gif") }
+        let sources = try (0..<3).map {
+            try directory.write(SyntheticMedia.sample(.gif, width: 10, height: 10, seed: UInt64(30 + $0)), to: "move-\($0).gif")
+        }
         let results = store.importMedia(filesAt: sources, transfer: .move)
         for (source, result) in zip(sources, results) {
             let imported = try result.get()

@@ -116,7 +116,8 @@ struct ValidationTests {
         // IDAT's CRC: libpng stops.
         var badData = bytes
         let dataStart = try #require((8..<bytes.count - 4).first { Array(bytes[$0..<$0 + 4]) == Array("IDAT".utf8) }) - 4
-        let dataLength = Int(bytes[dataStart]) << 24 | Int(bytes[dataStart + 1]) << 16 | Int(bytes[dataStart + 2]) << 8 | Int(bytes[dataStart + 3])
+        let dataLength =
+            Int(bytes[dataStart]) << 24 | Int(bytes[dataStart + 1]) << 16 | Int(bytes[dataStart + 2]) << 8 | Int(bytes[dataStart + 3])
         badData[dataStart + 8 + dataLength] ^= 0xFF
         let dataError = Samples.mediaError { _ = try MediaInspector.inspect(badData, name: "data.png") }
         #expect(dataError?.refusal == .damaged, "\(String(describing: dataError))")
@@ -124,9 +125,11 @@ struct ValidationTests {
         let text = Samples.pngChunk("tEXt", Array("Comment".utf8) + [0] + Array("hello".utf8), damaged: true)
         let badText = Array(bytes[..<33]) + text + Array(bytes[33...])
         let textError = Samples.mediaError { _ = try MediaInspector.inspect(badText, name: "text.png") }
-        #expect(textError?.reason.hasPrefix("damaged PNG: a chunk's checksum (CRC) does not match") == true, "\(String(describing: textError))")
+        #expect(
+            textError?.reason.hasPrefix("damaged PNG: a chunk's checksum (CRC) does not match") == true, "\(String(describing: textError))")
         // The same chunk with a correct CRC is fine.
-        let goodText = Array(bytes[..<33]) + Samples.pngChunk("tEXt", Array("Comment".utf8) + [0] + Array("hello".utf8)) + Array(bytes[33...])
+        let goodText =
+            Array(bytes[..<33]) + Samples.pngChunk("tEXt", Array("Comment".utf8) + [0] + Array("hello".utf8)) + Array(bytes[33...])
         #expect(try MediaInspector.inspect(goodText, name: "fine.png").pixelWidth == 64)
     }
 
@@ -210,7 +213,9 @@ struct ValidationTests {
         for round in 0..<400 {
             var bytes = samples[round % samples.count].bytes
             if round % 2 == 0 {
-                bytes = Array(bytes.prefix(16)) + (0..<Int.random(in: 0...600, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+                bytes =
+                    Array(bytes.prefix(16))
+                    + (0..<Int.random(in: 0...600, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
             } else {
                 for _ in 0..<Int.random(in: 1...4, using: &random) {
                     bytes[Int.random(in: 0..<bytes.count, using: &random)] = UInt8.random(in: 0...255, using: &random)

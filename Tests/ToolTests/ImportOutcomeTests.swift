@@ -23,7 +23,9 @@ struct ImportOutcomeTests {
         try FileManager.default.createSymbolicLink(atPath: roll + "/link.jpg", withDestinationPath: good)
         let oddName = Array((roll + "/caf").utf8) + [0xE9] + Array(".jpg".utf8)  // Latin-1 é: not UTF-8
         let descriptor = oddName.withUnsafeBufferPointer { name in
-            (Array(name) + [0]).withUnsafeBufferPointer { open(UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), O_CREAT | O_WRONLY, 0o644) }
+            (Array(name) + [0]).withUnsafeBufferPointer {
+                open(UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), O_CREAT | O_WRONLY, 0o644)
+            }
         }
         #expect(descriptor >= 0)
         close(descriptor)
@@ -82,7 +84,8 @@ struct ImportOutcomeTests {
         if asRoot {
             guard FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else { return }
             try SyntheticMedia.run(tool: "chmod", ["-R", "a+rwX", workspace.folder.path])
-            arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", ToolRunner.binDirectory.appendingPathComponent(tool).path] + arguments
+            arguments =
+                ["--reuid=65534", "--regid=65534", "--clear-groups", ToolRunner.binDirectory.appendingPathComponent(tool).path] + arguments
             tool = "setpriv"
         }
         #expect(chmod(locked, 0o000) == 0)
@@ -104,6 +107,8 @@ struct ImportOutcomeTests {
         let data = output.fileHandleForReading.readDataToEndOfFile()
         let errorData = errors.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return ToolResult(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self), errors: String(decoding: errorData, as: UTF8.self))
+        return ToolResult(
+            status: process.terminationStatus, output: String(decoding: data, as: UTF8.self),
+            errors: String(decoding: errorData, as: UTF8.self))
     }
 }

@@ -105,12 +105,14 @@ struct MediaBenchmarks {
         }
         let inspected = try inspection(of: files)
         try FileManager.default.removeItem(at: folder)
-        let content = "\(photoCount) JPEGs 4000×3000 q90 with EXIF (half orientation 6), \(heicCount) HEICs, \(movieCount) MP4s, \(Int(megabytes)) MB"
+        let content =
+            "\(photoCount) JPEGs 4000×3000 q90 with EXIF (half orientation 6), \(heicCount) HEICs, \(movieCount) MP4s, \(Int(megabytes)) MB"
         return [
             Figure(
                 name: "media.import", value: median(batchRates), unit: "MB/s", baseline: median(copyRates), higherIsBetter: true,
                 target: nil,
-                note: "\(content): importAssets(fromFilesAt:) in one change block (decode to validate, store durably, one asset each, commit); baseline: cp -r of the folder, no fsync"
+                note:
+                    "\(content): importAssets(fromFilesAt:) in one change block (decode to validate, store durably, one asset each, commit); baseline: cp -r of the folder, no fsync"
             ),
             Figure(
                 name: "media.import.durable", value: median(batchRates), unit: "MB/s", baseline: median(durableCopyRates),
@@ -118,7 +120,8 @@ struct MediaBenchmarks {
             Figure(
                 name: "media.import.disk", value: median(batchRates), unit: "MB/s", baseline: median(diskRates), higherIsBetter: true,
                 target: nil,
-                note: "the same import; baseline: the disk's own rate, dd of as many bytes with conv=fsync (a ceiling for any durable copy)"),
+                note: "the same import; baseline: the disk's own rate, dd of as many bytes with conv=fsync (a ceiling for any durable copy)"
+            ),
         ] + inspected
     }
 

@@ -96,7 +96,8 @@ struct ImportCommand {
         progress?.update(count: doneCount, bytes: doneBytes, force: true)
         progress?.finish()
         report(elapsed: Date().timeIntervalSince(started))
-        return outcomes.contains { if case .failed = $0.outcome { return true } else { return false } } ? ExitCode.failure : ExitCode.success
+        return outcomes.contains { if case .failed = $0.outcome { return true } else { return false } }
+            ? ExitCode.failure : ExitCode.success
     }
 
     // MARK: Steps
@@ -306,10 +307,11 @@ struct ImportCommand {
             files.append(.object(entry))
         }
         if context.json {
-            context.emit(.object([
-                ("dryRun", .bool(dryRun)), ("imported", .array(imported)), ("duplicates", .array(duplicates)),
-                ("notMedia", .array(notMedia)), ("failed", .array(failed)), ("skipped", .array(skipped)), ("files", .array(files)),
-            ]))
+            context.emit(
+                .object([
+                    ("dryRun", .bool(dryRun)), ("imported", .array(imported)), ("duplicates", .array(duplicates)),
+                    ("notMedia", .array(notMedia)), ("failed", .array(failed)), ("skipped", .array(skipped)), ("files", .array(files)),
+                ]))
             return
         }
         let verb = dryRun ? "Would import" : "Imported"

@@ -48,7 +48,8 @@ public enum StillEncoder {
             (options.exif ?? []).withUnsafeBufferPointer { exif in
                 var encoding = photoledger_encoding(
                     format: formatName, quality: Int32(options.quality), subsample: options.subsampled ? 1 : 0,
-                    exif: options.exif == nil ? nil : exif.baseAddress, exif_length: exif.count, orientation: Int32(options.orientation ?? 0))
+                    exif: options.exif == nil ? nil : exif.baseAddress, exif_length: exif.count,
+                    orientation: Int32(options.orientation ?? 0))
                 return photoledger_encode(
                     pixels, Int32(first.width), Int32(first.height), Int32(frames.count), &encoding, &bytes, &length, &error, error.count)
             }
