@@ -71,6 +71,14 @@ struct FormatDetectionTests {
         }
     }
 
+    @Test("a GIF whose frame overflows its logical screen reports the size the decoder shows")
+    func gifFrameLargerThanScreen() throws {
+        var bytes = try Samples.still("gif", width: 60, height: 40)
+        bytes.replaceSubrange(6..<10, with: [30, 0, 20, 0])  // logical screen 30×20, frame 60×40
+        let info = try MediaInspector.inspect(bytes, name: "overflow.gif")
+        #expect((info.pixelWidth, info.pixelHeight) == (60, 40))
+    }
+
     @Test("JPEG sizes for both chroma samplings and odd sizes")
     func jpegSizes() throws {
         for (width, height) in [(1, 1), (17, 9), (640, 480), (33, 100)] {

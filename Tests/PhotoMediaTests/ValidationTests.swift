@@ -73,6 +73,14 @@ struct ValidationTests {
         #expect(byStream?.reason == "an audio file (no video stream) is not a photo or video", "\(String(describing: byStream))")
     }
 
+    @Test("a Canon CR3 raw image is not media, and says so")
+    func canonRaw() {
+        let header = [0, 0, 0, 24] + Array("ftypcrx ".utf8) + [0, 0, 0, 1] + Array("crx isom".utf8)
+        let error = Samples.mediaError { _ = try MediaInspector.inspect(header + [UInt8](repeating: 0, count: 64), name: "IMG_1.CR3") }
+        #expect(error?.refusal == .notMedia)
+        #expect(error?.reason.hasPrefix("a Canon CR3 raw image is not supported") == true)
+    }
+
     @Test("an animated AVIF is refused as not supported, with the reason")
     func avifSequence() throws {
         let header = [0, 0, 0, 24] + Array("ftypavis".utf8) + [0, 0, 0, 0] + Array("avifmsf1".utf8)
