@@ -34,6 +34,9 @@ let package = Package(
         // behind a lock, so that media validation can run on several threads.
         .target(name: "CMediaDecoding", dependencies: ["CVips"]),
 
+        // EXIF blocks that libexif cannot read whole (past 64 KB), re-encoded by libexiv2.
+        .target(name: "CExifRecovery", linkerSettings: [.linkedLibrary("exiv2")]),
+
         // One Linux call Swift's Glibc module does not import (sync_file_range, a GNU extension).
         .target(name: "CFileSync"),
 
@@ -52,7 +55,7 @@ let package = Package(
         // Media: format recognition and validation by decoding (libvips for stills, FFmpeg for
         // videos), metadata (EXIF via libexif, movie metadata via FFmpeg), and the
         // content-addressed resource store.
-        .target(name: "PhotoMedia", dependencies: ["LedgerCore", "CExif", "CFileSync", "CMediaDecoding", "CFFmpeg"]),
+        .target(name: "PhotoMedia", dependencies: ["LedgerCore", "CExif", "CExifRecovery", "CFileSync", "CMediaDecoding", "CFFmpeg"]),
 
         // The public library API: PhotoKit semantics over the event log.
         .target(name: "PhotoLedger", dependencies: ["LedgerCore", "LedgerStore", "PhotoMedia"]),

@@ -1,4 +1,5 @@
 import CExif
+import CExifRecovery
 import Foundation
 import LedgerCore
 
@@ -35,22 +36,47 @@ enum Exif {
     // MARK: Reading
 
     /// The creation date, location and orientation in an EXIF payload (APP1 contents, with or
-    /// without the `Exif\0\0` header); nil fields when the payload lacks them or libexif cannot
-    /// read it.
+    /// without the `Exif\0\0` header); nil fields when the payload lacks them or it cannot be
+    /// read. libexif reads it; a block it cannot read whole (its reader stops at 64 KB, which
+    /// HEIC, PNG and WebP blocks can pass) is first re-encoded by libexiv2 without its maker
+    /// notes and thumbnail.
     static func metadata(from payload: [UInt8]) -> Metadata {
-        let bytes = payload.starts(with: header) ? payload : header + payload
-        guard bytes.count > header.count + 8, let data = exif_data_new() else { return Metadata() }
+        let tiff = payload.starts(with: header) ? Array(payload.dropFirst(header.count)) : payload
+        guard tiff.count > 8 else { return Metadata() }
+        if tiff.count > libexifLimit, let recovered = recover(tiff), let metadata = read(recovered) { return metadata }
+        if let metadata = read(tiff) { return metadata }
+        return recover(tiff).flatMap(read) ?? Metadata()
+    }
+
+    /// The most bytes of a block libexif reads.
+    static let libexifLimit = 0xFFFE - 6
+
+    /// What libexif reads from a TIFF block, or nil when it finds no entry at all.
+    private static func read(_ tiff: [UInt8]) -> Metadata? {
+        guard let data = exif_data_new() else { return nil }
         defer { exif_data_unref(data) }
         // Reading must not invent values: FOLLOW_SPECIFICATION would add missing mandatory tags.
         exif_data_unset_option(data, EXIF_DATA_OPTION_FOLLOW_SPECIFICATION)
+        let bytes = header + tiff
         bytes.withUnsafeBufferPointer { exif_data_load_data(data, $0.baseAddress, UInt32($0.count)) }
-        let order = exif_data_get_byte_order(data)
         let ifds = data.pointee.ifd
+        guard [ifds.0, ifds.1, ifds.2, ifds.3, ifds.4].contains(where: { ($0?.pointee.count ?? 0) > 0 }) else { return nil }
+        let order = exif_data_get_byte_order(data)
         let date =
             date(text: ascii(ifds.2, Tag.dateTimeOriginal), offset: ascii(ifds.2, Tag.offsetTimeOriginal))
             ?? date(text: ascii(ifds.2, Tag.dateTimeDigitized), offset: ascii(ifds.2, Tag.offsetTimeDigitized))
             ?? date(text: ascii(ifds.0, Tag.dateTime), offset: ascii(ifds.2, Tag.offsetTime))
         return Metadata(creationDate: date, location: location(ifds.3, order: order), orientation: orientation(ifds.0, order: order))
+    }
+
+    /// The block re-encoded by libexiv2 (main, Exif, GPS and interoperability IFDs only), or nil.
+    private static func recover(_ tiff: [UInt8]) -> [UInt8]? {
+        var result: UnsafeMutablePointer<UInt8>?
+        var length = 0
+        guard tiff.withUnsafeBufferPointer({ photoledger_exif_recover($0.baseAddress, $0.count, &result, &length) }) == 0, let result
+        else { return nil }
+        defer { photoledger_exif_recovered_free(result) }
+        return Array(UnsafeBufferPointer(start: result, count: length))
     }
 
     private static func orientation(_ content: UnsafeMutablePointer<ExifContent>?, order: ExifByteOrder) -> ImageOrientation? {

@@ -68,6 +68,23 @@ struct MetadataTests {
         #expect(info.creationDate == Samples.creationDate)
     }
 
+    @Test("an EXIF block larger than libexif reads (its Exif IFD past 64 KB) is read through libexiv2")
+    func exifPastLibexifLimit() throws {
+        // TIFF, little-endian: IFD0 holds only the pointer to an Exif IFD placed at 70,000,
+        // which holds DateTimeOriginal.
+        func le16(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF)] }
+        func le32(_ value: Int) -> [UInt8] { le16(value & 0xFFFF) + le16(value >> 16) }
+        let exifIFD = 70_000
+        var tiff = Array("II*".utf8) + [0] + le32(8) + le16(1) + le16(0x8769) + le16(4) + le32(1) + le32(exifIFD) + le32(0)
+        tiff += [UInt8](repeating: 0, count: exifIFD - tiff.count)
+        let text = Array("2025:11:30 06:23:10".utf8) + [0]
+        tiff += le16(1) + le16(0x9003) + le16(2) + le32(text.count) + le32(exifIFD + 18) + le32(0) + text
+        let png = try Samples.still("png")
+        let withExif = Array(png[..<33]) + Samples.pngChunk("eXIf", tiff) + Array(png[33...])
+        let info = try MediaInspector.inspect(withExif, name: "large-exif.png")
+        #expect(info.creationDate == Samples.creationDate)
+    }
+
     @Test("EXIF of a HEIC made by libvips is read")
     func exifFromHEIC() throws {
         let exif = ExifWriter.payload(entries: ExifWriter.entries(creationDate: Samples.creationDate, location: Samples.location))
