@@ -117,6 +117,20 @@ struct MetadataTests {
         #expect(abs(location.latitude - 48.8583) < 1e-9 && abs(location.longitude - 2.2945) < 1e-9)
     }
 
+    @Test("a QuickTime movie with Apple's keys (ISO 6709 location, capture date with its offset) has both")
+    func movieAppleKeys() throws {
+        let bytes = try SyntheticMedia.movie(
+            width: 64, height: 48, duration: 1, quickTime: true,
+            metadata: [
+                "com.apple.quicktime.location.ISO6709": "+35.6586+139.7454+040.000/",
+                "com.apple.quicktime.creationdate": "2015-06-29T18:19:12+0100",
+            ], arguments: ["-movflags", "use_metadata_tags"])
+        let info = try MediaInspector.inspect(bytes, name: "IMG_0003.MOV")
+        let location = try #require(info.location)
+        #expect(abs(location.latitude - 35.6586) < 1e-9 && abs(location.longitude - 139.7454) < 1e-9 && location.altitude == 40)
+        #expect(info.creationDate == Date(timeIntervalSince1970: 1_435_598_352))
+    }
+
     @Test("a movie rotated a quarter turn (by exiftool) reports its size as shown")
     func movieRotation() throws {
         let movie = try SyntheticMedia.movie(width: 64, height: 48, duration: 1, quickTime: true)
