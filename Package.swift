@@ -26,6 +26,16 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CExif", pkgConfig: "libexif", providers: [.apt(["libexif-dev"])]),
+        .systemLibrary(name: "CVips", pkgConfig: "vips", providers: [.apt(["libvips-dev"])]),
+        .systemLibrary(
+            name: "CFFmpeg", pkgConfig: "libavformat", providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev"])]),
+
+        // libvips' loaders behind one non-variadic call per file, and its shared error buffer
+        // behind a lock, so that media validation can run on several threads.
+        .target(name: "CMediaDecoding", dependencies: ["CVips"]),
+
+        // EXIF blocks that libexif cannot read whole (past 64 KB), re-encoded by libexiv2.
+        .target(name: "CExifRecovery", linkerSettings: [.linkedLibrary("exiv2")]),
 
         // One Linux call Swift's Glibc module does not import (sync_file_range, a GNU extension).
         .target(name: "CFileSync"),
@@ -42,9 +52,10 @@ let package = Package(
             plugins: ["EmbedMigrations"]
         ),
 
-        // Media: format detection from bytes, metadata (EXIF via libexif, MP4 boxes), the
-        // content-addressed resource store, and image/video synthesis for demos and tests.
-        .target(name: "PhotoMedia", dependencies: ["LedgerCore", "CExif", "CZlib", "CFileSync"]),
+        // Media: format recognition and validation by decoding (libvips for stills, FFmpeg for
+        // videos), metadata (EXIF via libexif, movie metadata via FFmpeg), and the
+        // content-addressed resource store.
+        .target(name: "PhotoMedia", dependencies: ["LedgerCore", "CExif", "CExifRecovery", "CFileSync", "CMediaDecoding", "CFFmpeg"]),
 
         // The public library API: PhotoKit semantics over the event log.
         .target(name: "PhotoLedger", dependencies: ["LedgerCore", "LedgerStore", "PhotoMedia"]),
@@ -86,8 +97,8 @@ let package = Package(
         .executableTarget(
             name: "photoledger-bench",
             dependencies: [
-                "CommandLineParsing", "LedgerCore", "LedgerStore", "CBaseline", "PhotoMedia", "PhotoLedger", "PhotoLedgerServer", "PhotoLedgerSync",
-                "SyncProtocol", "SyncTransport",
+                "CommandLineParsing", "LedgerCore", "LedgerStore", "CBaseline", "PhotoMedia", "MediaSynthesis", "PhotoLedger", "PhotoLedgerServer",
+                "PhotoLedgerSync", "SyncProtocol", "SyncTransport",
             ],
             path: "Tools/photoledger-bench"
         ),
@@ -101,8 +112,17 @@ let package = Package(
         ),
         .executableTarget(
             name: "photoledger-demo",
-            dependencies: ["LedgerCore", "PhotoMedia"],
+            dependencies: ["LedgerCore", "PhotoMedia", "MediaSynthesis"],
             path: "Tools/photoledger-demo"
+        ),
+
+        // Media made by the real encoders (libvips in process, the ffmpeg tool for movies) for
+        // tests, the demo and the benchmarks; no shipped library links it.
+        .target(name: "CMediaEncoding", dependencies: ["CVips", "CMediaDecoding"], path: "Tests/Support/CMediaEncoding"),
+        .target(
+            name: "MediaSynthesis",
+            dependencies: ["LedgerCore", "PhotoMedia", "CExif", "CMediaEncoding"],
+            path: "Tests/Support/MediaSynthesis"
         ),
 
         // Test support: a process that appends until killed (crash-safety tests).
@@ -113,28 +133,30 @@ let package = Package(
         ),
         .executableTarget(
             name: "library-crash-importer",
-            dependencies: ["LedgerCore", "PhotoLedger", "PhotoMedia"],
+            dependencies: ["LedgerCore", "PhotoLedger", "PhotoMedia", "MediaSynthesis"],
             path: "Tests/Support/library-crash-importer"
         ),
         .target(
             name: "PhotoLedgerTestSupport",
-            dependencies: ["LedgerCore", "PhotoLedger", "PhotoMedia"],
+            dependencies: ["LedgerCore", "PhotoLedger", "PhotoMedia", "MediaSynthesis"],
             path: "Tests/Support/PhotoLedgerTestSupport"
         ),
         .testTarget(
             name: "LedgerStoreTests",
             dependencies: ["LedgerCore", "LedgerStore", "ledger-crash-writer"]
         ),
-        .testTarget(name: "PhotoMediaTests", dependencies: ["LedgerCore", "PhotoMedia"]),
+        .testTarget(name: "PhotoMediaTests", dependencies: ["LedgerCore", "PhotoMedia", "MediaSynthesis", "CExif"]),
         .testTarget(
             name: "PhotoLedgerTests",
-            dependencies: ["LedgerCore", "LedgerStore", "PhotoLedger", "PhotoMedia", "PhotoLedgerTestSupport", "library-crash-importer"]
+            dependencies: [
+                "LedgerCore", "LedgerStore", "PhotoLedger", "PhotoMedia", "MediaSynthesis", "PhotoLedgerTestSupport", "library-crash-importer",
+            ]
         ),
         .testTarget(name: "SyncProtocolTests", dependencies: ["LedgerCore", "SyncProtocol"]),
         .testTarget(name: "SyncTransportTests", dependencies: ["SyncTransport"]),
         .testTarget(name: "CommandLineParsingTests", dependencies: ["CommandLineParsing"]),
         .testTarget(name: "PhotoLedgerServerTests", dependencies: ["LedgerCore", "LedgerStore", "PhotoLedgerServer", "SyncProtocol", "photoledger-server"]),
-        .testTarget(name: "ToolTests", dependencies: ["photoledger", "photoledger-server", "photoledger-demo", "LedgerCore", "LedgerStore", "PhotoMedia"]),
+        .testTarget(name: "ToolTests", dependencies: ["photoledger", "photoledger-server", "photoledger-demo", "LedgerCore", "LedgerStore", "PhotoMedia", "MediaSynthesis"]),
         .testTarget(
             name: "PhotoLedgerSyncTests",
             dependencies: [

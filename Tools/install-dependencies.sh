@@ -2,7 +2,10 @@
 # Installs the Debian packages PhotoLedger builds against, when they are missing.
 # Idempotent and quiet when everything is already installed.
 set -euo pipefail
-packages=(libsqlite3-dev libssl-dev zlib1g-dev libzstd-dev libcurl4-openssl-dev libmicrohttpd-dev libexif-dev pkg-config openssl)
+# libvips-dev and the FFmpeg libraries decode media, libexiv2-dev reads the EXIF blocks libexif
+# cannot; libvips-tools, ffmpeg and exiftool make and edit the media of tests, demo and benchmarks.
+packages=(libsqlite3-dev libssl-dev zlib1g-dev libzstd-dev libcurl4-openssl-dev libmicrohttpd-dev libexif-dev pkg-config openssl
+    libvips-dev libavformat-dev libavcodec-dev libavutil-dev libexiv2-dev libvips-tools ffmpeg libimage-exiftool-perl)
 missing=()
 for package in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then

@@ -25,17 +25,35 @@ public struct AssetImportOptions: Sendable {
     }
 }
 
-/// What a batch import did with one file.
+/// What a batch import did with one file. Every file ends in exactly one of these, with a
+/// reason for each that is not an asset; nothing of a file that is not an asset is stored.
 public enum AssetImportResult {
     /// The file is a new asset: a photo or a video, as its bytes say.
     case created(AssetCreationRequest)
     /// With ``AssetImportOptions/skipsDuplicates``: the file's bytes are already the photo or
     /// video of the asset with this local identifier, and no asset was created.
     case duplicate(of: String)
-    /// The file was not imported and nothing of it was stored: `.invalidResource` (not a
-    /// supported photo or video, damaged, empty, not a regular file) or `.missingResource`,
-    /// with the file's name and the reason in the message.
+    /// The file's bytes are no supported photo or video (an unknown format, an audio file, a
+    /// raw camera image, an AVIF image sequence…): the reason, prefixed with the file's name,
+    /// says what they look like.
+    case notMedia(reason: String)
+    /// The path was not read as media: it is not a regular file (a folder, a FIFO, a device,
+    /// a socket) or the system refused to open it (permissions); the reason says which.
+    case skipped(reason: String)
+    /// The file should have become an asset and could not: a photo or video the decoder refuses
+    /// (damaged, truncated, empty), a missing file (`.missingResource`), a full disk. The error
+    /// names the file and says what to do.
     case failed(PhotoLibraryError)
+
+    /// How a batch import ends for a file the media layer refused with `error`: not media,
+    /// skipped, or failed, as the error's ``MediaError/refusal`` says.
+    public static func refused(_ error: MediaError) -> AssetImportResult {
+        switch error.refusal {
+        case .notMedia: .notMedia(reason: error.description)
+        case .notRegularFile, .unreadable: .skipped(reason: error.description)
+        case .damaged, nil: .failed(PhotoLibrary.translate(error))
+        }
+    }
 
     /// The created asset's placeholder, or nil when no asset was created.
     public var placeholderForCreatedAsset: ObjectPlaceholder? {
@@ -50,10 +68,11 @@ extension LibraryChanges {
     /// the files are copied and hashed several at a time and their flushes to the disk are
     /// grouped (see `ResourceStore.importMedia(filesAt:transfer:concurrency:)`).
     ///
-    /// Each file is validated as ``createAsset(fromImageAt:options:)`` validates it, and a file
-    /// that fails (missing, unreadable, not a supported photo or video) is reported in its
-    /// result without stopping the others; nothing of it is stored. To make the batch all or
-    /// nothing, throw from the change block when a result is ``AssetImportResult/failed(_:)``.
+    /// Each file is validated as ``createAsset(fromImageAt:options:)`` validates it (decoded by
+    /// libvips or FFmpeg), and a file that is not media, not a readable regular file, or that
+    /// fails, is reported in its result without stopping the others; nothing of it is stored,
+    /// and a FIFO or device is never waited on. To make the batch all or nothing, throw from the
+    /// change block when a result is ``AssetImportResult/failed(_:)``.
     ///
     /// Every stored file and its name are on the disk before this returns, so the block's events
     /// never refer to bytes that are not: a crash before the commit leaves only unreferenced
@@ -72,7 +91,7 @@ extension LibraryChanges {
             let imported: ImportedResource
             switch result {
             case .failure(let error):
-                results.append(.failed(PhotoLibrary.translate(error)))
+                results.append(.refused(error))
                 continue
             case .success(let value):
                 imported = value

@@ -90,7 +90,7 @@ extension PhotoLibrary {
     /// Turns a media-layer failure into the library's error.
     static func translate(_ error: MediaError) -> PhotoLibraryError {
         switch error.kind {
-        case .invalidResource: return PhotoLibraryError(.invalidResource, "\(error): nothing was saved; use a JPEG, PNG, GIF, HEIC, WebP, MP4 or QuickTime file")
+        case .invalidResource: return PhotoLibraryError(.invalidResource, "\(error); nothing was saved")
         case .missingResource: return PhotoLibraryError(.missingResource, "\(error)")
         case .corruptedResource: return PhotoLibraryError(.invalidResource, "\(error)")
         case .fileSystem:

@@ -17,8 +17,7 @@ struct StagedFile: Sendable {
 }
 
 extension ResourceStore {
-    /// Bytes read, hashed and written per step by a batch; a photo up to this size is also
-    /// validated from memory instead of being read back.
+    /// Bytes read, hashed and written per step by a batch.
     static let batchChunkSize = 4 << 20
 
     /// Writeback of a large file starts every time this many more bytes have been written.
@@ -124,12 +123,7 @@ extension ResourceStore {
         }
         var info: MediaInfo?
         if validates {
-            if written.size <= Int64(buffer.bytes.count) {  // the whole file is in the buffer: exactly the bytes written
-                info = try MediaInspector.inspect(
-                    BufferByteSource(UnsafeRawBufferPointer(rebasing: buffer.bytes[0..<Int(written.size)])), name: name)
-            } else {
-                info = try MediaInspector.inspect(FileByteSource(path: temporary, name: name), name: name)
-            }
+            info = try MediaInspector.inspect(path: temporary, name: name)  // exactly the bytes written, from the page cache
         }
         let hash = Hex.encode(written.digest)
         if isStored(hash, size: written.size) {

@@ -151,7 +151,7 @@ public final class ResourceStore: Sendable {
     public func importMedia(fileAt url: URL, transfer: FileTransfer = .copy) throws(MediaError) -> ImportedResource {
         let name = url.lastPathComponent
         let validate = { (path: String) throws(MediaError) in
-            try MediaInspector.inspect(FileByteSource(path: path, name: name), name: name)
+            try MediaInspector.inspect(path: path, name: name)
         }
         let result = try ingest(fileAt: url, transfer: transfer, validate: validate)
         return ImportedResource(resource: result.resource, info: result.info!)

@@ -1,6 +1,7 @@
 import Foundation
 import LedgerCore
 import PhotoLedger
+import MediaSynthesis
 import PhotoMedia
 
 /// A temporary directory for one test, removed when released.

@@ -1,7 +1,7 @@
 import Foundation
 import LedgerCore
 
-/// An 8-bit RGB raster, row by row, the input of the synthesizing encoders.
+/// An 8-bit RGB raster, row by row, the input of the encoders that make test and demo media.
 public struct RGBImage: Sendable, Equatable {
     /// Width in pixels (at least 1).
     public let width: Int
