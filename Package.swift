@@ -136,16 +136,18 @@ let package = Package(
             dependencies: ["LedgerCore", "PhotoLedger", "PhotoMedia", "MediaSynthesis"],
             path: "Tests/Support/library-crash-importer"
         ),
+        // Test helpers every test target shares: temporary directories, how much randomized testing to run.
+        .target(name: "TestSupportKit", path: "Tests/Support/TestSupportKit"),
         .target(
             name: "PhotoLedgerTestSupport",
-            dependencies: ["LedgerCore", "PhotoLedger", "PhotoMedia", "MediaSynthesis"],
+            dependencies: ["LedgerCore", "PhotoLedger", "PhotoMedia", "MediaSynthesis", "TestSupportKit"],
             path: "Tests/Support/PhotoLedgerTestSupport"
         ),
         .testTarget(
             name: "LedgerStoreTests",
-            dependencies: ["LedgerCore", "LedgerStore", "ledger-crash-writer"]
+            dependencies: ["LedgerCore", "LedgerStore", "TestSupportKit", "ledger-crash-writer"]
         ),
-        .testTarget(name: "PhotoMediaTests", dependencies: ["LedgerCore", "PhotoMedia", "MediaSynthesis", "CExif"]),
+        .testTarget(name: "PhotoMediaTests", dependencies: ["LedgerCore", "PhotoMedia", "MediaSynthesis", "CExif", "TestSupportKit"]),
         .testTarget(
             name: "PhotoLedgerTests",
             dependencies: [
@@ -153,9 +155,11 @@ let package = Package(
             ]
         ),
         .testTarget(name: "SyncProtocolTests", dependencies: ["LedgerCore", "SyncProtocol"]),
-        .testTarget(name: "SyncTransportTests", dependencies: ["SyncTransport"]),
+        .testTarget(name: "SyncTransportTests", dependencies: ["SyncTransport", "TestSupportKit"]),
         .testTarget(name: "CommandLineParsingTests", dependencies: ["CommandLineParsing"]),
-        .testTarget(name: "PhotoLedgerServerTests", dependencies: ["LedgerCore", "LedgerStore", "PhotoLedgerServer", "SyncProtocol", "photoledger-server"]),
+        .testTarget(
+            name: "PhotoLedgerServerTests", dependencies: ["LedgerCore", "LedgerStore", "PhotoLedgerServer", "SyncProtocol", "TestSupportKit", "photoledger-server"]
+        ),
         .testTarget(name: "ToolTests", dependencies: ["photoledger", "photoledger-server", "photoledger-demo", "LedgerCore", "LedgerStore", "PhotoMedia", "MediaSynthesis"]),
         .testTarget(
             name: "PhotoLedgerSyncTests",

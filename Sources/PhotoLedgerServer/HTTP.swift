@@ -19,7 +19,7 @@ public struct RequestHead: Sendable, Hashable {
     public var acceptsGzip: Bool
     /// Whether `Accept-Encoding` lists zstd (not with `q=0`): preferred to gzip for large bodies.
     public var acceptsZstd: Bool
-    /// Whether `Accept` lists the binary event page (``SyncProtocol/EventPage/contentType``, not
+    /// Whether `Accept` lists the binary event page (`EventPage.contentType`, not
     /// with `q=0`): pulls are then answered in that form rather than JSON.
     public var acceptsEventPages: Bool
     /// The query arguments the routes use (`since`, `limit`).

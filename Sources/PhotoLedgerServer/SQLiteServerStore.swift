@@ -17,7 +17,9 @@ public final class SQLiteServerStore: ServerStore {
 
     /// Opens (creating and migrating when needed) the server database at `path`.
     ///
-    /// - Parameter readerCount: read-only connections for pulls and lookups.
+    /// - Parameters:
+    ///   - path: The database file.
+    ///   - readerCount: Read-only connections for pulls and lookups.
     public init(path: String, readerCount: Int = 4) throws {
         self.path = path
         writer = try DatabaseQueue(path: path)

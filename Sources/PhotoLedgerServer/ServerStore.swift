@@ -88,7 +88,7 @@ public struct ServerEvent: Sendable, Hashable {
     /// The chain value after it: SHA-256(previous chain value ‖ canonical bytes).
     public var chainHash: [UInt8]
     /// Its content hash (SHA-256 of the canonical bytes) as stored at push, or nil when the store
-    /// does not hold it (the event's ``LedgerStore/Event/contentHash`` is then computed).
+    /// does not hold it (the event's `Event.contentHash` is then computed).
     public var contentHash: [UInt8]?
 
     /// Creates a server event.

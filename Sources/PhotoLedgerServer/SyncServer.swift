@@ -7,7 +7,7 @@ import SyncProtocol
 /// The version reported by `GET /v1/health`.
 public let photoLedgerServerVersion = "0.1.0"
 
-/// The sync server: the protocol of ``SyncProtocol`` over HTTP/1.1, served by libmicrohttpd
+/// The sync server: the protocol of `SyncProtocol` over HTTP/1.1, served by libmicrohttpd
 /// with a thread pool.
 ///
 /// ```swift

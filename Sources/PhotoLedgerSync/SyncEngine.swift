@@ -84,7 +84,7 @@ public final class SyncEngine: Sendable {
         public var downloadResourcesEagerly = true
         /// Compress request bodies larger than this many bytes.
         public var gzipThreshold = 1024
-        /// Ask for pull pages in the binary form (``SyncProtocol/EventPage``), which costs both
+        /// Ask for pull pages in the binary form (`EventPage`), which costs both
         /// sides far less than JSON. A server that does not offer it answers JSON, which is read
         /// as well; false asks for JSON only.
         public var requestsEventPages = true

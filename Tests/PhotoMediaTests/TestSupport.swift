@@ -1,30 +1,8 @@
 import Foundation
+@_exported import TestSupportKit
 import LedgerCore
 import MediaSynthesis
 import PhotoMedia
-
-/// A temporary directory for one test, removed when the value is released.
-final class TemporaryDirectory {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("photomedia-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-
-    /// A URL inside the directory.
-    func file(_ name: String) -> URL { url.appendingPathComponent(name) }
-
-    /// Writes `bytes` to a file named `name` and returns its URL.
-    @discardableResult
-    func write(_ bytes: [UInt8], to name: String) throws -> URL {
-        let url = file(name)
-        try Data(bytes).write(to: url)
-        return url
-    }
-}
 
 /// Small files made by the real encoders, and ways to damage them.
 enum Samples {
