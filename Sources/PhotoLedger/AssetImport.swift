@@ -62,6 +62,30 @@ public enum AssetImportResult {
     }
 }
 
+/// Files copied (or moved), hashed and validated into a library's resource store, ready to
+/// become assets in a change block (``LibraryChanges/importAssets(_:)``). Staging takes no lock of
+/// the library: fetches, syncs and other change blocks go on while files are copied and decoded,
+/// and the change block that uses them only records events.
+///
+/// Staged bytes that no change block turns into assets (the block threw, or was never run) are
+/// unreferenced, and ``PhotoLibrary/collectGarbage(gracePeriod:)`` removes them.
+public struct StagedImport: Sendable {
+    /// The files, in the order given.
+    public let urls: [URL]
+    /// The options they were staged with.
+    public let options: AssetImportOptions
+    let stored: [Result<ImportedResource, MediaError>]
+}
+
+extension PhotoLibrary {
+    /// Copies (or moves), hashes and validates `urls` into the resource store, outside any change
+    /// block, several files at a time; see ``StagedImport``.
+    public func stageImport(fromFilesAt urls: [URL], options: AssetImportOptions = AssetImportOptions()) -> StagedImport {
+        let stored = resources.importMedia(filesAt: urls, transfer: options.shouldMoveFile ? .move : .copy, concurrency: options.concurrency)
+        return StagedImport(urls: urls, options: options, stored: stored)
+    }
+}
+
 extension LibraryChanges {
     /// Creates one asset from each file, a photo or a video as its bytes say, storing the files
     /// as one batch: much faster than one ``createAsset(fromImageAt:options:)`` per file, because
@@ -82,8 +106,15 @@ extension LibraryChanges {
     /// - Returns: One result per file, in the order of `urls`; the assets are created in that order.
     public func importAssets(fromFilesAt urls: [URL], options: AssetImportOptions = AssetImportOptions()) throws -> [AssetImportResult] {
         try checkValid("importAssets")
-        let stored = library.resources.importMedia(
-            filesAt: urls, transfer: options.shouldMoveFile ? .move : .copy, concurrency: options.concurrency)
+        return try importAssets(library.stageImport(fromFilesAt: urls, options: options))
+    }
+
+    /// Creates one asset from each file staged by ``PhotoLibrary/stageImport(fromFilesAt:options:)``:
+    /// the same results as ``importAssets(fromFilesAt:options:)``, with the copying and decoding
+    /// done before the change block began.
+    public func importAssets(_ staged: StagedImport) throws -> [AssetImportResult] {
+        try checkValid("importAssets")
+        let (urls, stored, options) = (staged.urls, staged.stored, staged.options)
         var createdInBatch: [String: String] = [:]  // hash → local identifier, for add-only access
         var results: [AssetImportResult] = []
         results.reserveCapacity(urls.count)
@@ -119,7 +150,7 @@ extension LibraryChanges {
         let id = try database.firstRow(
             """
             SELECT r.asset_id FROM asset_resources r JOIN assets a ON a.asset_id = r.asset_id
-            WHERE r.sha256 = ? AND r.type IN (1, 2) AND a.created = 1 AND a.purged = 0
+            WHERE r.sha256 = ? AND r.type IN \(ResourceType.primarySQL) AND a.created = 1 AND a.purged = 0
                 AND (? = 0 OR a.asset_id IN (SELECT asset_id FROM limited_selection))
             ORDER BY a.created_hlc, a.asset_id LIMIT 1
             """, [Hex.decode(hash)!, access == .limited ? 1 : 0]

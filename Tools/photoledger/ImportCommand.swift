@@ -234,8 +234,10 @@ struct ImportCommand {
         let album = self.album
         let options = AssetImportOptions(shouldMoveFile: move, skipsDuplicates: true)
         do {
+            // The files are copied and decoded before the change block, which then only records events.
+            let staged = library.stageImport(fromFilesAt: block.map(\.url), options: options)
             results = try library.performChangesAndWait { changes in
-                let imported = try changes.importAssets(fromFilesAt: block.map(\.url), options: options)
+                let imported = try changes.importAssets(staged)
                 let created = imported.compactMap(\.placeholderForCreatedAsset)
                 if let album, !created.isEmpty {
                     try album.changeRequest(in: changes).addAssets(created)
