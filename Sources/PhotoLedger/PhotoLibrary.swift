@@ -60,6 +60,8 @@ public final class PhotoLibrary: Sendable {
     let observers: ObserverRegistry
     /// The content-addressed store of resource bytes, in a directory beside the library file.
     let resources: ResourceStore
+    /// The archive of a compacted library, opened once.
+    let archiveConnection = ArchiveConnection()
     /// Fetches a missing resource (set by the sync engine: downloads the blob).
     let resourceFetcher = Hook<@Sendable (String) throws -> Void>()
     /// The shared library this replica is bound to, and the token's scope (cached from
