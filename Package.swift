@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .library(name: "LedgerCore", targets: ["LedgerCore"]),
         .library(name: "LedgerStore", targets: ["LedgerStore"]),
+        .library(name: "LedgerCrypto", targets: ["LedgerCrypto"]),
         .library(name: "PhotoLedger", targets: ["PhotoLedger"]),
         .library(name: "PhotoLedgerSync", targets: ["PhotoLedgerSync"]),
         .library(name: "PhotoLedgerServer", targets: ["PhotoLedgerServer"]),
@@ -26,6 +27,7 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CExif", pkgConfig: "libexif", providers: [.apt(["libexif-dev"])]),
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CVips", pkgConfig: "vips", providers: [.apt(["libvips-dev"])]),
         .systemLibrary(
             name: "CFFmpeg", pkgConfig: "libavformat", providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev"])]),
@@ -44,6 +46,10 @@ let package = Package(
         // canonical bytes, the hash chain, the hybrid logical clock, identifiers, SHA-256, byte
         // coding, event type names, locations.
         .target(name: "LedgerCore", dependencies: ["CCrypto"]),
+
+        // End-to-end encryption's primitives over libsodium: AEAD, sealed boxes, keyed hashes, key
+        // derivation, streamed encryption of files, recovery keys.
+        .target(name: "LedgerCrypto", dependencies: ["LedgerCore", "CSodium"]),
 
         // The store: SQLite connection, migrations, append-only event log.
         .target(
