@@ -26,6 +26,7 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CExif", pkgConfig: "libexif", providers: [.apt(["libexif-dev"])]),
+        .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
         // One Linux call Swift's Glibc module does not import (sync_file_range, a GNU extension).
         .target(name: "CFileSync"),
@@ -55,8 +56,9 @@ let package = Package(
         // HTTP client transport over libcurl, behind a small protocol.
         .target(name: "SyncTransport", dependencies: ["CCurl"]),
 
-        // The sync server: HTTP over libmicrohttpd, embedded server store, auth, blobs.
-        .target(name: "PhotoLedgerServer", dependencies: ["LedgerCore", "LedgerStore", "SyncProtocol", "CMicroHTTPD", "CZlib"]),
+        // The sync server: HTTP over libmicrohttpd, server stores (embedded SQLite, PostgreSQL over
+        // libpq), auth, blobs (a directory, or S3-compatible storage over libcurl).
+        .target(name: "PhotoLedgerServer", dependencies: ["LedgerCore", "LedgerStore", "SyncProtocol", "CMicroHTTPD", "CZlib", "CPostgres"]),
 
         // The sync engine: push, pull, blobs, conflict handling through the library's fold.
         .target(name: "PhotoLedgerSync", dependencies: ["LedgerCore", "LedgerStore", "PhotoLedger", "SyncProtocol", "SyncTransport"]),
