@@ -58,7 +58,7 @@ let package = Package(
 
         // The sync server: HTTP over libmicrohttpd, server stores (embedded SQLite, PostgreSQL over
         // libpq), auth, blobs (a directory, or S3-compatible storage over libcurl).
-        .target(name: "PhotoLedgerServer", dependencies: ["LedgerCore", "LedgerStore", "SyncProtocol", "CMicroHTTPD", "CZlib", "CPostgres"]),
+        .target(name: "PhotoLedgerServer", dependencies: ["LedgerCore", "LedgerStore", "SyncProtocol", "CMicroHTTPD", "CZlib", "CPostgres", "CCurl"]),
 
         // The sync engine: push, pull, blobs, conflict handling through the library's fold.
         .target(name: "PhotoLedgerSync", dependencies: ["LedgerCore", "LedgerStore", "PhotoLedger", "SyncProtocol", "SyncTransport"]),

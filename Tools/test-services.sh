@@ -6,8 +6,10 @@
 #   - a PostgreSQL cluster made with initdb in a new temporary folder, run as an unprivileged user
 #     (the `postgres` account when the shell is root), listening only on a Unix socket in that
 #     folder, fsync on; exports PHOTOLEDGER_TEST_POSTGRES_URL;
-#   - an S3-compatible server (moto, from PyPI) on a free loopback port; exports
-#     PHOTOLEDGER_TEST_S3_ENDPOINT.
+#   - an S3-compatible server (moto, from PyPI) on a free loopback port that checks every
+#     request's Signature Version 4 against an access key made for the tests; exports
+#     PHOTOLEDGER_TEST_S3_ENDPOINT, PHOTOLEDGER_TEST_S3_ACCESS_KEY_ID and
+#     PHOTOLEDGER_TEST_S3_SECRET_ACCESS_KEY.
 # stop_test_services stops both and removes the folder; test.sh calls it from an EXIT trap, so it
 # runs on failure too.
 
@@ -63,7 +65,9 @@ free_loopback_port() {
 start_test_s3() {
     local port tries=0
     port="$(free_loopback_port)"
-    "$test_services_python" -m moto.server -H 127.0.0.1 -p "$port" >"$test_services_root/s3.log" 2>&1 &
+    # The first three requests (the IAM user, its key and its policy below) go unchecked; every
+    # later one must carry a valid signature.
+    INITIAL_NO_AUTH_ACTION_COUNT=3 "$test_services_python" -m moto.server -H 127.0.0.1 -p "$port" >"$test_services_root/s3.log" 2>&1 &
     test_services_s3_pid=$!
     until "$test_services_python" -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/moto-api/')" >/dev/null 2>&1; do
         tries=$((tries + 1))
@@ -74,7 +78,22 @@ start_test_s3() {
         fi
         sleep 0.2
     done
+    local keys
+    keys="$("$test_services_python" - "$port" <<'PYTHON'
+import json, sys
+import boto3
+iam = boto3.client("iam", endpoint_url=f"http://127.0.0.1:{sys.argv[1]}", region_name="us-east-1",
+                   aws_access_key_id="setup", aws_secret_access_key="setup")
+iam.create_user(UserName="photoledger-tests")
+key = iam.create_access_key(UserName="photoledger-tests")["AccessKey"]
+iam.put_user_policy(UserName="photoledger-tests", PolicyName="s3", PolicyDocument=json.dumps(
+    {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}))
+print(key["AccessKeyId"], key["SecretAccessKey"])
+PYTHON
+)" || { cat "$test_services_root/s3.log" >&2; return 1; }
     export PHOTOLEDGER_TEST_S3_ENDPOINT="http://127.0.0.1:$port"
+    export PHOTOLEDGER_TEST_S3_ACCESS_KEY_ID="${keys%% *}"
+    export PHOTOLEDGER_TEST_S3_SECRET_ACCESS_KEY="${keys#* }"
     echo "S3-compatible server (moto) for the tests: $PHOTOLEDGER_TEST_S3_ENDPOINT" >&2
 }
 
