@@ -44,7 +44,7 @@ struct ServerDatabase: ParsableArguments {
     @Option(
         help: ArgumentHelp(
             "The server database: a SQLite file (created when missing) or postgresql://USER@HOST:PORT/NAME (default: $\(environment)).",
-            valueName: "path|url"))
+            valueName: "path"))
     var db: String?
 
     func validate() throws {
@@ -55,7 +55,7 @@ struct ServerDatabase: ParsableArguments {
     func path() throws -> String {
         if let db, !db.isEmpty { return db }
         if let value = ProcessInfo.processInfo.environment[Self.environment], !value.isEmpty { return value }
-        throw ValidationError("missing '--db <path|url>' (or set \(Self.environment))")
+        throw ValidationError("missing '--db <path>' (or set \(Self.environment))")
     }
 
     /// Whether the database is a PostgreSQL URL rather than a SQLite file.
@@ -132,7 +132,7 @@ struct Serve: ParsableCommand {
             "The blob directory (created when missing), or s3://BUCKET/PREFIX: S3-compatible storage configured by "
                 + "PHOTOLEDGER_S3_ENDPOINT, PHOTOLEDGER_S3_ADDRESSING (path|virtual), AWS_REGION, AWS_ACCESS_KEY_ID, "
                 + "AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN.",
-            valueName: "dir|url"))
+            valueName: "dir"))
     var blobs: BlobLocation
 
     @Option(help: ArgumentHelp("The IPv4 address and port; port 0 picks a free port.", valueName: "host:port"))
