@@ -109,6 +109,7 @@ extension Database: MigrationTarget {
     /// The database file.
     public var migrationLocation: String { path }
 
+    /// The migrations recorded in the file (none in a read-only file without the table).
     public func recordedMigrations() throws -> [RecordedMigration] {
         let exists = try firstRow("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'ledger_migrations'") { _ in true }
         if exists == nil {
@@ -129,6 +130,7 @@ extension Database: MigrationTarget {
         }
     }
 
+    /// Runs the migration and records it in one transaction.
     public func apply(_ migration: Migration, at milliseconds: Int64) throws {
         try inTransaction {
             try execute(migration.sql)

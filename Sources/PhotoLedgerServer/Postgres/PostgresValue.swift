@@ -2,7 +2,7 @@ import Foundation
 import LedgerCore
 
 /// The PostgreSQL types the server store binds and reads, by their type identifiers (OIDs).
-public enum PostgresType: UInt32, Sendable, Hashable {
+enum PostgresType: UInt32, Sendable, Hashable {
     /// `boolean`.
     case bool = 16
     /// `bytea`: binary data.
@@ -33,7 +33,7 @@ public enum PostgresType: UInt32, Sendable, Hashable {
 }
 
 /// A statement parameter, sent in PostgreSQL's binary format: never interpolated into SQL.
-public enum PostgresValue: Sendable, Hashable {
+enum PostgresValue: Sendable, Hashable {
     /// A `bigint`.
     case int64(Int64)
     /// A `text`.
