@@ -36,13 +36,21 @@ final class PostgresPushTransaction: PushTransaction {
     private var pendingRejections: [(id: UUID, deviceSequence: Int64, reason: String)] = []
     private var pendingRejectionByID: [UUID: String] = [:]
 
+    /// The first key of the push locks (`pg_advisory_xact_lock(space, library)`); the migrator's
+    /// lock uses the one-key form, so the two never meet.
+    static let advisoryLockSpace: Int32 = 0x504C_5055  // "PLPU"
+
     init(connection: PostgresConnection, library: Int64, device: DeviceID, at receivedAt: Int64) throws {
         self.connection = connection
         self.library = library
         self.device = device
         self.receivedAt = receivedAt
-        // FOR NO KEY UPDATE: pushes to the library wait for each other, while inserts that only
-        // reference the library (blobs, devices of a pull) do not wait for the push.
+        // Pushes to the library queue first on a transaction-level advisory lock of the library:
+        // PostgreSQL grants it to one waiter at a time, in order, where waiters on a row lock
+        // would all wake at every commit and race for the row again. The row lock that follows
+        // is what keeps the head consistent (FOR NO KEY UPDATE: inserts that only reference the
+        // library, blobs and devices of a pull, do not wait for the push).
+        _ = try connection.query("SELECT pg_advisory_xact_lock($1, $2)", [.int32(Self.advisoryLockSpace), .int32(Int32(truncatingIfNeeded: library))])
         let row = try connection.query("SELECT last_seq, last_hash FROM libraries WHERE library_id = $1 FOR NO KEY UPDATE", [.int64(library)])
         guard row.count > 0 else { throw ServerStoreError("library \(library) no longer exists") }
         head = LibraryHead(sequence: row.int64(0, 0), chainHash: row.bytes(0, 1))

@@ -63,6 +63,8 @@ public final class PostgresServerStore: ServerStore {
                 sessionSettings: [
                     ("statement_timeout", "\(milliseconds)"), ("synchronous_commit", options.synchronousCommit),
                     ("idle_in_transaction_session_timeout", "\(max(milliseconds, 1000) * 2)"),
+                    // No NOTICE lines on standard error (`CREATE TABLE IF NOT EXISTS` of the migrator).
+                    ("client_min_messages", "warning"),
                 ]))
         try pool.withConnection { connection in
             let version = connection.serverVersion

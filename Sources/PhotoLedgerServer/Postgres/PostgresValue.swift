@@ -9,6 +9,8 @@ enum PostgresType: UInt32, Sendable, Hashable {
     case bytea = 17
     /// `bigint`.
     case int8 = 20
+    /// `integer`.
+    case int4 = 23
     /// `text`.
     case text = 25
     /// `boolean[]`.
@@ -36,6 +38,8 @@ enum PostgresType: UInt32, Sendable, Hashable {
 enum PostgresValue: Sendable, Hashable {
     /// A `bigint`.
     case int64(Int64)
+    /// An `integer`.
+    case int32(Int32)
     /// A `text`.
     case text(String)
     /// A `bytea`.
@@ -57,6 +61,7 @@ enum PostgresValue: Sendable, Hashable {
     var type: PostgresType {
         switch self {
         case .int64: return .int8
+        case .int32: return .int4
         case .text: return .text
         case .bytes: return .bytea
         case .bool: return .bool
@@ -69,6 +74,7 @@ enum PostgresValue: Sendable, Hashable {
     func encode(into buffer: inout [UInt8]) -> Bool {
         switch self {
         case .int64(let value): buffer.appendBigEndian(UInt64(bitPattern: value))
+        case .int32(let value): buffer.appendBigEndian(UInt32(bitPattern: value))
         case .text(let value): buffer.append(contentsOf: value.utf8)
         case .bytes(let value): buffer.append(contentsOf: value)
         case .bool(let value): buffer.append(value ? 1 : 0)
