@@ -38,6 +38,7 @@ let package = Package(
 
         // EXIF blocks that libexif cannot read whole (past 64 KB), re-encoded by libexiv2.
         .target(name: "CExifRecovery", linkerSettings: [.linkedLibrary("exiv2")]),
+        .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
         // One Linux call Swift's Glibc module does not import (sync_file_range, a GNU extension).
         .target(name: "CFileSync"),
@@ -72,8 +73,9 @@ let package = Package(
         // HTTP client transport over libcurl, behind a small protocol.
         .target(name: "SyncTransport", dependencies: ["CCurl"]),
 
-        // The sync server: HTTP over libmicrohttpd, embedded server store, auth, blobs.
-        .target(name: "PhotoLedgerServer", dependencies: ["LedgerCore", "LedgerStore", "SyncProtocol", "CMicroHTTPD", "CZlib"]),
+        // The sync server: HTTP over libmicrohttpd, server stores (embedded SQLite, PostgreSQL over
+        // libpq), auth, blobs (a directory, or S3-compatible storage over libcurl).
+        .target(name: "PhotoLedgerServer", dependencies: ["LedgerCore", "LedgerStore", "SyncProtocol", "CMicroHTTPD", "CZlib", "CPostgres", "CCurl"]),
 
         // The sync engine: push, pull, blobs, conflict handling through the library's fold.
         .target(name: "PhotoLedgerSync", dependencies: ["LedgerCore", "LedgerStore", "PhotoLedger", "SyncProtocol", "SyncTransport"]),

@@ -10,9 +10,20 @@
 #
 # The transport's timeout tests compare elapsed time with a timeout: they run alone, after the
 # others, so nothing else on a small machine delays them.
+#
+# The server's PostgreSQL and S3 tests get a throwaway PostgreSQL cluster and a local
+# S3-compatible server (Tools/test-services.sh), stopped at the end, also on failure. Set
+# PHOTOLEDGER_TEST_SERVICES=0 to run without them: those tests then say they were skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash Tools/install-dependencies.sh
+if [ "${PHOTOLEDGER_TEST_SERVICES:-1}" = "0" ]; then
+    bash Tools/install-dependencies.sh
+else
+    test_services_python="$(bash Tools/install-dependencies.sh --test-services | tail -n 1)"
+    source Tools/test-services.sh
+    trap stop_test_services EXIT
+    start_test_services
+fi
 swift build --build-tests -Xswiftc -warnings-as-errors --explicit-target-dependency-import-check error
 full=false
 if [ "${CI:-}" = "true" ] || [ "${PHOTOLEDGER_FULL_TESTS:-}" = "1" ]; then full=true; fi

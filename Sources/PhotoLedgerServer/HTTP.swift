@@ -68,6 +68,8 @@ public struct HTTPResponse: Sendable {
         case bytes([UInt8])
         /// An open file, streamed by the HTTP layer, which closes it.
         case file(descriptor: Int32, size: Int64)
+        /// Bytes read piece by piece while they are sent (a blob from S3-compatible storage).
+        case stream(any BlobStream)
     }
 
     /// The status code.

@@ -18,8 +18,8 @@ public enum RequestBodySink {
     case none
     /// A JSON body kept in memory (inflated when gzip), up to a limit.
     case json(RequestBody)
-    /// A blob streamed to a temporary file and hashed.
-    case blob(BlobUpload)
+    /// A blob streamed to the blob store and hashed.
+    case blob(any BlobUpload)
 
     /// Takes a chunk of the body.
     public func append(_ chunk: UnsafeRawBufferPointer) throws(HTTPError) {
@@ -94,11 +94,11 @@ public final class RequestBody {
 /// validation, and every endpoint. ``SyncServer`` feeds it from libmicrohttpd.
 public final class SyncRequestHandler: Sendable {
     let configuration: SyncServer.Configuration
-    let blobs: BlobDirectory
+    let blobs: any BlobStore
 
     init(configuration: SyncServer.Configuration) throws {
         self.configuration = configuration
-        self.blobs = try BlobDirectory(root: configuration.blobDirectory)
+        self.blobs = try configuration.blobStore ?? BlobDirectory(root: configuration.blobDirectory)
     }
 
     private var store: any ServerStore { configuration.store }
@@ -193,9 +193,9 @@ public final class SyncRequestHandler: Sendable {
         if request.route.takesJSONBody {
             return .json(try RequestBody(limit: configuration.maximumEventBodyBytes, gzip: request.head.contentEncoding?.lowercased() == "gzip"))
         }
-        if case .blob(_, _, "PUT") = request.route {
+        if case .blob(_, let hash, "PUT") = request.route {
             do {
-                return .blob(try blobs.beginUpload(limit: configuration.maximumBlobBytes))
+                return .blob(try blobs.beginUpload(of: hash, limit: configuration.maximumBlobBytes))
             } catch {
                 log(.error, "blob storage failure", [.init("error", "\(error)")])
                 throw HTTPError(500, .internalError, "the server could not store the blob; retry later")
@@ -360,7 +360,7 @@ public final class SyncRequestHandler: Sendable {
         return .json(MissingBlobsResponse(missing: missing.map(Hex.encode)))
     }
 
-    private func storeBlob(_ upload: BlobUpload, hash: String, credential: Credential) throws -> HTTPResponse {
+    private func storeBlob(_ upload: any BlobUpload, hash: String, credential: Credential) throws -> HTTPResponse {
         do {
             _ = try upload.commit(as: hash)
         } catch .hashMismatch(let actual) {
@@ -376,11 +376,15 @@ public final class SyncRequestHandler: Sendable {
     private func serveBlob(_ hash: String, credential: Credential) throws -> HTTPResponse {
         let notFound = HTTPError.notFound("this library has no blob \(hash)")
         guard try store.blobSize(libraryID: credential.libraryID, hash: Hex.decode(hash)!) != nil else { throw notFound }
-        guard let file = blobs.open(hash) else {
-            log(.error, "blob file missing", [.init("hash", hash)])
+        let body: HTTPResponse.Body
+        switch try blobs.content(of: hash) {
+        case .file(let descriptor, let size)?: body = .file(descriptor: descriptor, size: size)
+        case .stream(let stream)?: body = .stream(stream)
+        case nil:
+            log(.error, "blob missing from the blob store", [.init("hash", hash)])
             throw notFound
         }
-        return HTTPResponse(status: 200, headers: [("Content-Type", "application/octet-stream")], body: .file(descriptor: file.descriptor, size: file.size))
+        return HTTPResponse(status: 200, headers: [("Content-Type", "application/octet-stream")], body: body)
     }
 
     func log(_ level: LogLevel, _ message: String, _ fields: [LogRecord.Field]) {

@@ -25,8 +25,10 @@ public final class SyncServer: @unchecked Sendable {
     public struct Configuration: Sendable {
         /// The store of libraries, tokens, events and the blob index.
         public var store: any ServerStore
-        /// The directory of blob files.
+        /// The directory of blob files (unless ``blobStore`` is set).
         public var blobDirectory: String
+        /// Where blobs are kept, in place of ``blobDirectory`` when set (S3-compatible storage).
+        public var blobStore: (any BlobStore)?
         /// The IPv4 address to listen on.
         public var host = "127.0.0.1"
         /// The port to listen on; 0 picks a free port (read it from ``SyncServer/port``).
@@ -202,6 +204,8 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer?, exch
     case .file(let descriptor, let size):
         handle = MHD_create_response_from_fd(Int(size), descriptor)
         if handle == nil { close(descriptor) }
+    case .stream(let stream):
+        handle = streamedResponse(stream)
     }
     guard let handle else { return .NO }
     defer { MHD_destroy_response(handle) }

@@ -47,6 +47,7 @@ struct PhotoledgerBench: ParsableCommand {
             Suite(prefixes: ["sync.apply"]) { [try SyncBenchmarks(quick: quick).applyFigure()] },
             Suite(prefixes: ["media"]) { try MediaBenchmarks(quick: quick).run() },
             Suite(prefixes: ["server", "codec"]) { try ServerBenchmarks(quick: quick).run() },
+            Suite(prefixes: ["scale"]) { try ScaleOutBenchmarks(quick: quick).run() },
             Suite(prefixes: ["audit"]) { try AuditBenchmarks(quick: quick).run() },
         ]
         var figures: [Figure] = []

@@ -15,7 +15,10 @@ struct PhotoledgerServer: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "photoledger-server",
         abstract: "The PhotoLedger sync server: serves libraries to devices over HTTP, and manages libraries and device tokens.",
-        discussion: "--db defaults to the \(ServerDatabase.environment) environment variable.",
+        discussion: """
+            --db defaults to the \(ServerDatabase.environment) environment variable: a SQLite file (the embedded
+            store), or a postgresql:// URL (the store several servers share).
+            """,
         version: photoLedgerServerVersion,
         subcommands: [Serve.self, Admin.self])
 
@@ -26,6 +29,8 @@ struct PhotoledgerServer: ParsableCommand {
         case let error as ServerStoreError: CommandFailure(error.message)
         case let error as DatabaseError: CommandFailure("cannot use the server database: \(error)")
         case let error as MigrationError: CommandFailure("\(error)")
+        case let error as PostgresError: CommandFailure("\(error)")
+        case let error as S3Error: CommandFailure("\(error)")
         default: CommandFailure("\(error); check the paths and permissions given")
         }
     }
@@ -36,7 +41,10 @@ struct ServerDatabase: ParsableArguments {
     /// The environment variable naming the default database.
     static let environment = "PHOTOLEDGER_SERVER_DB"
 
-    @Option(help: ArgumentHelp("The server database (created when missing; default: $\(environment)).", valueName: "path"))
+    @Option(
+        help: ArgumentHelp(
+            "The server database: a SQLite file (created when missing) or postgresql://USER@HOST:PORT/NAME (default: $\(environment)).",
+            valueName: "path"))
     var db: String?
 
     func validate() throws {
@@ -50,9 +58,38 @@ struct ServerDatabase: ParsableArguments {
         throw ValidationError("missing '--db <path>' (or set \(Self.environment))")
     }
 
-    /// Opens the database with one reader (the administration commands are short).
-    func openStore() throws -> SQLiteServerStore {
-        try SQLiteServerStore(path: try path(), readerCount: 1)
+    /// Whether the database is a PostgreSQL URL rather than a SQLite file.
+    static func isPostgres(_ location: String) -> Bool {
+        location.hasPrefix("postgresql://") || location.hasPrefix("postgres://")
+    }
+
+    /// Opens the store; `connections` bounds a PostgreSQL pool, `readers` the SQLite readers.
+    func openStore(connections: Int = 2, readers: Int = 1) throws -> any ServerStore {
+        let location = try path()
+        guard Self.isPostgres(location) else { return try SQLiteServerStore(path: location, readerCount: readers) }
+        var options = PostgresServerStore.Options()
+        options.maximumConnections = connections
+        return try PostgresServerStore(url: location, options: options)
+    }
+}
+
+/// `--blobs`: a directory, or S3-compatible storage.
+struct BlobLocation: ExpressibleByArgument, CustomStringConvertible {
+    let text: String
+
+    init?(argument: String) {
+        guard !argument.isEmpty else { return nil }
+        text = argument
+    }
+
+    static var valueExpectation: String { "a directory, or s3://BUCKET/PREFIX" }
+
+    var description: String { text }
+
+    /// The blob store: S3 (configured from the environment) for an s3:// URL, else a directory.
+    func open() throws -> any BlobStore {
+        guard text.hasPrefix("s3://") else { return try BlobDirectory(root: text) }
+        return try S3BlobStore(configuration: S3Configuration.fromEnvironment(text))
     }
 }
 
@@ -90,8 +127,13 @@ struct Serve: ParsableCommand {
 
     @OptionGroup var database: ServerDatabase
 
-    @Option(help: ArgumentHelp("The blob directory (created when missing).", valueName: "dir"))
-    var blobs: String
+    @Option(
+        help: ArgumentHelp(
+            "The blob directory (created when missing), or s3://BUCKET/PREFIX: S3-compatible storage configured by "
+                + "PHOTOLEDGER_S3_ENDPOINT, PHOTOLEDGER_S3_ADDRESSING (path|virtual), AWS_REGION, AWS_ACCESS_KEY_ID, "
+                + "AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN.",
+            valueName: "dir"))
+    var blobs: BlobLocation
 
     @Option(help: ArgumentHelp("The IPv4 address and port; port 0 picks a free port.", valueName: "host:port"))
     var listen = ListenAddress(argument: "127.0.0.1:8080")!
@@ -110,9 +152,11 @@ struct Serve: ParsableCommand {
     }
 
     func run() throws {
-        let path = try database.path()
         TerminationSignals.block()
-        var configuration = SyncServer.Configuration(store: try SQLiteServerStore(path: path), blobDirectory: blobs)
+        // A request holds one connection at a time: one per thread, and two for the rest.
+        let store = try database.openStore(connections: threads + 2, readers: 4)
+        var configuration = SyncServer.Configuration(store: store, blobDirectory: blobs.text)
+        configuration.blobStore = try blobs.open()
         configuration.host = listen.host
         configuration.port = listen.port
         configuration.threadCount = threads

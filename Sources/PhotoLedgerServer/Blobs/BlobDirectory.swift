@@ -5,7 +5,7 @@ import SyncProtocol
 /// Content-addressed blob files: `<root>/<first two hex digits>/<64 hex digits>`, written
 /// through a temporary file in `<root>/tmp` that is hashed while it is written, synced and then
 /// renamed into place, so a blob file is either complete and verified or absent.
-public struct BlobDirectory: Sendable {
+public struct BlobDirectory: BlobStore {
     /// The root directory.
     public let root: String
 
@@ -34,15 +34,20 @@ public struct BlobDirectory: Sendable {
         return (descriptor, Int64(status.st_size))
     }
 
-    /// Starts an upload into a new temporary file.
-    public func beginUpload(limit: Int64) throws -> BlobUpload {
-        try BlobUpload(directory: self, limit: limit)
+    /// Starts an upload into a new temporary file (named by its hash only at commit).
+    public func beginUpload(of hash: String, limit: Int64) throws -> any BlobUpload {
+        try BlobFileUpload(directory: self, limit: limit)
+    }
+
+    /// The blob's file, or nil when it is absent.
+    public func content(of hash: String) throws -> BlobContent? {
+        open(hash).map { .file(descriptor: $0.descriptor, size: $0.size) }
     }
 }
 
-/// A blob being uploaded: bytes go to a temporary file and into a SHA-256 as they arrive.
-/// The temporary file is removed unless ``commit(as:)`` moves it into place.
-public final class BlobUpload {
+/// A blob being uploaded into a directory: bytes go to a temporary file and into a SHA-256 as
+/// they arrive. The temporary file is removed unless ``commit(as:)`` moves it into place.
+public final class BlobFileUpload: BlobUpload {
     private let directory: BlobDirectory
     private let temporaryPath: String
     private var descriptor: Int32
@@ -50,16 +55,6 @@ public final class BlobUpload {
     private let limit: Int64
     /// The bytes received so far.
     public private(set) var size: Int64 = 0
-
-    /// Why an upload failed.
-    public enum Failure: Error, Equatable {
-        /// More bytes than the limit arrived.
-        case tooLarge(limit: Int64)
-        /// The bytes do not hash to the blob's name.
-        case hashMismatch(actual: String)
-        /// The file system failed.
-        case io(String)
-    }
 
     init(directory: BlobDirectory, limit: Int64) throws {
         self.directory = directory
@@ -79,7 +74,7 @@ public final class BlobUpload {
     }
 
     /// Writes and hashes a chunk.
-    public func append(_ chunk: UnsafeRawBufferPointer) throws(Failure) {
+    public func append(_ chunk: UnsafeRawBufferPointer) throws(BlobUploadFailure) {
         guard size + Int64(chunk.count) <= limit else { throw .tooLarge(limit: limit) }
         digest.update(chunk)
         var offset = 0
@@ -96,7 +91,7 @@ public final class BlobUpload {
 
     /// Checks the hash, syncs the file and renames it into place as `hash`.
     /// Returns false when an identical blob was already there (the new copy is dropped).
-    public func commit(as hash: String) throws(Failure) -> Bool {
+    public func commit(as hash: String) throws(BlobUploadFailure) -> Bool {
         let actual = Hex.encode(digest.finalizeAndReset())
         guard actual == hash else { throw .hashMismatch(actual: actual) }
         guard fsync(descriptor) == 0 else { throw .io("cannot sync a blob file: \(String(cString: strerror(errno)))") }
