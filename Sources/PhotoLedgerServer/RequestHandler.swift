@@ -276,13 +276,15 @@ public final class SyncRequestHandler: Sendable {
             throw HTTPError.forbidden("this token belongs to another device than '\(request.device)'; push with that device's own token")
         }
         let now = configuration.clock()
-        let limit = now &+ configuration.maximumClockSkewMilliseconds
+        // Saturating: a skew allowance beyond the clock's range allows every stamp.
+        let (sum, overflow) = now.addingReportingOverflow(configuration.maximumClockSkewMilliseconds)
+        let limit = overflow ? UInt64.max : sum
         var furthest: UInt64 = 0
         for case .valid(let event) in request.events where event.timestamp.milliseconds > limit {
             furthest = max(furthest, event.timestamp.milliseconds)
         }
         if furthest > 0 {
-            let ahead = (furthest - now) / 1000
+            let ahead = (furthest > now ? furthest - now : 0) / 1000
             throw HTTPError(
                 422, .clockSkew,
                 "an event's clock stamp is \(ahead) s ahead of the server clock (at most \(configuration.maximumClockSkewMilliseconds / 1000) s allowed); "
