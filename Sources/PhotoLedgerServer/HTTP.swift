@@ -44,6 +44,15 @@ public struct RequestHead: Sendable, Hashable {
     }
 }
 
+extension RequestHead {
+    /// The `Content-Encoding` as the header checks and the body reader both read it: lowercased,
+    /// without surrounding whitespace; nil when absent or empty.
+    public var bodyEncoding: String? {
+        guard let value = contentEncoding?.trimmingCharacters(in: .whitespaces).lowercased(), !value.isEmpty else { return nil }
+        return value
+    }
+}
+
 /// Whether an `Accept` or `Accept-Encoding` header value accepts `item` (a media type or a
 /// coding, in lowercase): listed by name, without `q=0`. Wildcards do not count: the forms
 /// this server chooses by are ones a client must name.

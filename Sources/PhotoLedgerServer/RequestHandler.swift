@@ -163,7 +163,7 @@ public final class SyncRequestHandler: Sendable {
     }
 
     private func checkBodyHeaders(_ head: RequestHead, route: Route) throws(HTTPError) {
-        let encoding = head.contentEncoding?.lowercased().trimmingCharacters(in: .whitespaces)
+        let encoding = head.bodyEncoding
         if route.takesJSONBody {
             let type = head.contentType?.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
             guard type == SyncRoutes.jsonContentType else {
@@ -190,7 +190,7 @@ public final class SyncRequestHandler: Sendable {
     /// Where the request's body goes.
     public func bodySink(for request: PreparedRequest) throws(HTTPError) -> RequestBodySink {
         if request.route.takesJSONBody {
-            return .json(try RequestBody(limit: configuration.maximumEventBodyBytes, gzip: request.head.contentEncoding?.lowercased() == "gzip"))
+            return .json(try RequestBody(limit: configuration.maximumEventBodyBytes, gzip: request.head.bodyEncoding == "gzip"))
         }
         if case .blob(_, _, "PUT") = request.route {
             do {
