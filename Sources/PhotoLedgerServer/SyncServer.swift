@@ -45,6 +45,9 @@ public final class SyncServer: @unchecked Sendable {
         public var gzipThreshold = 1024
         /// Seconds an idle connection is kept open.
         public var connectionTimeoutSeconds = 60
+        /// The most pulls held at once waiting for events (`wait=`); a pull that would wait beyond
+        /// them is answered 503 with `Retry-After`.
+        public var maximumWaitingPulls = 10_000
         /// How long ``SyncServer/stop()`` waits for requests in flight.
         public var shutdownGracePeriod: Duration = .seconds(10)
         /// The server clock, in Unix milliseconds.
