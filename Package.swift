@@ -30,6 +30,10 @@ let package = Package(
         // One Linux call Swift's Glibc module does not import (sync_file_range, a GNU extension).
         .target(name: "CFileSync"),
 
+        // libmicrohttpd's own error pages (400, 413, 414, 431, 505) answered with the protocol's
+        // JSON error body: a wrapper of MHD_queue_response that the dynamic linker binds first.
+        .target(name: "CHTTPLayerErrors", dependencies: ["CMicroHTTPD"]),
+
         // The shared vocabulary, below everything else and free of SQLite: events and their
         // canonical bytes, the hash chain, the hybrid logical clock, identifiers, SHA-256, byte
         // coding, event type names, locations.
@@ -56,7 +60,10 @@ let package = Package(
         .target(name: "SyncTransport", dependencies: ["CCurl"]),
 
         // The sync server: HTTP over libmicrohttpd, embedded server store, auth, blobs.
-        .target(name: "PhotoLedgerServer", dependencies: ["LedgerCore", "LedgerStore", "SyncProtocol", "CMicroHTTPD", "CZlib"]),
+        .target(
+            name: "PhotoLedgerServer",
+            dependencies: ["LedgerCore", "LedgerStore", "SyncProtocol", "CMicroHTTPD", "CHTTPLayerErrors", "CZlib"]
+        ),
 
         // The sync engine: push, pull, blobs, conflict handling through the library's fold.
         .target(name: "PhotoLedgerSync", dependencies: ["LedgerCore", "LedgerStore", "PhotoLedger", "SyncProtocol", "SyncTransport"]),

@@ -34,6 +34,16 @@ public struct BlobDirectory: Sendable {
         return (descriptor, Int64(status.st_size))
     }
 
+    /// Removes every file in the temporary folder: uploads an earlier run left unfinished (a crash
+    /// skips their clean-up). Call it before serving, while no upload runs; the directory is meant
+    /// for one server process. Returns how many files were removed.
+    @discardableResult
+    public func removeTemporaryFiles() -> Int {
+        let folder = root + "/tmp"
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return 0 }
+        return names.reduce(0) { removed, name in unlink("\(folder)/\(name)") == 0 ? removed + 1 : removed }
+    }
+
     /// Starts an upload into a new temporary file.
     public func beginUpload(limit: Int64) throws -> BlobUpload {
         try BlobUpload(directory: self, limit: limit)
