@@ -122,6 +122,29 @@ struct ConnectionHygieneTests {
         #expect(server.terminate() == 0)
     }
 }
+@Suite("The server tool's connection options")
+struct ServeLimitOptionTests {
+    @Test("serve takes the waiting-pull and connection limits as counts; anything else is a usage error")
+    func limitOptions() throws {
+        let directory = try TemporaryDirectory()
+        let base = ["serve", "--db", directory.path("server.sqlite"), "--blobs", directory.path("blobs"), "--listen", "127.0.0.1:0"]
+        for (option, value) in [("--max-waiting-pulls", "many"), ("--max-connections", "0"), ("--max-connections-per-address", "-1")] {
+            let run = try runTool(base + [option, value])
+            #expect(run.status == 64, "\(option) \(value)")
+            #expect(run.error.hasPrefix("Error: \(option) must be a number from"), "\(run.error)")
+        }
+        let server = try ShellServerProcess(
+            database: directory.path("server.sqlite"), blobs: directory.path("blobs"), logDirectory: directory,
+            options: ["--max-waiting-pulls", "7", "--max-connections", "9", "--max-connections-per-address", "3"])
+        #expect(server.log.contains("max_connections=16 max_waiting_pulls=7 max_connections_per_address=3"), "\(server.log)")
+        #expect(server.terminate() == 0)
+        let help = try runTool(["serve", "--help"])
+        for option in ["--max-waiting-pulls", "--max-connections", "--max-connections-per-address"] {
+            #expect(help.output.contains(option))
+        }
+    }
+}
+
 /// The hard limit of open files of the test process, which the server processes it starts inherit.
 enum OpenFileLimitProbe {
     static var hard: UInt64 {

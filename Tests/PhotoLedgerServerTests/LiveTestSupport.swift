@@ -162,15 +162,16 @@ final class ShellServerProcess {
     let port: UInt16
     private let errorFile: URL
 
-    init(database: String, blobs: String, logDirectory: TemporaryDirectory, softOpenFileLimit: Int? = nil) throws {
+    init(database: String, blobs: String, logDirectory: TemporaryDirectory, softOpenFileLimit: Int? = nil, options: [String] = []) throws {
         errorFile = logDirectory.url.appendingPathComponent("server-\(UUID().uuidString).log")
         _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
         let limit = softOpenFileLimit.map { "ulimit -Sn \($0) && " } ?? ""
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = [
-            "-c", "\(limit)exec \"$0\" serve --db \"$1\" --blobs \"$2\" --listen 127.0.0.1:0 --threads 2",
-            try builtExecutable("photoledger-server").path, database, blobs,
-        ]
+        process.arguments =
+            [
+                "-c", "\(limit)db=$1 blobs=$2; shift 2; exec \"$0\" serve --db \"$db\" --blobs \"$blobs\" --listen 127.0.0.1:0 --threads 2 \"$@\"",
+                try builtExecutable("photoledger-server").path, database, blobs,
+            ] + options
         let output = Pipe()
         process.standardOutput = output
         process.standardError = try FileHandle(forWritingTo: errorFile)

@@ -106,8 +106,10 @@ func serve(_ arguments: ArraySlice<String>) throws {
             OVERVIEW: Serve the sync protocol over HTTP until SIGTERM or SIGINT.
 
             Prints 'listening on http://HOST:PORT' on standard output once ready, and one log line per
-            request on standard error. On SIGTERM or SIGINT it stops accepting connections, finishes
-            the requests in flight, closes the database and exits 0.
+            request on standard error. On SIGTERM or SIGINT it stops accepting connections, answers the
+            waiting pulls, finishes the requests in flight, closes the database and exits 0. At start it
+            raises the soft limit of open files (within the hard limit) to what the connection limits
+            need, and says so in the log.
 
             USAGE: photoledger-server serve --db <path> --blobs <dir> --listen <host:port> [--threads <n>]
 
@@ -117,9 +119,14 @@ func serve(_ arguments: ArraySlice<String>) throws {
               --listen <host:port>     The IPv4 address and port; port 0 picks a free port. Default 127.0.0.1:8080.
               --threads <n>            Threads serving connections. Default 4.
               --max-clock-skew <s>     Seconds an event's clock may be ahead of the server's. Default 300.
+              --max-waiting-pulls <n>  Pulls held open at once waiting for events. Default 10000.
+              --max-connections <n>    Connections open at once besides waiting pulls. Default 1024.
+              --max-connections-per-address <n>
+                                       Connections open at once from one IP address, waiting pulls
+                                       included; 0 for no limit. Default 128.
               -h, --help               Show help information.
             """,
-        options: ["db", "blobs", "listen", "threads", "max-clock-skew"])
+        options: ["db", "blobs", "listen", "threads", "max-clock-skew", "max-waiting-pulls", "max-connections", "max-connections-per-address"])
     try command.parse(arguments)
     let blobs = try command.required("blobs")
     let listen = command.values["listen"] ?? "127.0.0.1:8080"
@@ -136,6 +143,16 @@ func serve(_ arguments: ArraySlice<String>) throws {
         guard let value = UInt64(text) else { throw UsageError(message: "--max-clock-skew must be a number of seconds", usage: command.usage) }
         return value
     } ?? 300
+    func count(_ name: String, in range: ClosedRange<Int>, default value: Int) throws -> Int {
+        guard let text = command.values[name] else { return value }
+        guard let number = Int(text), range.contains(number) else {
+            throw UsageError(message: "--\(name) must be a number from \(range.lowerBound) to \(range.upperBound)", usage: command.usage)
+        }
+        return number
+    }
+    let waitingPulls = try count("max-waiting-pulls", in: 0...1_000_000, default: 10_000)
+    let connections = try count("max-connections", in: 1...1_000_000, default: 1024)
+    let perAddress = try count("max-connections-per-address", in: 0...1_000_000, default: 128)
     let path = try command.required("db", environment: databaseEnvironment)
 
     TerminationSignals.block()
@@ -144,6 +161,9 @@ func serve(_ arguments: ArraySlice<String>) throws {
     configuration.port = port
     configuration.threadCount = threads
     configuration.maximumClockSkewMilliseconds = skew * 1000
+    configuration.maximumWaitingPulls = waitingPulls
+    configuration.maximumConnections = connections
+    configuration.maximumConnectionsPerAddress = perAddress
     let server = try SyncServer(configuration: configuration)
     try server.start()
     print("listening on http://\(configuration.host):\(server.port)")
