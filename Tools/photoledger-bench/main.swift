@@ -9,7 +9,7 @@ let usage = """
     OPTIONS:
       --quick           Smaller workloads and one repetition: every figure in under a minute.
       --json            One JSON object per figure (name, value, unit, baseline, ratio, target).
-      --only <prefix>   Run only the suites whose figures start with <prefix> (e.g. append, read).
+      --only <prefix>   Run only the suites whose figures start with <prefix> (e.g. append, read, live).
       -h, --help        Show help information.
     """
 
@@ -24,6 +24,13 @@ while let argument = arguments.next() {
     case "--sync-pull-child":
         // Device B of the sync benchmark, run as its own process so its peak RSS is its own.
         do { try SyncBenchmarks.runPullChild(Array(arguments)) } catch {
+            FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
+            exit(1)
+        }
+        exit(0)
+    case "--waiting-pulls-child":
+        // The load generator of the live suite, run as its own process so the server's memory is its own.
+        do { try LiveBenchmarks.runWaitingPullsChild(Array(arguments)) } catch {
             FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
             exit(1)
         }
@@ -61,6 +68,7 @@ let suites: [Suite] = [
     Suite(prefixes: ["media"]) { try MediaBenchmarks(quick: quick).run() },
     Suite(prefixes: ["server", "codec"]) { try ServerBenchmarks(quick: quick).run() },
     Suite(prefixes: ["audit"]) { try AuditBenchmarks(quick: quick).run() },
+    Suite(prefixes: ["live"]) { try LiveBenchmarks(quick: quick).run() },
 ]
 
 var figures: [Figure] = []
