@@ -66,9 +66,9 @@ final class RawConnection {
     func isClosedByServer(within timeout: Duration) -> Bool {
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)
-        while clock.now < deadline {
-            if fill(timeout: .milliseconds(100)) == nil { return true }
-        }
+        repeat {
+            if fill(timeout: min(.milliseconds(100), max(.zero, deadline - clock.now))) == nil { return true }
+        } while clock.now < deadline
         return false
     }
 

@@ -73,7 +73,9 @@ struct IncompleteResponseTests {
     }
 
     @Test func aCompleteResponseWithoutBodyIsStillASuccess() async throws {
-        let server = try ScriptedHTTPServer(script: [.respond(.init(status: 204)), .respond(.init(headers: [("ETag", "\"x\"")], body: json))])
+        let server = try ScriptedHTTPServer(script: [
+            .respond(.init(status: 204)), .respond(.init(headers: [("ETag", "\"x\"")], body: json)),
+        ])
         defer { server.stop() }
         #expect(try await transport.send(HTTPRequest(method: .delete, url: server.url("/x"))).status == 204)
         let head = try await transport.send(HTTPRequest(method: .head, url: server.url("/x")))
