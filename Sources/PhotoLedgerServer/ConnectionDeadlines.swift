@@ -1,12 +1,15 @@
 import Foundation
 import Synchronization
 
-/// The deadlines by which each open connection's next request must have arrived whole, head then
-/// body, before the request handler runs; a connection past its deadline is shut down.
+/// The open connections: the deadlines by which each one's next request must have arrived whole,
+/// head then body, before the request handler runs (a connection past its deadline is shut
+/// down), and the waiting pulls they hold.
 ///
 /// libmicrohttpd's idle timeout restarts with every byte, so without these a client sending a
 /// header line every few seconds holds a connection for as long as it likes. Waiting pulls and
 /// responses being sent have no deadline here (the idle timeout still covers a stalled reader).
+/// libmicrohttpd does not watch a suspended connection, so ``departedWaitingPulls()`` finds the
+/// waiting pulls whose client has gone away.
 ///
 /// Connections are keyed by an identity the HTTP layer chooses (the libmicrohttpd connection's
 /// address); a key lives from ``opened(_:socket:address:deadline:)`` to ``closed(_:)``.
@@ -32,6 +35,8 @@ final class ConnectionDeadlines: Sendable {
         let address: String
         var phase: Phase
         var deadline: UInt64?
+        /// The registration of the pull the connection holds while it waits.
+        var waiting: EventNotifier.Ticket?
     }
 
     private let entries = Mutex<[UInt: Entry]>([:])
@@ -55,6 +60,38 @@ final class ConnectionDeadlines: Sendable {
     /// The connection's request has arrived whole: no deadline until the next request.
     func disarm(_ connection: UInt) {
         entries.withLock { $0[connection]?.deadline = nil }
+    }
+
+    /// The connection holds a waiting pull, registered as `ticket`.
+    func hold(_ connection: UInt, ticket: EventNotifier.Ticket) {
+        entries.withLock { $0[connection]?.waiting = ticket }
+    }
+
+    /// The connection's waiting pull has been woken.
+    func release(_ connection: UInt) {
+        entries.withLock { $0[connection]?.waiting = nil }
+    }
+
+    /// The waiting pulls whose client has closed or reset its connection, found by polling their
+    /// sockets (under the lock that ``closed(_:)`` takes); bytes a client sends ahead do not count.
+    func departedWaitingPulls() -> [(connection: UInt, ticket: EventNotifier.Ticket)] {
+        entries.withLock { entries in
+            let held = entries.compactMap { key, entry in entry.waiting.map { (key, entry.socket, $0) } }
+            guard !held.isEmpty else { return [] }
+            var polls = held.map { pollfd(fd: $0.1, events: Int16(POLLIN), revents: 0) }
+            guard poll(&polls, nfds_t(polls.count), 0) > 0 else { return [] }
+            var departed: [(connection: UInt, ticket: EventNotifier.Ticket)] = []
+            var byte: UInt8 = 0
+            for (index, (connection, socket, ticket)) in held.enumerated() where polls[index].revents != 0 {
+                let hungUp = polls[index].revents & Int16(POLLHUP | POLLERR) != 0
+                let peeked = hungUp ? 0 : recv(socket, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+                if peeked == 0 || (peeked < 0 && errno == ECONNRESET) {
+                    departed.append((connection, ticket))
+                    entries[connection]?.waiting = nil
+                }
+            }
+            return departed
+        }
     }
 
     /// The connection is closed; its socket may be reused from now on.

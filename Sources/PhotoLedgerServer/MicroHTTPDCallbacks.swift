@@ -220,8 +220,8 @@ extension SyncServer {
         let suspended = SuspendedConnection(pointer: connection)
         let deadline = now.saturatingAdd(UInt64(wait.seconds) * 1000)
         switch handler.notifier.wait(libraryID: wait.libraryID, since: wait.since, until: deadline, wake: { _ in suspended.resume() }) {
-        case .waiting:
-            break
+        case .waiting(let ticket):
+            deadlines.hold(key(connection), ticket: ticket)
         case .alreadyCommitted, .closed:
             suspended.resume()
         case .full:
@@ -237,6 +237,7 @@ extension SyncServer {
     /// Answers a pull whose wait ended: its page (empty when nothing arrived), or its refusal.
     fileprivate func answerHeld(on connection: OpaquePointer?, exchange: Exchange, since: UInt64) -> MHD_Result {
         held.wrappingSubtract(1, ordering: .acquiringAndReleasing)
+        deadlines.release(key(connection))
         exchange.phase = .receiving
         exchange.waitedMilliseconds = MonotonicClock.milliseconds() - since
         guard let request = exchange.request else { return .NO }

@@ -283,11 +283,17 @@ public final class SyncServer: @unchecked Sendable {
 
     // MARK: Timer
 
-    /// Ends the waits that are due; every half second, closes connections past their deadline.
+    /// Ends the waits that are due; every half second, answers the waiting pulls whose client went
+    /// away (libmicrohttpd does not watch suspended connections) and closes connections past their
+    /// deadline.
     private func tick() {
         let now = MonotonicClock.milliseconds()
         handler.notifier.expire(now: now)
         guard ticks.wrappingAdd(1, ordering: .relaxed).newValue % 5 == 0 else { return }
+        for departed in deadlines.departedWaitingPulls() where handler.notifier.cancel(departed.ticket) {
+            // Resumed, the pull is answered; the answer fails on the closed connection, which ends it.
+            if let connection = OpaquePointer(bitPattern: departed.connection) { SuspendedConnection(pointer: connection).resume() }
+        }
         let expired = deadlines.shutDownExpired(now: now) { socket in _ = shutdown(socket, Int32(SHUT_RDWR)) }
         for connection in expired {
             log(

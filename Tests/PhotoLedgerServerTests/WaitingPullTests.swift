@@ -181,6 +181,24 @@ struct WaitingPullTests {
         #expect(fixture.logger.records.last { $0.message == "stopped" }?["unfinished_requests"] == "0")
     }
 
+    @Test("a waiting pull whose client goes away is let go long before its wait ends")
+    func departedClients() async throws {
+        let fixture = try ServerFixture()
+        var connections = try (0..<3).map { _ in try waitingPull(fixture, since: 0) }
+        try await waitUntil("three pulls wait") { fixture.server.waitingPulls == 3 }
+        connections.removeFirst(2)
+        try await waitUntil("the two departed pulls are let go") { fixture.server.waitingPulls == 1 }
+        // Their requests end, whether libmicrohttpd notices the closed connection before or after
+        // the answer is queued.
+        func ended() -> [LogRecord] { fixture.logger.records.filter { $0.message == "request" && $0["path"] == eventsPath } }
+        try await waitUntil("their requests end") { ended().count == 2 }
+        try await waitUntil("nothing is in flight") { fixture.server.requestsInFlight == 0 }
+        var factory = EventFactory()
+        let event = factory.make()
+        _ = try await fixture.client().pushResponse([event])
+        #expect(try PullResponse.decode(connections[0].response().body).events.map(\.event) == [event])
+    }
+
     @Test("the client's cursor is recorded by a waiting pull as by any pull")
     func waitingPullRecordsItsCursor() async throws {
         let fixture = try ServerFixture()
