@@ -16,7 +16,7 @@ struct plmhd_daemon_options {
     /// The IPv4 address to bind (dotted quad) and the port (0 = ephemeral).
     const char *address;
     uint16_t port;
-    /// Threads of the pool; each runs its own epoll loop.
+    /// Threads of the pool; each polls its own connections.
     unsigned int threads;
     /// Seconds without any traffic after which an idle connection is closed.
     unsigned int connection_timeout_seconds;
@@ -36,9 +36,16 @@ struct plmhd_daemon_options {
     void *connection_notice_context;
 };
 
-/// Starts a daemon with an internal pool of threads polling with epoll, with suspend and resume
-/// allowed (waiting pulls), the limits and the callbacks of `options`. Returns NULL when the
-/// address is invalid or the daemon cannot start (port in use, epoll unavailable).
+/// Starts a daemon with an internal pool of threads, each polling its connections with poll()
+/// (level-triggered), with suspend and resume allowed (waiting pulls), the limits and the
+/// callbacks of `options`. Returns NULL when the address is invalid or the daemon cannot start.
+///
+/// Not epoll: libmicrohttpd 0.9.75 drains its epoll queue by calling epoll_wait again, with the
+/// same blocking timeout, whenever a call returned a full batch of 128 events, so after a burst
+/// of exactly 128 (or 256, ...) ready connections and silence, those connections wait unserved
+/// until the next event or the idle timeout (seen as waiting pulls that failed to start waiting
+/// again after a wake-up). poll() sees every ready socket each time; it covers only connections
+/// that are not suspended, so waiting pulls cost it nothing.
 static inline struct MHD_Daemon *plmhd_start_daemon(const struct plmhd_daemon_options *options)
 {
     struct sockaddr_in bind_address;
@@ -48,7 +55,7 @@ static inline struct MHD_Daemon *plmhd_start_daemon(const struct plmhd_daemon_op
     if (inet_pton(AF_INET, options->address, &bind_address.sin_addr) != 1) {
         return NULL;
     }
-    unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME;
+    unsigned int flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME;
     return MHD_start_daemon(
         flags, options->port, NULL, NULL, options->handler, options->handler_context,
         MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)&bind_address,

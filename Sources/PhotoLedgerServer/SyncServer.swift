@@ -9,7 +9,8 @@ import Synchronization
 public let photoLedgerServerVersion = "0.1.0"
 
 /// The sync server: the protocol of ``SyncProtocol`` over HTTP/1.1, served by libmicrohttpd
-/// with a pool of threads, each polling its connections with epoll.
+/// with a pool of threads, each polling its connections (level-triggered `poll`, which skips
+/// suspended connections; see `plmhd_start_daemon` for why not epoll).
 ///
 /// ```swift
 /// let store = try SQLiteServerStore(path: "/var/lib/photoledger/server.sqlite")
@@ -99,7 +100,7 @@ public final class SyncServer: @unchecked Sendable {
     }
 
     /// File descriptors kept apart from connections: the database, blob files being served,
-    /// epoll and the threads' wake-up channels, standard streams.
+    /// the threads' wake-up channels, standard streams.
     static let reservedDescriptors = 256
     /// The memory pool of one connection, which bounds a request head (about 16 KB). libmicrohttpd
     /// clears a connection's whole pool after each request, so every kept-alive connection (a

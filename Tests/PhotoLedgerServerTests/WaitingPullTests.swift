@@ -11,14 +11,23 @@ import Testing
 struct WaitingPullTests {
     let eventsPath = SyncRoutes.events(library: "family")
 
-    func waitingPull(_ fixture: ServerFixture, device: String = "ben-laptop", since: Int64, wait: Int = 300, eventPages: Bool = false)
-        throws -> RawConnection
-    {
-        let connection = try RawConnection(port: fixture.server.port)
+    func waitingPull(
+        _ fixture: ServerFixture, device: String = "ben-laptop", since: Int64, wait: Int = 300, eventPages: Bool = false,
+        from source: String = "127.0.0.1"
+    ) throws -> RawConnection {
+        let connection = try RawConnection(port: fixture.server.port, from: source)
+        ask(connection, fixture, device: device, since: since, wait: wait, eventPages: eventPages)
+        return connection
+    }
+
+    /// Sends a waiting pull on `connection`.
+    func ask(
+        _ connection: RawConnection, _ fixture: ServerFixture, device: String = "ben-laptop", since: Int64, wait: Int = 300,
+        eventPages: Bool = false
+    ) {
         let accept = eventPages ? ["Accept: \(EventPage.contentType)"] : []
         connection.send(
             rawRequest("GET", SyncRoutes.pull(library: "family", since: since, wait: wait), token: fixture.tokens[device], fields: accept))
-        return connection
     }
 
     @Test("a waiting pull returns the event another device pushes, long before its wait ends, in JSON and in event pages")
@@ -27,7 +36,7 @@ struct WaitingPullTests {
             let fixture = try ServerFixture()
             let waiting = try waitingPull(fixture, since: 0, eventPages: eventPages)
             try await waitUntil("the pull waits") { fixture.server.waitingPulls == 1 }
-            #expect(fixture.server.requestsInFlight == 0)
+            try await waitUntil("nothing is in flight") { fixture.server.requestsInFlight == 0 }
             #expect(!waiting.hasData)
 
             var factory = EventFactory()
@@ -93,7 +102,7 @@ struct WaitingPullTests {
             try waitingPull(fixture, device: index % 2 == 0 ? "ben-laptop" : "frame", since: 0, eventPages: index % 3 == 0)
         }
         try await waitUntil("every pull waits") { fixture.server.waitingPulls == count }
-        #expect(fixture.server.requestsInFlight == 0)
+        try await waitUntil("nothing is in flight") { fixture.server.requestsInFlight == 0 }
         var factory = EventFactory()
         let event = factory.make()
         _ = try await fixture.client("anna-phone").pushResponse([event])
@@ -104,6 +113,25 @@ struct WaitingPullTests {
             #expect(page.events.map(\.event) == [event], "pull \(index)")
         }
         #expect(fixture.server.waitingPulls == 0)
+    }
+
+    @Test("round after round, every woken pull is answered and waits again on its connection")
+    func repeatedWakeUps() async throws {
+        let fixture = try ServerFixture()
+        // More than a full batch of 128 ready connections per thread, from several addresses.
+        let count = 300
+        let connections = try (0..<count).map { try waitingPull(fixture, since: 0, from: "127.0.1.\(1 + $0 / 100)") }
+        var factory = EventFactory()
+        for round in 1...8 {
+            try await waitUntil("every pull waits in round \(round)") { fixture.server.waitingPulls == count }
+            let event = factory.make()
+            _ = try await fixture.client("anna-phone").pushResponse([event])
+            for connection in connections {
+                #expect(try PullResponse.decode(connection.response().body).events.map(\.event) == [event])
+                ask(connection, fixture, since: Int64(round))
+            }
+        }
+        try await waitUntil("every pull waits after the last round") { fixture.server.waitingPulls == count }
     }
 
     @Test("a push of another library, or one that stores nothing new, wakes no one")

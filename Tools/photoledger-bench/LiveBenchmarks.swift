@@ -50,7 +50,9 @@ struct LiveBenchmarks {
             let clock = ContinuousClock()
             let patience = clock.now.advanced(by: .seconds(60))
             while server.waitingPulls < waiting {
-                guard clock.now < patience else { throw BenchmarkError("only \(server.waitingPulls) of \(waiting) pulls wait") }
+                guard clock.now < patience else {
+                    throw BenchmarkError("only \(server.waitingPulls) of \(waiting) pulls wait in round \(round)")
+                }
                 usleep(200)
             }
             let body = events.pushBody(device: "pusher", from: round, count: 1)
