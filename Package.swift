@@ -43,6 +43,10 @@ let package = Package(
         // One Linux call Swift's Glibc module does not import (sync_file_range, a GNU extension).
         .target(name: "CFileSync"),
 
+        // libmicrohttpd's own error pages (400, 413, 414, 431, 505) answered with the protocol's
+        // JSON error body: a wrapper of MHD_queue_response that the dynamic linker binds first.
+        .target(name: "CHTTPLayerErrors", dependencies: ["CMicroHTTPD"]),
+
         // The shared vocabulary, below everything else and free of SQLite: events and their
         // canonical bytes, the hash chain, the hybrid logical clock, identifiers, SHA-256, byte
         // coding, event type names, locations.
@@ -75,7 +79,10 @@ let package = Package(
 
         // The sync server: HTTP over libmicrohttpd, server stores (embedded SQLite, PostgreSQL over
         // libpq), auth, blobs (a directory, or S3-compatible storage over libcurl).
-        .target(name: "PhotoLedgerServer", dependencies: ["LedgerCore", "LedgerStore", "SyncProtocol", "CMicroHTTPD", "CZlib", "CPostgres", "CCurl"]),
+        .target(
+            name: "PhotoLedgerServer",
+            dependencies: ["LedgerCore", "LedgerStore", "SyncProtocol", "CMicroHTTPD", "CHTTPLayerErrors", "CZlib", "CPostgres", "CCurl"]
+        ),
 
         // The sync engine: push, pull, blobs, conflict handling through the library's fold.
         .target(name: "PhotoLedgerSync", dependencies: ["LedgerCore", "LedgerStore", "PhotoLedger", "SyncProtocol", "SyncTransport"]),

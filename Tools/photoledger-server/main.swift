@@ -121,8 +121,10 @@ struct Serve: ParsableCommand {
         commandName: "serve", abstract: "Serve the sync protocol over HTTP until SIGTERM or SIGINT.",
         discussion: """
             Prints 'listening on http://HOST:PORT' on standard output once ready, and one log line per
-            request on standard error. On SIGTERM or SIGINT it stops accepting connections, finishes
-            the requests in flight, closes the database and exits 0.
+            request on standard error. On SIGTERM or SIGINT it stops accepting connections, answers the
+            waiting pulls, finishes the requests in flight, closes the database and exits 0. At start it
+            raises the soft limit of open files (within the hard limit) to what the connection limits
+            need, and says so in the log.
             """)
 
     @OptionGroup var database: ServerDatabase
@@ -144,10 +146,28 @@ struct Serve: ParsableCommand {
     @Option(help: ArgumentHelp("Seconds an event's clock may be ahead of the server's, at most a year (31536000).", valueName: "seconds"))
     var maxClockSkew: UInt64 = 300
 
+    @Option(help: ArgumentHelp("Pulls held open at once waiting for events, 0 to 1000000.", valueName: "n"))
+    var maxWaitingPulls = 10_000
+
+    @Option(help: ArgumentHelp("Connections open at once besides waiting pulls, 1 to 1000000.", valueName: "n"))
+    var maxConnections = 1024
+
+    @Option(help: ArgumentHelp("Connections open at once from one IP address, waiting pulls included; 0 for no limit.", valueName: "n"))
+    var maxConnectionsPerAddress = 128
+
     func validate() throws {
         guard (1...256).contains(threads) else { throw ValidationError("--threads must be a number from 1 to 256, not \(threads)") }
         guard maxClockSkew <= Self.maximumClockSkewSeconds else {
             throw ValidationError("--max-clock-skew must be at most \(Self.maximumClockSkewSeconds) seconds (a year), not \(maxClockSkew)")
+        }
+        guard (0...1_000_000).contains(maxWaitingPulls) else {
+            throw ValidationError("--max-waiting-pulls must be a number from 0 to 1000000, not \(maxWaitingPulls)")
+        }
+        guard (1...1_000_000).contains(maxConnections) else {
+            throw ValidationError("--max-connections must be a number from 1 to 1000000, not \(maxConnections)")
+        }
+        guard (0...1_000_000).contains(maxConnectionsPerAddress) else {
+            throw ValidationError("--max-connections-per-address must be a number from 0 to 1000000, not \(maxConnectionsPerAddress)")
         }
     }
 
@@ -161,6 +181,9 @@ struct Serve: ParsableCommand {
         configuration.port = listen.port
         configuration.threadCount = threads
         configuration.maximumClockSkewMilliseconds = maxClockSkew * 1000
+        configuration.maximumWaitingPulls = maxWaitingPulls
+        configuration.maximumConnections = maxConnections
+        configuration.maximumConnectionsPerAddress = maxConnectionsPerAddress
         let server = try SyncServer(configuration: configuration)
         try server.start()
         print("listening on http://\(configuration.host):\(server.port)")

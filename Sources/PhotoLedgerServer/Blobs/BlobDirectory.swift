@@ -34,6 +34,22 @@ public struct BlobDirectory: BlobStore {
         return (descriptor, Int64(status.st_size))
     }
 
+    /// Removes every file in the temporary folder: uploads an earlier run left unfinished (a crash
+    /// skips their clean-up). Call it before serving, while no upload runs; the directory is meant
+    /// for one server process. Returns how many files were removed.
+    public func removeLeftoverUploads() -> (place: String, removed: Int)? {
+        (root + "/tmp", removeTemporaryFiles())
+    }
+
+    /// Removes every file in the temporary folder (see ``removeLeftoverUploads()``); returns how
+    /// many were removed.
+    @discardableResult
+    public func removeTemporaryFiles() -> Int {
+        let folder = root + "/tmp"
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return 0 }
+        return names.reduce(0) { removed, name in unlink("\(folder)/\(name)") == 0 ? removed + 1 : removed }
+    }
+
     /// Starts an upload into a new temporary file (named by its hash only at commit).
     public func beginUpload(of hash: String, limit: Int64) throws -> any BlobUpload {
         try BlobFileUpload(directory: self, limit: limit)

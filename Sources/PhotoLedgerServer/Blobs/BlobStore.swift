@@ -12,6 +12,13 @@ public protocol BlobStore: Sendable {
     func beginUpload(of hash: String, limit: Int64) throws -> any BlobUpload
     /// The blob's bytes, ready to stream out, or nil when the store does not hold it.
     func content(of hash: String) throws -> BlobContent?
+    /// Removes what uploads interrupted by a crash left behind, before the server serves; returns
+    /// where it looked and how many it removed (nil when the store keeps nothing of the kind).
+    func removeLeftoverUploads() -> (place: String, removed: Int)?
+}
+
+extension BlobStore {
+    public func removeLeftoverUploads() -> (place: String, removed: Int)? { nil }
 }
 
 /// A blob being uploaded: bytes are hashed as they arrive; ``commit(as:)`` names the blob only
