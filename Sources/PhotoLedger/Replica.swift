@@ -195,11 +195,12 @@ package struct Replica: Sendable {
     /// Records the server's answers to a push in one transaction. Rejected events leave the
     /// outbox and are folded out of the views (no other device holds them), so this device shows
     /// what every other device shows.
-    package func acknowledge(stored: [(UUID, Int64)], rejected: [(UUID, String)]) throws {
+    ///
+    /// Stored events are acknowledged in runs: events whose device sequences and server
+    /// sequences both follow one another (what one push stores) take one statement per run.
+    package func acknowledge(stored: [(deviceSequence: Int64, serverSequence: Int64)], rejected: [(UUID, String)]) throws {
         try library.withDatabase { db in
-            for (id, sequence) in stored {
-                try db.execute("UPDATE events SET server_seq = ? WHERE event_id = ? AND server_seq IS NULL", [sequence, id.bytes])
-            }
+            try PhotoLibrary.acknowledge(stored, device: library.device, db: db)
             for (id, reason) in rejected {
                 try db.execute(
                     "INSERT INTO sync_rejections (event_id, reason, rejected_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
@@ -214,7 +215,8 @@ package struct Replica: Sendable {
     private func foldOutUnsendable() throws {
         let pending = try outbox(limit: Int.max).map(\.id)
         guard !pending.isEmpty else { return }
-        try acknowledge(stored: [], rejected: pending.map { ($0, "this device's token is readOnly: its changes cannot be sent to the shared library") })
+        try acknowledge(
+            stored: [], rejected: pending.map { ($0, "this device's token is readOnly: its changes cannot be sent to the shared library") })
     }
 
     // MARK: Pulls

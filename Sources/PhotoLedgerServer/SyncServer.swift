@@ -8,7 +8,7 @@ import Synchronization
 /// The version reported by `GET /v1/health`.
 public let photoLedgerServerVersion = "0.1.0"
 
-/// The sync server: the protocol of ``SyncProtocol`` over HTTP/1.1, served by libmicrohttpd
+/// The sync server: the protocol of `SyncProtocol` over HTTP/1.1, served by libmicrohttpd
 /// with a pool of threads, each polling its connections (level-triggered `poll`, which skips
 /// suspended connections; see `plmhd_start_daemon` for why not epoll).
 ///

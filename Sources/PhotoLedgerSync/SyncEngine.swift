@@ -221,14 +221,18 @@ public final class SyncEngine: Sendable {
             let (response, moved) = try await exchangeCounting(
                 .post, SyncRoutes.events(library: remote.libraryName), PushRequest(device: library.device, events: batch), as: PushResponse.self)
             bytes += moved
-            var stored: [(UUID, Int64)] = [], rejected: [(UUID, String)] = []
+            var stored: [(deviceSequence: Int64, serverSequence: Int64)] = [], rejected: [(UUID, String)] = []
             var expected: Int64?
+            let deviceSequences = Dictionary(batch.map { ($0.id, $0.deviceSequence) }, uniquingKeysWith: { first, _ in first })
             for result in response.results {
+                guard let deviceSequence = deviceSequences[result.id] else {
+                    throw SyncError.invalidResponse("the server answered for event \(result.id.uuidString), which was not pushed")
+                }
                 switch result.status {
                 case .stored(let sequence):
-                    stored.append((result.id, sequence))
+                    stored.append((deviceSequence, sequence))
                     report.pushedEvents += 1
-                case .duplicate(let sequence): stored.append((result.id, sequence))
+                case .duplicate(let sequence): stored.append((deviceSequence, sequence))
                 case .rejected(let reason):
                     rejected.append((result.id, reason))
                     report.rejectedEvents.append("\(result.id.uuidString): \(reason)")

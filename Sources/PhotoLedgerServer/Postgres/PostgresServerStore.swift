@@ -51,7 +51,7 @@ public final class PostgresServerStore: ServerStore {
     /// libpq connection string), checks the server's version and applies pending migrations.
     ///
     /// - Throws: ``PostgresError`` when PostgreSQL is unreachable or too old;
-    ///   ``LedgerStore/MigrationError`` when the schema is newer than this build or was edited.
+    ///   `MigrationError` (LedgerStore) when the schema is newer than this build or was edited.
     public init(url: String, options: Options = Options()) throws {
         database = try Self.describe(url)
         let milliseconds = Int(options.statementTimeout.components.seconds) * 1000
