@@ -2,10 +2,12 @@
 # Installs the Debian packages PhotoLedger builds against, when they are missing.
 # Idempotent and quiet when everything is already installed.
 set -euo pipefail
-# libvips-dev and the FFmpeg libraries decode media, libexiv2-dev reads the EXIF blocks libexif
-# cannot; libvips-tools, ffmpeg and exiftool make and edit the media of tests, demo and benchmarks.
+# libvips-dev and the FFmpeg libraries decode media (libswscale turns a video's poster frame into
+# RGB), libexiv2-dev reads the EXIF blocks libexif cannot; libvips-tools, ffmpeg and exiftool
+# make and edit the media of tests, demo and benchmarks (and vipsthumbnail is the thumbnail
+# benchmark's baseline).
 packages=(libsqlite3-dev libssl-dev zlib1g-dev libzstd-dev libcurl4-openssl-dev libmicrohttpd-dev libexif-dev pkg-config openssl
-    libvips-dev libavformat-dev libavcodec-dev libavutil-dev libexiv2-dev libvips-tools ffmpeg libimage-exiftool-perl)
+    libvips-dev libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libexiv2-dev libvips-tools ffmpeg libimage-exiftool-perl)
 missing=()
 for package in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
