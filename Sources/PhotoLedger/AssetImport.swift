@@ -16,12 +16,21 @@ public struct AssetImportOptions: Sendable {
     /// How many files are read, hashed and written at a time (and at most how many flushes are
     /// in flight at once).
     public var concurrency = 8
+    /// Whether the decode that validates each JPEG or WebP also makes its smallest renditions
+    /// (256 pixels, aspect fit and aspect fill) for the ``ImageManager``'s cache: the validation
+    /// decodes the photo reduced already, so they cost only their scaling and encoding (a few
+    /// milliseconds), where a thumbnail made later would decode the photo again. They are cached
+    /// once the change block commits. Other formats get theirs when they are first requested or
+    /// cached.
+    public var makesThumbnails = true
 
-    /// Import options; by default files are copied, duplicates become assets too, 8 at a time.
-    public init(shouldMoveFile: Bool = false, skipsDuplicates: Bool = false, concurrency: Int = 8) {
+    /// Import options; by default files are copied, duplicates become assets too, 8 at a time,
+    /// and the validation makes the 256-pixel renditions.
+    public init(shouldMoveFile: Bool = false, skipsDuplicates: Bool = false, concurrency: Int = 8, makesThumbnails: Bool = true) {
         self.shouldMoveFile = shouldMoveFile
         self.skipsDuplicates = skipsDuplicates
         self.concurrency = concurrency
+        self.makesThumbnails = makesThumbnails
     }
 }
 
@@ -83,7 +92,8 @@ extension LibraryChanges {
     public func importAssets(fromFilesAt urls: [URL], options: AssetImportOptions = AssetImportOptions()) throws -> [AssetImportResult] {
         try checkValid("importAssets")
         let stored = library.resources.importMedia(
-            filesAt: urls, transfer: options.shouldMoveFile ? .move : .copy, concurrency: options.concurrency)
+            filesAt: urls, transfer: options.shouldMoveFile ? .move : .copy, concurrency: options.concurrency,
+            renditions: options.makesThumbnails ? ImageManager.importScales : [])
         var createdInBatch: [String: String] = [:]  // hash → local identifier, for add-only access
         var results: [AssetImportResult] = []
         results.reserveCapacity(urls.count)
@@ -107,6 +117,10 @@ extension LibraryChanges {
             let request = try createAsset(primary: imported.info, resources: [record], isLivePhoto: false)
             createdInBatch[hash] = request.placeholderForCreatedAsset.localIdentifier
             if options.shouldMoveFile { afterCommit.append { try? FileManager.default.removeItem(at: url) } }
+            if !imported.renditions.isEmpty {
+                let (cache, renditions) = (library.renditions.cache, imported.renditions)
+                afterCommit.append { for rendition in renditions { _ = try? cache.store(rendition, source: hash) } }
+            }
             results.append(.created(request))
         }
         return results
