@@ -75,7 +75,7 @@ extension LibraryChanges {
     /// Creates one asset from each file, a photo or a video as its bytes say, storing the files
     /// as one batch: much faster than one ``createAsset(fromImageAt:options:)`` per file, because
     /// the files are copied and hashed several at a time and their flushes to the disk are
-    /// grouped (see `ResourceStore.importMedia(filesAt:transfer:concurrency:)`).
+    /// grouped (see `ResourceStore.importMedia(filesAt:transfer:concurrency:renditions:)`).
     ///
     /// Each file is validated as ``createAsset(fromImageAt:options:)`` validates it (decoded by
     /// libvips or FFmpeg), and a file that is not media, not a readable regular file, or that

@@ -147,7 +147,7 @@ public struct ImageManager: Sendable {
 
     // MARK: Requests
 
-    /// Requests an image of `asset` for `targetSize`; `resultHandler` is called once, or twice
+    /// Requests an image of `asset` for `targetSize` (in pixels); `resultHandler` is called once, or twice
     /// for an opportunistic request that finds a smaller rendition cached first (its result is
     /// marked ``ImageResult/isDegraded``). A failure is a ``PhotoLibraryError``:
     /// `.identifierNotFound`, `.requestNotSupportedForAsset` (no photo or video), `.missingResource`,

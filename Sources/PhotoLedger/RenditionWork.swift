@@ -174,6 +174,15 @@ final class Renditions: Sendable {
                 }
             }
         }
+        // A rendition finished by another thread between the lookup and the claim is in the
+        // cache by now (it is stored before its claim is released).
+        claimed = claimed.filter { scale, pending in
+            guard let cached = cache.lookup(RenditionKey(source: source.hash, scale: scale)) else { return true }
+            results[scale] = .success(cached)
+            pending.fulfil(.success(cached))
+            _ = state.withLock { $0.making.removeValue(forKey: RenditionKey(source: source.hash, scale: scale)) }
+            return false
+        }
         if !claimed.isEmpty {
             let made: Result<[Rendition], PhotoLibraryError>
             do {

@@ -27,7 +27,7 @@ extension ResourceStore {
 
     /// Stores many files at once; each result is what `ingest(fileAt:transfer:)` gives for that
     /// file, in the order of `urls`, and one failure does not stop the others. Every stored file
-    /// is durable under its name when this returns (see `importMedia(filesAt:transfer:concurrency:)`
+    /// is durable under its name when this returns (see `importMedia(filesAt:transfer:concurrency:renditions:)`
     /// for how the batch gets there faster than one file at a time).
     public func ingest(filesAt urls: [URL], transfer: FileTransfer = .copy, concurrency: Int = 8) -> [Result<StoredResource, MediaError>] {
         storeBatch(urls, transfer: transfer, concurrency: concurrency, validation: nil).map { $0.map(\.resource) }

@@ -411,7 +411,7 @@ struct ImageManagerTests {
         }
         #expect(failures.withLock { $0 } == [])
         // 6 assets × 3 boxes × 2 modes, each rendition made once whatever the number of requests.
-        #expect(decodes(library) <= 36)
+        #expect(decodes(library) == 36)
         let cached = try FileManager.default.subpathsOfDirectory(atPath: library.renditions.cache.directory.path).filter {
             $0.hasSuffix(".jpg")
         }
