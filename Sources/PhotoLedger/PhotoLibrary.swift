@@ -35,6 +35,9 @@ public final class PhotoLibrary: Sendable {
         public var deletionRetention: Duration = .seconds(30 * 24 * 3600)
         /// Open with read and write access already granted (for tools that own their library).
         public var preauthorized = false
+        /// The most bytes the image manager's rendition cache keeps beside the library before it
+        /// evicts the least recently used renditions.
+        public var renditionCacheLimit: Int64 = 2 << 30
         /// The event schema the library reads (tests simulate a newer build with it).
         package var eventSchema = EventSchema.standard
 
@@ -64,6 +67,8 @@ public final class PhotoLibrary: Sendable {
     let archiveConnection = ArchiveConnection()
     /// Fetches a missing resource (set by the sync engine: downloads the blob).
     let resourceFetcher = Hook<@Sendable (String) throws -> Void>()
+    /// The image manager's cache of renditions and the threads that make them.
+    let renditions: Renditions
     /// The shared library this replica is bound to, and the token's scope (cached from
     /// `replica_state`: every fetch and change block consults the scope).
     let binding: Mutex<(library: UUID?, scope: ReplicaScope?)>
@@ -106,6 +111,7 @@ public final class PhotoLibrary: Sendable {
             throw Self.translate(error)
         }
         observers = ObserverRegistry()
+        renditions = Renditions(libraryURL: url, cacheLimit: options.renditionCacheLimit)
         if options.preauthorized {
             try setAuthorizationStatus(.authorized, for: .readWrite)
         }
