@@ -52,6 +52,7 @@ struct PhotoledgerBench: ParsableCommand {
             Suite(prefixes: ["append", "read"]) { try EventLogBenchmarks(quick: quick).run() },
             Suite(prefixes: ["library.block", "library.import", "library.album", "library.fetch-by-id"]) { try LibraryBenchmarks(quick: quick).run() },
             Suite(prefixes: ["library.rebuild"]) { try LibraryBenchmarks(quick: quick).rebuildFigure() },
+            Suite(prefixes: ["library.fetch-during-import"]) { try LibraryBenchmarks(quick: quick).fetchDuringImportFigures() },
             Suite(prefixes: ["sync.push", "sync.pull", "sync.rss"]) { try SyncBenchmarks(quick: quick).run() },
             Suite(prefixes: ["sync.apply"]) { [try SyncBenchmarks(quick: quick).applyFigure()] },
             Suite(prefixes: ["sync.transfer"]) { try TransferBenchmarks(quick: quick).run() },
