@@ -146,17 +146,21 @@ final class PostgresPushTransaction: PushTransaction {
 
     func finish(head: LibraryHead, lastDeviceSequence: Int64) throws {
         try flush()
+        // One round trip: the head, the device's position and, when events were stored, the
+        // commit's notification, delivered to every listening server process when the
+        // transaction commits (and never if it rolls back): their waiting pulls of this library
+        // wake up. Data-modifying CTEs run once whether or not the query reads them.
         _ = try connection.query(
-            "UPDATE libraries SET last_seq = $1, last_hash = $2 WHERE library_id = $3", [.int64(head.sequence), .bytes(head.chainHash), .int64(library)])
-        if head.sequence > self.head.sequence {
-            // Delivered to every listening server process when the transaction commits (and
-            // never if it rolls back): their waiting pulls of this library wake up.
-            _ = try connection.query(
-                "SELECT pg_notify($1, $2)", [.text(PostgresCommitListener.channel), .text("\(library) \(head.sequence)")])
-        }
-        _ = try connection.query(
-            "UPDATE devices SET last_device_seq = $1, last_seen_at = $2 WHERE library_id = $3 AND device_id = $4",
-            [.int64(lastDeviceSequence), .int64(receivedAt), .int64(library), .text(device.rawValue)])
+            """
+            WITH head AS (UPDATE libraries SET last_seq = $1, last_hash = $2 WHERE library_id = $3 RETURNING 1),
+            position AS (UPDATE devices SET last_device_seq = $4, last_seen_at = $5 WHERE library_id = $3 AND device_id = $6 RETURNING 1)
+            SELECT pg_notify($7, $8) FROM head WHERE $9
+            """,
+            [
+                .int64(head.sequence), .bytes(head.chainHash), .int64(library), .int64(lastDeviceSequence), .int64(receivedAt),
+                .text(device.rawValue), .text(PostgresCommitListener.channel), .text("\(library) \(head.sequence)"),
+                .bool(head.sequence > self.head.sequence),
+            ])
     }
 
     /// Stores the events and rejections kept so far: one statement each.
