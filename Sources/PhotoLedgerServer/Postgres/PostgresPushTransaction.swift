@@ -50,10 +50,12 @@ final class PostgresPushTransaction: PushTransaction {
         // would all wake at every commit and race for the row again. The row lock that follows
         // is what keeps the head consistent (FOR NO KEY UPDATE: inserts that only reference the
         // library, blobs and devices of a pull, do not wait for the push).
-        _ = try connection.query("SELECT pg_advisory_xact_lock($1, $2)", [.int32(Self.advisoryLockSpace), .int32(Int32(truncatingIfNeeded: library))])
-        let row = try connection.query("SELECT last_seq, last_hash FROM libraries WHERE library_id = $1 FOR NO KEY UPDATE", [.int64(library)])
-        guard row.count > 0 else { throw ServerStoreError("library \(library) no longer exists") }
-        head = LibraryHead(sequence: row.int64(0, 0), chainHash: row.bytes(0, 1))
+        //
+        // The device's row comes first, before the library's lock, so the lock is held one round
+        // trip less: its upsert locks the row until the transaction ends, so another push of the
+        // same device (a retry through another server) waits here and then reads the position
+        // this one leaves. Every push takes the device row, then the library's locks, in that
+        // order; pulls take neither lock.
         let deviceRow = try connection.query(
             """
             INSERT INTO devices (library_id, device_id, registered_at) VALUES ($1, $2, $3)
@@ -61,6 +63,10 @@ final class PostgresPushTransaction: PushTransaction {
             RETURNING last_device_seq
             """, [.int64(library), .text(device.rawValue), .int64(receivedAt)])
         lastDeviceSequence = deviceRow.count > 0 ? deviceRow.int64(0, 0) : 0
+        _ = try connection.query("SELECT pg_advisory_xact_lock($1, $2)", [.int32(Self.advisoryLockSpace), .int32(Int32(truncatingIfNeeded: library))])
+        let row = try connection.query("SELECT last_seq, last_hash FROM libraries WHERE library_id = $1 FOR NO KEY UPDATE", [.int64(library)])
+        guard row.count > 0 else { throw ServerStoreError("library \(library) no longer exists") }
+        head = LibraryHead(sequence: row.int64(0, 0), chainHash: row.bytes(0, 1))
     }
 
     // MARK: Reading ahead
