@@ -19,7 +19,7 @@ let package = Package(
         .executable(name: "photoledger", targets: ["photoledger"]),
         // libphotoledger for C, C++, Lua, Python and other hosts: the C interface of photoledger.h
         // (`Sources/CPhotoLedger/include`). SwiftPM names the file libPhotoLedgerC.so; its SONAME is
-        // libphotoledger.so.1, and Tools/install-libphotoledger.sh installs it under that name.
+        // libphotoledger.so.1, the name to install it under (the README says how).
         .library(name: "PhotoLedgerC", type: .dynamic, targets: ["PhotoLedgerC"]),
     ],
     targets: [
@@ -108,6 +108,9 @@ let package = Package(
                 .unsafeFlags([
                     "-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/CPhotoLedger/photoledger.map",
                     "-Xlinker", "-soname=libphotoledger.so.1",
+                    // Swift code cannot be unloaded (the runtime keeps its type metadata), and the
+                    // library's threads may still be ending: dlclose leaves it loaded.
+                    "-Xlinker", "-z", "-Xlinker", "nodelete",
                 ])
             ]
         ),

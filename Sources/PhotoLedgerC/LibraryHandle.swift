@@ -17,20 +17,27 @@ final class LibraryHandle: Sendable {
         self.path = path
     }
 
-    /// Opens (creating when needed) the library at `path` as `device`, or as the device recorded
-    /// in it; the first open records the name.
+    /// Opens (creating when needed) the library at `path` as `device`, else as the device
+    /// recorded in it, else as a device named after the host (as the `photoledger` command
+    /// does); the first open records the name.
     static func open(path: String, device: String?, preauthorized: Bool) throws -> LibraryHandle {
         let url = URL(fileURLWithPath: path)
         let recorded = PhotoLibrary.recordedDevice(at: url)
-        guard let name = device ?? recorded?.rawValue else {
-            throw InterfaceError.invalidArgument(
-                "no device name: the library at \(url.path) has none recorded; pass this device's name in photoledger_open_options.device")
-        }
+        let name = device ?? recorded?.rawValue ?? hostDevice()
         var options = PhotoLibrary.Options()
         options.preauthorized = preauthorized
         let library = try PhotoLibrary(url: url, device: DeviceID(name), options: options)
         if recorded == nil { try library.recordDevice() }
         return LibraryHandle(library: library, path: url.path)
+    }
+
+    /// A device name made from the host name (letters, digits, '.', '_' and '-', at most 64).
+    static func hostDevice() -> String {
+        let allowed = ProcessInfo.processInfo.hostName.unicodeScalars.map { scalar -> Character in
+            scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || "._-".unicodeScalars.contains(scalar)) ? Character(scalar) : "-"
+        }
+        let name = String(allowed.prefix(64))
+        return name.isEmpty ? "device" : name
     }
 
     // MARK: The C handle

@@ -33,7 +33,7 @@ extension LibraryHandle {
         switch outcome {
         case .failed(let error): error
         case .notMedia(let reason), .skipped(let reason):
-            PhotoLibraryError(.invalidResource, "\(reason); nothing was saved: save a photo or video file (JPEG, PNG, GIF, HEIC, WebP, MP4, QuickTime)")
+            PhotoLibraryError(.invalidResource, "\(reason); nothing was saved")
         case .created, .duplicate:
             PhotoLibraryError(.internalError, "\(path) was not saved as a new asset; nothing was saved")
         }
@@ -68,6 +68,33 @@ extension LibraryHandle {
             throw InterfaceError.invalidArgument("\(url.path) already exists; choose another file name or remove it first")
         }
         try library.writeImageData(for: asset, version: version, to: url)
+    }
+
+    /// Writes the image manager's image of `asset` for a box of `size` pixels to a new file at
+    /// `destination` (a JPEG, or a PNG for a picture with transparent pixels); returns the
+    /// `photoledger thumbnail --json` description of it. Bytes not on this device are downloaded
+    /// from the stored remote, when there is one.
+    func thumbnail(_ asset: String, size: Int, contentMode: ImageContentMode, to destination: String) throws -> String {
+        let url = URL(fileURLWithPath: destination)
+        if FileManager.default.fileExists(atPath: url.path) {
+            throw InterfaceError.invalidArgument("\(url.path) already exists; choose another file name or remove it first")
+        }
+        // With a remote, bytes not on this device are downloaded on demand while the engine lives.
+        let engine = try SyncRemote.saved(in: library).map { SyncEngine(library: library, remote: $0) }
+        let options = ImageRequestOptions(version: .current, deliveryMode: .highQualityFormat, isNetworkAccessAllowed: true)
+        let manager = library.imageManager
+        let image = try waitFor {
+            try await manager.requestImage(
+                for: asset, targetSize: CGSize(width: size, height: size), contentMode: contentMode, options: options)
+        }
+        withExtendedLifetime(engine) {}
+        do {
+            try image.data.write(to: url, options: .withoutOverwriting)
+        } catch {
+            throw PhotoLibraryError(
+                .internalError, "could not write \(url.path): \(error.localizedDescription); check the folder exists and is writable")
+        }
+        return ThumbnailJSON.json(asset: asset, file: url.path, image: image).serialized()
     }
 
     // MARK: Listings

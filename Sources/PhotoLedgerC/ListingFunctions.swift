@@ -69,3 +69,52 @@ public func syncAsynchronously(
         try handle.runAsynchronously(Completion(function: completion, userData: userData)) { try handle.sync() }
     }
 }
+
+/// The thumbnail arguments both variants check before doing anything.
+private struct ThumbnailRequest: Sendable {
+    let asset: String
+    let size: Int
+    let contentMode: ImageContentMode
+    let destination: String
+
+    init(_ asset: UnsafePointer<CChar>?, _ size: UInt32, _ contentMode: Int32, _ destination: UnsafePointer<CChar>?) throws {
+        self.asset = try text(asset, "asset")
+        guard size >= 1 else { throw InterfaceError.invalidArgument("size is 0; pass the size in pixels the image must cover (1 or more)") }
+        self.size = Int(size)
+        guard let mode = ImageContentMode(rawValue: Int(contentMode)) else {
+            throw InterfaceError.invalidArgument("content mode \(contentMode) is unknown; pass PHOTOLEDGER_CONTENT_MODE_FIT or _FILL")
+        }
+        self.contentMode = mode
+        self.destination = try text(destination, "destination")
+    }
+
+    func run(on handle: LibraryHandle) throws -> String {
+        try handle.thumbnail(asset, size: size, contentMode: contentMode, to: destination)
+    }
+}
+
+/// `photoledger_thumbnail`: writes an asset's image from the image manager to a file, blocking.
+@_cdecl("photoledger_thumbnail")
+public func thumbnail(
+    _ handle: OpaquePointer?, _ asset: UnsafePointer<CChar>?, _ size: UInt32, _ contentMode: Int32, _ destination: UnsafePointer<CChar>?,
+    _ json: OutString?, _ message: OutString?
+) -> photoledger_status {
+    perform(message: message, clearing: [json]) {
+        let handle = try library(handle)
+        give(try ThumbnailRequest(asset, size, contentMode, destination).run(on: handle), to: json)
+    }
+}
+
+/// `photoledger_thumbnail_async`: the same on the worker thread, with a completion.
+@_cdecl("photoledger_thumbnail_async")
+public func thumbnailAsynchronously(
+    _ handle: OpaquePointer?, _ asset: UnsafePointer<CChar>?, _ size: UInt32, _ contentMode: Int32, _ destination: UnsafePointer<CChar>?,
+    _ completion: photoledger_completion?, _ userData: UnsafeMutableRawPointer?, _ message: OutString?
+) -> photoledger_status {
+    perform(message: message) {
+        let handle = try library(handle)
+        guard let completion else { throw InterfaceError.invalidArgument("completion is NULL; pass the function to call when the image is written") }
+        let request = try ThumbnailRequest(asset, size, contentMode, destination)
+        try handle.runAsynchronously(Completion(function: completion, userData: userData)) { try request.run(on: handle) }
+    }
+}

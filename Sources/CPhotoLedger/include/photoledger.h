@@ -6,8 +6,10 @@
  * event-sourced SQLite log that syncs between devices. This header lets C, C++ and every host
  * language with a C foreign-function interface (Lua, Python, game engines) use it.
  *
- * Build and link:  cc app.c $(pkg-config --cflags --libs photoledger)
- *                  (or -I<prefix>/include -L<prefix>/lib -lphotoledger)
+ * Build and link:  cc app.c -I<folder of this header> -L<folder of the library> -lphotoledger
+ *                  (`swift build -c release` makes .build/release/libPhotoLedgerC.so, whose SONAME
+ *                  is libphotoledger.so.1: install it as libphotoledger.so.1 with a
+ *                  libphotoledger.so link, or link it by its path)
  *
  * ---------------------------------------------------------------------------------------------
  * Conventions
@@ -50,14 +52,16 @@
  *              handle is then released once the queued work is done). A completion must not
  *              unwind (no C++ exception or longjmp across it).
  *
+ * Unloading.  dlclose() leaves the library loaded (it is linked with -z nodelete): Swift code
+ *              cannot be unloaded, and its threads may still be ending.
+ *
  * Versions.    The macros below give the version of the header; photoledger_version() that of
  *              the library loaded. Every symbol carries the ELF symbol version PHOTOLEDGER_1.0;
  *              later additions come in new version nodes (PHOTOLEDGER_1.1, ...), and a program
  *              built against 1.0 runs with every libphotoledger.so.1.
  *
- * Not yet.     There is no thumbnail call: the Swift library has no image manager to scale
- *              pictures yet. Export the photo (photoledger_export) and scale it meanwhile; a
- *              thumbnail call will come as a PHOTOLEDGER_1.1 symbol.
+ * Re-entrancy. Every function may be called from a completion, and from several threads at once,
+ *              as above. No function calls back into the caller except through a completion.
  */
 #ifndef PHOTOLEDGER_H
 #define PHOTOLEDGER_H
@@ -141,8 +145,8 @@ typedef struct photoledger_open_options {
     /* sizeof(photoledger_open_options), as PHOTOLEDGER_OPEN_OPTIONS_INIT sets it. */
     size_t size;
     /* This device's name in the library (letters, digits, '.', '_', '-'; at most 64). NULL: the
-       name recorded in the library by an earlier open; a new library needs one. The first open
-       of a library records its name. */
+       name recorded in the library by an earlier open, else one made from the host name (as the
+       photoledger command does). The first open of a library records its name. */
     const char *device;
     /* Nonzero: read and write access is granted at once, for a program that owns its library.
        Zero: the access granted earlier with photoledger_set_authorization_status applies, and
@@ -157,7 +161,7 @@ typedef struct photoledger_open_options {
    (the recorded device name, no access granted). Errors: PHOTOLEDGER_ERROR_INTERNAL when the file
    cannot be opened or is not a library (a missing folder, a file of something else),
    PHOTOLEDGER_ERROR_CHANGE_NOT_SUPPORTED for an invalid device name or a library made by a newer
-   PhotoLedger, PHOTOLEDGER_ERROR_INVALID_ARGUMENT when no device name is given or recorded. */
+   PhotoLedger. */
 photoledger_status photoledger_open(
     const char *path, const photoledger_open_options *options, photoledger_library **library, char **message);
 
@@ -294,6 +298,33 @@ enum {
    failure leaves no file. */
 photoledger_status photoledger_export(
     photoledger_library *library, const char *asset, int image_version, const char *destination, char **message);
+
+/* How photoledger_thumbnail fits the picture in its size (PhotoKit's content modes). */
+enum {
+    PHOTOLEDGER_CONTENT_MODE_FIT = 0,  /* the whole picture inside the size: its longer side the box's */
+    PHOTOLEDGER_CONTENT_MODE_FILL = 1  /* the picture covering the size: its shorter side the box's */
+};
+
+/* Writes an asset's image from the library's image manager to a new file at `destination`, as
+   `photoledger thumbnail` does: the rendition for the smallest box of 256, 512, 1024 or 2048
+   pixels that holds `size` (larger sizes get the full size), upright, a JPEG (a PNG when the
+   picture has transparent pixels); a video's first frame. Renditions are cached beside the
+   library, so asking again decodes nothing; bytes not on this device are downloaded from the
+   remote when one is set. *json receives {"localIdentifier", "file", "pixelWidth",
+   "pixelHeight", "uniformTypeIdentifier", "bytes"}. Errors: PHOTOLEDGER_ERROR_INVALID_ARGUMENT
+   (`size` 0, an unknown mode, an existing destination), PHOTOLEDGER_ERROR_IDENTIFIER_NOT_FOUND,
+   PHOTOLEDGER_ERROR_MISSING_RESOURCE (the photo is not on this device and cannot be downloaded),
+   PHOTOLEDGER_ERROR_INVALID_RESOURCE (bytes the decoders refuse). A failure leaves no file. */
+photoledger_status photoledger_thumbnail(
+    photoledger_library *library, const char *asset, unsigned size, int content_mode, const char *destination, char **json,
+    char **message);
+
+/* photoledger_thumbnail on the library's worker thread; `completion` receives the JSON as its
+   result. Returns PHOTOLEDGER_ERROR_INVALID_ARGUMENT (and never calls `completion`) for a NULL
+   library, asset, destination or completion, a `size` of 0 or an unknown mode. */
+photoledger_status photoledger_thumbnail_async(
+    photoledger_library *library, const char *asset, unsigned size, int content_mode, const char *destination,
+    photoledger_completion completion, void *user_data, char **message);
 
 /* ---------------------------------------------------------------------------------------------
  * Listings, as JSON in the shapes of the `photoledger` command's --json output (the README
