@@ -203,7 +203,15 @@ let package = Package(
         .testTarget(
             name: "PhotoLedgerServerTests", dependencies: ["LedgerCore", "LedgerStore", "PhotoLedgerServer", "SyncProtocol", "TestSupportKit", "photoledger-server"]
         ),
-        .testTarget(name: "ToolTests", dependencies: ["photoledger", "photoledger-server", "photoledger-demo", "LedgerCore", "LedgerStore", "PhotoMedia", "MediaSynthesis"]),
+        .testTarget(
+            name: "ToolTests",
+            dependencies: [
+                "photoledger", "photoledger-server", "photoledger-demo", "LedgerCore", "LedgerStore", "PhotoMedia", "MediaSynthesis", "PhotoLedger",
+                "CPhotoLedger",
+            ],
+            // The C, C++, Lua and Python programs the host-language tests compile and run.
+            exclude: ["HostLanguages"]
+        ),
         .testTarget(
             name: "PhotoLedgerSyncTests",
             dependencies: [

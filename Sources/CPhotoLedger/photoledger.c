@@ -14,6 +14,7 @@ const char *photoledger_status_name(photoledger_status status) {
     case PHOTOLEDGER_ERROR_INTERNAL: return "internalError";
     case PHOTOLEDGER_ERROR_USER_CANCELLED: return "userCancelled";
     case PHOTOLEDGER_ERROR_PERSISTENT_CHANGE_TOKEN_EXPIRED: return "persistentChangeTokenExpired";
+    case PHOTOLEDGER_ERROR_NETWORK_ACCESS_REQUIRED: return "networkAccessRequired";
     case PHOTOLEDGER_ERROR_NETWORK: return "networkError";
     case PHOTOLEDGER_ERROR_IDENTIFIER_NOT_FOUND: return "identifierNotFound";
     case PHOTOLEDGER_ERROR_PERSISTENT_CHANGE_DETAILS_UNAVAILABLE: return "persistentChangeDetailsUnavailable";

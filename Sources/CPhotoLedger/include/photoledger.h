@@ -94,6 +94,7 @@ enum {
     PHOTOLEDGER_ERROR_INTERNAL = -1,                                  /* internalError: storage failed, the file is not a library or is damaged */
     PHOTOLEDGER_ERROR_USER_CANCELLED = 3072,                          /* userCancelled */
     PHOTOLEDGER_ERROR_PERSISTENT_CHANGE_TOKEN_EXPIRED = 3105,         /* persistentChangeTokenExpired */
+    PHOTOLEDGER_ERROR_NETWORK_ACCESS_REQUIRED = 3164,                 /* networkAccessRequired: the photo is not on this device and no remote can give it */
     PHOTOLEDGER_ERROR_NETWORK = 3169,                                 /* networkError */
     PHOTOLEDGER_ERROR_IDENTIFIER_NOT_FOUND = 3201,                    /* identifierNotFound: no asset or album has the identifier */
     PHOTOLEDGER_ERROR_PERSISTENT_CHANGE_DETAILS_UNAVAILABLE = 3210,   /* persistentChangeDetailsUnavailable */
