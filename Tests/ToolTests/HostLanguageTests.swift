@@ -238,7 +238,54 @@ struct HostLanguageTests {
         #expect(try host.trip().count == 2, "the save whose callback raised committed, and so did the next")
     }
 
+    @Test func luaSyncsWithTheRemoteAndAnotherDeviceSeesTheAlbum() throws {
+        let host = try Host()
+        let server = try TestServer(folder: host.workspace.folder)
+        let remote = "\(server.url)/v1/libraries/family"
+        let result = try host.lua("sync.lua", [host.library, host.photo, remote, try server.token(for: "lua-host")])
+        #expect(result.status == 0, "sync.lua failed: \(result.output) \(result.errors)")
+        #expect(Self.line("no-remote", in: result.output) == "nil syncNoRemote")
+        let saved = try #require(Self.line("saved", in: result.output))
+        let report = try #require(Self.line("report", in: result.output))
+        let json = try JSONSerialization.jsonObject(with: Data(report.utf8)) as? [String: Any]
+        #expect((json?["pushedEvents"] as? Int ?? 0) > 0 && json?["uploadedResources"] as? Int == 1, "\(report)")
+        let again = try JSONSerialization.jsonObject(with: Data((Self.line("again", in: result.output) ?? "").utf8)) as? [String: Any]
+        #expect(again?["pushedEvents"] as? Int == 0)
+        // Another device, through the photoledger command.
+        let ben = try Workspace(device: "ben")
+        #expect(try ben.cli(["remote", "set", remote, "--token", try server.token(for: "ben")]).status == 0)
+        #expect(try ben.cli(["sync"]).status == 0)
+        #expect(try ben.albums().first { $0["title"] as? String == "Trip" }?["assetIdentifiers"] as? [String] == [saved])
+    }
+
     // MARK: Python
+
+    @Test func pythonReachesTheWholeInterface() throws {
+        let host = try Host()
+        let second = try host.workspace.photo("second.jpg", seed: 3)
+        let out = host.workspace.folder.appendingPathComponent("out")
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        let result = try host.python("api.py", [host.library, host.photo, second, out.path])
+        #expect(result.status == 0, "api.py failed: \(result.output) \(result.errors)")
+        let expected: [(String, String)] = [
+            ("order", "True"), ("renamed", "['Family 2026']"), ("removed", "True"), ("favorites", "True"), ("hidden", "[True]"),
+            ("deleted", "True"), ("recovered", "True"), ("exported", "True"), ("thumbnail", "48 32 public.jpeg"), ("thumbnail-async", "True True"),
+            ("history", "asset.created python-host True"), ("history-device", "True True"), ("status", "2 1 python-host None"),
+            ("delete-album", "no error"), ("albums-left", "[]"),
+        ]
+        for (step, value) in expected {
+            #expect(Self.line(step, in: result.output) == value, "\(step): \(result.output)")
+        }
+        let failures: [(String, String)] = [
+            ("sync", "4008 syncNoRemote no remote is set"), ("sync-async", "4008 syncNoRemote"), ("bad-remote", "4001 syncInvalidRemote invalid remote"),
+            ("unknown-asset", "3201 identifierNotFound no asset with identifier"), ("export-exists", "5001 invalidArgument \(out.path)/exported.jpg already exists"),
+            ("index-past-end", "3301 operationInterrupted index 5 is out of range"), ("thumbnail-exists", "5001 invalidArgument"),
+        ]
+        for (step, prefix) in failures {
+            #expect(Self.line(step, in: result.output)?.hasPrefix(prefix) == true, "\(step): \(result.output)")
+        }
+    }
+
 
     @Test func pythonDoesTheSeedFlow() throws {
         let host = try Host()
