@@ -18,3 +18,8 @@ with photoledger.open(sys.argv[1], device="python-host") as lib:
     print("future", type(future.exception(timeout=120)).__name__, future.exception())
     print("still works", lib.save_to_album(sys.argv[2], "Trip"))
 print("survived")
+
+# A library left open with a call queued: it is closed at exit, after the call's callback.
+left_open = photoledger.open(sys.argv[1])
+left_open.save_to_album_async(sys.argv[2], "Trip", callback=lambda identifier, error: print("at exit", identifier is not None, error))
+print("exiting")

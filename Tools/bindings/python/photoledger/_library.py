@@ -1,5 +1,6 @@
 """The Library class and its errors, over the functions of photoledger.h."""
 
+import atexit
 import concurrent.futures
 import ctypes
 import ctypes.util
@@ -7,6 +8,7 @@ import itertools
 import json
 import os
 import threading
+import weakref
 
 # Status codes of photoledger.h.
 OK = 0
@@ -239,6 +241,17 @@ def _start(function, arguments, callback, convert):
 
 # --- The library -------------------------------------------------------------------------------
 
+# Libraries still open when the interpreter exits are closed first, so no completion runs on a
+# worker thread once Python is gone.
+_open_libraries = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_libraries():
+    for library in list(_open_libraries):
+        library.close()
+
+
 
 def open(path, device=None, preauthorized=True):
     """Opens the library file at `path`, creating it when it does not exist.
@@ -263,6 +276,7 @@ class Library:
             raise _error(status, _take(message.value))
         self._handle = handle
         self.path = os.fspath(path)
+        _open_libraries.add(self)
 
     # Lifetime
 
@@ -270,6 +284,7 @@ class Library:
         """Waits for the queued asynchronous calls, then closes the library. Closing twice does nothing."""
         handle, self._handle = self._handle, None
         if handle is not None:
+            _open_libraries.discard(self)
             _native.photoledger_close(handle)
 
     def __enter__(self):
