@@ -168,13 +168,15 @@ package struct Replica: Sendable {
     // MARK: Outbox
 
     /// This device's events the server has neither acknowledged nor rejected (the outbox), in
-    /// device order, after `deviceSequence`.
+    /// device order, after `deviceSequence`. Read through the index of pending events, so a batch
+    /// costs the same after a million events were sent as after none.
     package func outbox(afterDeviceSequence deviceSequence: Int64 = 0, limit: Int) throws -> [Event] {
         try library.readDatabase { db in
             try db.rows(
                 """
-                SELECT \(EventLog.columns) FROM events WHERE server_seq IS NULL AND device_id = ? AND device_seq > ?
-                AND event_id NOT IN (SELECT event_id FROM sync_rejections) ORDER BY device_seq LIMIT ?
+                SELECT \(EventLog.columns) FROM events INDEXED BY events_pending
+                WHERE server_seq IS NULL AND device_id = ? AND device_seq > ?
+                AND event_id NOT IN (SELECT event_id FROM sync_rejections) ORDER BY local_seq LIMIT ?
                 """, [library.device.rawValue, deviceSequence, Int64(limit)], EventLog.decode
             ).map(\.event)
         }
@@ -183,6 +185,18 @@ package struct Replica: Sendable {
     /// The number of events in the outbox.
     package func outboxCount() throws -> Int {
         try library.readDatabase { db in try ReplicaStatistics.outboxCount(db, device: library.device) }
+    }
+
+    /// Whether any event of this device waits to be pushed: cheaper than ``outboxCount()``, for
+    /// noticing commits made by another process on the same library.
+    package func hasOutbox() throws -> Bool {
+        try library.readDatabase { db in
+            try db.firstRow(
+                """
+                SELECT EXISTS (SELECT 1 FROM events INDEXED BY events_pending WHERE server_seq IS NULL AND device_id = ?
+                AND event_id NOT IN (SELECT event_id FROM sync_rejections))
+                """, [library.device.rawValue]) { $0.int64(0) } == 1
+        }
     }
 
     /// This device's events from `deviceSequence` on, acknowledged or not (to answer a gap).
@@ -368,7 +382,7 @@ enum ReplicaStatistics {
     static func outboxCount(_ db: Database, device: DeviceID) throws -> Int {
         Int(try db.firstRow(
             """
-            SELECT count(*) FROM events WHERE server_seq IS NULL AND device_id = ?
+            SELECT count(*) FROM events INDEXED BY events_pending WHERE server_seq IS NULL AND device_id = ?
             AND event_id NOT IN (SELECT event_id FROM sync_rejections)
             """, [device.rawValue]) { $0.int64(0) } ?? 0)
     }
@@ -424,4 +438,10 @@ extension PhotoLibrary {
     public func recordDevice() throws {
         try withDatabase { try $0.execute("UPDATE replica_state SET recorded_device = ? WHERE id = 1", [device.rawValue]) }
     }
+}
+
+extension Replica {
+    /// Signals each commit of this device's own events from now on (buffering at most one while
+    /// the consumer is busy): what a live engine waits on to push at once.
+    package func localCommits() -> AsyncStream<Void> { library.commits.subscribe() }
 }
