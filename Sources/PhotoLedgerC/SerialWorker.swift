@@ -17,11 +17,24 @@ final class SerialWorker: Sendable {
     private let wakeUps = DispatchSemaphore(value: 0)
     private let stopped = DispatchSemaphore(value: 0)
 
-    /// Starts the thread, named `name`.
+    /// Starts the thread, named `name` (at most 15 bytes: the kernel's limit).
     init(name: String) {
-        let thread = Thread { [self] in run() }
+        let thread = Thread { [self] in
+            Self.nameCurrentThread(name)
+            run()
+        }
         thread.name = name
         thread.start()
+    }
+
+    /// Gives the calling thread the kernel name debuggers and `ps -L` show (what
+    /// `pthread_setname_np` does; Swift does not import it), through `/proc/thread-self/comm`.
+    private static func nameCurrentThread(_ name: String) {
+        let descriptor = open("/proc/thread-self/comm", O_WRONLY)
+        guard descriptor >= 0 else { return }
+        defer { close(descriptor) }
+        let bytes = Array(name.utf8.prefix(15))
+        _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
     }
 
     /// Whether the caller is this worker's thread.

@@ -115,6 +115,8 @@ struct HostLanguageTests {
         let completion = try #require(Self.line("completion", in: output))
         #expect(completion.hasPrefix("0 "), "the completion got \(completion)")
         let saved = String(completion.dropFirst(2))
+        #expect(Self.line("completion-thread", in: output) == "photoledger other", "the completion runs on the library's worker thread")
+        #expect(Self.line("closed-in-completion", in: output) == "0", "a completion closed its own library")
         #expect(try host.trip() == [saved, first], "the asset saved last is the album's first")
         #expect(!host.exists(host.temporary), "the moved temporary file is removed after the save")
         #expect(host.exists(host.photo), "a copied file stays")
