@@ -24,6 +24,12 @@ struct InterfaceError: Error {
         switch error {
         case let error as InterfaceError:
             self = error
+        case let error as PhotoLibraryError where error.code == .accessUserDenied:
+            // The library's hint names the Swift call; say what a C caller does instead.
+            self.init(
+                error.code.rawValue,
+                error.message + " (through photoledger.h: open with photoledger_open_options.preauthorized set, "
+                    + "or record the user's answer with photoledger_set_authorization_status)")
         case let error as PhotoLibraryError:
             let code = error.code.rawValue
             self.init(Int32(exactly: code) == nil ? PHOTOLEDGER_ERROR_INTERNAL : code, error.message)

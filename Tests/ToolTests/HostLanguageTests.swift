@@ -201,7 +201,8 @@ struct HostLanguageTests {
 
     @Test func luaDoesTheSeedFlowWithCallbacksOnItsOwnThread() throws {
         let host = try Host()
-        let result = try host.lua("seed.lua", [host.library, host.photo, host.temporary])
+        let thumbnail = host.workspace.folder.appendingPathComponent("thumb.jpg").path
+        let result = try host.lua("seed.lua", [host.library, host.photo, host.temporary, thumbnail])
         #expect(result.status == 0, "seed.lua failed: \(result.output) \(result.errors)")
         let output = result.output
         #expect(Self.line("before", in: output) == "wait false", "the callback ran before lib:wait()")
@@ -212,6 +213,8 @@ struct HostLanguageTests {
         #expect(try host.trip() == [String(callback.dropFirst(5)), first])
         #expect(!host.exists(host.temporary) && host.exists(host.photo))
         #expect(Self.line("blocking", in: output) == "true")
+        let report = try JSONSerialization.jsonObject(with: Data((Self.line("thumbnail", in: output) ?? "").utf8)) as? [String: Any]
+        #expect(report?["localIdentifier"] as? String == first && report?["file"] as? String == thumbnail && host.exists(thumbnail))
         #expect(output.hasSuffix("closed photoledger.library (closed)\n"))
     }
 
@@ -315,6 +318,7 @@ struct HostLanguageTests {
         #expect(Self.line("callback", in: output)?.hasPrefix("MissingResourceError 3303") == true)
         #expect(Self.line("unknown-album", in: output)?.hasPrefix("IdentifierNotFoundError 3201 identifierNotFound") == true)
         #expect(Self.line("after-close", in: output)?.hasPrefix("InvalidArgumentError 5001 invalidArgument the library is closed") == true)
+        #expect(Self.line("not-authorized", in: output)?.hasPrefix("AccessDeniedError 3311 accessUserDenied") == true, "\(output)")
     }
 
     @Test func aPythonCallbackThatRaisesFailsItsFutureWithoutCrashing() throws {

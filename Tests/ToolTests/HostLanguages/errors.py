@@ -22,3 +22,5 @@ with photoledger.open(library_path, device="python-host") as lib:
     show("callback", lambda: lib.save_to_album_async(missing, "Trip").result(timeout=120))
     show("unknown-album", lambda: lib.rename_album("00000000-0000-0000-0000-000000000000/L0/040", "x"))
 show("after-close", lambda: lib.albums())
+with photoledger.open(library_path + ".denied.sqlite", device="python-host", preauthorized=False) as denied:
+    show("not-authorized", lambda: denied.albums())

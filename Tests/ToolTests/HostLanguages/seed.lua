@@ -1,6 +1,6 @@
 -- The seed flow from Lua: save a photo first into an album, blocking, then with a callback that
 -- runs on this state's thread from lib:wait(), moving the temporary file.
--- Usage: lua5.4 seed.lua LIBRARY PHOTO TEMP_PHOTO
+-- Usage: lua5.4 seed.lua LIBRARY PHOTO TEMP_PHOTO THUMBNAIL
 local pl = require "photoledger"
 local library_path, photo, temp = arg[1], arg[2], arg[3]
 
@@ -24,5 +24,15 @@ local inside
 assert(lib:save_to_album(photo, nil, function(ok, id) inside = ok and id end, { blocking = true }))
 print("blocking " .. tostring(inside ~= nil))
 print("albums " .. assert(lib:albums_json()))
+
+-- A thumbnail whose callback the script collects with poll(), doing its own work meanwhile.
+local thumbnail
+assert(lib:thumbnail(first, 64, arg[4], "fill", function(ok, json, err) thumbnail = ok and json or err end))
+local polls = 0
+while thumbnail == nil do
+    lib:poll()
+    polls = polls + 1
+end
+print("thumbnail " .. thumbnail)
 lib:close()
 print("closed " .. tostring(lib))
