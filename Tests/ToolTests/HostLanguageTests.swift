@@ -148,6 +148,16 @@ struct HostLanguageTests {
         #expect(assets == (try host.workspace.cli(["assets", "--json"]).output.trimmingCharacters(in: .whitespacesAndNewlines)))
     }
 
+    @Test func oneHandleServesSeveralThreadsAtOnce() throws {
+        let host = try Host()
+        let program = try host.compile("cc", "threads.c", standard: "c11")
+        let result = try host.run(program, [host.library, host.photo])
+        #expect(result.status == 0 && Self.line("failures", in: result.output) == "0", "\(result.output) \(result.errors)")
+        let albums = try host.workspace.albums()
+        #expect(albums.count == 1, "the album is found or created once: \(albums)")
+        #expect((albums.first?["assetIdentifiers"] as? [String])?.count == 20)
+    }
+
     @Test("the header alone compiles as C11 and C++17 with -Wall -Wextra -Werror -pedantic", arguments: [("cc", "c11", "c"), ("c++", "c++17", "c++")])
     func headerCompilesCleanly(compiler: String, standard: String, language: String) throws {
         let result = try ToolRunner.run(

@@ -39,7 +39,8 @@
  * Threads.     A photoledger_library may be used from any number of threads at once: reads run
  *              side by side, change blocks one at a time. The only exception is
  *              photoledger_close(), which must be the last call on the handle: no other call on
- *              it may be running or start once it is called.
+ *              it may be running or start once it is called (work queued by *_async calls may
+ *              be: close waits for it and calls its completions).
  *
  * Callbacks.   The *_async calls queue their work on the library's worker thread, a serial
  *              thread that the library owns (one per open library, named "photoledger", started
@@ -52,7 +53,7 @@
  *              handle is then released once the queued work is done). A completion must not
  *              unwind (no C++ exception or longjmp across it).
  *
- * Unloading.  dlclose() leaves the library loaded (it is linked with -z nodelete): Swift code
+ * Unloading.   dlclose() leaves the library loaded (it is linked with -z nodelete): Swift code
  *              cannot be unloaded, and its threads may still be ending.
  *
  * Versions.    The macros below give the version of the header; photoledger_version() that of
