@@ -43,7 +43,9 @@ public func saveToAlbumAsynchronously(
 ) -> photoledger_status {
     perform(message: message) {
         let handle = try library(handle)
-        guard let completion else { throw InterfaceError.invalidArgument("completion is NULL; pass the function to call when the save ends") }
+        guard let completion else {
+            throw InterfaceError.invalidArgument("completion is NULL; pass the function to call when the save ends")
+        }
         let request = try SaveRequest(path, albumTitle, flags)
         try handle.runAsynchronously(Completion(function: completion, userData: userData)) { try request.run(on: handle) }
     }
@@ -51,7 +53,9 @@ public func saveToAlbumAsynchronously(
 
 /// `photoledger_create_album`.
 @_cdecl("photoledger_create_album")
-public func createAlbum(_ handle: OpaquePointer?, _ title: UnsafePointer<CChar>?, _ identifier: OutString?, _ message: OutString?) -> photoledger_status {
+public func createAlbum(_ handle: OpaquePointer?, _ title: UnsafePointer<CChar>?, _ identifier: OutString?, _ message: OutString?)
+    -> photoledger_status
+{
     perform(message: message, clearing: [identifier]) {
         let handle = try library(handle)
         give(try handle.createAlbum(title: try text(title, "title")), to: identifier)
@@ -60,7 +64,9 @@ public func createAlbum(_ handle: OpaquePointer?, _ title: UnsafePointer<CChar>?
 
 /// `photoledger_rename_album`.
 @_cdecl("photoledger_rename_album")
-public func renameAlbum(_ handle: OpaquePointer?, _ album: UnsafePointer<CChar>?, _ title: UnsafePointer<CChar>?, _ message: OutString?) -> photoledger_status {
+public func renameAlbum(_ handle: OpaquePointer?, _ album: UnsafePointer<CChar>?, _ title: UnsafePointer<CChar>?, _ message: OutString?)
+    -> photoledger_status
+{
     perform(message: message) {
         let handle = try library(handle)
         let title = try text(title, "title")
@@ -113,7 +119,9 @@ public func removeFromAlbum(
 
 /// `photoledger_set_favorite`.
 @_cdecl("photoledger_set_favorite")
-public func setFavorite(_ handle: OpaquePointer?, _ assets: TextArray?, _ count: Int, _ favorite: Int32, _ message: OutString?) -> photoledger_status {
+public func setFavorite(_ handle: OpaquePointer?, _ assets: TextArray?, _ count: Int, _ favorite: Int32, _ message: OutString?)
+    -> photoledger_status
+{
     perform(message: message) {
         let handle = try library(handle)
         let assets = try identifiers(assets, count: count, "assets")
@@ -125,7 +133,9 @@ public func setFavorite(_ handle: OpaquePointer?, _ assets: TextArray?, _ count:
 
 /// `photoledger_set_hidden`.
 @_cdecl("photoledger_set_hidden")
-public func setHidden(_ handle: OpaquePointer?, _ assets: TextArray?, _ count: Int, _ hidden: Int32, _ message: OutString?) -> photoledger_status {
+public func setHidden(_ handle: OpaquePointer?, _ assets: TextArray?, _ count: Int, _ hidden: Int32, _ message: OutString?)
+    -> photoledger_status
+{
     perform(message: message) {
         let handle = try library(handle)
         let assets = try identifiers(assets, count: count, "assets")

@@ -13,7 +13,9 @@ public func openLibrary(
     handle?.pointee = nil
     return perform(message: message) {
         let path = try text(path, "path")
-        guard let handle else { throw InterfaceError.invalidArgument("the library out pointer is NULL; pass the address of a photoledger_library *") }
+        guard let handle else {
+            throw InterfaceError.invalidArgument("the library out pointer is NULL; pass the address of a photoledger_library *")
+        }
         var device: String?
         var preauthorized = false
         if let options = options?.pointee {
@@ -48,7 +50,8 @@ public func setAuthorizationStatus(_ handle: OpaquePointer?, _ level: Int32, _ s
     perform(message: message) {
         let library = try library(handle).library
         guard let level = AccessLevel(rawValue: Int(level)) else {
-            throw InterfaceError.invalidArgument("access level \(level) is unknown; pass PHOTOLEDGER_ACCESS_ADD_ONLY or PHOTOLEDGER_ACCESS_READ_WRITE")
+            throw InterfaceError.invalidArgument(
+                "access level \(level) is unknown; pass PHOTOLEDGER_ACCESS_ADD_ONLY or PHOTOLEDGER_ACCESS_READ_WRITE")
         }
         guard let status = AuthorizationStatus(rawValue: Int(status)) else {
             throw InterfaceError.invalidArgument("authorization status \(status) is unknown; pass one of PHOTOLEDGER_AUTHORIZATION_*")

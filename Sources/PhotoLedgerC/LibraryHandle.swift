@@ -34,7 +34,8 @@ final class LibraryHandle: Sendable {
     /// A device name made from the host name (letters, digits, '.', '_' and '-', at most 64).
     static func hostDevice() -> String {
         let allowed = ProcessInfo.processInfo.hostName.unicodeScalars.map { scalar -> Character in
-            scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || "._-".unicodeScalars.contains(scalar)) ? Character(scalar) : "-"
+            scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || "._-".unicodeScalars.contains(scalar))
+                ? Character(scalar) : "-"
         }
         let name = String(allowed.prefix(64))
         return name.isEmpty ? "device" : name

@@ -104,7 +104,8 @@ extension LibraryHandle {
         let collection = try album.map { identifier in
             guard let collection = try library.fetchAssetCollections(withLocalIdentifiers: [identifier]).allObjects.first else {
                 throw PhotoLibraryError(
-                    .identifierNotFound, "no album with identifier \(identifier) in this library; list them with photoledger_fetch_albums_json")
+                    .identifierNotFound,
+                    "no album with identifier \(identifier) in this library; list them with photoledger_fetch_albums_json")
             }
             return collection
         }

@@ -65,7 +65,9 @@ public func syncAsynchronously(
 ) -> photoledger_status {
     perform(message: message) {
         let handle = try library(handle)
-        guard let completion else { throw InterfaceError.invalidArgument("completion is NULL; pass the function to call when the sync ends") }
+        guard let completion else {
+            throw InterfaceError.invalidArgument("completion is NULL; pass the function to call when the sync ends")
+        }
         try handle.runAsynchronously(Completion(function: completion, userData: userData)) { try handle.sync() }
     }
 }
@@ -113,7 +115,9 @@ public func thumbnailAsynchronously(
 ) -> photoledger_status {
     perform(message: message) {
         let handle = try library(handle)
-        guard let completion else { throw InterfaceError.invalidArgument("completion is NULL; pass the function to call when the image is written") }
+        guard let completion else {
+            throw InterfaceError.invalidArgument("completion is NULL; pass the function to call when the image is written")
+        }
         let request = try ThumbnailRequest(asset, size, contentMode, destination)
         try handle.runAsynchronously(Completion(function: completion, userData: userData)) { try request.run(on: handle) }
     }

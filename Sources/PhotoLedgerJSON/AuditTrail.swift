@@ -18,7 +18,9 @@ package enum AuditTrail {
     /// The entries after the log position `since`: those of `object` (a local identifier) when
     /// given, else every event of the library in clock order (or one device's in device order);
     /// only those made on `device` when given.
-    package static func entries(in library: PhotoLibrary, object: String? = nil, device: String? = nil, after since: Int64 = 0) throws -> [Entry] {
+    package static func entries(in library: PhotoLibrary, object: String? = nil, device: String? = nil, after since: Int64 = 0) throws
+        -> [Entry]
+    {
         var entries: [Entry]
         if let object {
             entries = try objectHistory(object, in: library)
@@ -52,7 +54,8 @@ package enum AuditTrail {
         var events: [AuditEvent] = []
         var cursor: AuditCursor?
         repeat {
-            let page = try device.map { try library.events(fromDevice: $0, after: cursor, limit: 1000) }
+            let page =
+                try device.map { try library.events(fromDevice: $0, after: cursor, limit: 1000) }
                 ?? library.events(in: HLCTimestamp.zero...HLCTimestamp(rawValue: UInt64(Int64.max)), after: cursor, limit: 1000)
             events += page.events.filter { $0.localSequence > since }
             cursor = page.next

@@ -11,7 +11,9 @@ package enum Listing {
 
     /// The assets in Recently Deleted.
     package static func deletedAssets(in library: PhotoLibrary) throws -> [Asset] {
-        guard let trash = try library.fetchAssetCollections(with: .smartAlbum, subtype: .smartAlbumRecentlyDeleted).firstObject else { return [] }
+        guard let trash = try library.fetchAssetCollections(with: .smartAlbum, subtype: .smartAlbumRecentlyDeleted).firstObject else {
+            return []
+        }
         return try library.fetchAssets(in: trash, options: FetchOptions(includeHiddenAssets: true)).allObjects
     }
 

@@ -50,7 +50,9 @@ package struct LibraryStatus {
         eventsNeedingNewerVersion = statistics.quarantined[.needsNewerVersion] ?? 0
         sealedEvents = statistics.quarantined[.sealed] ?? 0
         remote = try SyncRemote.saved(in: library)
-        lastSync = try remote.map { SyncEngine(library: library, remote: $0) }?.lastSync().map { Date(timeIntervalSince1970: Double($0) / 1000) }
+        lastSync = try remote.map { SyncEngine(library: library, remote: $0) }?.lastSync().map {
+            Date(timeIntervalSince1970: Double($0) / 1000)
+        }
     }
 
     /// The `status --json` shape.

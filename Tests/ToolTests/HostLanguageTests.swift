@@ -30,7 +30,8 @@ struct HostLanguageTests {
             lib = workspace.folder.appendingPathComponent("lib")
             try FileManager.default.createDirectory(at: lib, withIntermediateDirectories: true)
             for name in ["libphotoledger.so.1", "libphotoledger.so"] {
-                try FileManager.default.createSymbolicLink(at: lib.appendingPathComponent(name), withDestinationURL: HostLanguageTests.builtLibrary)
+                try FileManager.default.createSymbolicLink(
+                    at: lib.appendingPathComponent(name), withDestinationURL: HostLanguageTests.builtLibrary)
             }
             photo = try workspace.photo("kept.jpg", seed: 1)
             temporary = try workspace.photo("capture-tmp.jpg", seed: 2, in: "tmp")
@@ -52,8 +53,10 @@ struct HostLanguageTests {
             let result = try run(
                 "/usr/bin/env",
                 [
-                    compiler, "-std=\(standard)", "-Wall", "-Wextra", "-Werror", "-pedantic", "-pthread", "-I", HostLanguageTests.include.path,
-                    HostLanguageTests.scripts.appendingPathComponent(source).path, "-L", lib.path, "-lphotoledger", "-Wl,-rpath," + lib.path,
+                    compiler, "-std=\(standard)", "-Wall", "-Wextra", "-Werror", "-pedantic", "-pthread", "-I",
+                    HostLanguageTests.include.path,
+                    HostLanguageTests.scripts.appendingPathComponent(source).path, "-L", lib.path, "-lphotoledger",
+                    "-Wl,-rpath," + lib.path,
                     "-o", output,
                 ])
             #expect(result.status == 0, "\(compiler) \(source) failed: \(result.errors)")
@@ -76,7 +79,9 @@ struct HostLanguageTests {
         /// Runs a Lua script of HostLanguages with `lua5.4`.
         func lua(_ script: String, _ arguments: [String]) throws -> ToolResult {
             let cpath = try luaModule()
-            return try run("/usr/bin/env", ["lua5.4", HostLanguageTests.scripts.appendingPathComponent(script).path] + arguments, environment: ["LUA_CPATH": cpath])
+            return try run(
+                "/usr/bin/env", ["lua5.4", HostLanguageTests.scripts.appendingPathComponent(script).path] + arguments,
+                environment: ["LUA_CPATH": cpath])
         }
 
         /// Runs a Python script of HostLanguages with `python3` and the package from the repository.
@@ -85,7 +90,9 @@ struct HostLanguageTests {
                 "PYTHONPATH": path ?? HostLanguageTests.root.appendingPathComponent("Tools/bindings/python").path,
                 "PHOTOLEDGER_LIBRARY": HostLanguageTests.builtLibrary.path, "PYTHONDONTWRITEBYTECODE": "1",
             ]
-            return try run("/usr/bin/env", ["python3", HostLanguageTests.scripts.appendingPathComponent(script).path] + arguments, environment: environment)
+            return try run(
+                "/usr/bin/env", ["python3", HostLanguageTests.scripts.appendingPathComponent(script).path] + arguments,
+                environment: environment)
         }
 
         /// The identifiers of the album titled Trip, in album order, as `photoledger albums` lists them.
@@ -107,7 +114,8 @@ struct HostLanguageTests {
         let host = try Host()
         let program = try host.compile("cc", "seed.c", standard: "c11")
         let thumbnail = host.workspace.folder.appendingPathComponent("thumb.jpg").path
-        let result = try host.run(program, [host.library, host.photo, host.temporary, host.notImage, host.missing, host.badLibrary, thumbnail])
+        let result = try host.run(
+            program, [host.library, host.photo, host.temporary, host.notImage, host.missing, host.badLibrary, thumbnail])
         #expect(result.status == 0, "seed failed: \(result.output) \(result.errors)")
         let output = result.output
         #expect(Self.line("version", in: output) == "1.0.0 1.0.0")
@@ -125,7 +133,9 @@ struct HostLanguageTests {
         #expect(host.exists(host.notImage), "a file that failed is kept, even with PHOTOLEDGER_SAVE_MOVE_FILE")
         #expect(Self.line("missing", in: output)?.hasPrefix("3303 missingResource gone.jpg: the file does not exist") == true, "\(output)")
         #expect(Self.line("null-library", in: output)?.hasPrefix("5001 invalidArgument the library is NULL") == true)
-        #expect(Self.line("bad-library", in: output)?.hasPrefix("-1 internalError could not open the library at \(host.badLibrary)") == true, "\(output)")
+        #expect(
+            Self.line("bad-library", in: output)?.hasPrefix("-1 internalError could not open the library at \(host.badLibrary)") == true,
+            "\(output)")
         let report = try #require(Self.line("thumbnail", in: output))
         let json = try JSONSerialization.jsonObject(with: Data(report.utf8)) as? [String: Any]
         #expect(json?["localIdentifier"] as? String == saved && json?["file"] as? String == thumbnail)
@@ -158,12 +168,15 @@ struct HostLanguageTests {
         #expect((albums.first?["assetIdentifiers"] as? [String])?.count == 20)
     }
 
-    @Test("the header alone compiles as C11 and C++17 with -Wall -Wextra -Werror -pedantic", arguments: [("cc", "c11", "c"), ("c++", "c++17", "c++")])
+    @Test(
+        "the header alone compiles as C11 and C++17 with -Wall -Wextra -Werror -pedantic",
+        arguments: [("cc", "c11", "c"), ("c++", "c++17", "c++")])
     func headerCompilesCleanly(compiler: String, standard: String, language: String) throws {
         let result = try ToolRunner.run(
             executable: URL(fileURLWithPath: "/usr/bin/env"),
             [
-                compiler, "-x", language, "-std=\(standard)", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fsyntax-only", "-I", Self.include.path,
+                compiler, "-x", language, "-std=\(standard)", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fsyntax-only", "-I",
+                Self.include.path,
                 Self.include.appendingPathComponent("photoledger.h").path,
             ])
         #expect(result.status == 0, "\(compiler) -std=\(standard): \(result.errors)")
@@ -172,22 +185,29 @@ struct HostLanguageTests {
     @Test func everyFunctionOfTheHeaderIsExportedWithItsSymbolVersionAndNothingElse() throws {
         let header = try String(contentsOf: Self.include.appendingPathComponent("photoledger.h"), encoding: .utf8)
         let declared = Set(header.matches(of: /\b(photoledger_[a-z_]+)\(/).map { String($0.output.1) })
-        let symbols = try ToolRunner.run(executable: URL(fileURLWithPath: "/usr/bin/env"), ["readelf", "--dyn-syms", "-W", Self.builtLibrary.path])
+        let symbols = try ToolRunner.run(
+            executable: URL(fileURLWithPath: "/usr/bin/env"), ["readelf", "--dyn-syms", "-W", Self.builtLibrary.path])
         #expect(symbols.status == 0, "\(symbols.errors)")
         var exported: [String: String] = [:]
         for line in symbols.output.split(separator: "\n") {
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
             // Defined global functions and objects (not UND; not the ABS symbol naming the version node).
-            guard fields.count >= 8, fields[4] == "GLOBAL", fields[6] != "UND", fields[6] != "ABS", fields[3] == "FUNC" || fields[3] == "OBJECT" else {
+            guard fields.count >= 8, fields[4] == "GLOBAL", fields[6] != "UND", fields[6] != "ABS",
+                fields[3] == "FUNC" || fields[3] == "OBJECT"
+            else {
                 continue
             }
             let name = fields[7].split(separator: "@", maxSplits: 1)
             exported[String(name[0])] = name.count > 1 ? String(name[1]) : ""
         }
         let script = try String(contentsOf: Self.root.appendingPathComponent("Sources/CPhotoLedger/photoledger.map"), encoding: .utf8)
-        #expect(Set(script.matches(of: /(photoledger_[a-z_]+);/).map { String($0.output.1) }) == declared, "the version script lists the header's functions")
+        #expect(
+            Set(script.matches(of: /(photoledger_[a-z_]+);/).map { String($0.output.1) }) == declared,
+            "the version script lists the header's functions")
         #expect(declared.count == 29)
-        #expect(Set(exported.keys) == declared, "exported but not declared: \(Set(exported.keys).subtracting(declared)); missing: \(declared.subtracting(exported.keys))")
+        #expect(
+            Set(exported.keys) == declared,
+            "exported but not declared: \(Set(exported.keys).subtracting(declared)); missing: \(declared.subtracting(exported.keys))")
         #expect(exported.values.allSatisfy { $0 == "@PHOTOLEDGER_1.0" }, "\(exported.filter { $0.value != "@PHOTOLEDGER_1.0" })")
         let dynamic = try ToolRunner.run(executable: URL(fileURLWithPath: "/usr/bin/env"), ["readelf", "-d", Self.builtLibrary.path])
         #expect(dynamic.output.contains("Library soname: [libphotoledger.so.1]"))
@@ -236,7 +256,8 @@ struct HostLanguageTests {
         #expect(Self.line("not-an-image", in: output)?.hasPrefix("nil invalidResource notes.jpg: ") == true, "\(output)")
         #expect(host.exists(host.notImage), "a file that failed is kept")
         #expect(Self.line("missing", in: output) == "nil missingResource gone.jpg: the file does not exist (\(host.missing))")
-        #expect(Self.line("bad-library", in: output)?.hasPrefix("nil internalError could not open the library at \(host.badLibrary)") == true)
+        #expect(
+            Self.line("bad-library", in: output)?.hasPrefix("nil internalError could not open the library at \(host.badLibrary)") == true)
         #expect(Self.line("unknown-album", in: output)?.hasPrefix("nil identifierNotFound no album with identifier") == true)
         #expect(Self.line("callback", in: output) == "false missingResource gone.jpg: the file does not exist (\(host.missing))")
         #expect(Self.line("after-close", in: output) == "false the library is closed; open it again with photoledger.open")
@@ -284,7 +305,8 @@ struct HostLanguageTests {
         #expect(result.status == 0, "api.py failed: \(result.output) \(result.errors)")
         let expected: [(String, String)] = [
             ("order", "True"), ("renamed", "['Family 2026']"), ("removed", "True"), ("favorites", "True"), ("hidden", "[True]"),
-            ("deleted", "True"), ("recovered", "True"), ("exported", "True"), ("thumbnail", "48 32 public.jpeg"), ("thumbnail-async", "True True"),
+            ("deleted", "True"), ("recovered", "True"), ("exported", "True"), ("thumbnail", "48 32 public.jpeg"),
+            ("thumbnail-async", "True True"),
             ("history", "asset.created python-host True"), ("history-device", "True True"), ("status", "2 1 python-host None"),
             ("delete-album", "no error"), ("albums-left", "[]"),
         ]
@@ -292,15 +314,16 @@ struct HostLanguageTests {
             #expect(Self.line(step, in: result.output) == value, "\(step): \(result.output)")
         }
         let failures: [(String, String)] = [
-            ("sync", "4008 syncNoRemote no remote is set"), ("sync-async", "4008 syncNoRemote"), ("bad-remote", "4001 syncInvalidRemote invalid remote"),
-            ("unknown-asset", "3201 identifierNotFound no asset with identifier"), ("export-exists", "5001 invalidArgument \(out.path)/exported.jpg already exists"),
+            ("sync", "4008 syncNoRemote no remote is set"), ("sync-async", "4008 syncNoRemote"),
+            ("bad-remote", "4001 syncInvalidRemote invalid remote"),
+            ("unknown-asset", "3201 identifierNotFound no asset with identifier"),
+            ("export-exists", "5001 invalidArgument \(out.path)/exported.jpg already exists"),
             ("index-past-end", "3301 operationInterrupted index 5 is out of range"), ("thumbnail-exists", "5001 invalidArgument"),
         ]
         for (step, prefix) in failures {
             #expect(Self.line(step, in: result.output)?.hasPrefix(prefix) == true, "\(step): \(result.output)")
         }
     }
-
 
     @Test func pythonDoesTheSeedFlow() throws {
         let host = try Host()
@@ -321,9 +344,12 @@ struct HostLanguageTests {
         let result = try host.python("errors.py", [host.library, host.notImage, host.missing, host.badLibrary])
         #expect(result.status == 0, "errors.py failed: \(result.output) \(result.errors)")
         let output = result.output
-        #expect(Self.line("not-an-image", in: output)?.hasPrefix("InvalidResourceError 3302 invalidResource notes.jpg: ") == true, "\(output)")
+        #expect(
+            Self.line("not-an-image", in: output)?.hasPrefix("InvalidResourceError 3302 invalidResource notes.jpg: ") == true, "\(output)")
         #expect(host.exists(host.notImage))
-        #expect(Self.line("missing", in: output) == "MissingResourceError 3303 missingResource gone.jpg: the file does not exist (\(host.missing))")
+        #expect(
+            Self.line("missing", in: output)
+                == "MissingResourceError 3303 missingResource gone.jpg: the file does not exist (\(host.missing))")
         #expect(Self.line("bad-library", in: output)?.hasPrefix("PhotoLedgerError -1 internalError could not open the library at") == true)
         #expect(Self.line("callback", in: output)?.hasPrefix("MissingResourceError 3303") == true)
         #expect(Self.line("unknown-album", in: output)?.hasPrefix("IdentifierNotFoundError 3201 identifierNotFound") == true)

@@ -9,17 +9,21 @@ import PhotoLedger
 struct HostBenchmarks {
     let quick: Bool
 
-    private typealias Open = @convention(c) (
-        UnsafePointer<CChar>?, UnsafeRawPointer?, UnsafeMutablePointer<OpaquePointer?>?, UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
-    ) -> Int32
+    private typealias Open =
+        @convention(c) (
+            UnsafePointer<CChar>?, UnsafeRawPointer?, UnsafeMutablePointer<OpaquePointer?>?,
+            UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
+        ) -> Int32
     private typealias Close = @convention(c) (OpaquePointer?) -> Void
-    private typealias Save = @convention(c) (
-        OpaquePointer?, UnsafePointer<CChar>?, UnsafePointer<CChar>?, UInt32, UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
-        UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
-    ) -> Int32
-    private typealias SetFlag = @convention(c) (
-        OpaquePointer?, UnsafePointer<UnsafePointer<CChar>?>?, Int, Int32, UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
-    ) -> Int32
+    private typealias Save =
+        @convention(c) (
+            OpaquePointer?, UnsafePointer<CChar>?, UnsafePointer<CChar>?, UInt32, UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+            UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
+        ) -> Int32
+    private typealias SetFlag =
+        @convention(c) (
+            OpaquePointer?, UnsafePointer<UnsafePointer<CChar>?>?, Int, Int32, UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
+        ) -> Int32
     private typealias StringFree = @convention(c) (UnsafeMutablePointer<CChar>?) -> Void
 
     /// photoledger_open_options of photoledger.h.
@@ -37,7 +41,8 @@ struct HostBenchmarks {
             let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
             let path = URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("libPhotoLedgerC.so").path
             guard let handle = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
-                throw BenchmarkError("cannot load \(path): \(String(cString: dlerror())); build the PhotoLedgerC product (swift build -c release)")
+                throw BenchmarkError(
+                    "cannot load \(path): \(String(cString: dlerror())); build the PhotoLedgerC product (swift build -c release)")
             }
             func symbol<T>(_ name: String, as type: T.Type) throws -> T {
                 guard let address = dlsym(handle, name) else { throw BenchmarkError("\(path) has no \(name)") }
@@ -101,7 +106,9 @@ struct HostBenchmarks {
                 try seconds {
                     let staged = swift.stageImport(fromFilesAt: [swiftPhoto])
                     swiftAsset = try swift.performChangesAndWait { changes in
-                        guard let created = try changes.importAssets(staged)[0].placeholderForCreatedAsset else { throw BenchmarkError("not saved") }
+                        guard let created = try changes.importAssets(staged)[0].placeholderForCreatedAsset else {
+                            throw BenchmarkError("not saved")
+                        }
                         let album = try changes.album(titled: "Camera") ?? changes.createAlbum(title: "Camera")
                         try album.insertAssets([created], at: [0])
                         return created.localIdentifier
@@ -130,14 +137,16 @@ struct HostBenchmarks {
             for round in 0..<rounds {
                 let favorite = round % 2 == 0
                 func flipThroughC() throws {
-                    cFavorite.append(try seconds {
-                        try c.check(c.setFavorite(handle, &assets, 1, favorite ? 1 : 0, &message), message, "photoledger_set_favorite")
-                    } * 1e6)
+                    cFavorite.append(
+                        try seconds {
+                            try c.check(c.setFavorite(handle, &assets, 1, favorite ? 1 : 0, &message), message, "photoledger_set_favorite")
+                        } * 1e6)
                 }
                 func flipFromSwift() throws {
-                    swiftFavorite.append(try seconds {
-                        try swift.performChangesAndWait { try $0.assetChangeRequest(for: swiftAsset).setFavorite(favorite) }
-                    } * 1e6)
+                    swiftFavorite.append(
+                        try seconds {
+                            try swift.performChangesAndWait { try $0.assetChangeRequest(for: swiftAsset).setFavorite(favorite) }
+                        } * 1e6)
                 }
                 if round % 4 < 2 {
                     try flipThroughC()
@@ -151,7 +160,8 @@ struct HostBenchmarks {
         // Target: the C call at most 10 % slower than Swift at p50 (baseline ÷ value ≥ 1 / 1.1).
         return [
             Figure(
-                name: "host.c.save.p50", value: median(cSave), unit: "ms", baseline: median(swiftSave), higherIsBetter: false, target: 1 / 1.1,
+                name: "host.c.save.p50", value: median(cSave), unit: "ms", baseline: median(swiftSave), higherIsBetter: false,
+                target: 1 / 1.1,
                 note: "photoledger_save_to_album (a 64×48 JPEG first into an album by title) beside the same block from Swift"),
             Figure(
                 name: "host.c.favorite.p50", value: median(cFavorite), unit: "µs", baseline: median(swiftFavorite), higherIsBetter: false,
