@@ -86,28 +86,49 @@ public struct FetchResult<Element: PhotoObject>: RandomAccessCollection, Sendabl
     /// objects instead (albums, results built from objects).
     let versions: [Int64]?
     let query: FetchQuery
+    /// The commit the result reflects (``PhotoLibrary/changeGeneration(in:)``): change details
+    /// of later commits apply to it.
+    let generation: Int64
     private let storage: FetchResultStorage<Element>
 
     /// How many objects a fetch reads with the identifiers, and a lazy read reads at once.
     public static var batchSize: Int { FetchResultStorage<Element>.batchSize }
 
     /// A result whose objects are all read.
-    init(_ objects: [Element], versions: [Int64]? = nil, query: FetchQuery) {
+    init(_ objects: [Element], versions: [Int64]? = nil, query: FetchQuery, generation: Int64 = 0, registration: QueryRegistration? = nil) {
         self.identifiers = objects.map(\.id)
         self.versions = versions
         self.query = query
-        self.storage = FetchResultStorage(objects: objects.map { $0 }, loader: nil)
+        self.generation = generation
+        self.storage = FetchResultStorage(objects: objects.map { $0 }, loader: nil, registration: registration)
     }
 
     /// A result of `identifiers` whose first objects are `loaded`; `loader` reads the others.
-    init(identifiers: [UUID], versions: [Int64], loaded: [Element], query: FetchQuery, loader: FetchResultStorage<Element>.Loader?) {
+    init(
+        identifiers: [UUID], versions: [Int64], loaded: [Element], query: FetchQuery, loader: FetchResultStorage<Element>.Loader?,
+        generation: Int64, registration: QueryRegistration?
+    ) {
+        var objects = [Element?](repeating: nil, count: identifiers.count)
+        for (index, object) in loaded.prefix(identifiers.count).enumerated() { objects[index] = object }
+        self.init(
+            identifiers: identifiers, versions: versions, objects: objects, query: query, loader: loader, generation: generation,
+            registration: registration)
+    }
+
+    /// A result of `identifiers` of which the `objects` not nil are read; `loader` reads the others.
+    init(
+        identifiers: [UUID], versions: [Int64], objects: [Element?], query: FetchQuery, loader: FetchResultStorage<Element>.Loader?,
+        generation: Int64, registration: QueryRegistration?
+    ) {
         self.identifiers = identifiers
         self.versions = versions
         self.query = query
-        var objects = [Element?](repeating: nil, count: identifiers.count)
-        for (index, object) in loaded.prefix(identifiers.count).enumerated() { objects[index] = object }
-        self.storage = FetchResultStorage(objects: objects, loader: loader)
+        self.generation = generation
+        self.storage = FetchResultStorage(objects: objects, loader: loader, registration: registration)
     }
+
+    /// The objects read so far, by index (nil: not read yet).
+    var loadedObjects: [Element?] { storage.loaded }
 
     public var startIndex: Int { 0 }
     public var endIndex: Int { identifiers.count }
@@ -146,11 +167,17 @@ final class FetchResultStorage<Element: PhotoObject>: Sendable {
 
     private let objects: Mutex<[Element?]>
     private let loader: Loader?
+    /// Keeps the result's query tracked while the result exists (for change details).
+    private let registration: QueryRegistration?
 
-    init(objects: [Element?], loader: Loader?) {
+    init(objects: [Element?], loader: Loader?, registration: QueryRegistration? = nil) {
         self.objects = Mutex(objects)
         self.loader = loader
+        self.registration = registration
     }
+
+    /// The objects read so far.
+    var loaded: [Element?] { objects.withLock { $0 } }
 
     func object(at index: Int, identifiers: [UUID]) -> Element {
         precondition(index >= 0 && index < identifiers.count, "index \(index) is out of range: the fetch result has \(identifiers.count) objects")
@@ -222,7 +249,7 @@ enum Fetching {
             location: row.isNull(9) ? nil : Location(latitude: row.double(9), longitude: row.double(10), altitude: row.isNull(11) ? nil : row.double(11)),
             isFavorite: row.int64(12) == 1, isHidden: row.int64(13) == 1, isDeleted: deleted,
             deletionDate: deleted ? HLCTimestamp(rawValue: UInt64(bitPattern: row.int64(15))).dateValue : nil,
-            sourceDevice: DeviceID(row.text(16)), hasAdjustments: row.int64(17) == 1)
+            sourceDevice: DeviceID(row.text(16)), hasAdjustments: row.int64(17) == 1, version: row.int64(7))
     }
 
     /// An SQL condition and its bound values.

@@ -17,6 +17,8 @@ public final class LibraryChanges {
     private var events: [Event] = []
     private var isValid = true
     var touched = TouchedObjects()
+    /// The content stamps of the assets the block edits, as they were before it.
+    var contentBefore: [UUID: WriterStamp?] = [:]
     var afterCommit: [() -> Void] = []
     private var albumRequests: [UUID: AlbumChangeRequest] = [:]
 
@@ -51,6 +53,9 @@ public final class LibraryChanges {
             deviceSequence: nextSequence, timestamp: library.clock.now(), changeBlock: changeBlock, object: object, type: change.type.rawValue,
             schemaVersion: EventSchema.currentVersion, payload: change.encoded(claims: claims))
         nextSequence += 1
+        if case .assetContentEdited = change, contentBefore[object] == nil {
+            contentBefore[object] = try PhotoLibrary.contentStamps([object], in: database)[object] ?? nil
+        }
         touched.formUnion(try Projection(database).apply(change, of: event))
         events.append(event)
     }

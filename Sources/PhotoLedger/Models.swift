@@ -128,6 +128,8 @@ public struct Asset: Hashable, Sendable, ObjectReference, CustomStringConvertibl
     public let sourceDevice: DeviceID
     /// Whether it has a content edit.
     public let hasAdjustments: Bool
+    /// The asset's modification clock value when read: what change details compare.
+    var version: Int64 = 0
 
     /// Hashes the identifier only: snapshots of one asset hash alike; `==` compares every property.
     public func hash(into hasher: inout Hasher) { hasher.combine(id) }

@@ -81,23 +81,44 @@ extension PhotoLibrary {
     }
 
     func fetch(_ query: FetchQuery) throws -> FetchResult<Asset> {
-        let found = try read { db, access in try Self.assets(query, db: db, access: access, now: options.clock()) }
-        // A result read whole at the fetch needs no loader.
-        var loader: FetchResultStorage<Asset>.Loader?
-        if found.loaded.count < found.identifiers.count {
-            loader = { [storage] ids in
-                do {
-                    return try storage.read { db in try Self.assets(withIDs: ids, db: db) }
-                } catch {
-                    throw PhotoLibrary.translate(error, doing: "read the library")
-                }
-            }
+        let registration = try register(query)
+        let (found, generation) = try read { db, access in
+            (try Self.assets(query, db: db, access: access, now: options.clock()), try Self.changeGeneration(in: db))
         }
-        return FetchResult(identifiers: found.identifiers, versions: found.versions, loaded: found.loaded, query: query, loader: loader)
+        // A result read whole at the fetch needs no loader.
+        let loader = found.loaded.count < found.identifiers.count ? assetLoader : nil
+        return FetchResult(
+            identifiers: found.identifiers, versions: found.versions, loaded: found.loaded, query: query, loader: loader, generation: generation,
+            registration: registration)
     }
 
     func fetch(_ query: FetchQuery) throws -> FetchResult<AssetCollection> {
-        FetchResult(try read { db, access in try Self.collections(query, db: db, access: access, now: options.clock()) }, query: query)
+        let registration = try register(query)
+        let (found, generation) = try read { db, access in
+            (try Self.collections(query, db: db, access: access, now: options.clock()), try Self.changeGeneration(in: db))
+        }
+        return FetchResult(found, query: query, generation: generation, registration: registration)
+    }
+
+    /// Tracks `query` for change details before it is read (a fetch inside a change block fails
+    /// first, with the error ``read(_:)`` gives).
+    private func register(_ query: FetchQuery) throws -> QueryRegistration {
+        if storage.isWritingOnCurrentThread {
+            throw PhotoLibraryError(
+                .changeNotSupported, "fetches cannot run inside a change block; use the change requests' own state, or fetch after the block")
+        }
+        return tracker.register(query)
+    }
+
+    /// Reads the assets of a fetch result that were not read at the fetch.
+    var assetLoader: FetchResultStorage<Asset>.Loader {
+        { [storage] ids in
+            do {
+                return try storage.read { db in try Self.assets(withIDs: ids, db: db) }
+            } catch {
+                throw PhotoLibrary.translate(error, doing: "read the library")
+            }
+        }
     }
 
     /// What an asset fetch read: every identifier and version, the first objects.

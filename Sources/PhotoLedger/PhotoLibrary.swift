@@ -58,6 +58,8 @@ public final class PhotoLibrary: Sendable {
     let identifiers: UUIDv7Generator
     let randomness: RandomSource
     let observers: ObserverRegistry
+    /// The fetches the app holds results of, for change details captured at each commit.
+    let tracker = ChangeTracker()
     /// The content-addressed store of resource bytes, in a directory beside the library file.
     let resources: ResourceStore
     /// The archive of a compacted library, opened once.
@@ -144,8 +146,8 @@ public final class PhotoLibrary: Sendable {
                 .changeNotSupported,
                 "performChanges cannot be nested: this thread is already inside a change block; make all changes in the outer block")
         }
-        var touched = TouchedObjects()
         var afterCommit: [() -> Void] = []
+        var pending: PendingCommit?
         let result: T
         do {
             result = try storage.write { db in
@@ -154,15 +156,16 @@ public final class PhotoLibrary: Sendable {
                 defer { changes.invalidate() }
                 let value = try body(changes)
                 try changes.commit()
-                touched = changes.touched
                 afterCommit = changes.afterCommit
+                pending = try beginCommit(changes.touched, contentBefore: changes.contentBefore, in: db)
                 return value
             }
         } catch {
+            abandon(pending)
             throw Self.translate(error, doing: "perform changes")
         }
         for action in afterCommit { action() }
-        notifyObservers(touched)
+        if let pending { publish(pending) }
         return result
     }
 
@@ -173,6 +176,18 @@ public final class PhotoLibrary: Sendable {
             Self.changeQueue.async {
                 continuation.resume(with: Result { try self.performChangesAndWait(body) })
             }
+        }
+    }
+
+    /// Runs a change block off the caller's thread, then calls `completionHandler` with its
+    /// outcome (PhotoKit's `performChanges(_:completionHandler:)`): `.success` with the block's
+    /// value once it has committed, `.failure` with the error when nothing was changed. The
+    /// handler runs on a queue of the library's, not the caller's.
+    public func performChanges<T: Sendable>(
+        _ body: @escaping @Sendable (LibraryChanges) throws -> T, completionHandler: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
+        Self.changeQueue.async {
+            completionHandler(Result { try self.performChangesAndWait(body) })
         }
     }
 
@@ -189,6 +204,7 @@ public final class PhotoLibrary: Sendable {
     func applyRemoteEvents(_ page: PreparedPage) throws -> AppliedPage {
         var touched = TouchedObjects()
         var applied = AppliedPage()
+        var pending: PendingCommit?
         let context = foldContext
         do {
             try withArchive { _, archive in
@@ -234,6 +250,7 @@ public final class PhotoLibrary: Sendable {
                         batch = ProjectionBatch()
                         for event in events where appended[event.id] != nil { batch.add(event, context: context) }
                     }
+                    let contentBefore = try Self.contentStamps(batch.contentEditedAssets, in: db)
                     try batch.write(to: db)
                     touched = batch.touched
                     applied.newEvents = appended.count
@@ -249,14 +266,17 @@ public final class PhotoLibrary: Sendable {
                     let report = try Self.recordServerChain(page.chain, appended: appended, appendedFrom: firstAppended, db: db, archive: archive)
                     if let failure = report.failure { throw ServerChainMismatch(failure: failure) }
                     if let cursor = page.cursor { try db.execute("UPDATE replica_state SET pull_cursor = ? WHERE id = 1", [cursor]) }
+                    pending = try beginCommit(touched, contentBefore: contentBefore, in: db)
                 }
             }
         } catch let mismatch as ServerChainMismatch {
+            abandon(pending)
             throw mismatch
         } catch {
+            abandon(pending)
             throw Self.translate(error, doing: "apply events from other devices")
         }
-        notifyObservers(touched)
+        if let pending { publish(pending) }
         return applied
     }
 

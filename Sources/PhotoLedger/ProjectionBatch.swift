@@ -142,6 +142,8 @@ struct ProjectionBatch: Sendable {
     }
     /// The number of events folded.
     private(set) var eventCount = 0
+    /// The assets a folded content edit (or revert) is about.
+    private(set) var contentEditedAssets: Set<UUID> = []
 
     var isEmpty: Bool { eventCount == 0 }
 
@@ -217,6 +219,7 @@ struct ProjectionBatch: Sendable {
                 row.modificationHLC = max(row.modificationHLC, hlc)
             }
         case .assetContentEdited(let edit):
+            contentEditedAssets.insert(id)
             assets.update(id) { row in
                 row.content.offer(edit, at: stamp)
                 row.modificationHLC = max(row.modificationHLC, hlc)
