@@ -57,7 +57,7 @@ enum ChangeEvent: Sendable, Hashable {
     case albumMerged(winner: UUID)
 
     struct AssetCreation: Sendable, Hashable {
-        var mediaType: MediaType
+        var mediaType: AssetMediaType
         var mediaSubtypes: MediaSubtypes
         var pixelWidth: Int
         var pixelHeight: Int
@@ -257,7 +257,7 @@ enum ChangeEvent: Sendable, Hashable {
             for _ in 0..<count { resources.append(try ResourceRecord.read(from: &r)) }
             return .assetCreated(
                 AssetCreation(
-                    mediaType: MediaType(rawValue: rawType)!, mediaSubtypes: MediaSubtypes(rawValue: subtypes), pixelWidth: width,
+                    mediaType: AssetMediaType(rawValue: rawType)!, mediaSubtypes: MediaSubtypes(rawValue: subtypes), pixelWidth: width,
                     pixelHeight: height, duration: duration, creationDate: date, location: location, isFavorite: favorite, isHidden: hidden,
                     resources: resources))
         case .assetChanged:

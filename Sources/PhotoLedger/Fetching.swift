@@ -7,7 +7,7 @@ import Synchronization
 /// fetches, conditions on titles to album fetches.
 public indirect enum FetchPredicate: Sendable, Hashable {
     /// Assets of this media type.
-    case mediaType(MediaType)
+    case mediaType(AssetMediaType)
     /// Favorites (true) or non-favorites (false).
     case isFavorite(Bool)
     /// Hidden (true) or visible (false) assets; implies ``FetchOptions/includeHiddenAssets``.
@@ -240,7 +240,7 @@ enum Fetching {
         let deleted = !CausalLength.isPresent(row.int64(14))
         return Asset(
             id: row.withBlob(0) { UUID(bytes: $0) }!,
-            mediaType: MediaType(rawValue: Int(row.int64(1))) ?? .unknown,
+            mediaType: AssetMediaType(rawValue: Int(row.int64(1))) ?? .unknown,
             mediaSubtypes: MediaSubtypes(rawValue: Int(row.int64(2))),
             pixelWidth: Int(row.int64(3)), pixelHeight: Int(row.int64(4)), duration: row.double(5),
             creationDate: row.isNull(6) ? nil : Date(timeIntervalSince1970: row.double(6)),

@@ -1,8 +1,9 @@
 import Foundation
 import LedgerCore
 
-/// The kind of media an asset holds (PhotoKit's raw values).
-public enum MediaType: Int, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+/// The kind of media an asset holds (PhotoKit's `PHAssetMediaType`, with its raw values). Named apart from
+/// PhotoMedia's `MediaType` (a file format's kind), so that a file may import both modules.
+public enum AssetMediaType: Int, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     case unknown = 0
     case image = 1
     case video = 2
@@ -99,7 +100,7 @@ public struct Asset: Hashable, Sendable, ObjectReference, CustomStringConvertibl
     /// The asset's local identifier (`<UUID>/L0/001`).
     public var localIdentifier: String { LocalIdentifier(uuid: id, kind: .asset).description }
     /// The kind of media.
-    public let mediaType: MediaType
+    public let mediaType: AssetMediaType
     /// Further details of the media.
     public let mediaSubtypes: MediaSubtypes
     /// Width in pixels.

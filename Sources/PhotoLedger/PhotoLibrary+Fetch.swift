@@ -215,7 +215,7 @@ extension PhotoLibrary {
                 conditions.append(CausalLength.absent("a.trash_cl"))
                 defaultOrder = "a.trashed_hlc DESC, a.asset_id"
             case .smartAlbumFavorites: conditions += [CausalLength.present("a.trash_cl"), "a.favorite = 1"]
-            case .smartAlbumVideos: conditions += [CausalLength.present("a.trash_cl"), "a.media_type = \(MediaType.video.rawValue)"]
+            case .smartAlbumVideos: conditions += [CausalLength.present("a.trash_cl"), "a.media_type = \(AssetMediaType.video.rawValue)"]
             case .smartAlbumRecentlyAdded:
                 conditions += [CausalLength.present("a.trash_cl"), "a.created_hlc >= ?"]
                 values.append(Int64(bitPattern: HLCTimestamp(milliseconds: now &- 30 * 86_400_000, counter: 0).rawValue))

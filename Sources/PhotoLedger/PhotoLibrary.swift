@@ -348,10 +348,10 @@ public final class PhotoLibrary: Sendable {
         storage.waitForBackgroundCheckpoints(timeout: timeout)
     }
 
-    /// Verifies the hash chain of the log, through the archive of a compacted library
-    /// (``verifyChain()`` says which file a failure is in).
-    public func verify() throws -> EventLog.Verification {
-        try verifiedChain()
+    /// Verifies the hash chain of the log, through the archive of a compacted library: the same
+    /// check and the same report as ``verifyChain()`` (which says which file a failure is in).
+    public func verify() throws -> ChainVerificationReport {
+        try verifyChain()
     }
 
     /// Purges assets that have been in Recently Deleted longer than the retention period.

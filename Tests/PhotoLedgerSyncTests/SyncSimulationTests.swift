@@ -78,7 +78,7 @@ struct SyncSimulationTests {
         for device in devices {
             #expect(try eventIDs(device.library).count == allEvents.count, "nothing lost or duplicated on \(device.library.device)")
             #expect(try device.library.replica.outboxCount() == 0)
-            #expect(try device.library.verify() == .intact(count: allEvents.count))
+            #expect(try device.library.verify().intactCount == allEvents.count)
         }
     }
 

@@ -157,3 +157,8 @@ public func builtExecutable(_ name: String) throws -> URL {
     }
     throw PhotoLibraryError(.internalError, "cannot find the built executable \(name); run `swift build` first")
 }
+
+extension ChainVerificationReport {
+    /// The number of events checked when the chain is intact, nil when it is not.
+    public var intactCount: Int? { isIntact ? checkedEvents : nil }
+}
