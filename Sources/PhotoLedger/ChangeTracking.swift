@@ -97,7 +97,7 @@ extension TouchedObjects {
         case .assetsWithIdentifiers(let ids, _): return ids.contains { assets.contains($0) }
         case .assets, .assetsInSmartAlbum: return !assets.isEmpty
         case .assetsInAlbum: return !assets.isEmpty || !albums.isEmpty
-        case .collections, .collectionsWithIdentifiers: return !assets.isEmpty || !albums.isEmpty
+        case .collections, .collectionsWithIdentifiers, .collectionsContaining: return !assets.isEmpty || !albums.isEmpty
         }
     }
 }
@@ -163,7 +163,7 @@ extension PhotoLibrary {
                     switch query {
                     case .assets, .assetsWithIdentifiers, .assetsInAlbum, .assetsInSmartAlbum:
                         results[query] = .assets(try Self.assets(query, db: db, access: access, now: now))
-                    case .collections, .collectionsWithIdentifiers:
+                    case .collections, .collectionsWithIdentifiers, .collectionsContaining:
                         results[query] = .collections(try Self.collections(query, db: db, access: access, now: now))
                     }
                 } catch {

@@ -223,6 +223,7 @@ enum FetchQuery: Sendable, Hashable {
     case assetsInSmartAlbum(CollectionSubtype, FetchOptions)
     case collections(CollectionType?, CollectionSubtype, FetchOptions)
     case collectionsWithIdentifiers([UUID], FetchOptions)
+    case collectionsContaining(UUID, CollectionType, FetchOptions)
 }
 
 /// SQL for fetches.

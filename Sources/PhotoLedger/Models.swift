@@ -157,8 +157,15 @@ public struct CollectionSubtype: RawRepresentable, Hashable, Sendable, CustomStr
     public static let smartAlbumVideos = CollectionSubtype(rawValue: 202)
     /// Every favorite.
     public static let smartAlbumFavorites = CollectionSubtype(rawValue: 203)
+    /// Every hidden asset (PhotoKit's `smartAlbumAllHidden`): the one place hidden assets are
+    /// listed without asking for them.
+    public static let smartAlbumAllHidden = CollectionSubtype(rawValue: 205)
     /// Assets added in the last 30 days.
     public static let smartAlbumRecentlyAdded = CollectionSubtype(rawValue: 206)
+    /// Live Photos: photos created with a paired video.
+    public static let smartAlbumLivePhotos = CollectionSubtype(rawValue: 213)
+    /// Animated images (GIF, animated WebP).
+    public static let smartAlbumAnimated = CollectionSubtype(rawValue: 214)
     /// All Photos: every asset not deleted or hidden.
     public static let smartAlbumUserLibrary = CollectionSubtype(rawValue: 209)
     /// Recently Deleted (PhotoKit has no public subtype for it).
@@ -169,6 +176,7 @@ public struct CollectionSubtype: RawRepresentable, Hashable, Sendable, CustomStr
     /// The smart albums every library has.
     public static let smartAlbums: [CollectionSubtype] = [
         .smartAlbumUserLibrary, .smartAlbumFavorites, .smartAlbumRecentlyAdded, .smartAlbumVideos, .smartAlbumRecentlyDeleted,
+        .smartAlbumAllHidden, .smartAlbumLivePhotos, .smartAlbumAnimated,
     ]
 
     public var description: String {
@@ -179,6 +187,9 @@ public struct CollectionSubtype: RawRepresentable, Hashable, Sendable, CustomStr
         case .smartAlbumRecentlyAdded: return "smartAlbumRecentlyAdded"
         case .smartAlbumUserLibrary: return "smartAlbumUserLibrary"
         case .smartAlbumRecentlyDeleted: return "smartAlbumRecentlyDeleted"
+        case .smartAlbumAllHidden: return "smartAlbumAllHidden"
+        case .smartAlbumLivePhotos: return "smartAlbumLivePhotos"
+        case .smartAlbumAnimated: return "smartAlbumAnimated"
         case .any: return "any"
         default: return "subtype\(rawValue)"
         }
@@ -191,6 +202,9 @@ public struct CollectionSubtype: RawRepresentable, Hashable, Sendable, CustomStr
         case .smartAlbumRecentlyAdded: return "Recently Added"
         case .smartAlbumUserLibrary: return "All Photos"
         case .smartAlbumRecentlyDeleted: return "Recently Deleted"
+        case .smartAlbumAllHidden: return "Hidden"
+        case .smartAlbumLivePhotos: return "Live Photos"
+        case .smartAlbumAnimated: return "Animated"
         default: return "Smart Album"
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import LedgerCore
 import LedgerStore
+import PhotoMedia
 
 /// An object a fetch can return: an asset or an album.
 public protocol PhotoObject: Hashable, Sendable, ObjectReference {
@@ -54,11 +55,24 @@ extension PhotoLibrary {
         return try fetch(.collectionsWithIdentifiers(ids, options))
     }
 
-    /// The resources an asset was created with.
+    /// The albums (`.album`) or smart albums (`.smartAlbum`) that hold `asset`, as PhotoKit's
+    /// `fetchAssetCollectionsContaining(_:with:options:)`: an album merged into another is
+    /// reported as the album it was merged into; a smart album holds the asset when its own
+    /// fetch returns it.
+    public func fetchAssetCollectionsContaining(
+        _ asset: any ObjectReference, with type: CollectionType, options: FetchOptions = FetchOptions()
+    ) throws -> FetchResult<AssetCollection> {
+        try fetch(.collectionsContaining(try Self.parse(asset, kind: .asset), type, options))
+    }
+
+    /// The resources of an asset (PhotoKit's `PHAssetResource.assetResources(for:)`): the ones
+    /// it was created with (its photo or video, a Live Photo's paired video, …) and, while it has
+    /// an edit, the edit's rendition (`.fullSizePhoto` or `.fullSizeVideo`, named
+    /// `FullSizeRender.<ext>`) and its adjustment data (`.adjustmentData`).
     public func resources(for asset: any ObjectReference) throws -> [AssetResource] {
         let id = try Self.parse(asset, kind: .asset)
         return try read { db, _ in
-            try db.rows(
+            var resources = try db.rows(
                 "SELECT type, sha256, size, uniform_type, original_filename FROM asset_resources WHERE asset_id = ? ORDER BY resource_index",
                 [id.bytes]
             ) { row in
@@ -66,7 +80,27 @@ extension PhotoLibrary {
                     type: ResourceType(rawValue: Int(row.int64(0))), sha256: Hex.encode(row.blob(1)), size: row.int64(2),
                     uniformTypeIdentifier: row.text(3), originalFilename: row.text(4))
             }
+            try db.forEachRow(
+                """
+                SELECT a.media_type, r.sha256, r.size, r.uniform_type, a.content_sha256 = r.sha256 FROM assets a
+                JOIN referenced_resources r ON r.sha256 IN (a.content_sha256, a.adjustment_sha256)
+                WHERE a.asset_id = ? ORDER BY a.content_sha256 = r.sha256 DESC
+                """, [id.bytes]
+            ) { row in
+                let rendered = row.int64(4) == 1
+                let type: ResourceType = rendered ? (row.int64(0) == AssetMediaType.video.rawValue ? .fullSizeVideo : .fullSizePhoto) : .adjustmentData
+                let uniformType = row.text(3)
+                let name = rendered ? "FullSizeRender." + Self.filenameExtension(forUniformType: uniformType) : "Adjustments.data"
+                resources.append(
+                    AssetResource(type: type, sha256: Hex.encode(row.blob(1)), size: row.int64(2), uniformTypeIdentifier: uniformType, originalFilename: name))
+            }
+            return resources
         }
+    }
+
+    /// The usual extension of a file of `uniformType`.
+    static func filenameExtension(forUniformType uniformType: String) -> String {
+        MediaFormat.allCases.first { $0.uniformTypeIdentifier == uniformType }?.preferredFilenameExtension ?? "bin"
     }
 
     // MARK: Running queries
@@ -187,7 +221,8 @@ extension PhotoLibrary {
         "SELECT \(Fetching.assetColumns) FROM assets a WHERE a.asset_id IN ("
             + Array(repeating: "?", count: FetchResult<Asset>.batchSize).joined(separator: ", ") + ")")
 
-    static func assets(_ query: FetchQuery, db: Database, access: Access, now: UInt64) throws -> AssetFetch {
+    /// The assets `query` returns; with `only`, at most that asset (whether the query returns it).
+    static func assets(_ query: FetchQuery, db: Database, access: Access, now: UInt64, only: UUID? = nil) throws -> AssetFetch {
         var conditions = ["a.created = 1", "a.purged = 0"]
         var values: [any SQLBindable] = []
         let options: FetchOptions
@@ -221,12 +256,21 @@ extension PhotoLibrary {
                 values.append(Int64(bitPattern: HLCTimestamp(milliseconds: now &- 30 * 86_400_000, counter: 0).rawValue))
                 defaultOrder = "a.created_hlc DESC, a.asset_id"
             case .smartAlbumUserLibrary: conditions.append(CausalLength.present("a.trash_cl"))
+            case .smartAlbumAllHidden: conditions += [CausalLength.present("a.trash_cl"), "a.hidden = 1"]
+            case .smartAlbumLivePhotos:
+                conditions += [CausalLength.present("a.trash_cl"), "a.media_subtypes & \(MediaSubtypes.photoLive.rawValue) <> 0"]
+            case .smartAlbumAnimated:
+                conditions += [CausalLength.present("a.trash_cl"), "a.media_subtypes & \(MediaSubtypes.photoAnimation.rawValue) <> 0"]
             default: return .empty
             }
-        case .collections, .collectionsWithIdentifiers:
+        case .collections, .collectionsWithIdentifiers, .collectionsContaining:
             return .empty
         }
-        let hiddenAllowed = options.includeHiddenAssets || Fetching.mentionsHidden(options.predicate)
+        if let only {
+            conditions.append("a.asset_id = ?")
+            values.append(only.bytes)
+        }
+        let hiddenAllowed = options.includeHiddenAssets || Fetching.mentionsHidden(options.predicate) || query.listsHidden
         if !hiddenAllowed, !(query.isRecentlyDeleted) { conditions.append("a.hidden = 0") }
         if let condition = try assetCondition(options.predicate, access: access) {
             conditions.append(condition.sql)
@@ -329,6 +373,7 @@ extension PhotoLibrary {
         var wantedIDs: [UUID]?
         var includeRegular = true
         var smartSubtypes: [CollectionSubtype] = []
+        var containing: Set<UUID>?
         switch query {
         case .collections(let type, let subtype, let o):
             options = o
@@ -336,6 +381,20 @@ extension PhotoLibrary {
             if type == nil || type == .smartAlbum {
                 smartSubtypes = CollectionSubtype.smartAlbums.filter { subtype == .any || subtype == $0 }
             }
+        case .collectionsContaining(let asset, let type, let o):
+            options = o
+            includeRegular = type == .album
+            if type == .smartAlbum {
+                smartSubtypes = try CollectionSubtype.smartAlbums.filter { subtype in
+                    try !assets(.assetsInSmartAlbum(subtype, FetchOptions()), db: db, access: access, now: now, only: asset).identifiers.isEmpty
+                }
+            }
+            // The albums with a membership row that holds the asset, each followed to the album it
+            // was merged into.
+            let rows = try db.rows(
+                "SELECT album_id FROM album_members WHERE asset_id = ? AND \(CausalLength.present("cl")) AND asset_state >= 1", [asset.bytes]
+            ) { UUID(bytes: $0.blob(0))! }
+            containing = Set(try rows.compactMap { try AlbumMembers.resolve($0, in: db) })
         case .collectionsWithIdentifiers(let ids, let o):
             options = o
             wantedIDs = try ids.compactMap { id in
@@ -359,11 +418,11 @@ extension PhotoLibrary {
         if let predicate = options.predicate {
             result = result.filter { matches($0.title, predicate) }
         }
-        if includeRegular && (wantedIDs == nil || wantedIDs!.contains { id in !smartSubtypes.contains { $0.smartAlbumID == id } }) {
+        if includeRegular && containing?.isEmpty != true && (wantedIDs == nil || wantedIDs!.contains { id in !smartSubtypes.contains { $0.smartAlbumID == id } }) {
             var conditions = ["c.created = 1", "c.deleted = 0", "c.merged_into IS NULL"]
             var values: [any SQLBindable] = []
-            if let wantedIDs {
-                conditions.append("c.album_id IN (\(wantedIDs.map { "x'\(Hex.encode($0.bytes))'" }.joined(separator: ",")))")
+            if let ids = containing.map(Array.init) ?? wantedIDs {
+                conditions.append("c.album_id IN (\(ids.map { "x'\(Hex.encode($0.bytes))'" }.joined(separator: ",")))")
             }
             if let predicate = options.predicate {
                 let condition = Fetching.condition(predicate)
@@ -416,6 +475,12 @@ extension PhotoLibrary {
 }
 
 extension FetchQuery {
+    /// Whether the query lists hidden assets without being asked to (the Hidden smart album).
+    var listsHidden: Bool {
+        if case .assetsInSmartAlbum(.smartAlbumAllHidden, _) = self { return true }
+        return false
+    }
+
     var isRecentlyDeleted: Bool {
         if case .assetsInSmartAlbum(.smartAlbumRecentlyDeleted, _) = self { return true }
         return false

@@ -305,12 +305,10 @@ extension AssetChangeRequest {
         try changes.checkValid("an asset change request")
         let isVideo = try changes.database.firstRow("SELECT media_type FROM assets WHERE asset_id = ?", [id.bytes]) { $0.int64(0) } == 2
         let rendered = try changes.store(ResourceInput(type: isVideo ? .fullSizeVideo : .fullSizePhoto, source: output.renderedContent)).0
-        var adjustment = ByteWriter()
-        adjustment.write(string: output.adjustmentFormatIdentifier)
-        adjustment.write(string: output.adjustmentFormatVersion)
-        adjustment.write(bytes: Array(output.adjustmentData))
+        let adjustment = AdjustmentData(
+            formatIdentifier: output.adjustmentFormatIdentifier, formatVersion: output.adjustmentFormatVersion, data: output.adjustmentData)
         let adjustmentRecord = try changes.store(
-            ResourceInput(type: .adjustmentData, source: .data(Data(adjustment.bytes)), options: AssetCreationOptions(originalFilename: "Adjustments.plist"))).0
+            ResourceInput(type: .adjustmentData, source: .data(Data(adjustment.encoded)), options: AssetCreationOptions(originalFilename: "Adjustments.data"))).0
         try changes.record(
             .assetContentEdited(.init(rendered: rendered, adjustment: adjustmentRecord, adjustmentFormat: output.adjustmentFormatIdentifier)), object: id)
     }
