@@ -36,12 +36,14 @@ public enum EventType: String, Sendable, Hashable, CaseIterable {
     case albumMembersChanged = "album.membersChanged"
     /// An album merged into another.
     case albumMerged = "album.merged"
+    /// An album's key asset (its cover) chosen, or cleared.
+    case albumKeyAssetSet = "album.keyAssetSet"
 
     /// The kind of object the event's object identifier names.
     public var objectKind: ObjectKind {
         switch self {
         case .assetCreated, .assetChanged, .assetDeleted, .assetRecovered, .assetPurged, .assetContentEdited: return .asset
-        case .albumCreated, .albumRenamed, .albumDeleted, .albumMembersChanged, .albumMerged: return .album
+        case .albumCreated, .albumRenamed, .albumDeleted, .albumMembersChanged, .albumMerged, .albumKeyAssetSet: return .album
         }
     }
 

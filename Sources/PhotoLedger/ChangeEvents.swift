@@ -55,6 +55,8 @@ enum ChangeEvent: Sendable, Hashable {
     case albumMembersChanged(operation: MembershipOperation, entries: [MemberChange])
     /// This album was merged into `winner`.
     case albumMerged(winner: UUID)
+    /// The album's key asset chosen (nil: cleared, the first asset is the cover again).
+    case albumKeyAssetSet(asset: UUID?)
 
     struct AssetCreation: Sendable, Hashable {
         var mediaType: AssetMediaType
@@ -120,6 +122,7 @@ enum ChangeEvent: Sendable, Hashable {
         case .albumDeleted: return .albumDeleted
         case .albumMembersChanged: return .albumMembersChanged
         case .albumMerged: return .albumMerged
+        case .albumKeyAssetSet: return .albumKeyAssetSet
         }
     }
 
@@ -173,6 +176,9 @@ enum ChangeEvent: Sendable, Hashable {
             }
         case .albumMerged(let winner):
             w.write(uuid: winner)
+        case .albumKeyAssetSet(let asset):
+            w.write(bool: asset != nil)
+            if let asset { w.write(uuid: asset) }
         }
         // Version 2: the claims, after the version 1 fields, one per register written.
         for field in registers { CausalClaims.write(claims.overwritten[field] ?? nil, to: &w) }
@@ -190,6 +196,7 @@ enum ChangeEvent: Sendable, Hashable {
             ].compactMap { $0 }
         case .assetContentEdited: return [.content]
         case .albumRenamed: return [.title]
+        case .albumKeyAssetSet: return [.keyAsset]
         case .albumMembersChanged(_, let entries): return entries.compactMap { $0.position == nil ? nil : .position(asset: $0.asset) }
         default: return []
         }
@@ -307,6 +314,7 @@ enum ChangeEvent: Sendable, Hashable {
             }
             return .albumMembersChanged(operation: operation, entries: entries)
         case .albumMerged: return .albumMerged(winner: try r.readUUID())
+        case .albumKeyAssetSet: return .albumKeyAssetSet(asset: try r.readBool() ? try r.readUUID() : nil)
         }
     }
 
@@ -360,6 +368,8 @@ struct PayloadError: Error, Sendable, Equatable, CustomStringConvertible {
 /// A last-writer-wins register of an object, named for causal claims.
 enum RegisterField: Hashable, Sendable {
     case creationDate, location, isFavorite, isHidden, content, title
+    /// An album's key asset.
+    case keyAsset
     /// The position of `asset` in the album the change is about.
     case position(asset: UUID)
 }

@@ -96,7 +96,7 @@ extension TouchedObjects {
         switch query {
         case .assetsWithIdentifiers(let ids, _): return ids.contains { assets.contains($0) }
         case .assets, .assetsInSmartAlbum: return !assets.isEmpty
-        case .assetsInAlbum: return !assets.isEmpty || !albums.isEmpty
+        case .assetsInAlbum, .keyAssets: return !assets.isEmpty || !albums.isEmpty
         case .collections, .collectionsWithIdentifiers, .collectionsContaining: return !assets.isEmpty || !albums.isEmpty
         }
     }
@@ -161,7 +161,7 @@ extension PhotoLibrary {
                 // fetch would; one that fails is left to a fresh fetch when details are asked for.
                 do {
                     switch query {
-                    case .assets, .assetsWithIdentifiers, .assetsInAlbum, .assetsInSmartAlbum:
+                    case .assets, .assetsWithIdentifiers, .assetsInAlbum, .assetsInSmartAlbum, .keyAssets:
                         results[query] = .assets(try Self.assets(query, db: db, access: access, now: now))
                     case .collections, .collectionsWithIdentifiers, .collectionsContaining:
                         results[query] = .collections(try Self.collections(query, db: db, access: access, now: now))

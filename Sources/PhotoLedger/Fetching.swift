@@ -224,6 +224,7 @@ enum FetchQuery: Sendable, Hashable {
     case collections(CollectionType?, CollectionSubtype, FetchOptions)
     case collectionsWithIdentifiers([UUID], FetchOptions)
     case collectionsContaining(UUID, CollectionType, FetchOptions)
+    case keyAssets(UUID, FetchOptions)
 }
 
 /// SQL for fetches.

@@ -72,6 +72,7 @@ public final class LibraryChanges {
                 case .isHidden: ("SELECT hidden_hlc, hidden_device FROM assets WHERE asset_id = ?", [object.bytes])
                 case .content: ("SELECT content_hlc, content_device FROM assets WHERE asset_id = ?", [object.bytes])
                 case .title: ("SELECT title_hlc, title_device FROM albums WHERE album_id = ?", [object.bytes])
+                case .keyAsset: ("SELECT key_asset_hlc, key_asset_device FROM albums WHERE album_id = ?", [object.bytes])
                 case .position(let asset):
                     ("SELECT position_hlc, position_device FROM album_members WHERE album_id = ? AND asset_id = ?", [object.bytes, asset.bytes])
                 }

@@ -55,6 +55,14 @@ extension PhotoLibrary {
         return try fetch(.collectionsWithIdentifiers(ids, options))
     }
 
+    /// The key asset of a collection (PhotoKit's `fetchKeyAssets(in:options:)`): for an album, the
+    /// asset chosen with ``AlbumChangeRequest/setKeyAsset(_:)`` while the album's fetch returns
+    /// it, otherwise the first asset; for a smart album, its first asset. Empty for an empty
+    /// collection.
+    public func fetchKeyAssets(in collection: AssetCollection, options: FetchOptions = FetchOptions()) throws -> FetchResult<Asset> {
+        try fetch(.keyAssets(collection.id, options))
+    }
+
     /// The albums (`.album`) or smart albums (`.smartAlbum`) that hold `asset`, as PhotoKit's
     /// `fetchAssetCollectionsContaining(_:with:options:)`: an album merged into another is
     /// reported as the album it was merged into; a smart album holds the asset when its own
@@ -243,6 +251,8 @@ extension PhotoLibrary {
             }
         case .assetsInAlbum(let album, let o):
             return try assets(inAlbum: album, options: o, db: db, access: access)
+        case .keyAssets(let collection, let o):
+            return try keyAssets(of: collection, options: o, db: db, access: access, now: now)
         case .assetsInSmartAlbum(let subtype, let o):
             options = o
             switch subtype {
@@ -319,6 +329,25 @@ extension PhotoLibrary {
         let versions = Dictionary(members.map { ($0.asset, $0.version) }, uniquingKeysWith: { first, _ in first })
         let sorted = try sort(try assets(withIDs: members.map(\.asset), db: db).map { ($0, versions[$0.id] ?? 0) }, by: o.sortDescriptors)
         return limit(AssetFetch(sorted.map(\.0), versions: sorted.map(\.1)), o.fetchLimit)
+    }
+
+    /// The key asset of a collection, as a one-asset fetch: an album's chosen key asset while
+    /// its fetch returns it, else the collection's first asset; none for an empty collection.
+    static func keyAssets(of collection: UUID, options o: FetchOptions, db: Database, access: Access, now: UInt64) throws -> AssetFetch {
+        var options = o
+        options.fetchLimit = 0
+        let members: AssetFetch
+        var chosen: UUID?
+        if let subtype = CollectionSubtype.smartAlbums.first(where: { $0.smartAlbumID == collection }) {
+            members = try assets(.assetsInSmartAlbum(subtype, options), db: db, access: access, now: now)
+        } else {
+            guard let album = try AlbumMembers.resolve(collection, in: db) else { return .empty }
+            chosen = try db.firstRow("SELECT key_asset FROM albums WHERE album_id = ?", [album.bytes]) { $0.isNull(0) ? nil : UUID(bytes: $0.blob(0)) } ?? nil
+            members = try assets(inAlbum: album, options: options, db: db, access: access)
+        }
+        guard let index = chosen.flatMap(members.identifiers.firstIndex(of:)) ?? (members.identifiers.isEmpty ? nil : 0) else { return .empty }
+        let found = try assets(withIDs: [members.identifiers[index]], db: db)
+        return AssetFetch(found, versions: [members.versions[index]])
     }
 
     /// The condition on asset rows (alias `a`) that limited access and the predicate add, or nil.

@@ -81,6 +81,7 @@ struct ProjectionBatch: Sendable {
         var deleted = false
         var mergedInto: UUID?
         var modificationHLC: Int64 = 0
+        var keyAsset = Register<UUID?>(nil)
     }
 
     struct MemberKey: Hashable {
@@ -246,6 +247,11 @@ struct ProjectionBatch: Sendable {
                 row.deleted = true
                 row.modificationHLC = max(row.modificationHLC, hlc)
             }
+        case .albumKeyAssetSet(let asset):
+            albums.update(id) { row in
+                row.keyAsset.offer(asset, at: stamp)
+                row.modificationHLC = max(row.modificationHLC, hlc)
+            }
         case .albumMerged(let winner):
             albums.update(id) { row in
                 if row.mergedInto.map({ winner.bytes < $0.bytes }) ?? true { row.mergedInto = winner }
@@ -359,6 +365,8 @@ struct ProjectionBatch: Sendable {
                 try statement.bind(row.deleted ? 1 : 0, at: 9)
                 if let winner = row.mergedInto { try bind(winner, at: 10, statement) }
                 try statement.bind(row.modificationHLC, at: 11)
+                if let key = row.keyAsset.value { try bind(key, at: 12, statement) }
+                try bind(row.keyAsset.stamp, at: 13, statement)
                 try statement.step()
             }
         }
@@ -511,14 +519,15 @@ struct ProjectionBatch: Sendable {
 
     static let albumSQL = PreparedSQL("""
         INSERT INTO albums (album_id, created, created_hlc, source_device, subtype, title, title_hlc, title_device, deleted,
-            merged_into, modification_hlc)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+            merged_into, modification_hlc, key_asset, key_asset_hlc, key_asset_device)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
         ON CONFLICT (album_id) DO UPDATE SET
             created_hlc = CASE WHEN \(earlierCreation) THEN excluded.created_hlc ELSE albums.created_hlc END,
             source_device = CASE WHEN \(earlierCreation) THEN excluded.source_device ELSE albums.source_device END,
             subtype = CASE WHEN \(earlierCreation) THEN excluded.subtype ELSE albums.subtype END,
             created = max(created, excluded.created),
             \(lww(["title"], stamp: "title")),
+            \(lww(["key_asset"], stamp: "key_asset")),
             deleted = max(deleted, excluded.deleted),
             merged_into = CASE WHEN excluded.merged_into IS NOT NULL AND (merged_into IS NULL OR excluded.merged_into < merged_into)
                 THEN excluded.merged_into ELSE merged_into END,
