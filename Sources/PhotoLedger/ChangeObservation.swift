@@ -34,6 +34,10 @@ public struct PhotoLibraryChange: Sendable {
     public var changedAlbumIdentifiers: Set<String> {
         Set(records.flatMap(\.touched.albums).map { LocalIdentifier(uuid: $0, kind: .album).description })
     }
+    /// Identifiers of the folders touched by the commit.
+    public var changedCollectionListIdentifiers: Set<String> {
+        Set(records.flatMap(\.touched.lists).map { LocalIdentifier(uuid: $0, kind: .collectionList).description })
+    }
     /// Identifiers of the assets whose photo or video content changed (an edit or a revert).
     public var contentChangedAssetIdentifiers: Set<String> {
         Set(records.flatMap(\.contentChanged).map { LocalIdentifier(uuid: $0, kind: .asset).description })
@@ -76,6 +80,13 @@ public struct PhotoLibraryChange: Sendable {
             assetContentChanged: records.contains { $0.contentChanged.contains(asset.id) })
     }
 
+    /// How `folder` changed (its title, its place), or nil when the commit did not touch it.
+    public func changeDetails(for folder: CollectionList) -> ObjectChangeDetails<CollectionList>? {
+        guard let record = records.last(where: { $0.touched.lists.contains(folder.id) }) else { return nil }
+        let after = record.objectsCaptured ? record.lists[folder.id] : try? library.fetchCollectionLists(withLocalIdentifiers: [folder.localIdentifier]).first
+        return ObjectChangeDetails(objectBeforeChanges: folder, objectAfterChanges: after, assetContentChanged: false)
+    }
+
     /// How `album` changed, or nil when the commit did not touch it.
     public func changeDetails(for album: AssetCollection) -> ObjectChangeDetails<AssetCollection>? {
         guard let record = records.last(where: { $0.touched.albums.contains(album.id) }) else { return nil }
@@ -93,6 +104,12 @@ extension PhotoLibrary {
         if T.self == Asset.self {
             return try fetch(result.query) as FetchResult<Asset> as? FetchResult<T>
         }
+        if T.self == PhotoCollection.self {
+            return try fetch(result.query) as FetchResult<PhotoCollection> as? FetchResult<T>
+        }
+        if T.self == CollectionList.self {
+            return try fetch(result.query) as FetchResult<CollectionList> as? FetchResult<T>
+        }
         return try fetch(result.query) as FetchResult<AssetCollection> as? FetchResult<T>
     }
 
@@ -106,6 +123,10 @@ extension PhotoLibrary {
         switch snapshot {
         case .collections(let collections):
             return FetchResult<AssetCollection>(collections, query: query, generation: generation, registration: registration) as? FetchResult<T>
+        case .items(let items):
+            return FetchResult<PhotoCollection>(items, query: query, generation: generation, registration: registration) as? FetchResult<T>
+        case .lists(let lists):
+            return FetchResult<CollectionList>(lists, query: query, generation: generation, registration: registration) as? FetchResult<T>
         case .assets(let fetch):
             var known: [UUID: Asset] = [:]
             if let carried = before as? FetchResult<Asset> {

@@ -9,6 +9,10 @@ enum ResultSnapshot: Sendable {
     case assets(PhotoLibrary.AssetFetch)
     /// A collection fetch: every collection.
     case collections([AssetCollection])
+    /// A fetch of albums and folders.
+    case items([PhotoCollection])
+    /// A fetch of folders.
+    case lists([CollectionList])
 }
 
 /// What one commit changed, captured inside its transaction: the objects it touched as they
@@ -26,6 +30,8 @@ struct CommitRecord: Sendable {
     let assets: [UUID: Asset]
     /// The touched albums after the commit (absent: deleted or merged away).
     let albums: [UUID: AssetCollection]
+    /// The touched folders after the commit (absent: deleted).
+    let lists: [UUID: CollectionList]
     /// The fetches the app held when the commit was made.
     let tracked: Set<FetchQuery>
     /// The outcome of each tracked fetch the commit could affect, after the commit.
@@ -98,6 +104,8 @@ extension TouchedObjects {
         case .assets, .assetsInSmartAlbum: return !assets.isEmpty
         case .assetsInAlbum, .keyAssets: return !assets.isEmpty || !albums.isEmpty
         case .collections, .collectionsWithIdentifiers, .collectionsContaining: return !assets.isEmpty || !albums.isEmpty
+        case .collectionsInList: return !assets.isEmpty || !albums.isEmpty || !lists.isEmpty
+        case .collectionLists, .collectionListsContaining: return !albums.isEmpty || !lists.isEmpty
         }
     }
 }
@@ -144,6 +152,7 @@ extension PhotoLibrary {
         let now = options.clock()
         let tracked = tracker.tracked
         var assets: [UUID: Asset] = [:], albums: [UUID: AssetCollection] = [:], results: [FetchQuery: ResultSnapshot] = [:]
+        var lists: [UUID: CollectionList] = [:]
         var untracked = Set<FetchQuery>()
         let access = try? readAccess(in: db)
         if let access {
@@ -156,6 +165,10 @@ extension PhotoLibrary {
             where touched.albums.contains(album.id) {
                 albums[album.id] = album
             }
+            if !touched.lists.isEmpty {
+                let tree = try CollectionTree(db)
+                for id in touched.lists { lists[id] = tree.list(id) }
+            }
             for query in tracked where touched.mayAffect(query) {
                 // A query that cannot run any more (its album is gone, for example) gives what a
                 // fetch would; one that fails is left to a fresh fetch when details are asked for.
@@ -165,6 +178,10 @@ extension PhotoLibrary {
                         results[query] = .assets(try Self.assets(query, db: db, access: access, now: now))
                     case .collections, .collectionsWithIdentifiers, .collectionsContaining:
                         results[query] = .collections(try Self.collections(query, db: db, access: access, now: now))
+                    case .collectionsInList:
+                        results[query] = .items(try Self.photoCollections(query, db: db, access: access, now: now))
+                    case .collectionLists, .collectionListsContaining:
+                        results[query] = .lists(try Self.collectionLists(query, db: db))
                     }
                 } catch {
                     untracked.insert(query)
@@ -174,7 +191,7 @@ extension PhotoLibrary {
         return PendingCommit(
             record: CommitRecord(
                 generation: generation, touched: touched, contentChanged: edited, objectsCaptured: access != nil, assets: assets,
-                albums: albums, tracked: access == nil ? [] : tracked.subtracting(untracked), results: results))
+                albums: albums, lists: lists, tracked: access == nil ? [] : tracked.subtracting(untracked), results: results))
     }
 
     /// Hands a committed record to the observers and change streams, then releases the capture

@@ -185,7 +185,7 @@ enum CompactionSnapshot {
             let key = object.bytes
             for (projection, condition) in [
                 ("assets", "asset_id = ?1"), ("asset_resources", "asset_id = ?1"), ("albums", "album_id = ?1"),
-                ("album_members", "asset_id = ?1 OR album_id = ?1"),
+                ("album_members", "asset_id = ?1 OR album_id = ?1"), ("collection_lists", "list_id = ?1"),
             ] {
                 let list = try columns(of: table(projection), in: db)
                 try db.execute("DELETE FROM \(table(projection)) WHERE \(condition)", [key])

@@ -225,6 +225,11 @@ enum FetchQuery: Sendable, Hashable {
     case collectionsWithIdentifiers([UUID], FetchOptions)
     case collectionsContaining(UUID, CollectionType, FetchOptions)
     case keyAssets(UUID, FetchOptions)
+    /// The albums and folders in a folder (nil: the top level).
+    case collectionsInList(UUID?, FetchOptions)
+    /// Folders: these (in this order), or every one.
+    case collectionLists([UUID]?, FetchOptions)
+    case collectionListsContaining(UUID, FetchOptions)
 }
 
 /// SQL for fetches.

@@ -63,9 +63,13 @@ public final class LibraryChanges {
     /// The stamps of the writes in effect for the registers `change` writes.
     private func causalClaims(of change: ChangeEvent, object: UUID) throws -> CausalClaims {
         var claims = CausalClaims()
+        let lists = change.type.objectKind == .collectionList
         for field in change.registers {
             let (sql, key): (String, [any SQLBindable]) =
                 switch field {
+                case .title where lists: ("SELECT title_hlc, title_device FROM collection_lists WHERE list_id = ?", [object.bytes])
+                case .parent where lists: ("SELECT parent_hlc, parent_device FROM collection_lists WHERE list_id = ?", [object.bytes])
+                case .parent: ("SELECT parent_hlc, parent_device FROM albums WHERE album_id = ?", [object.bytes])
                 case .creationDate: ("SELECT creation_date_hlc, creation_date_device FROM assets WHERE asset_id = ?", [object.bytes])
                 case .location: ("SELECT location_hlc, location_device FROM assets WHERE asset_id = ?", [object.bytes])
                 case .isFavorite: ("SELECT favorite_hlc, favorite_device FROM assets WHERE asset_id = ?", [object.bytes])

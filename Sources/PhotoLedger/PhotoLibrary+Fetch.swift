@@ -144,7 +144,7 @@ extension PhotoLibrary {
 
     /// Tracks `query` for change details before it is read (a fetch inside a change block fails
     /// first, with the error ``read(_:)`` gives).
-    private func register(_ query: FetchQuery) throws -> QueryRegistration {
+    func register(_ query: FetchQuery) throws -> QueryRegistration {
         if storage.isWritingOnCurrentThread {
             throw PhotoLibraryError(
                 .changeNotSupported, "fetches cannot run inside a change block; use the change requests' own state, or fetch after the block")
@@ -273,7 +273,7 @@ extension PhotoLibrary {
                 conditions += [CausalLength.present("a.trash_cl"), "a.media_subtypes & \(MediaSubtypes.photoAnimation.rawValue) <> 0"]
             default: return .empty
             }
-        case .collections, .collectionsWithIdentifiers, .collectionsContaining:
+        case .collections, .collectionsWithIdentifiers, .collectionsContaining, .collectionsInList, .collectionLists, .collectionListsContaining:
             return .empty
         }
         if let only {

@@ -377,7 +377,7 @@ public final class PhotoLibrary: Sendable {
         guard let identifier = LocalIdentifier(reference.localIdentifier), identifier.kind == kind else {
             throw PhotoLibraryError(
                 .identifierNotFound,
-                "'\(reference.localIdentifier)' is not a valid \(kind == .asset ? "asset" : "album") identifier "
+                "'\(reference.localIdentifier)' is not a valid \(kind.name) identifier "
                     + "(expected <UUID>/L0/\(kind.rawValue))")
         }
         return identifier.uuid
