@@ -85,8 +85,16 @@ struct SyncSimulationTests {
     func dump(_ library: PhotoLibrary) throws -> [String: [[SQLValue]]] {
         try library.readDatabase { db in
             var dump: [String: [[SQLValue]]] = [:]
-            for table in ["assets", "asset_resources", "referenced_resources", "albums", "album_members"] {
+            for table in ["assets", "asset_resources", "referenced_resources", "albums", "album_members", "collection_lists"] {
                 dump[table] = try db.rows("SELECT * FROM \(table) ORDER BY 1, 2") { row in (0..<row.columnCount).map { row.value($0) } }
+            }
+            // The folder tree each device reads from its registers.
+            dump["tree"] = try PhotoLibrary.photoCollections(.collectionsInList(nil, FetchOptions()), db: db, access: .full, now: 0).map {
+                [SQLValue.text($0.localIdentifier)]
+            }
+            let tree = try CollectionTree(db)
+            dump["parents"] = tree.folders.keys.sorted { $0.uuidString < $1.uuidString }.map { id in
+                [SQLValue.text(id.uuidString), SQLValue.text(tree.folders[id]!.parent?.uuidString ?? "top")]
             }
             return dump
         }
