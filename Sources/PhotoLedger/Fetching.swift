@@ -18,6 +18,10 @@ public indirect enum FetchPredicate: Sendable, Hashable {
     case createdBefore(Date)
     /// Assets with (true) or without (false) a location.
     case hasLocation(Bool)
+    /// Assets taken in the interval (from its start, before its end).
+    case createdDuring(DateInterval)
+    /// Assets taken inside the region (assets without a location are not).
+    case locatedIn(LocationRegion)
     /// Assets at least this many pixels wide.
     case minimumPixelWidth(Int)
     /// Albums with exactly this title.
@@ -32,22 +36,81 @@ public indirect enum FetchPredicate: Sendable, Hashable {
     case not(FetchPredicate)
 }
 
+/// A rectangle of latitudes and longitudes, in degrees, for ``FetchPredicate/locatedIn(_:)``.
+/// A region whose `minimumLongitude` is greater than its `maximumLongitude` crosses the 180th
+/// meridian.
+public struct LocationRegion: Sendable, Hashable {
+    /// The southern edge.
+    public var minimumLatitude: Double
+    /// The northern edge.
+    public var maximumLatitude: Double
+    /// The western edge.
+    public var minimumLongitude: Double
+    /// The eastern edge.
+    public var maximumLongitude: Double
+
+    /// A rectangle between two latitudes and two longitudes (edges included).
+    public init(minimumLatitude: Double, maximumLatitude: Double, minimumLongitude: Double, maximumLongitude: Double) {
+        self.minimumLatitude = minimumLatitude
+        self.maximumLatitude = maximumLatitude
+        self.minimumLongitude = minimumLongitude
+        self.maximumLongitude = maximumLongitude
+    }
+
+    /// The rectangle that holds the circle of `radius` meters around `center` (on a sphere of
+    /// the Earth's mean radius): every asset within the distance, and some near the corners.
+    public init(center: Location, radius meters: Double) {
+        let degrees = max(0, meters) / 6_371_008.8 * 180 / .pi
+        let latitudes = (max(-90, center.latitude - degrees), min(90, center.latitude + degrees))
+        let stretch = cos(max(abs(latitudes.0), abs(latitudes.1)) * .pi / 180)
+        let spread = stretch > 1e-9 ? degrees / stretch : 360
+        if spread >= 180 {
+            self.init(minimumLatitude: latitudes.0, maximumLatitude: latitudes.1, minimumLongitude: -180, maximumLongitude: 180)
+        } else {
+            func wrap(_ longitude: Double) -> Double { longitude > 180 ? longitude - 360 : longitude < -180 ? longitude + 360 : longitude }
+            self.init(
+                minimumLatitude: latitudes.0, maximumLatitude: latitudes.1, minimumLongitude: wrap(center.longitude - spread),
+                maximumLongitude: wrap(center.longitude + spread))
+        }
+    }
+
+    /// Whether a location is inside.
+    public func contains(_ location: Location) -> Bool {
+        guard (minimumLatitude...maximumLatitude).contains(location.latitude) else { return false }
+        if minimumLongitude <= maximumLongitude { return (minimumLongitude...maximumLongitude).contains(location.longitude) }
+        return location.longitude >= minimumLongitude || location.longitude <= maximumLongitude
+    }
+}
+
 /// A sort key of a fetch.
 public enum SortKey: String, Sendable, Hashable {
     case creationDate, modificationDate, addedDate, mediaType, isFavorite, pixelWidth, pixelHeight, duration, title
+    /// The distance from ``SortDescriptor/origin`` (assets without a location last); see
+    /// ``SortDescriptor/init(distanceFrom:ascending:)``.
+    case distance
 }
 
 /// A sort order: a key and a direction.
 public struct SortDescriptor: Sendable, Hashable {
     /// What to sort by.
     public var key: SortKey
-    /// Ascending (oldest, smallest, false before true first) or descending.
+    /// Ascending (oldest, smallest, nearest, false before true first) or descending.
     public var ascending: Bool
+    /// The point distances are measured from, for ``SortKey/distance``.
+    public var origin: Location?
 
     /// Creates a sort descriptor.
     public init(_ key: SortKey, ascending: Bool = true) {
         self.key = key
         self.ascending = ascending
+    }
+
+    /// Sorts assets by their distance from `origin` (nearest first when ascending); assets
+    /// without a location come last either way.
+    public init(distanceFrom origin: Location, ascending: Bool = true) {
+        self.key = .distance
+        self.ascending = ascending
+        self.origin = origin
     }
 }
 
@@ -274,6 +337,14 @@ enum Fetching {
         case .createdBefore(let date): return Condition(sql: "a.creation_date < ?", values: [date.timeIntervalSince1970])
         case .hasLocation(let value): return Condition(sql: value ? "a.latitude IS NOT NULL" : "a.latitude IS NULL", values: [])
         case .minimumPixelWidth(let width): return Condition(sql: "a.pixel_width >= ?", values: [width])
+        case .createdDuring(let interval):
+            return Condition(
+                sql: "(a.creation_date >= ? AND a.creation_date < ?)", values: [interval.start.timeIntervalSince1970, interval.end.timeIntervalSince1970])
+        case .locatedIn(let region):
+            let longitude = region.minimumLongitude <= region.maximumLongitude ? "AND" : "OR"
+            return Condition(
+                sql: "(a.latitude BETWEEN ? AND ? AND (a.longitude >= ? \(longitude) a.longitude <= ?))",
+                values: [region.minimumLatitude, region.maximumLatitude, region.minimumLongitude, region.maximumLongitude])
         case .title(let title): return Condition(sql: "c.title = ?", values: [title])
         case .titleContains(let text):
             let escaped = text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%").replacingOccurrences(of: "_", with: "\\_")
@@ -330,6 +401,18 @@ enum Fetching {
             case (.pixelWidth, true): column = "a.pixel_width"
             case (.pixelHeight, true): column = "a.pixel_height"
             case (.duration, true): column = "a.duration"
+            case (.distance, true):
+                guard let origin = descriptor.origin, origin.isValid else {
+                    throw PhotoLibraryError(.changeNotSupported, "a distance sort needs a valid origin: use SortDescriptor(distanceFrom:)")
+                }
+                // Assets without a location last, then the haversine of the great-circle distance
+                // (which grows with the distance), with SQLite's math functions.
+                let (latitude, longitude) = (origin.latitude * .pi / 180, origin.longitude * .pi / 180)
+                let distance =
+                    "(sin((radians(a.latitude) - (\(latitude))) / 2) * sin((radians(a.latitude) - (\(latitude))) / 2) + "
+                    + "\(cos(latitude)) * cos(radians(a.latitude)) * "
+                    + "sin((radians(a.longitude) - (\(longitude))) / 2) * sin((radians(a.longitude) - (\(longitude))) / 2))"
+                return "a.latitude IS NULL, " + distance + (descriptor.ascending ? " ASC" : " DESC")
             case (.title, false): column = "c.title"
             case (.creationDate, false): column = "c.created_hlc"
             case (.modificationDate, false): column = "c.modification_hlc"

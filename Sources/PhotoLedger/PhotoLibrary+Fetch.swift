@@ -385,16 +385,29 @@ extension PhotoLibrary {
             case .pixelWidth: return Double(asset.pixelWidth)
             case .pixelHeight: return Double(asset.pixelHeight)
             case .duration: return asset.duration
+            case .distance: return Self.distanceKey(asset.location, from: descriptors.first { $0.key == .distance }?.origin)
             case .title: throw PhotoLibraryError(.changeNotSupported, "cannot sort assets by title; choose another sort key")
             }
         }
         let keyed = try assets.map { asset in (asset, try descriptors.map { try key(asset.0, $0.key) }) }
         return keyed.sorted { lhs, rhs in
             for (index, descriptor) in descriptors.enumerated() where lhs.1[index] != rhs.1[index] {
+                // Without a location, last in either direction (as the SQL order puts it).
+                let (lhsNone, rhsNone) = (lhs.1[index] == .greatestFiniteMagnitude, rhs.1[index] == .greatestFiniteMagnitude)
+                if descriptor.key == .distance, lhsNone != rhsNone { return rhsNone }
                 return descriptor.ascending ? lhs.1[index] < rhs.1[index] : lhs.1[index] > rhs.1[index]
             }
             return lhs.0.0.id.bytes < rhs.0.0.id.bytes
         }.map(\.0)
+    }
+
+    /// What a distance sort compares, as its SQL computes it: the haversine of the great-circle
+    /// distance (it grows with the distance); no location sorts last.
+    static func distanceKey(_ location: Location?, from origin: Location?) -> Double {
+        guard let location, let origin else { return .greatestFiniteMagnitude }
+        let (φ1, φ2) = (origin.latitude * .pi / 180, location.latitude * .pi / 180)
+        let (dφ, dλ) = (φ2 - φ1, (location.longitude - origin.longitude) * .pi / 180)
+        return sin(dφ / 2) * sin(dφ / 2) + cos(φ1) * cos(φ2) * sin(dλ / 2) * sin(dλ / 2)
     }
 
     static func collections(_ query: FetchQuery, db: Database, access: Access, now: UInt64) throws -> [AssetCollection] {

@@ -100,3 +100,64 @@ struct CollectionsAndEditingTests {
         #expect(AdjustmentData(decoding: good.encoded + [0]) == nil, "bytes after the data")
     }
 }
+
+@Suite("Location and date predicates, distance sorts")
+struct LocationFetchTests {
+    @Test("regions (also across the 180th meridian), date intervals, and/or/not, limits, and sorting by distance")
+    func locationAndDates() throws {
+        let directory = try TemporaryDirectory()
+        let library = try makeLibrary(directory)
+        let places: [(String, Location?)] = [
+            ("paris", Location(latitude: 48.8566, longitude: 2.3522, altitude: nil)),
+            ("versailles", Location(latitude: 48.8049, longitude: 2.1204, altitude: 130)),
+            ("lyon", Location(latitude: 45.764, longitude: 4.8357, altitude: nil)),
+            ("fiji", Location(latitude: -17.7134, longitude: 178.065, altitude: nil)),
+            ("samoa", Location(latitude: -13.759, longitude: -172.1046, altitude: nil)),
+            ("nowhere", nil),
+        ]
+        let ids = try library.performChangesAndWait { changes in
+            try places.enumerated().map { index, place in
+                let id = try changes.createAsset(imageCreation(date: Date(timeIntervalSince1970: 1_700_000_000 + Double(index) * 86_400)))
+                    .placeholderForCreatedAsset
+                try changes.assetChangeRequest(for: id).setLocation(place.1)
+                return id.localIdentifier
+            }
+        }
+        let name = Dictionary(uniqueKeysWithValues: zip(ids, places.map(\.0)))
+        func names(_ options: FetchOptions) throws -> [String] { try library.fetchAssets(options: options).map { name[$0.localIdentifier]! } }
+        let paris = places[0].1!
+        #expect(try Set(names(FetchOptions(predicate: .locatedIn(LocationRegion(center: paris, radius: 30_000))))) == ["paris", "versailles"])
+        #expect(try names(FetchOptions(predicate: .locatedIn(LocationRegion(center: paris, radius: 1_000)))) == ["paris"])
+        let pacific = LocationRegion(minimumLatitude: -25, maximumLatitude: -10, minimumLongitude: 170, maximumLongitude: -170)
+        #expect(try names(FetchOptions(predicate: .locatedIn(pacific))) == ["fiji", "samoa"])
+        #expect(pacific.contains(places[4].1!) && !pacific.contains(paris))
+        let days = DateInterval(start: Date(timeIntervalSince1970: 1_700_000_000 + 86_400), duration: 2 * 86_400)
+        #expect(try names(FetchOptions(predicate: .createdDuring(days))) == ["versailles", "lyon"])
+        #expect(try names(FetchOptions(predicate: .and([.createdDuring(days), .not(.locatedIn(LocationRegion(center: paris, radius: 50_000)))]))) == ["lyon"])
+        #expect(try names(FetchOptions(predicate: .or([.hasLocation(false), .locatedIn(pacific)]))) == ["fiji", "samoa", "nowhere"])
+        // Great-circle distances from Paris: Versailles 18 km, Lyon 391 km, Samoa 16,079 km (across the
+        // 180th meridian), Fiji 16,531 km.
+        #expect(try names(FetchOptions(sortDescriptors: [SortDescriptor(distanceFrom: paris)])) == ["paris", "versailles", "lyon", "samoa", "fiji", "nowhere"])
+        #expect(try names(FetchOptions(sortDescriptors: [SortDescriptor(distanceFrom: paris, ascending: false)], fetchLimit: 3)) == ["fiji", "samoa", "lyon"])
+        // In an album, sorted in SQL and (for a merged album) in memory alike.
+        let (trip, other) = try library.performChangesAndWait { changes in
+            let trip = try changes.createAlbum(title: "Trip"), other = try changes.createAlbum(title: "Trip")
+            try trip.addAssets(Array(ids.prefix(3)))
+            try other.addAssets(Array(ids.suffix(3)))
+            return (trip.localIdentifier, other.localIdentifier)
+        }
+        let byDistance = FetchOptions(sortDescriptors: [SortDescriptor(distanceFrom: places[2].1!)])
+        // From Lyon: Paris 391 km, Versailles 395 km, Samoa 16,445 km, Fiji 16,834 km.
+        #expect(try library.fetchAssets(in: library.album(trip), options: byDistance).map { name[$0.localIdentifier]! } == ["lyon", "paris", "versailles"])
+        let merged = try library.performChangesAndWait { try $0.mergeAlbums([trip, other]).localIdentifier }
+        #expect(
+            try library.fetchAssets(in: library.album(merged), options: byDistance).map { name[$0.localIdentifier]! }
+                == ["lyon", "paris", "versailles", "samoa", "fiji", "nowhere"])
+        let invalid = try #require(throws: PhotoLibraryError.self) {
+            try library.fetchAssets(options: FetchOptions(sortDescriptors: [SortDescriptor(.distance)]))
+        }
+        #expect(invalid.message.contains("SortDescriptor(distanceFrom:)"))
+        #expect(try library.fetchAssetCollections(with: .album, options: FetchOptions(fetchLimit: 1)).count == 1)
+        #expect(try library.fetchTopLevelUserCollections(options: FetchOptions(fetchLimit: 1)).count == 1)
+    }
+}
