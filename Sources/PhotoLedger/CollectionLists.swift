@@ -179,7 +179,7 @@ extension PhotoLibrary {
 
     /// The albums and folders at the top level (PhotoKit's `fetchTopLevelUserCollections(with:)`),
     /// in creation order unless sorted by title: those in no folder, in a folder that was deleted,
-    /// or detached by the tree rule (``CollectionTree``: where concurrent moves made a folder
+    /// or detached by the tree rule (<doc:ConflictRules>: where concurrent moves made a folder
     /// hold itself, the folder of the cycle moved last is at the top level on every device).
     public func fetchTopLevelUserCollections(options: FetchOptions = FetchOptions()) throws -> FetchResult<PhotoCollection> {
         try fetch(.collectionsInList(nil, options))

@@ -126,8 +126,10 @@ extension PhotoLibrary {
     /// The bytes of an asset's photo or video: exactly the stored bytes, checked against their
     /// SHA-256 (a damaged file is an error, never wrong bytes).
     ///
-    /// - Parameter version: `.current` for the edited rendition when there is one,
-    ///   `.unadjusted` or `.original` for the bytes the asset was created with.
+    /// - Parameters:
+    ///   - asset: The asset (an ``Asset``, a placeholder or a local identifier).
+    ///   - version: `.current` for the edited rendition when there is one, `.unadjusted` or
+    ///     `.original` for the bytes the asset was created with.
     public func requestImageData(for asset: any ObjectReference, version: ImageVersion = .current) throws -> Data {
         let (hash, _) = try resourceHash(for: asset, version: version)
         return try requestData(hash: hash)
