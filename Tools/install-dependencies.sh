@@ -7,11 +7,12 @@
 # unless the python3 on PATH has it already). It then prints the Python to run moto with.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# libvips-dev and the FFmpeg libraries decode media, libexiv2-dev reads the EXIF blocks libexif
-# cannot; libvips-tools, ffmpeg and exiftool make and edit the media of tests, demo and benchmarks;
+# libvips-dev and the FFmpeg libraries decode media (libswscale turns a video's poster frame into
+# RGB), libexiv2-dev reads the EXIF blocks libexif cannot; libvips-tools, ffmpeg and exiftool make
+# and edit the media of tests, demo and benchmarks (vipsthumbnail is the thumbnail bench's baseline);
 # libsodium-dev seals end-to-end encrypted libraries; libpq-dev is the PostgreSQL server store's.
 packages=(libsqlite3-dev libssl-dev zlib1g-dev libzstd-dev libcurl4-openssl-dev libmicrohttpd-dev libexif-dev libpq-dev pkg-config openssl
-    libsodium-dev libvips-dev libavformat-dev libavcodec-dev libavutil-dev libexiv2-dev libvips-tools ffmpeg libimage-exiftool-perl)
+    libsodium-dev libvips-dev libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libexiv2-dev libvips-tools ffmpeg libimage-exiftool-perl)
 test_services=false
 if [ "${1:-}" = "--test-services" ]; then
     test_services=true

@@ -1,4 +1,5 @@
 #include "CMediaDecoding.h"
+#include "internal.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -121,8 +122,38 @@ static int decode_pixels(VipsImage *image) {
     return vips_avg(image, &average, NULL);
 }
 
+/// The largest reduction of `reduce` (halved until 1) whose picture keeps at least `preview`
+/// pixels on its shorter side (enough for a rendition of that size in either mode), for a
+/// decode that also gives the preview.
+static int preview_reduction(int width, int height, int reduce, int preview) {
+    int shorter = width < height ? width : height;
+    while (reduce > 1 && shorter / reduce < preview) reduce /= 2;
+    return reduce;
+}
+
+/// Decodes every pixel of `image` into memory and keeps it, upright, as `result->preview`.
+/// Every frame of an animation is decoded (and so validated); the preview is the first one.
+static int decode_preview(VipsImage *image, photoledger_still *result) {
+    VipsImage *memory = vips_image_copy_memory(image);
+    if (memory == NULL) return -1;
+    int page_height = vips_image_get_page_height(memory);
+    if (page_height < vips_image_get_height(memory)) {
+        VipsImage *first = NULL;
+        int cropped = vips_crop(memory, &first, 0, 0, vips_image_get_width(memory), page_height, NULL);
+        g_object_unref(memory);
+        if (cropped != 0) return -1;
+        memory = first;
+    }
+    VipsImage *upright = NULL;
+    int status = vips_autorot(memory, &upright, NULL);
+    g_object_unref(memory);
+    if (status != 0) return -1;
+    result->preview = photoledger_picture_wrap(upright);
+    return result->preview == NULL ? -1 : 0;
+}
+
 /// One attempt: header (and metadata), then the pixels when asked for.
-static int attempt(const char *path, const char *loader, int level, int reduce, photoledger_still *result) {
+static int attempt(const char *path, const char *loader, int level, int reduce, int preview, photoledger_still *result) {
     capturing = 1;
     checksum_warnings = 0;
     VipsImage *header = load(path, loader, VIPS_FAIL_ON_ERROR, 1);
@@ -132,38 +163,62 @@ static int attempt(const char *path, const char *loader, int level, int reduce, 
     read_header(header, result);
     result->checksum_mismatch = checksum_warnings > 0;
     int status = 0;
+    int previews = preview > 0 && (strcmp(loader, "jpegload") == 0 || strcmp(loader, "webpload") == 0);
+    if (previews) reduce = preview_reduction(result->width, result->height, reduce, preview);
     // A reduced decode of a small image could leave no pixel: keep at least 8 on each side.
     while (reduce > 1 && (result->width / reduce < 8 || result->height / reduce < 8)) reduce /= 2;
     if (level == PHOTOLEDGER_DECODE_PIXELS) {
-        if (reduce > 1) {
-            VipsImage *reduced = load(path, loader, VIPS_FAIL_ON_ERROR, reduce);
-            status = reduced == NULL ? -1 : decode_pixels(reduced);
-            if (reduced != NULL) g_object_unref(reduced);
+        VipsImage *image = header;
+        if (reduce > 1) image = load(path, loader, VIPS_FAIL_ON_ERROR, reduce);
+        if (image == NULL) {
+            status = -1;
         } else {
-            status = decode_pixels(header);
+            status = previews ? decode_preview(image, result) : decode_pixels(image);
+            if (image != header) g_object_unref(image);
         }
     }
     g_object_unref(header);
     return status;
 }
 
-int photoledger_still_check(const char *path, const char *loader, int level, int reduce, photoledger_still *result) {
+int photoledger_still_check(const char *path, const char *loader, int level, int reduce, int preview, photoledger_still *result) {
     memset(result, 0, sizeof *result);
     if (photoledger_vips_start(result->message, sizeof result->message) != 0) return -1;
     if (reduce != 1 && reduce != 2 && reduce != 4 && reduce != 8) reduce = 1;
     pthread_rwlock_rdlock(&decode_lock);
-    int status = attempt(path, loader, level, reduce, result);
+    int status = attempt(path, loader, level, reduce, preview, result);
     pthread_rwlock_unlock(&decode_lock);
     if (status == 0) return 0;
 
     pthread_rwlock_wrlock(&decode_lock);
     vips_error_clear();
-    status = attempt(path, loader, level, reduce, result);
+    status = attempt(path, loader, level, reduce, preview, result);
     if (status != 0) {
         const char *message = vips_error_buffer();
         snprintf(result->message, sizeof result->message, "%s", message != NULL && message[0] != 0 ? message : "the decoder stopped");
         size_t length = strlen(result->message);
         while (length > 0 && (result->message[length - 1] == '\n' || result->message[length - 1] == ' ')) result->message[--length] = 0;
+    }
+    vips_error_clear();
+    pthread_rwlock_unlock(&decode_lock);
+    return status;
+}
+
+int photoledger_vips_run(int (*operation)(void *context), void *context, char *message, size_t message_size) {
+    if (photoledger_vips_start(message, message_size) != 0) return -1;
+    pthread_rwlock_rdlock(&decode_lock);
+    int status = operation(context);
+    pthread_rwlock_unlock(&decode_lock);
+    if (status == 0) return 0;
+
+    pthread_rwlock_wrlock(&decode_lock);
+    vips_error_clear();
+    status = operation(context);
+    if (status != 0 && message != NULL && message_size > 0) {
+        const char *text = vips_error_buffer();
+        snprintf(message, message_size, "%s", text != NULL && text[0] != 0 ? text : "libvips stopped");
+        size_t length = strlen(message);
+        while (length > 0 && (message[length - 1] == '\n' || message[length - 1] == ' ')) message[--length] = 0;
     }
     vips_error_clear();
     pthread_rwlock_unlock(&decode_lock);
@@ -176,4 +231,6 @@ void photoledger_still_free(photoledger_still *result) {
     result->exif_length = 0;
     free(result->exif_text_profile);
     result->exif_text_profile = NULL;
+    photoledger_picture_free(result->preview);
+    result->preview = NULL;
 }

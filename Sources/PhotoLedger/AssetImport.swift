@@ -16,12 +16,21 @@ public struct AssetImportOptions: Sendable {
     /// How many files are read, hashed and written at a time (and at most how many flushes are
     /// in flight at once).
     public var concurrency = 8
+    /// Whether the decode that validates each JPEG or WebP also makes its smallest renditions
+    /// (256 pixels, aspect fit and aspect fill) for the ``ImageManager``'s cache: the validation
+    /// decodes the photo reduced already, so they cost only their scaling and encoding (a few
+    /// milliseconds), where a thumbnail made later would decode the photo again. They are cached
+    /// once the change block commits. Other formats get theirs when they are first requested or
+    /// cached.
+    public var makesThumbnails = true
 
-    /// Import options; by default files are copied, duplicates become assets too, 8 at a time.
-    public init(shouldMoveFile: Bool = false, skipsDuplicates: Bool = false, concurrency: Int = 8) {
+    /// Import options; by default files are copied, duplicates become assets too, 8 at a time,
+    /// and the validation makes the 256-pixel renditions.
+    public init(shouldMoveFile: Bool = false, skipsDuplicates: Bool = false, concurrency: Int = 8, makesThumbnails: Bool = true) {
         self.shouldMoveFile = shouldMoveFile
         self.skipsDuplicates = skipsDuplicates
         self.concurrency = concurrency
+        self.makesThumbnails = makesThumbnails
     }
 }
 
@@ -81,7 +90,9 @@ extension PhotoLibrary {
     /// Copies (or moves), hashes and validates `urls` into the resource store, outside any change
     /// block, several files at a time; see ``StagedImport``.
     public func stageImport(fromFilesAt urls: [URL], options: AssetImportOptions = AssetImportOptions()) -> StagedImport {
-        let stored = resources.importMedia(filesAt: urls, transfer: options.shouldMoveFile ? .move : .copy, concurrency: options.concurrency)
+        let stored = resources.importMedia(
+            filesAt: urls, transfer: options.shouldMoveFile ? .move : .copy, concurrency: options.concurrency,
+            renditions: options.makesThumbnails ? ImageManager.importScales : [])
         return StagedImport(urls: urls, options: options, stored: stored)
     }
 }
@@ -90,7 +101,7 @@ extension LibraryChanges {
     /// Creates one asset from each file, a photo or a video as its bytes say, storing the files
     /// as one batch: much faster than one ``createAsset(fromImageAt:options:)`` per file, because
     /// the files are copied and hashed several at a time and their flushes to the disk are
-    /// grouped (see `ResourceStore.importMedia(filesAt:transfer:concurrency:)`).
+    /// grouped (see `ResourceStore.importMedia(filesAt:transfer:concurrency:renditions:)`).
     ///
     /// Each file is validated as ``createAsset(fromImageAt:options:)`` validates it (decoded by
     /// libvips or FFmpeg), and a file that is not media, not a readable regular file, or that
@@ -138,6 +149,10 @@ extension LibraryChanges {
             let request = try createAsset(primary: imported.info, resources: [record], isLivePhoto: false)
             createdInBatch[hash] = request.placeholderForCreatedAsset.localIdentifier
             if options.shouldMoveFile { afterCommit.append { try? FileManager.default.removeItem(at: url) } }
+            if !imported.renditions.isEmpty {
+                let (cache, renditions) = (library.renditions.cache, imported.renditions)
+                afterCommit.append { for rendition in renditions { _ = try? cache.store(rendition, source: hash) } }
+            }
             results.append(.created(request))
         }
         return results

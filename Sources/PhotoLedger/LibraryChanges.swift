@@ -20,6 +20,8 @@ public final class LibraryChanges {
     /// The content stamps of the assets the block edits, as they were before it.
     var contentBefore: [UUID: WriterStamp?] = [:]
     var afterCommit: [() -> Void] = []
+    /// Whether ``commit()`` appended events (a block that changed nothing appends none).
+    var committedEvents = false
     private var albumRequests: [UUID: AlbumChangeRequest] = [:]
 
     init(library: PhotoLibrary, database: Database, access: Access) throws {
@@ -89,6 +91,7 @@ public final class LibraryChanges {
     func commit() throws {
         guard !events.isEmpty else { return }
         try EventLog(database).append(events)
+        committedEvents = true
     }
 
     // MARK: Assets

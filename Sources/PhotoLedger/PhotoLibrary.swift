@@ -35,6 +35,9 @@ public final class PhotoLibrary: Sendable {
         public var deletionRetention: Duration = .seconds(30 * 24 * 3600)
         /// Open with read and write access already granted (for tools that own their library).
         public var preauthorized = false
+        /// The most bytes the image manager's rendition cache keeps beside the library before it
+        /// evicts the least recently used renditions.
+        public var renditionCacheLimit: Int64 = 2 << 30
         /// The event schema the library reads (tests simulate a newer build with it).
         package var eventSchema = EventSchema.standard
 
@@ -60,12 +63,16 @@ public final class PhotoLibrary: Sendable {
     let observers: ObserverRegistry
     /// The fetches the app holds results of, for change details captured at each commit.
     let tracker = ChangeTracker()
+    /// Wakes live sync engines when a change block of this device commits events.
+    let commits: CommitSignal
     /// The content-addressed store of resource bytes, in a directory beside the library file.
     let resources: ResourceStore
     /// The archive of a compacted library, opened once.
     let archiveConnection = ArchiveConnection()
     /// Fetches a missing resource (set by the sync engine: downloads the blob).
     let resourceFetcher = Hook<@Sendable (String) throws -> Void>()
+    /// The image manager's cache of renditions and the threads that make them.
+    let renditions: Renditions
     /// The shared library this replica is bound to, and the token's scope (cached from
     /// `replica_state`: every fetch and change block consults the scope).
     let binding: Mutex<(library: UUID?, scope: ReplicaScope?)>
@@ -108,6 +115,8 @@ public final class PhotoLibrary: Sendable {
             throw Self.translate(error)
         }
         observers = ObserverRegistry()
+        commits = CommitSignal()
+        renditions = Renditions(libraryURL: url, cacheLimit: options.renditionCacheLimit)
         if options.preauthorized {
             try setAuthorizationStatus(.authorized, for: .readWrite)
         }
@@ -148,6 +157,7 @@ public final class PhotoLibrary: Sendable {
         }
         var afterCommit: [() -> Void] = []
         var pending: PendingCommit?
+        var committedEvents = false
         let result: T
         do {
             result = try storage.write { db in
@@ -157,6 +167,7 @@ public final class PhotoLibrary: Sendable {
                 let value = try body(changes)
                 try changes.commit()
                 afterCommit = changes.afterCommit
+                committedEvents = changes.committedEvents
                 pending = try beginCommit(changes.touched, contentBefore: changes.contentBefore, in: db)
                 return value
             }
@@ -165,6 +176,7 @@ public final class PhotoLibrary: Sendable {
             throw Self.translate(error, doing: "perform changes")
         }
         for action in afterCommit { action() }
+        if committedEvents { commits.signal() }
         if let pending { publish(pending) }
         return result
     }
@@ -209,21 +221,27 @@ public final class PhotoLibrary: Sendable {
         do {
             try withArchive { _, archive in
                 try storage.write { db in
-                    let events = page.events
+                    // This device's own events coming back are confirmed, not appended again.
+                    let state = try AuditState.read(db)
+                    let echoes = try Self.confirmEchoes(page, device: device, db: db, archivedHash: (state.archivedThrough, state.archivedHash))
+                    let kept = echoes.isEmpty ? Array(page.events.indices) : page.events.indices.filter { echoes[page.events[$0].id] == nil }
+                    let events = echoes.isEmpty ? page.events : kept.map { page.events[$0] }
+                    let sequences = page.serverSequences.map { all in echoes.isEmpty ? all : kept.map { all[$0] } }
+                    let entries = echoes.isEmpty || page.chain.count != page.events.count ? page.chain : kept.map { page.chain[$0] }
                     for event in events where event.device != device {
                         // A stamp too far ahead of this clock is applied but does not drag the clock along.
                         try? clock.receive(event.timestamp)
                     }
                     // The server's chain value reported with each event (a pull page's entries follow its
                     // events), kept in the event's row when it is appended now; checked below.
-                    let reported: [[UInt8]?]? = page.chain.isEmpty ? nil : events.indices.map { index in
-                        guard index < page.chain.count, page.chain[index].eventID == events[index].id,
-                            let sequence = page.serverSequences?[index], page.chain[index].serverSequence == sequence
+                    let reported: [[UInt8]?]? = entries.isEmpty ? nil : events.indices.map { index in
+                        guard index < entries.count, entries[index].eventID == events[index].id,
+                            let sequence = sequences?[index], entries[index].serverSequence == sequence
                         else { return nil }
-                        return page.chain[index].chainHash
+                        return entries[index].chainHash
                     }
                     let result = try EventLog(db).appendLinking(
-                        events, serverSequences: page.serverSequences, serverChainHashes: reported, precomputed: page.localChain)
+                        events, serverSequences: sequences, serverChainHashes: reported, precomputed: echoes.isEmpty ? page.localChain : nil)
                     var appended: [UUID: AppendedEvent] = [:]
                     appended.reserveCapacity(events.count)
                     var firstAppended: Int64?
@@ -235,8 +253,8 @@ public final class PhotoLibrary: Sendable {
                                 event: events[index], localSequence: localSequence, link: result.links[index],
                                 serverChainHash: reported?[index])
                         case .duplicate:
-                            // Held already (this device's own event, or a repeated delivery): acknowledge it.
-                            guard let sequences = page.serverSequences else { continue }
+                            // Held already (a repeated delivery): acknowledge it.
+                            guard let sequences else { continue }
                             try db.execute(
                                 "UPDATE events SET server_seq = ? WHERE event_id = ? AND server_seq IS NULL", [sequences[index], events[index].id.bytes])
                         }
@@ -263,7 +281,9 @@ public final class PhotoLibrary: Sendable {
                         touched.formUnion(resolution.touched)
                         applied.changedVerdicts = resolution.changedVerdicts.count
                     }
-                    let report = try Self.recordServerChain(page.chain, appended: appended, appendedFrom: firstAppended, db: db, archive: archive)
+                    let report = try Self.recordServerChain(
+                        page.chain, appended: appended.merging(echoes) { appendedNow, _ in appendedNow }, appendedFrom: firstAppended, db: db,
+                        archive: archive)
                     if let failure = report.failure { throw ServerChainMismatch(failure: failure) }
                     if let cursor = page.cursor { try db.execute("UPDATE replica_state SET pull_cursor = ? WHERE id = 1", [cursor]) }
                     pending = try beginCommit(touched, contentBefore: contentBefore, in: db)
@@ -290,6 +310,95 @@ public final class PhotoLibrary: Sendable {
             events: events, serverSequences: serverSequences, chain: chain, cursor: nil, localChain: nil,
             folded: prefolded ? FoldedEvents.fold(events, context: foldContext) : FoldedEvents.fold([], context: foldContext))
         return try applyRemoteEvents(page).newEvents
+    }
+
+    /// Records server sequences of this device's events, in runs of consecutive device and
+    /// server sequences (one statement per run); events acknowledged before keep their value.
+    static func acknowledge(_ stored: [(deviceSequence: Int64, serverSequence: Int64)], device: DeviceID, db: Database) throws {
+        let sorted = stored.sorted { $0.deviceSequence < $1.deviceSequence }
+        var index = 0
+        let update = try db.cachedStatement(
+            "UPDATE events SET server_seq = device_seq + ?1 WHERE device_id = ?2 AND device_seq BETWEEN ?3 AND ?4 AND server_seq IS NULL")
+        while index < sorted.count {
+            var end = index
+            while end + 1 < sorted.count, sorted[end + 1].deviceSequence == sorted[end].deviceSequence + 1,
+                sorted[end + 1].serverSequence == sorted[end].serverSequence + 1
+            {
+                end += 1
+            }
+            defer { update.reset() }
+            try update.bind(sorted[index].serverSequence - sorted[index].deviceSequence, at: 1)
+            try update.bind(device.rawValue, at: 2)
+            try update.bind(sorted[index].deviceSequence, at: 3)
+            try update.bind(sorted[end].deviceSequence, at: 4)
+            try update.step()
+            index = end + 1
+        }
+    }
+
+    /// This device's own events coming back in a pull page (sent earlier, now in the server's
+    /// order): confirmed against the copies held here without being appended, decoded or looked
+    /// up one by one. One range read finds them by device sequence; each copy is checked by
+    /// recomputing this library's chain value over the page's bytes (so the server cannot have
+    /// changed them); their server sequences are recorded in runs. Returns the confirmed events,
+    /// as the server chain check takes them; events not held here (none, for a device whose log
+    /// is whole) are left to the ordinary append.
+    ///
+    /// - Throws: ``ServerChainMismatch`` when the server's copy differs from the one held here,
+    ///   or the server has it at another position than the one it acknowledged.
+    static func confirmEchoes(
+        _ page: PreparedPage, device: DeviceID, db: Database, archivedHash: (through: Int64, hash: [UInt8])
+    ) throws -> [UUID: AppendedEvent] {
+        guard let sequences = page.serverSequences else { return [:] }
+        let own = page.events.indices.filter { page.events[$0].device == device }
+        guard let low = own.map({ page.events[$0].deviceSequence }).min(), let high = own.map({ page.events[$0].deviceSequence }).max() else {
+            return [:]
+        }
+        var held: [Int64: (localSequence: Int64, id: [UInt8], serverSequence: Int64?, hash: [UInt8])] = [:]
+        try db.forEachRow(
+            "SELECT device_seq, local_seq, event_id, server_seq, hash FROM events WHERE device_id = ? AND device_seq BETWEEN ? AND ?",
+            [device.rawValue, low, high]
+        ) { row in
+            held[row.int64(0)] = (row.int64(1), row.blob(2), row.optionalInt64(3), row.blob(4))
+        }
+        var hashes: [Int64: [UInt8]] = [:]
+        for row in held.values { hashes[row.localSequence] = row.hash }
+        var confirmed: [UUID: AppendedEvent] = [:]
+        var acknowledgements: [(deviceSequence: Int64, serverSequence: Int64)] = []
+        var chain = HashChain()
+        for index in own {
+            let event = page.events[index]
+            guard let row = held[event.deviceSequence], row.id == event.id.bytes else { continue }
+            let position = sequences[index]
+            func mismatch(_ reason: String) -> ServerChainMismatch {
+                ServerChainMismatch(
+                    failure: ChainFailure(chain: .server, position: position, eventID: event.id, location: .live, reason: reason))
+            }
+            if let acknowledged = row.serverSequence, acknowledged != position {
+                throw mismatch("this device's event is acknowledged here at server position \(acknowledged) but the server now has it at \(position)")
+            }
+            let before = row.localSequence - 1
+            let previous: [UInt8]
+            if let known = hashes[before] {
+                previous = known
+            } else if before == archivedHash.through {
+                previous = archivedHash.hash
+            } else if before == 0 {
+                previous = HashChain.origin
+            } else {
+                guard let stored = try db.firstRow("SELECT hash FROM events WHERE local_seq = ?", [before], { $0.blob(0) }) else { continue }
+                previous = stored
+            }
+            chain.advance(to: previous)
+            guard chain.hash(linking: event) == row.hash else {
+                throw mismatch("the server's copy of this device's event differs from the one this device made: the server changed it")
+            }
+            confirmed[event.id] = AppendedEvent(
+                event: event, localSequence: row.localSequence, link: EventLog.ChainLink(previous: previous, hash: row.hash), serverChainHash: nil)
+            if row.serverSequence == nil { acknowledgements.append((event.deviceSequence, position)) }
+        }
+        try acknowledge(acknowledgements, device: device, db: db)
+        return confirmed
     }
 
     /// A pull page whose events do not match the server's chain values; nothing of it was applied.

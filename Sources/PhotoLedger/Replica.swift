@@ -168,13 +168,15 @@ package struct Replica: Sendable {
     // MARK: Outbox
 
     /// This device's events the server has neither acknowledged nor rejected (the outbox), in
-    /// device order, after `deviceSequence`.
+    /// device order, after `deviceSequence`. Read through the index of pending events, so a batch
+    /// costs the same after a million events were sent as after none.
     package func outbox(afterDeviceSequence deviceSequence: Int64 = 0, limit: Int) throws -> [Event] {
         try library.readDatabase { db in
             try db.rows(
                 """
-                SELECT \(EventLog.columns) FROM events WHERE server_seq IS NULL AND device_id = ? AND device_seq > ?
-                AND event_id NOT IN (SELECT event_id FROM sync_rejections) ORDER BY device_seq LIMIT ?
+                SELECT \(EventLog.columns) FROM events INDEXED BY events_pending
+                WHERE server_seq IS NULL AND device_id = ? AND device_seq > ?
+                AND event_id NOT IN (SELECT event_id FROM sync_rejections) ORDER BY local_seq LIMIT ?
                 """, [library.device.rawValue, deviceSequence, Int64(limit)], EventLog.decode
             ).map(\.event)
         }
@@ -183,6 +185,18 @@ package struct Replica: Sendable {
     /// The number of events in the outbox.
     package func outboxCount() throws -> Int {
         try library.readDatabase { db in try ReplicaStatistics.outboxCount(db, device: library.device) }
+    }
+
+    /// Whether any event of this device waits to be pushed: cheaper than ``outboxCount()``, for
+    /// noticing commits made by another process on the same library.
+    package func hasOutbox() throws -> Bool {
+        try library.readDatabase { db in
+            try db.firstRow(
+                """
+                SELECT EXISTS (SELECT 1 FROM events INDEXED BY events_pending WHERE server_seq IS NULL AND device_id = ?
+                AND event_id NOT IN (SELECT event_id FROM sync_rejections))
+                """, [library.device.rawValue]) { $0.int64(0) } == 1
+        }
     }
 
     /// This device's events from `deviceSequence` on, acknowledged or not (to answer a gap).
@@ -195,11 +209,12 @@ package struct Replica: Sendable {
     /// Records the server's answers to a push in one transaction. Rejected events leave the
     /// outbox and are folded out of the views (no other device holds them), so this device shows
     /// what every other device shows.
-    package func acknowledge(stored: [(UUID, Int64)], rejected: [(UUID, String)]) throws {
+    ///
+    /// Stored events are acknowledged in runs: events whose device sequences and server
+    /// sequences both follow one another (what one push stores) take one statement per run.
+    package func acknowledge(stored: [(deviceSequence: Int64, serverSequence: Int64)], rejected: [(UUID, String)]) throws {
         try library.withDatabase { db in
-            for (id, sequence) in stored {
-                try db.execute("UPDATE events SET server_seq = ? WHERE event_id = ? AND server_seq IS NULL", [sequence, id.bytes])
-            }
+            try PhotoLibrary.acknowledge(stored, device: library.device, db: db)
             for (id, reason) in rejected {
                 try db.execute(
                     "INSERT INTO sync_rejections (event_id, reason, rejected_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
@@ -214,7 +229,8 @@ package struct Replica: Sendable {
     private func foldOutUnsendable() throws {
         let pending = try outbox(limit: Int.max).map(\.id)
         guard !pending.isEmpty else { return }
-        try acknowledge(stored: [], rejected: pending.map { ($0, "this device's token is readOnly: its changes cannot be sent to the shared library") })
+        try acknowledge(
+            stored: [], rejected: pending.map { ($0, "this device's token is readOnly: its changes cannot be sent to the shared library") })
     }
 
     // MARK: Pulls
@@ -373,7 +389,7 @@ enum ReplicaStatistics {
     static func outboxCount(_ db: Database, device: DeviceID) throws -> Int {
         Int(try db.firstRow(
             """
-            SELECT count(*) FROM events WHERE server_seq IS NULL AND device_id = ?
+            SELECT count(*) FROM events INDEXED BY events_pending WHERE server_seq IS NULL AND device_id = ?
             AND event_id NOT IN (SELECT event_id FROM sync_rejections)
             """, [device.rawValue]) { $0.int64(0) } ?? 0)
     }
@@ -429,4 +445,10 @@ extension PhotoLibrary {
     public func recordDevice() throws {
         try withDatabase { try $0.execute("UPDATE replica_state SET recorded_device = ? WHERE id = 1", [device.rawValue]) }
     }
+}
+
+extension Replica {
+    /// Signals each commit of this device's own events from now on (buffering at most one while
+    /// the consumer is busy): what a live engine waits on to push at once.
+    package func localCommits() -> AsyncStream<Void> { library.commits.subscribe() }
 }

@@ -167,13 +167,16 @@ extension PhotoLibrary {
     }
 
     /// Removes stored resources that no event refers to (left by a crash between storing a
-    /// resource and committing its change block) and abandoned temporary files.
+    /// resource and committing its change block) and abandoned temporary files, and the image
+    /// manager's renditions of resources no asset shows any more (see ``ImageManager``).
     @discardableResult
     public func collectGarbage(gracePeriod: TimeInterval = 3600) throws -> [String] {
         do {
             return try storage.write { db in
                 let referenced = Set(try db.rows("SELECT sha256 FROM referenced_resources") { Hex.encode($0.blob(0)) })
-                return try resources.collectGarbage(referenced: referenced, gracePeriod: gracePeriod, now: Date(timeIntervalSince1970: Double(options.clock()) / 1000)).removedResources
+                let now = Date(timeIntervalSince1970: Double(options.clock()) / 1000)
+                try renditions.collectGarbage(db, gracePeriod: gracePeriod, now: now)
+                return try resources.collectGarbage(referenced: referenced, gracePeriod: gracePeriod, now: now).removedResources
             }
         } catch let error as MediaError {
             throw Self.translate(error)

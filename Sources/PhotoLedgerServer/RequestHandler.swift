@@ -26,7 +26,7 @@ public struct PullWait: Sendable, Hashable {
     public var libraryID: Int64
     /// The pull's cursor: it waits for events after it.
     public var since: Int64
-    /// How long it may wait, from 1 to ``SyncProtocol/SyncRoutes/maximumPullWaitSeconds``.
+    /// How long it may wait, from 1 to `SyncRoutes.maximumPullWaitSeconds`.
     public var seconds: Int
 }
 

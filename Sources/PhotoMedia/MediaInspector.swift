@@ -42,6 +42,24 @@ public enum MediaInspector {
 
     /// Inspects the file at `path`, naming it `name` in errors.
     static func inspect(path: String, name: String) throws(MediaError) -> MediaInfo {
+        try inspect(path: path, name: name, preview: 0).info
+    }
+
+    /// Inspects the file at `path` and makes the renditions of `scales` that the validation's own
+    /// decode can give: a JPEG's or WebP's, decoded reduced to validate it, when the reduced
+    /// picture holds enough pixels for them. The others (other formats, larger scales) are left
+    /// out: they need a decode of their own.
+    static func inspect(path: String, name: String, renditions scales: [RenditionScale]) throws(MediaError) -> (MediaInfo, [Rendition]) {
+        let preview = scales.compactMap(\.size).max() ?? 0
+        let (info, picture) = try inspect(path: path, name: name, preview: preview)
+        guard let picture else { return (info, []) }
+        let covered = scales.filter { picture.covers($0) }
+        return (info, try Thumbnailer.make(covered, start: picture, name: name) { _ in picture })
+    }
+
+    /// Inspects the file at `path`; with `preview` > 0, also hands out a JPEG's or WebP's
+    /// decoded picture (see `StillImageDecoder.inspect(path:format:preview:)`).
+    private static func inspect(path: String, name: String, preview: Int) throws(MediaError) -> (info: MediaInfo, preview: Picture?) {
         let (descriptor, status) = try FileIO.openRegularFile(URL(fileURLWithPath: path), name: name)
         var header = [UInt8](repeating: 0, count: MediaFormat.headerLength)
         let count = header.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
@@ -62,8 +80,8 @@ public enum MediaInspector {
             throw MediaError(.invalidResource, resource: name, reason: "not a photo or video; \(supported)", refusal: .notMedia)
         }
         do {
-            return format.mediaType == .video
-                ? try MovieDecoder.inspect(path: path, format: format) : try StillImageDecoder.inspect(path: path, format: format)
+            if format.mediaType == .video { return (try MovieDecoder.inspect(path: path, format: format), nil) }
+            return try StillImageDecoder.inspect(path: path, format: format, preview: preview)
         } catch let error as InvalidMedia {
             let hint = "copy the file again from its source"
             let reason = error.refusal == .damaged && !error.reason.contains(hint) ? "\(error.reason); \(hint)" : error.reason

@@ -1,4 +1,5 @@
 import CFFmpeg
+import CMediaDecoding
 import Foundation
 import LedgerCore
 
@@ -13,6 +14,54 @@ enum MovieDecoder {
     private static let quiet: Void = av_log_set_level(AV_LOG_QUIET)
 
     static func inspect(path: String, format: MediaFormat) throws -> MediaInfo {
+        try withVideoStream(path: path, format: format) { context, streams, video in
+            try checkIndex(streams, context: context, format: format)
+            let decoded = try decodeFirstFrame(of: video, in: context, format: format) { frame in
+                (Int(frame.pointee.width), Int(frame.pointee.height))
+            }
+            var width = Int(video.pointee.codecpar.pointee.width), height = Int(video.pointee.codecpar.pointee.height)
+            if width <= 0 || height <= 0 { (width, height) = decoded }
+            let orientation = orientation(of: video)
+            let metadata = context.pointee.metadata
+            return MediaInfo(
+                format: format, pixelWidth: orientation.swapsWidthAndHeight ? height : width,
+                pixelHeight: orientation.swapsWidthAndHeight ? width : height, orientation: orientation,
+                duration: duration(context, video), creationDate: creationDate(metadata, video.pointee.metadata),
+                location: location(metadata))
+        }
+    }
+
+    /// The movie's poster frame: its first decodable frame, turned as its display matrix says
+    /// and scaled into `scale` by libvips.
+    static func posterFrame(path: String, format: MediaFormat, scale: RenditionScale) throws -> Picture {
+        try withVideoStream(path: path, format: format) { context, _, video in
+            let orientation = orientation(of: video)
+            return try decodeFirstFrame(of: video, in: context, format: format) { frame throws(InvalidMedia) in
+                let width = Int(frame.pointee.width), height = Int(frame.pointee.height)
+                let stride = width * 3
+                var pixels = [UInt8](repeating: 0, count: stride * height)
+                guard pixels.withUnsafeMutableBufferPointer({ photoledger_frame_to_rgb(frame, $0.baseAddress, Int32(stride)) }) == 0 else {
+                    let name = av_get_pix_fmt_name(AVPixelFormat(frame.pointee.format)).map { String(cString: $0) } ?? "unknown"
+                    throw InvalidMedia("FFmpeg cannot convert the first frame's pixel format (\(name)) to RGB")
+                }
+                var picture: OpaquePointer?
+                var message = [CChar](repeating: 0, count: 512)
+                let status = photoledger_picture_from_rgb(
+                    pixels, Int32(width), Int32(height), stride, Int32(orientation.rawValue), scale.c, &picture, &message, message.count)
+                guard status == 0, let picture else {
+                    throw InvalidMedia("libvips could not scale the poster frame (\(Picture.text(message)))")
+                }
+                return Picture(picture, madeFor: scale)
+            }
+        }
+    }
+
+    /// Opens the movie and finds its video stream (a cover picture in an audio file is none),
+    /// then runs `body` with the demuxer, every stream and the video stream.
+    private static func withVideoStream<T>(
+        path: String, format: MediaFormat,
+        _ body: (UnsafeMutablePointer<AVFormatContext>, [UnsafeMutablePointer<AVStream>], UnsafeMutablePointer<AVStream>) throws -> T
+    ) throws -> T {
         _ = quiet
         var context: UnsafeMutablePointer<AVFormatContext>?
         let opened = avformat_open_input(&context, path, nil, nil)
@@ -32,17 +81,12 @@ enum MovieDecoder {
             }
             throw InvalidMedia("\(format.name) without a video stream is not a photo or video", .notMedia)
         }
-        try checkIndex(streams, context: context, format: format)
-        let decoded = try decodeFirstFrame(of: video, in: context, format: format)
-        var width = Int(video.pointee.codecpar.pointee.width), height = Int(video.pointee.codecpar.pointee.height)
-        if width <= 0 || height <= 0 { (width, height) = decoded }
-        let orientation = ImageOrientation(clockwiseRotation: -counterClockwiseRotation(of: video))
-        let metadata = context.pointee.metadata
-        return MediaInfo(
-            format: format, pixelWidth: orientation.swapsWidthAndHeight ? height : width,
-            pixelHeight: orientation.swapsWidthAndHeight ? width : height, orientation: orientation,
-            duration: duration(context, video), creationDate: creationDate(metadata, video.pointee.metadata),
-            location: location(metadata))
+        return try body(context, streams, video)
+    }
+
+    /// How the stream's display matrix turns its pictures.
+    private static func orientation(of video: UnsafeMutablePointer<AVStream>) -> ImageOrientation {
+        ImageOrientation(clockwiseRotation: -counterClockwiseRotation(of: video))
     }
 
     private static func isVideo(_ stream: UnsafeMutablePointer<AVStream>) -> Bool {
@@ -68,10 +112,11 @@ enum MovieDecoder {
         }
     }
 
-    /// Decodes packets of `stream` until one frame comes out; its size.
-    private static func decodeFirstFrame(
-        of stream: UnsafeMutablePointer<AVStream>, in context: UnsafeMutablePointer<AVFormatContext>, format: MediaFormat
-    ) throws -> (Int, Int) {
+    /// Decodes packets of `stream` until one frame comes out, and returns what `body` makes of it.
+    private static func decodeFirstFrame<T>(
+        of stream: UnsafeMutablePointer<AVStream>, in context: UnsafeMutablePointer<AVFormatContext>, format: MediaFormat,
+        _ body: (UnsafeMutablePointer<AVFrame>) throws -> T
+    ) throws -> T {
         let parameters = stream.pointee.codecpar!
         guard let codec = avcodec_find_decoder(parameters.pointee.codec_id) else {
             let name = String(cString: avcodec_get_name(parameters.pointee.codec_id))
@@ -103,11 +148,11 @@ enum MovieDecoder {
             let sent = avcodec_send_packet(decoder, packet)
             if sent < 0 && sent != photoledger_averror_again() { lastError = sent }
             let received = avcodec_receive_frame(decoder, frame)
-            if received == 0 { return (Int(frame.pointee.width), Int(frame.pointee.height)) }
+            if received == 0 { return try body(frame) }
             if received != photoledger_averror_again() && received != photoledger_averror_eof() { lastError = received }
         }
         avcodec_send_packet(decoder, nil)  // drain: a decoder with delay holds the first frame back
-        if avcodec_receive_frame(decoder, frame) == 0 { return (Int(frame.pointee.width), Int(frame.pointee.height)) }
+        if avcodec_receive_frame(decoder, frame) == 0 { return try body(frame) }
         throw InvalidMedia(
             describe(lastError, "damaged \(format.name): no frame of its video decodes (its media data is missing, empty or corrupt)"))
     }

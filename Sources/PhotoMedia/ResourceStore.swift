@@ -25,6 +25,9 @@ public struct ImportedResource: Sendable, Hashable {
     public var resource: StoredResource
     /// Format and metadata read from those bytes.
     public var info: MediaInfo
+    /// The renditions the validation's decode gave, when they were asked for (see
+    /// ``ResourceStore/importMedia(filesAt:transfer:concurrency:renditions:)``).
+    public var renditions: [Rendition] = []
 }
 
 /// What a garbage collection removed.

@@ -18,10 +18,18 @@ enum StillImageDecoder {
     }
 
     static func inspect(path: String, format: MediaFormat) throws -> MediaInfo {
+        try inspect(path: path, format: format, preview: 0).info
+    }
+
+    /// Inspects the file, and with `preview` > 0 keeps the decoded picture of a JPEG or WebP
+    /// (decoded at the smallest fraction whose shorter side still has `preview` pixels, upright)
+    /// for renditions: the validation's decode serves both.
+    static func inspect(path: String, format: MediaFormat, preview: Int) throws -> (info: MediaInfo, preview: Picture?) {
         let loader = loader(for: format)
         var result = photoledger_still()
         defer { photoledger_still_free(&result) }
-        let status = photoledger_still_check(path, loader.name, Int32(PHOTOLEDGER_DECODE_PIXELS), loader.reduce, &result)
+        let status = photoledger_still_check(
+            path, loader.name, Int32(PHOTOLEDGER_DECODE_PIXELS), loader.reduce, Int32(clamping: preview), &result)
         guard status == 0 else {
             let message = withUnsafeBytes(of: result.message) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
             throw InvalidMedia(describeFailure(message, format: format))
@@ -50,9 +58,13 @@ enum StillImageDecoder {
             orientation = metadata.orientation ?? ImageOrientation(rawValue: Int(result.orientation)) ?? .up
             shownSize = orientation.swapsWidthAndHeight ? (height, width) : (width, height)
         }
-        return MediaInfo(
+        let info = MediaInfo(
             format: format, pixelWidth: shownSize.0, pixelHeight: shownSize.1, orientation: orientation,
             creationDate: metadata.creationDate, location: metadata.location, isAnimated: result.frames > 1)
+        guard let handle = result.preview else { return (info, nil) }
+        result.preview = nil  // the picture owns it now
+        let picture = Picture(handle) { shown, other in (shown == width && other == height) || (shown == height && other == width) }
+        return (info, picture)
     }
 
     /// The reason for a decoder's refusal: truncation in the same words for every format, other

@@ -10,7 +10,9 @@ import Synchronization
 /// fsync, rename, directory fsync) beside `cp -r` of the same files on the same disk, and beside
 /// `cp -r` followed by `sync` (a copy that is as durable as the store's); import of a camera's
 /// folder (12-megapixel JPEGs made by libvips, a few HEICs and MP4s), validated by decoding,
-/// beside the same copies; inspection (decode and metadata) per format.
+/// beside the same copies, with and without the 256-pixel renditions its validation can make,
+/// and its thumbnails made in the background afterwards; 256-pixel thumbnails by the image
+/// manager beside `vipsthumbnail` on the same files; inspection (decode and metadata) per format.
 ///
 /// `cp -r` alone ends when the bytes are in the page cache; with gigabytes of RAM that measures
 /// memory bandwidth, while the store waits for the disk. The durable figure compares like with like.
@@ -84,24 +86,38 @@ struct MediaBenchmarks {
         let megabytes = Double(bytes) / 1_000_000
 
         var batchRates: [Double] = [], copyRates: [Double] = [], durableCopyRates: [Double] = [], diskRates: [Double] = []
+        var validationOnlyRates: [Double] = [], backgroundRates: [Double] = [], cores: [Double] = []
+        var processorPerFile: [Double] = [], validationOnlyProcessorPerFile: [Double] = [], backgroundProcessorPerFile: [Double] = []
+        var thumbnails: [Figure] = []
         for round in 0..<repetitions {
             let copy = try timeCopy(of: folder, to: directory.appendingPathComponent("cp-camera-\(round)"), megabytes: megabytes)
             copyRates.append(copy.plain)
             durableCopyRates.append(copy.durable)
             diskRates.append(try timeDiskWrite(to: directory.appendingPathComponent("disk-\(round)"), megabytes: megabytes))
 
+            // Validation only (the import before its decode gave renditions); kept for the thumbnail figure.
+            let plain = try library(at: directory.appendingPathComponent("plain-\(round).sqlite"))
+            var start = processorSeconds()
+            validationOnlyRates.append(
+                megabytes / (try timeImport(files, into: plain, options: AssetImportOptions(makesThumbnails: false))))
+            validationOnlyProcessorPerFile.append((processorSeconds() - start) * 1000 / Double(files.count))
+            sync()
+
             let batch = try library(at: directory.appendingPathComponent("batch-\(round).sqlite"))
-            batchRates.append(
-                megabytes
-                    / (try seconds {
-                        let results = try batch.performChangesAndWait { changes in try changes.importAssets(fromFilesAt: files) }
-                        for (file, result) in zip(files, results) where result.placeholderForCreatedAsset == nil {
-                            throw BenchmarkError("\(file.lastPathComponent) was not imported: \(result)")
-                        }
-                    }))
-            guard try batch.fetchAssets().count == files.count else { throw BenchmarkError("the batch import lost assets") }
+            start = processorSeconds()
+            let elapsed = try timeImport(files, into: batch, options: AssetImportOptions())
+            let used = processorSeconds() - start
+            cores.append(used / elapsed)
+            processorPerFile.append(used * 1000 / Double(files.count))
+            batchRates.append(megabytes / elapsed)
+            start = processorSeconds()
+            backgroundRates.append(Double(files.count) / (try timeBackgroundThumbnails(of: batch)))
+            backgroundProcessorPerFile.append((processorSeconds() - start) * 1000 / Double(files.count))
             sync()
             try removeLibrary(batch)
+
+            if round == repetitions - 1 { thumbnails = try thumbnailFigures(plain, folder: folder, in: directory) }
+            try removeLibrary(plain)
         }
         let inspected = try inspection(of: files)
         try FileManager.default.removeItem(at: folder)
@@ -122,7 +138,32 @@ struct MediaBenchmarks {
                 target: nil,
                 note: "the same import; baseline: the disk's own rate, dd of as many bytes with conv=fsync (a ceiling for any durable copy)"
             ),
-        ] + inspected
+            Figure(
+                name: "media.import.validation-only", value: median(validationOnlyRates), unit: "MB/s", baseline: median(durableCopyRates),
+                higherIsBetter: true, target: nil,
+                note:
+                    "the same import without the 256-pixel renditions of its validation (makesThumbnails: false); baseline: cp -r then sync -f"
+            ),
+            Figure(
+                name: "media.import.cores", value: median(cores), unit: "cores", baseline: nil, higherIsBetter: true, target: nil,
+                note: "processor time of the process over the import's wall time (2 = both cores busy throughout)"),
+            Figure(
+                name: "media.import.cpu", value: median(processorPerFile), unit: "ms/file",
+                baseline: median(validationOnlyProcessorPerFile),
+                higherIsBetter: false, target: nil,
+                note:
+                    "processor time per file of the import (user + system, every thread); baseline: the same without the validation's renditions"
+            ),
+            Figure(
+                name: "media.import.thumbnails.cpu", value: median(backgroundProcessorPerFile), unit: "ms/file", baseline: nil,
+                higherIsBetter: false, target: nil, note: "processor time per file of the thumbnails made after the import"),
+            Figure(
+                name: "media.import.thumbnails", value: median(backgroundRates), unit: "files/s", baseline: nil, higherIsBetter: true,
+                target: nil,
+                note:
+                    "after the import: startCachingImages of 256 fit, 256 fill and 1024 fit for every asset, waited for (the JPEGs' 256s come from the import's validation; one decode each for the rest); not counted in the import"
+            ),
+        ] + thumbnails + inspected
     }
 
     /// Inspection (decode to validate, size, orientation, metadata) per format, in files/s: the
@@ -163,6 +204,121 @@ struct MediaBenchmarks {
         }
     }
 
+    /// Seconds `importAssets(fromFilesAt:options:)` of `files` into `library` takes, in one change
+    /// block, checked to have made one asset per file.
+    private func timeImport(_ files: [URL], into library: PhotoLibrary, options: AssetImportOptions) throws -> Double {
+        let elapsed = try seconds {
+            let results = try library.performChangesAndWait { changes in try changes.importAssets(fromFilesAt: files, options: options) }
+            for (file, result) in zip(files, results) where result.placeholderForCreatedAsset == nil {
+                throw BenchmarkError("\(file.lastPathComponent) was not imported: \(result)")
+            }
+        }
+        guard try library.fetchAssets().count == files.count else { throw BenchmarkError("the batch import lost assets") }
+        return elapsed
+    }
+
+    /// Seconds the image manager takes to cache the common renditions of every asset of
+    /// `library` (what `photoledger import` makes in the background).
+    private func timeBackgroundThumbnails(of library: PhotoLibrary) throws -> Double {
+        let assets = try library.fetchAssets().allObjects
+        let manager = library.imageManager
+        return try seconds {
+            for (side, mode) in [(256.0, ImageContentMode.aspectFit), (256, .aspectFill), (1024, .aspectFit)] {
+                manager.startCachingImages(for: assets, targetSize: CGSize(width: side, height: side), contentMode: mode)
+            }
+            manager.waitForCaching()
+            let progress = manager.cachingProgress
+            guard progress.failed == 0 else { throw BenchmarkError("\(progress.failed) renditions could not be made") }
+        }
+    }
+
+    /// 256-pixel thumbnails of the camera folder's JPEGs: the image manager's (every request at
+    /// once, answered on every core; none cached before) beside `vipsthumbnail` on the same files
+    /// (one process, as it is usually run, and two at once), each writing JPEGs of quality 85
+    /// without metadata; then a cached request's latency.
+    private func thumbnailFigures(_ library: PhotoLibrary, folder: URL, in directory: URL) throws -> [Figure] {
+        let assets = try library.fetchAssets().allObjects
+        let sources = try FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)
+            .filter { $0.pathExtension == "JPG" }.sorted { $0.path < $1.path }
+        let photos = try assets.filter { asset in try library.resources(for: asset).first?.uniformTypeIdentifier == "public.jpeg" }
+        guard photos.count == sources.count else { throw BenchmarkError("\(photos.count) JPEG assets for \(sources.count) JPEG files") }
+        let output = directory.appendingPathComponent("vipsthumbnail")
+        try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: output) }
+        let template = output.path + "/%s.jpg[Q=\(Thumbnailer.quality),strip]"
+        let vipsOne = try seconds { try run("/usr/bin/vipsthumbnail", ["-s", "256", "-o", template] + sources.map(\.path)) }
+        let halves = [Array(sources.prefix(sources.count / 2)), Array(sources.dropFirst(sources.count / 2))]
+        let vipsTwo = try seconds { try runConcurrently(halves.map { ["-s", "256", "-o", template] + $0.map(\.path) }) }
+        let manager = library.imageManager
+        let failures = Mutex<[String]>([])
+        let done = DispatchGroup()
+        let ours = try seconds {
+            for asset in photos {
+                done.enter()
+                manager.requestImage(
+                    for: asset, targetSize: CGSize(width: 256, height: 256), contentMode: .aspectFit,
+                    options: ImageRequestOptions(deliveryMode: .highQualityFormat)
+                ) { result in
+                    if case .failure(let error) = result { failures.withLock { $0.append("\(error)") } }
+                    done.leave()
+                }
+            }
+            done.wait()
+            if let failure = failures.withLock({ $0.first }) { throw BenchmarkError(failure) }
+        }
+        var latencies: [Double] = []
+        for asset in photos.prefix(200) {
+            let semaphore = DispatchSemaphore(value: 0)
+            let elapsed = seconds {
+                manager.requestImage(for: asset, targetSize: CGSize(width: 256, height: 256), contentMode: .aspectFit) { _ in
+                    semaphore.signal()
+                }
+                semaphore.wait()
+            }
+            latencies.append(elapsed * 1000)
+        }
+        let count = Double(photos.count)
+        return [
+            Figure(
+                name: "media.thumbnail", value: count / ours, unit: "files/s", baseline: count / vipsOne, higherIsBetter: true, target: 0.8,
+                note:
+                    "\(photos.count) JPEGs 4000×3000 to 256 px: imageManager.requestImage, all at once (hash checked, shrink-on-load, cached); baseline: vipsthumbnail -s 256 on the same files, one process"
+            ),
+            Figure(
+                name: "media.thumbnail.two-processes", value: count / ours, unit: "files/s", baseline: count / vipsTwo,
+                higherIsBetter: true,
+                target: nil, note: "the same; baseline: two vipsthumbnail processes at once, half of the files each"),
+            Figure(
+                name: "media.thumbnail.cached", value: median(latencies), unit: "ms", baseline: nil, higherIsBetter: false, target: nil,
+                note: "one request answered from the cache, p50 (read, checked, delivered on the request's queue)"),
+        ]
+    }
+
+    /// Runs `vipsthumbnail` once per argument list, all at once, and waits for them.
+    private func runConcurrently(_ argumentLists: [[String]]) throws {
+        let processes = try argumentLists.map { arguments -> Process in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/vipsthumbnail")
+            process.arguments = arguments
+            try process.run()
+            return process
+        }
+        for process in processes {
+            process.waitUntilExit()
+            guard process.terminationStatus == 0 else {
+                throw BenchmarkError("vipsthumbnail exited with status \(process.terminationStatus)")
+            }
+        }
+    }
+
+    /// Processor seconds (user and system) this process has used.
+    private func processorSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+    }
+
     /// `cp -r` of `source` to `destination` (MB/s), and the same copy followed by `sync -f` (a copy
     /// as durable as the store's). The page cache is flushed before, and the copy removed after.
     private func timeCopy(of source: URL, to destination: URL, megabytes: Double) throws -> (plain: Double, durable: Double) {
@@ -196,7 +352,7 @@ struct MediaBenchmarks {
     /// Removes a library file, its SQLite companions and its resource directory.
     private func removeLibrary(_ library: PhotoLibrary) throws {
         let base = library.url.deletingPathExtension()
-        for suffix in ["sqlite", "sqlite-wal", "sqlite-shm", "resources"] {
+        for suffix in ["sqlite", "sqlite-wal", "sqlite-shm", "resources", "renditions"] {
             try? FileManager.default.removeItem(at: base.appendingPathExtension(suffix))
         }
     }

@@ -6,8 +6,16 @@ import PhotoMedia
 
 /// `photoledger import`: files and folders into the library, deduplicated by SHA-256, in change
 /// blocks of at most ``blockSize`` files and ``blockBytes`` bytes. Every path named or found ends
-/// in one outcome, reported: imported, duplicate, not media, skipped, or failed.
+/// in one outcome, reported: imported, duplicate, not media, skipped, or failed. After each block
+/// commits, the image manager caches the imported assets' common renditions (``thumbnailSizes``)
+/// in the background, at low priority; the command waits for them at the end, as a phase of its
+/// own.
 struct ImportCommand {
+    /// The renditions made for every imported asset: the grid's (256 pixels, aspect fit and fill;
+    /// a JPEG's or WebP's come from its validation, at no decode of their own) and the detail
+    /// view's (1024, aspect fit).
+    static let thumbnailSizes: [(side: Double, mode: ImageContentMode)] = [(256, .aspectFit), (256, .aspectFill), (1024, .aspectFit)]
+
     /// Files per change block: large enough to amortize the commit and the flushes that end each
     /// block, small enough to show progress.
     static let blockSize = 500
@@ -53,6 +61,9 @@ struct ImportCommand {
     let dryRun: Bool
 
     private var outcomes: [(path: String, outcome: Outcome)] = []
+    /// Renditions cached for the imported assets, and the line that reports them.
+    private var thumbnails = 0
+    private var thumbnailReport: String?
     /// The files this run imported, by the local identifier of their asset.
     private var importedPaths: [String: String] = [:]
     private var progress: ProgressBar?
@@ -100,7 +111,9 @@ struct ImportCommand {
         if !block.isEmpty { try importBlock(block) }
         progress?.update(count: doneCount, bytes: doneBytes, force: true)
         progress?.finish()
-        report(elapsed: Date().timeIntervalSince(started))
+        let elapsed = Date().timeIntervalSince(started)
+        waitForThumbnails()
+        report(elapsed: elapsed)
         return outcomes.contains { if case .failed = $0.outcome { return true } else { return false } }
             ? ExitCode.failure : ExitCode.success
     }
@@ -247,6 +260,7 @@ struct ImportCommand {
         } catch {
             results = Array(repeating: .failed(Self.describe(error)), count: block.count)
         }
+        startThumbnails(for: results.compactMap { if case .imported(let identifier) = $0 { identifier } else { nil } })
         for (candidate, outcome) in zip(block, results) {
             switch outcome {
             case .imported(let identifier):
@@ -258,6 +272,37 @@ struct ImportCommand {
                 finish(candidate, outcome)
             }
         }
+    }
+
+    // MARK: Thumbnails
+
+    /// Queues the renditions of assets just committed; threads of low priority make them while
+    /// the next blocks are read, validated and committed.
+    private func startThumbnails(for assets: [String]) {
+        guard !assets.isEmpty else { return }
+        let manager = library.imageManager
+        for (side, mode) in Self.thumbnailSizes {
+            manager.startCachingImages(for: assets, targetSize: CGSize(width: side, height: side), contentMode: mode)
+        }
+    }
+
+    /// Waits for the queued renditions, with a progress bar of its own on a terminal.
+    private mutating func waitForThumbnails() {
+        let manager = library.imageManager
+        let started = Date()
+        var bar: ProgressBar?
+        if ProgressBar.isTerminal, !context.quiet, !context.json, !manager.cachingProgress.isFinished {
+            bar = ProgressBar(totalCount: manager.cachingProgress.total, noun: "thumbnails")
+        }
+        manager.waitForCaching { progress in bar?.update(count: progress.completed + progress.failed, force: progress.isFinished) }
+        bar?.finish()
+        let progress = manager.cachingProgress
+        thumbnails = progress.completed
+        guard progress.total > 0 else { return }
+        var line =
+            "Made \(count(progress.completed, "thumbnail")) (256 and 1024 pixels) in \(formatDuration(Date().timeIntervalSince(started)))"
+        line += progress.failed > 0 ? "; \(progress.failed) could not be made and will be made when first shown." : "."
+        thumbnailReport = line
     }
 
     // MARK: Reporting
@@ -317,6 +362,7 @@ struct ImportCommand {
                 .object([
                     ("dryRun", .bool(dryRun)), ("imported", .array(imported)), ("duplicates", .array(duplicates)),
                     ("notMedia", .array(notMedia)), ("failed", .array(failed)), ("skipped", .array(skipped)), ("files", .array(files)),
+                    ("thumbnails", .int(Int64(thumbnails))),
                 ]))
             return
         }
@@ -330,6 +376,7 @@ struct ImportCommand {
             if !failed.isEmpty { context.warn(summary) }
         } else {
             print(summary)
+            if let thumbnailReport { print(thumbnailReport) }
         }
     }
 

@@ -51,7 +51,7 @@ public final class PostgresServerStore: ServerStore {
     /// libpq connection string), checks the server's version and applies pending migrations.
     ///
     /// - Throws: ``PostgresError`` when PostgreSQL is unreachable or too old;
-    ///   ``LedgerStore/MigrationError`` when the schema is newer than this build or was edited.
+    ///   `MigrationError` (LedgerStore) when the schema is newer than this build or was edited.
     public init(url: String, options: Options = Options()) throws {
         database = try Self.describe(url)
         let milliseconds = Int(options.statementTimeout.components.seconds) * 1000
@@ -99,6 +99,18 @@ public final class PostgresServerStore: ServerStore {
         let user = fields["user"].map { "\($0)@" } ?? ""
         let port = fields["port"].map { ":\($0)" } ?? ""
         return "postgresql://\(user)\(fields["host"] ?? fields["hostaddr"] ?? "localhost")\(port)/\(fields["dbname"] ?? "")"
+    }
+
+    /// Listens for the commits of every server process on this database (`LISTEN`/`NOTIFY`)
+    /// on a connection of its own, outside the pool.
+    public func watchCommits(_ handler: @escaping @Sendable (StoreCommit?) -> Void) throws -> (any CommitWatch)? {
+        let settings = pool.settings
+        return PostgresCommitListener(
+            connect: {
+                try PostgresConnection(
+                    conninfo: settings.conninfo, database: settings.database, connectTimeoutSeconds: settings.connectTimeoutSeconds,
+                    settings: [("client_min_messages", "warning")])
+            }, handler: handler)
     }
 
     private func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {

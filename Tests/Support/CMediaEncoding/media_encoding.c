@@ -64,3 +64,29 @@ int photoledger_encode(const unsigned char *pixels, int width, int height, int f
 }
 
 void photoledger_encoded_free(unsigned char *bytes) { g_free(bytes); }
+
+int photoledger_decode(const unsigned char *bytes, size_t length, unsigned char **pixels, int *width, int *height, char *error,
+                       size_t error_size) {
+    *pixels = NULL;
+    if (photoledger_vips_start(error, error_size) != 0) return -1;
+    VipsImage *image = vips_image_new_from_buffer(bytes, length, "", NULL);
+    VipsImage *rgb = NULL, *flat = NULL, *narrow = NULL;
+    int status = image == NULL ? -1 : vips_colourspace(image, &rgb, VIPS_INTERPRETATION_sRGB, NULL);
+    if (status == 0) status = vips_image_hasalpha(rgb) ? vips_flatten(rgb, &flat, NULL) : vips_copy(rgb, &flat, NULL);
+    if (status == 0) status = vips_cast(flat, &narrow, VIPS_FORMAT_UCHAR, NULL);
+    size_t size = 0;
+    void *memory = status == 0 ? vips_image_write_to_memory(narrow, &size) : NULL;
+    if (memory != NULL) {
+        *pixels = memory;
+        *width = vips_image_get_width(narrow);
+        *height = vips_image_get_height(narrow);
+    } else {
+        snprintf(error, error_size, "%s", vips_error_buffer());
+        vips_error_clear();
+    }
+    if (narrow != NULL) g_object_unref(narrow);
+    if (flat != NULL) g_object_unref(flat);
+    if (rgb != NULL) g_object_unref(rgb);
+    if (image != NULL) g_object_unref(image);
+    return memory != NULL ? 0 : -1;
+}

@@ -1,3 +1,4 @@
+import CMediaEncoding
 import Foundation
 import LedgerCore
 
@@ -72,6 +73,27 @@ public struct RGBImage: Sendable, Equatable {
                 image[x, y] = (UInt8(clamping: Int(color.0)), UInt8(clamping: Int(color.1)), UInt8(clamping: Int(color.2)))
             }
         }
+        return image
+    }
+
+    /// The pixels of an encoded image (its first frame) as stored, decoded by libvips: not
+    /// turned by its orientation, transparency flattened onto black.
+    public static func decode(_ bytes: some Collection<UInt8>) throws -> RGBImage {
+        let encoded = Array(bytes)
+        var pixels: UnsafeMutablePointer<UInt8>?
+        var width: Int32 = 0, height: Int32 = 0
+        var error = [CChar](repeating: 0, count: 512)
+        let status = encoded.withUnsafeBufferPointer {
+            photoledger_decode($0.baseAddress, $0.count, &pixels, &width, &height, &error, error.count)
+        }
+        guard status == 0, let pixels else {
+            throw MediaSynthesisError(
+                "libvips could not decode the image: \(String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))"
+            )
+        }
+        defer { photoledger_encoded_free(pixels) }
+        var image = RGBImage(width: Int(width), height: Int(height))
+        image.pixels = Array(UnsafeBufferPointer(start: pixels, count: Int(width) * Int(height) * 3))
         return image
     }
 }

@@ -29,4 +29,10 @@ int photoledger_encode(const unsigned char *pixels, int width, int height, int f
 /// Frees bytes returned by `photoledger_encode`.
 void photoledger_encoded_free(unsigned char *bytes);
 
+/// Decodes the encoded image in `bytes` (its first frame) to 8-bit RGB as stored, without turning
+/// it by its orientation: `*width × *height` pixels, 3 bytes each, in `*pixels` (free them with
+/// `photoledger_encoded_free`). Returns 0, or -1 with a message in `error`.
+int photoledger_decode(const unsigned char *bytes, size_t length, unsigned char **pixels, int *width, int *height, char *error,
+                       size_t error_size);
+
 #endif
