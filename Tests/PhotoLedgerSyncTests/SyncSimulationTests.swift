@@ -52,6 +52,14 @@ struct SyncSimulationTests {
                 transport: FaultyTransport(wrapping: wire, seed: UInt64(schedule * 100 + index), faultRate: 4), options: engineOptions)
             devices.append((library, faulty, SyncEngine(library: library, remote: remote, transport: wire, options: engineOptions)))
         }
+        // An app on the first device holds fetch results and applies each change's details.
+        let app = devices[0].library
+        let observer = CollectingObserver()
+        app.register(observer)
+        var photos = try app.fetchAssets()
+        var everything = try app.fetchAssets(options: FetchOptions(includeHiddenAssets: true))
+        var albums = try app.fetchAssetCollections(with: .album)
+        var topLevel = try app.fetchTopLevelUserCollections()
         for _ in 0..<40 {
             clock.advance(milliseconds: UInt64.random(in: 0...50, using: &random))
             let device = devices.randomElement(using: &random)!
@@ -67,6 +75,18 @@ struct SyncSimulationTests {
         }
         // Quiescence: everyone syncs twice over a healthy network.
         for _ in 0..<2 { for device in devices { try await device.healthy.sync() } }
+
+        app.observers.queue.sync {}
+        for change in observer.changes {
+            photos = change.changeDetails(for: photos)?.fetchResultAfterChanges ?? photos
+            everything = change.changeDetails(for: everything)?.fetchResultAfterChanges ?? everything
+            albums = change.changeDetails(for: albums)?.fetchResultAfterChanges ?? albums
+            topLevel = change.changeDetails(for: topLevel)?.fetchResultAfterChanges ?? topLevel
+        }
+        #expect(photos.allObjects == (try app.fetchAssets()).allObjects, "schedule \(schedule): All Photos from change details")
+        #expect(everything.allObjects == (try app.fetchAssets(options: FetchOptions(includeHiddenAssets: true))).allObjects)
+        #expect(albums.allObjects == (try app.fetchAssetCollections(with: .album)).allObjects)
+        #expect(topLevel.allObjects == (try app.fetchTopLevelUserCollections()).allObjects)
 
         let reference = try dump(devices[0].library)
         for device in devices.dropFirst() {
@@ -103,4 +123,16 @@ struct SyncSimulationTests {
     func eventIDs(_ library: PhotoLibrary) throws -> [UUID] {
         try library.readDatabase { db in try db.rows("SELECT event_id FROM events") { UUID(bytes: $0.blob(0))! } }
     }
+}
+
+/// Collects every change notification, in the order they arrive.
+final class CollectingObserver: PhotoLibraryChangeObserver, @unchecked Sendable {
+    // Safe to share: `received` is touched only under `lock`.
+    private let lock = NSLock()
+    private var received: [PhotoLibraryChange] = []
+
+    func photoLibraryDidChange(_ change: PhotoLibraryChange) { lock.withLock { received.append(change) } }
+
+    /// The notifications so far.
+    var changes: [PhotoLibraryChange] { lock.withLock { received } }
 }

@@ -28,6 +28,32 @@ struct CompactionTests {
         return (anna, ben, server, assets, album)
     }
 
+    @Test("folders and key assets survive compaction; a snapshot taken before folders existed still rebuilds")
+    func foldersAndOlderSnapshots() throws {
+        let directory = try TemporaryDirectory()
+        let (anna, ben, server, assets, album) = try Self.history(directory)
+        try anna.performChangesAndWait { changes in
+            let folder = try changes.createCollectionList(title: "Travel")
+            try folder.addChildCollections([album])
+            try changes.albumChangeRequest(for: album).setKeyAsset(assets[2])
+        }
+        try server.sync(anna, ben)
+        try server.pull(anna)
+        let before = try anna.projectionDump()
+        _ = try anna.compact(upToServerSequence: Int64(server.log.count))
+        try anna.rebuild()
+        #expect(try anna.projectionDump() == before)
+        // A snapshot of an older build: no copy of the folders table, albums without the new columns.
+        try anna.withDatabase { db in
+            try db.execute("DROP TABLE snapshot_collection_lists")
+            try db.execute("UPDATE snapshot_albums SET parent = NULL, parent_hlc = 0, parent_device = ''")
+        }
+        try anna.rebuild()
+        // The folder's events were archived after that snapshot's fold: it never held them.
+        #expect(try anna.fetchCollectionLists().isEmpty)
+        #expect(try anna.fetchTopLevelUserCollections().map(\.title) == ["Trip 2026"])
+    }
+
     @Test("compaction keeps projections identical, verify green, rebuild identical, and history whole")
     func compactionKeepsEverything() throws {
         let directory = try TemporaryDirectory()
