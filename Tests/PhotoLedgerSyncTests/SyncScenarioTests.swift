@@ -163,6 +163,30 @@ struct SyncScenarioTests {
         }
     }
 
+    @Test("a folder moved into itself through two devices' moves: both read the same tree, the folder moved last at the top", arguments: [true, false])
+    func folderCycle(laterFirst: Bool) async throws {
+        let scenario = try await twoDevices()
+        defer { withExtendedLifetime(scenario) {} }
+        let (clock, anna, ben, album) = (scenario.clock, scenario.anna, scenario.ben, scenario.album)
+        let (outer, inner) = try anna.library.performChangesAndWait { changes in
+            let outer = try changes.createCollectionList(title: "Travel"), inner = try changes.createCollectionList(title: "Europe")
+            try inner.addChildCollections([album])
+            return (outer.localIdentifier, inner.localIdentifier)
+        }
+        try await syncBoth(anna, ben)
+        // Offline, anna puts Europe in Travel; later, ben puts Travel in Europe.
+        try anna.library.performChangesAndWait { try $0.collectionListChangeRequest(for: outer).addChildCollections([inner]) }
+        clock.advance(milliseconds: 5)
+        try ben.library.performChangesAndWait { try $0.collectionListChangeRequest(for: inner).addChildCollections([outer]) }
+        if laterFirst { try await syncBoth(ben, anna) } else { try await syncBoth(anna, ben) }
+        for device in [anna, ben] {
+            let library = device.library
+            #expect(try library.fetchTopLevelUserCollections().map(\.localIdentifier) == [outer], "\(library.device): Travel moved last")
+            #expect(try library.fetchCollectionListsContaining(inner).map(\.localIdentifier) == [outer])
+            #expect(try library.fetchCollectionListsContaining(album).map(\.localIdentifier) == [inner])
+        }
+    }
+
     @Test("add vs remove: a concurrent remove and remove-then-add keep the asset (longer history wins)", arguments: [true, false])
     func addVersusRemove(addFirst: Bool) async throws {
         let scenario = try await twoDevices()
