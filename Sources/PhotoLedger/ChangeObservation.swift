@@ -56,9 +56,12 @@ public struct PhotoLibraryChange: Sendable {
         let query = fetchResult.query
         for record in records.reversed() where record.generation > fetchResult.generation {
             if let snapshot = record.results[query] {
-                guard let after = library.result(from: snapshot, query: query, generation: last.generation, carrying: fetchResult, records: records)
+                let touched = Set(records.lazy.filter { $0.generation > fetchResult.generation }.flatMap(\.touched.assets))
+                guard
+                    let after = library.result(
+                        from: snapshot, query: query, generation: last.generation, carrying: fetchResult, touched: touched, records: records)
                 else { return nil }
-                let details = FetchResultChangeDetails(before: fetchResult, after: after)
+                let details = FetchResultChangeDetails(before: fetchResult, after: after, touched: touched)
                 return details.hasChanges ? details : nil
             }
             if !record.tracked.contains(query) {
@@ -117,7 +120,8 @@ extension PhotoLibrary {
     /// commits (the first batch, and every touched object), those `before` holds in the same
     /// version, and the others read when first accessed.
     func result<T: PhotoObject>(
-        from snapshot: ResultSnapshot, query: FetchQuery, generation: Int64, carrying before: FetchResult<T>, records: [CommitRecord]
+        from snapshot: ResultSnapshot, query: FetchQuery, generation: Int64, carrying before: FetchResult<T>, touched: Set<UUID>,
+        records: [CommitRecord]
     ) -> FetchResult<T>? {
         let registration = tracker.register(query)
         switch snapshot {
@@ -130,7 +134,10 @@ extension PhotoLibrary {
         case .assets(let fetch):
             var known: [UUID: Asset] = [:]
             if let carried = before as? FetchResult<Asset> {
-                for (index, object) in carried.loadedObjects.enumerated() { if let object { known[carried.identifiers[index]] = object } }
+                // Objects the commits touched may have changed in the same version: never carried over.
+                for (index, object) in carried.loadedObjects.enumerated() where !touched.contains(carried.identifiers[index]) {
+                    if let object { known[carried.identifiers[index]] = object }
+                }
             }
             for record in records { for (id, asset) in record.assets { known[id] = asset } }
             for asset in fetch.loaded { known[asset.id] = asset }
@@ -216,8 +223,12 @@ public struct FetchResultChangeDetails<T: PhotoObject>: Sendable {
         moves = []
     }
 
-    /// Computes the details between two snapshots of the same fetch.
-    init(before: FetchResult<T>, after: FetchResult<T>) {
+    /// Computes the details between two snapshots of the same fetch. `touched` names the objects
+    /// the commits between them touched: their version alone does not tell whether they changed
+    /// (a version is the latest clock value of any write folded, and an older write from another
+    /// device can still win a field), so they are compared whole, or reported changed when one
+    /// side is not read.
+    init(before: FetchResult<T>, after: FetchResult<T>, touched: Set<UUID> = []) {
         fetchResultBeforeChanges = before
         fetchResultAfterChanges = after
         hasIncrementalChanges = true
@@ -228,7 +239,13 @@ public struct FetchResultChangeDetails<T: PhotoObject>: Sendable {
         // An object changed when its version moved; results without versions compare the objects.
         let changed: (Int, Int) -> Bool
         if let oldVersions = before.versions, let newVersions = after.versions {
-            changed = { oldVersions[$0] != newVersions[$1] }
+            let (oldObjects, newObjects) = touched.isEmpty ? ([], []) : (before.loadedObjects, after.loadedObjects)
+            changed = { old, new in
+                guard oldVersions[old] == newVersions[new] else { return true }
+                guard touched.contains(before.identifiers[old]) else { return false }
+                guard let was = oldObjects[old], let now = newObjects[new] else { return true }
+                return was != now
+            }
         } else {
             changed = { before[$0] != after[$1] }
         }

@@ -226,6 +226,30 @@ struct PerCommitChangeTests {
         for (name, result) in held.assets { #expect(result.allObjects == fresh.assets[name]!.allObjects, "\(name) equals a new fetch") }
     }
 
+    @Test("an older write from another device that wins a field is a change, though the asset's version did not move")
+    func olderWriteWins() throws {
+        let directory = try TemporaryDirectory()
+        let annaClock = TestClock(), benClock = TestClock()
+        let anna = try makeLibrary(directory, device: "anna-phone", seed: 1, clock: annaClock)
+        let ben = try makeLibrary(directory, device: "ben-tablet", seed: 2, clock: benClock)
+        let asset = try anna.createAssets(1)[0]
+        let shared = try anna.allEvents()
+        try ben.applyRemoteEvents(shared)
+        annaClock.advance(milliseconds: 10)
+        try anna.performChangesAndWait { try $0.assetChangeRequest(for: asset).setFavorite(true) }
+        // Ben's clock is far ahead: his later edit of another field gives the asset a newer version.
+        benClock.advance(milliseconds: 60_000)
+        try ben.performChangesAndWait { try $0.assetChangeRequest(for: asset).setCreationDate(Date(timeIntervalSince1970: 1_600_000_000)) }
+        let photos = try ben.fetchAssets()
+        let observer = RecordingObserver()
+        ben.register(observer)
+        try ben.applyRemoteEvents(try anna.allEvents().filter { event in !shared.contains { $0.id == event.id } })
+        let change = try #require(observer.next())
+        let details = try #require(change.changeDetails(for: photos))
+        #expect(details.changedIndexes == [0] && details.changedObjects[0].isFavorite)
+        #expect(details.fetchResultAfterChanges.allObjects == (try ben.fetchAssets()).allObjects)
+    }
+
     @Test("an edited photo is reported as content changed; a favorite is not")
     func contentChanged() throws {
         let directory = try TemporaryDirectory()
