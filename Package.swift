@@ -69,7 +69,7 @@ let package = Package(
         .target(name: "PhotoMedia", dependencies: ["LedgerCore", "CExif", "CExifRecovery", "CFileSync", "CMediaDecoding", "CFFmpeg"]),
 
         // The public library API: PhotoKit semantics over the event log.
-        .target(name: "PhotoLedger", dependencies: ["LedgerCore", "LedgerStore", "PhotoMedia"]),
+        .target(name: "PhotoLedger", dependencies: ["LedgerCore", "LedgerCrypto", "LedgerStore", "PhotoMedia"]),
 
         // The sync wire format shared by client and server (JSON bodies, gzip).
         .target(name: "SyncProtocol", dependencies: ["LedgerCore", "CZlib", "CZstd"]),
@@ -166,7 +166,8 @@ let package = Package(
         .testTarget(
             name: "PhotoLedgerTests",
             dependencies: [
-                "LedgerCore", "LedgerStore", "PhotoLedger", "PhotoMedia", "MediaSynthesis", "PhotoLedgerTestSupport", "library-crash-importer",
+                "LedgerCore", "LedgerCrypto", "LedgerStore", "PhotoLedger", "PhotoMedia", "MediaSynthesis", "PhotoLedgerTestSupport",
+                "library-crash-importer",
             ]
         ),
         .testTarget(name: "SyncProtocolTests", dependencies: ["LedgerCore", "SyncProtocol"]),

@@ -52,7 +52,7 @@ public final class LibraryChanges {
             schemaVersion: EventSchema.currentVersion, payload: change.encoded(claims: claims))
         nextSequence += 1
         touched.formUnion(try Projection(database).apply(change, of: event))
-        events.append(event)
+        events.append(try sealedIfEncrypted(event, change: change))
     }
 
     /// The stamps of the writes in effect for the registers `change` writes.

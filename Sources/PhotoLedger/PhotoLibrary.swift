@@ -67,6 +67,8 @@ public final class PhotoLibrary: Sendable {
     /// The shared library this replica is bound to, and the token's scope (cached from
     /// `replica_state`: every fetch and change block consults the scope).
     let binding: Mutex<(library: UUID?, scope: ReplicaScope?)>
+    /// The keys of an end-to-end encrypted library, as this device holds them.
+    let encryption = EncryptionKeys()
 
     /// Opens (creating if needed) the library at `url` for `device`.
     ///
@@ -88,6 +90,8 @@ public final class PhotoLibrary: Sendable {
             let last = try storage.read { try EventLog($0).lastTimestamp() }
             let state = try storage.read { try ReplicaState.read($0) }
             binding = Mutex((state.library, state.scope))
+            let keys = encryption
+            try storage.read { try keys.load($0) }
             let drift = options.maximumClockDrift.components
             clock = HybridLogicalClock(
                 physicalClock: options.clock, last: last,

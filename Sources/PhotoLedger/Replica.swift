@@ -253,10 +253,7 @@ package struct Replica: Sendable {
         let context = library.foldContext
         for event in events {
             let stamp = WriterStamp(hlc: Int64(bitPattern: event.timestamp.rawValue), device: event.device.rawValue)
-            let verdict = context.schema.verdict(
-                type: event.type, version: event.schemaVersion, payload: event.payload, object: event.object, stamp: stamp,
-                bound: event.library, library: context.library, sealed: event.seal != nil)
-            switch verdict {
+            switch context.verdict(on: event, stamp: stamp) {
             case .fold(.assetCreated(let creation), _): hashes.formUnion(creation.resources.map { Hex.encode($0.sha256) })
             case .fold(.assetContentEdited(let edit), _):
                 hashes.formUnion([edit.rendered, edit.adjustment].compactMap { $0.map { Hex.encode($0.sha256) } })
@@ -320,7 +317,9 @@ extension PhotoLibrary {
     package var replica: Replica { Replica(library: self) }
 
     /// The fold's context: this build's schema and the library's identifier.
-    var foldContext: FoldContext { FoldContext(schema: options.eventSchema, library: binding.withLock { $0.library }) }
+    var foldContext: FoldContext {
+        FoldContext(schema: options.eventSchema, library: binding.withLock { $0.library }, keys: encryption.payloadKeys)
+    }
 
     /// Removes events from the views (the server rejected them): the objects they touched are
     /// refolded without them.
