@@ -85,7 +85,7 @@ let package = Package(
         ),
 
         // The sync engine: push, pull, blobs, conflict handling through the library's fold.
-        .target(name: "PhotoLedgerSync", dependencies: ["LedgerCore", "LedgerStore", "PhotoLedger", "SyncProtocol", "SyncTransport"]),
+        .target(name: "PhotoLedgerSync", dependencies: ["LedgerCore", "LedgerCrypto", "LedgerStore", "PhotoLedger", "SyncProtocol", "SyncTransport"]),
 
         .executableTarget(
             name: "photoledger-server",
@@ -180,8 +180,8 @@ let package = Package(
         .testTarget(
             name: "PhotoLedgerSyncTests",
             dependencies: [
-                "LedgerCore", "LedgerStore", "PhotoLedger", "PhotoLedgerSync", "PhotoLedgerServer", "PhotoMedia", "PhotoLedgerTestSupport", "SyncProtocol",
-                "SyncTransport", "photoledger-server",
+                "LedgerCore", "LedgerCrypto", "LedgerStore", "PhotoLedger", "PhotoLedgerSync", "PhotoLedgerServer", "PhotoMedia", "PhotoLedgerTestSupport",
+                "SyncProtocol", "SyncTransport", "MediaSynthesis", "photoledger-server",
             ]
         ),
     ],

@@ -6,11 +6,13 @@
 --   ring:           the library's key ring (LedgerCrypto's KeyRing), NULL until this device is
 --                   enrolled by another one.
 --   library_public: the library identity's public key, for short authentication codes.
+--   key_cursor:     the server key store's position this device has read up to.
 CREATE TABLE e2e_state (
     id             INTEGER PRIMARY KEY CHECK (id = 1),
     device_secret  BLOB    NOT NULL CHECK (length(device_secret) = 32),
     ring           BLOB,
-    library_public BLOB    CHECK (library_public IS NULL OR length(library_public) = 32)
+    library_public BLOB    CHECK (library_public IS NULL OR length(library_public) = 32),
+    key_cursor     INTEGER NOT NULL DEFAULT 0 CHECK (key_cursor >= 0)
 ) STRICT;
 
 -- The key of each asset this device knows. key is NULL once the asset was purged: the key is

@@ -388,3 +388,47 @@ extension LibraryChanges {
         return (keyID, PayloadSeal.payloadKey(of: key))
     }
 }
+
+// MARK: For the sync engine
+
+extension Replica {
+    /// Whether the library is end-to-end encrypted here.
+    package var isEncrypted: Bool { library.encryption.snapshot.enabled }
+
+    /// Whether this device holds the library's key ring.
+    package var isEnrolled: Bool { library.encryption.snapshot.ring != nil }
+
+    /// The server key store's position this device has read up to.
+    package func keyStoreCursor() throws -> Int64 {
+        try library.readDatabase { try $0.firstRow("SELECT key_cursor FROM e2e_state WHERE id = 1") { $0.int64(0) } ?? 0 }
+    }
+
+    /// Records the key store's position read up to.
+    package func setKeyStoreCursor(_ cursor: Int64) throws {
+        try library.withDatabase { try $0.execute("UPDATE e2e_state SET key_cursor = ? WHERE id = 1", [cursor]) }
+    }
+
+    /// Joins the server's encrypted library from a plain library that holds no changes of its
+    /// own: makes this device's key pair and queues its public key. Returns false when the
+    /// library holds changes of its own (they were made without encryption and cannot join).
+    package func prepareToJoinEncryptedLibrary() throws -> Bool {
+        do {
+            try library.prepareEnrolment()
+            return true
+        } catch let error as PhotoLibraryError where error.code == .changeNotSupported {
+            return false
+        }
+    }
+
+    /// The entries this device still has to write to the server's key store.
+    package func pendingKeyEntries() throws -> [(name: String, value: [UInt8]?, createOnly: Bool)] { try library.pendingKeyEntries() }
+
+    /// Forgets entries the server took or refused for good.
+    package func keyEntriesPublished(_ entries: [(name: String, value: [UInt8]?)]) throws { try library.keyEntriesPublished(entries) }
+
+    /// Takes what the server's key store holds for this device.
+    package func absorbKeyStore(_ entries: [String: [UInt8]]) throws -> KeyStoreAbsorption { try library.absorbKeyStore(entries) }
+
+    /// What `photoledger status` and the sync summary say of the encryption.
+    package var encryptionStatus: EncryptionStatus { library.encryptionStatus }
+}
