@@ -79,6 +79,13 @@ public final class LibraryChanges {
     func commit() throws {
         guard !events.isEmpty else { return }
         try EventLog(database).append(events)
+        // Crypto-shredding: purged assets' keys are destroyed with the purge (Shredding.swift).
+        let purged = Set(events.filter { $0.type == EventType.assetPurged.rawValue }.map(\.object))
+        if !purged.isEmpty {
+            let shredded = try library.shred(purged, in: database, archive: nil)
+            let library = library
+            afterCommit.append { library.finishShredding(shredded) }
+        }
     }
 
     // MARK: Assets

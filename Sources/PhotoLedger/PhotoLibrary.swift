@@ -193,6 +193,7 @@ public final class PhotoLibrary: Sendable {
     func applyRemoteEvents(_ page: PreparedPage) throws -> AppliedPage {
         var touched = TouchedObjects()
         var applied = AppliedPage()
+        var afterCommit: () -> Void = {}
         let context = foldContext
         do {
             try withArchive { _, archive in
@@ -250,6 +251,8 @@ public final class PhotoLibrary: Sendable {
                         touched.formUnion(resolution.touched)
                         applied.changedVerdicts = resolution.changedVerdicts.count
                     }
+                    let settled = try settleShredding(appended.values.map(\.event), applied: &applied, db: db, archive: archive)
+                    afterCommit = { self.finishShredding(settled) }
                     let report = try Self.recordServerChain(page.chain, appended: appended, appendedFrom: firstAppended, db: db, archive: archive)
                     if let failure = report.failure { throw ServerChainMismatch(failure: failure) }
                     if let cursor = page.cursor { try db.execute("UPDATE replica_state SET pull_cursor = ? WHERE id = 1", [cursor]) }
@@ -260,6 +263,7 @@ public final class PhotoLibrary: Sendable {
         } catch {
             throw Self.translate(error, doing: "apply events from other devices")
         }
+        afterCommit()
         notifyObservers(touched)
         return applied
     }
@@ -317,7 +321,11 @@ public final class PhotoLibrary: Sendable {
         let context = foldContext
         do {
             try withArchive { _, archive in
-                try storage.write { try Projection($0, archive: archive).rebuild(context: context, batchSize: batchSize) }
+                let shredded = try storage.write { db in
+                    try Projection(db, archive: archive).rebuild(context: context, batchSize: batchSize)
+                    return try shred(Set(purgedAssets(db)), in: db, archive: archive)
+                }
+                finishShredding(shredded)
             }
         } catch {
             throw Self.translate(error, doing: "rebuild the projections")

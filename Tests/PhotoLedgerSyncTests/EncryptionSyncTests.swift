@@ -182,6 +182,86 @@ struct EncryptionSyncTests {
         #expect(try ben.library.statistics().pendingEvents == 1)
     }
 
+    @Test("purging an asset destroys its key on every device and on the server: its payloads and bytes stay sealed, verify passes, rebuild gives the same views")
+    func cryptoShredding() async throws {
+        let server = try TestServer()
+        let clock = TestClock()
+        let directory = try TemporaryDirectory()
+        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
+        let ben = try Device("ben-tablet", server: server, directory: directory, clock: clock, seed: 2)
+        _ = try anna.library.enableEncryption()
+        let files = Array(try media(in: directory).prefix(2))
+        let assets = try await anna.library.performChanges { changes in
+            let assets = try changes.importAssets(fromFilesAt: files).compactMap { result -> String? in
+                if case .created(let request) = result { return request.placeholderForCreatedAsset.localIdentifier }
+                return nil
+            }
+            try changes.createAlbum(title: "Kept Album").addAssets(assets)
+            return assets
+        }
+        try await anna.sync()
+        try await ben.sync()
+        for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }
+        try await ben.sync()
+        #expect(try ben.library.fetchAssets().count == 2)
+        let doomed = try #require(LocalIdentifier(assets[0])).uuid
+        let resource = try #require(try anna.library.resources(for: assets[0]).first)
+        let doomedEvents = try anna.library.allEventsForTests().filter { $0.object == doomed && $0.type != EventType.assetPurged.rawValue }
+        let assetKeyID = try #require(doomedEvents.first?.seal?.keyID)
+        #expect(KeyKind.of(assetKeyID) == .asset)
+        #expect(try server.store.keyEntry(libraryID: 1, name: "asset/\(assetKeyID)") != nil)
+
+        try anna.library.performChangesAndWait { try $0.deleteAssets([assets[0]]) }
+        try anna.library.performChangesAndWait { try $0.purgeAssets([assets[0]]) }
+        try await anna.sync()
+        try await ben.sync()
+
+        // The key is gone everywhere; what any device still holds opens none of the asset's payloads or bytes.
+        #expect(try server.store.keyEntry(libraryID: 1, name: "asset/\(assetKeyID)") == nil)
+        for device in [anna, ben] {
+            #expect(device.library.encryption.snapshot.assetKeys[assetKeyID] == nil)
+            #expect(try device.library.readDatabase { try $0.firstRow("SELECT key IS NULL FROM e2e_asset_keys WHERE key_id = ?", [Int64(assetKeyID)]) { $0.int64(0) } } == 1)
+            #expect(!device.library.resources.contains(resource.sha256))
+            #expect(try device.library.fetchAssets().count == 1)
+            #expect(try device.library.statistics().quarantined.isEmpty)
+            let held = device.library.encryption.snapshot
+            var keys = Array(held.assetKeys.values) + (held.ring?.generations.map(\.key) ?? [])
+            keys += keys.map(PayloadSeal.payloadKey(of:))
+            for event in doomedEvents {
+                for key in keys { #expect((try? PayloadSeal.open(event, payloadKey: key)) == nil) }
+            }
+            // Of the two blobs, only the kept asset's opens with any key still held.
+            let blobs = try everything(under: server.directory.url).filter { $0.path.contains("/blobs/") }
+            #expect(blobs.count == 2)
+            let opening = blobs.filter { blob in
+                (held.assetKeys.values + (held.ring?.generations.map(\.key) ?? [])).contains { key in
+                    (try? ResourceCipher.decrypt(
+                        fileAt: URL(fileURLWithPath: blob.path), to: directory.file("attempt"), key: PhotoLibrary.resourceKey(of: key))) != nil
+                }
+            }
+            #expect(opening.count == 1)
+        }
+        // The chains verify, a rebuild gives the same views, and both devices hold the same views.
+        #expect(try anna.library.verify() == ben.library.verify())
+        let annaViews = try anna.library.viewsForTests()
+        try anna.library.rebuild()
+        try ben.library.rebuild()
+        #expect(try anna.library.viewsForTests() == annaViews)
+        #expect(try ben.library.viewsForTests() == annaViews)
+        // The history says the asset existed and who purged it, nothing of its content.
+        let history = try ben.library.history(of: assets[0]).entries
+        #expect(history.map(\.type) == ["asset.created", "asset.deleted", "asset.purged"])
+        #expect(history.last?.device == "anna-phone")
+        #expect(history.prefix(2).allSatisfy { $0.changes.isEmpty })
+
+        // A device enrolled afterwards folds the same views.
+        let cara = try Device("cara-laptop", server: server, directory: directory, clock: clock, seed: 3)
+        try await cara.sync()
+        for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }
+        try await cara.sync()
+        #expect(try cara.library.viewsForTests() == annaViews)
+    }
+
     /// Every file under `directory`, with its bytes.
     func everything(under directory: URL) throws -> [(path: String, bytes: [UInt8])] {
         var files: [(String, [UInt8])] = []
@@ -200,6 +280,17 @@ extension PhotoLibrary {
             var events: [Event] = []
             try EventLog(db).forEach { events.append($0.event) }
             return events
+        }
+    }
+
+    /// The projection tables, row by row.
+    func viewsForTests() throws -> [String: [[SQLValue]]] {
+        try readDatabase { db in
+            var dump: [String: [[SQLValue]]] = [:]
+            for table in Projection.tables {
+                dump[table] = try db.rows("SELECT * FROM \(table) ORDER BY 1, 2") { row in (0..<row.columnCount).map { row.value($0) } }
+            }
+            return dump
         }
     }
 
