@@ -71,7 +71,7 @@ extension SyncEngine {
                 case .conflict where entry.name == "library/public":
                     throw SyncError.invalidRemote(
                         "the library on the server is already end-to-end encrypted with other keys; this library cannot join it as it is. "
-                            + "Join it with a new library (`photoledger init --join`, then `photoledger device enroll`)")
+                            + "Join it with a new, empty library (`photoledger init`, `photoledger remote set`, then `photoledger device enroll`)")
                 case .conflict, .forbidden:
                     report.encryptionNotes.append("the server refused the key entry '\(entry.name)': \(result.reason ?? "it exists with other bytes")")
                     done.append((entry.name, entry.value))
