@@ -22,7 +22,7 @@ public struct RequestHead: Sendable, Hashable {
     /// Whether `Accept` lists the binary event page (`EventPage.contentType`, not
     /// with `q=0`): pulls are then answered in that form rather than JSON.
     public var acceptsEventPages: Bool
-    /// The query arguments the routes use (`since`, `limit`, `wait`).
+    /// The query arguments the routes use (`since`, `limit`, `wait`, `after`).
     public var query: [String: String]
 
     /// Creates a request head.
