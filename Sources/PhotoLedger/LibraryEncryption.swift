@@ -194,15 +194,17 @@ extension PhotoLibrary {
     // MARK: Keys arriving and leaving
 
     /// Asset keys that arrived from the server's key store (still sealed under a library key
-    /// generation): those that open are stored, and events sealed with them fold. Keys this
-    /// device destroyed (purged assets) are never taken back. Returns how many were new.
+    /// generation): those that open are stored, and events sealed with them fold; for a key held
+    /// already, the names of its resources' blobs are taken (they are added once the resources
+    /// are uploaded). Keys this device destroyed (purged assets) are never taken back. Returns
+    /// how many keys were new.
     @discardableResult
     func adoptAssetKeys(_ sealed: [(keyID: UInt32, value: [UInt8])]) throws -> Int {
         let state = encryption.snapshot
         guard let ring = state.ring else { return 0 }
         var opened: [UInt32: SecretKey] = [:]
         try withDatabase { db in
-            for (id, value) in sealed where state.assetKeys[id] == nil {
+            for (id, value) in sealed {
                 guard let generation = WrappedAssetKey.generation(of: value).flatMap(ring.key),
                     let record = try? WrappedAssetKey(keyID: id, unsealing: value, with: generation)
                 else { continue }
@@ -210,6 +212,10 @@ extension PhotoLibrary {
                 if known == true { continue }  // destroyed here: never taken back
                 var blobs: [UInt8] = []
                 for (plain, name) in record.blobs.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) { blobs += plain + name }
+                if state.assetKeys[id] != nil {
+                    try db.execute("UPDATE e2e_asset_keys SET blobs = ? WHERE key_id = ? AND key IS NOT NULL", [blobs, Int64(id)])
+                    continue
+                }
                 try db.execute(
                     "INSERT INTO e2e_asset_keys (key_id, key, blobs) VALUES (?, ?, ?) ON CONFLICT (key_id) DO UPDATE SET key = excluded.key, blobs = excluded.blobs",
                     [Int64(id), record.key.bytes, blobs])
@@ -293,7 +299,7 @@ extension PhotoLibrary {
         }
         var assets: [(UInt32, [UInt8])] = []
         for (name, value) in entries {
-            guard let id = KeyStoreName.assetKeyID(name), encryption.snapshot.assetKeys[id] == nil else { continue }
+            guard let id = KeyStoreName.assetKeyID(name) else { continue }
             assets.append((id, value))
         }
         result.assetKeys = try adoptAssetKeys(assets.map { (keyID: $0.0, value: $0.1) })

@@ -131,6 +131,63 @@ struct EncryptionTests {
         }
     }
 
+    @Test("a damaged or forged sealed payload, a damaged asset key and a damaged blob give clear verdicts and errors and change nothing else")
+    func damagedKeysAndCiphertext() throws {
+        let directory = try TemporaryDirectory()
+        let anna = try makeLibrary(directory)
+        _ = try anna.enableEncryption()
+        let assets = try anna.performChangesAndWait { [try $0.createAsset(from: samplePhoto(7)).placeholderForCreatedAsset.localIdentifier] }
+        _ = try anna.createAlbum("Trip", assets: assets)
+        let events = try anna.allEvents()
+
+        // Ben holds every key, then receives a copy of an album event whose ciphertext was changed.
+        let ben = try makeLibrary(directory, device: "ben-tablet", seed: 2, name: "ben")
+        let benKey = try ben.prepareEnrolment()
+        try anna.approveEnrolment(of: "ben-tablet", publicKey: benKey)
+        var entries: [String: [UInt8]] = [:]
+        for entry in try anna.pendingKeyEntries() { entries[entry.name] = entry.value }
+        // A damaged asset key entry is not taken: the asset's events stay sealed.
+        var damagedEntries = entries
+        for (name, value) in entries where name.hasPrefix("asset/") { damagedEntries[name] = value.dropLast() + [value.last! ^ 1] }
+        let absorbed = try ben.absorbKeyStore(damagedEntries)
+        #expect(absorbed.enrolled && absorbed.assetKeys == 0)
+        try ben.applyRemoteEvents(events)
+        #expect(try ben.statistics().quarantined[.sealed] == 1)  // the asset's creation
+        #expect(try ben.fetchAssets().count == 0)
+        #expect(try ben.absorbKeyStore(entries).assetKeys == 1)
+        #expect(try ben.fetchAssets().count == 1)
+        #expect(try ben.statistics().quarantined.isEmpty)
+
+        let album = try #require(events.first { $0.type == EventType.albumCreated.rawValue })
+        var forged = album
+        forged.id = UUID()
+        forged.object = UUID()
+        forged.deviceSequence = 99
+        forged.payload[0] ^= 0xFF
+        let before = try ben.projectionDump()
+        try ben.applyRemoteEvents([forged])
+        let listed = try ben.quarantine()
+        #expect(listed.count == 1 && listed.first?.reason.contains("does not open with key") == true && listed.first?.kind == .quarantined)
+        var after = try ben.projectionDump()
+        after["quarantine"] = before["quarantine"]
+        #expect(after == before)
+
+        // A blob that does not decrypt is refused and not stored.
+        let resource = try #require(try anna.resources(for: assets[0]).first)
+        let names = try anna.encryptedBlobNames(for: [(asset: try #require(events.first { $0.type == EventType.assetCreated.rawValue }?.seal?.keyID), sha256: resource.sha256)])
+        let name = try #require(names.first)
+        var bytes = try [UInt8](Data(contentsOf: anna.sealedBlobFile(name)))
+        bytes[bytes.count / 2] ^= 1
+        try FileManager.default.createDirectory(at: ben.resources.directory.appendingPathComponent("tmp"), withIntermediateDirectories: true)
+        let download = ben.resources.directory.appendingPathComponent("tmp/download")
+        try Data(bytes).write(to: download)
+        for entry in try anna.pendingKeyEntries() { entries[entry.name] = entry.value }
+        _ = try ben.absorbKeyStore(entries)
+        let refused = #expect(throws: PhotoLibraryError.self) { try ben.adoptDownloadedBlob(at: download, name: name) }
+        #expect(refused?.message.contains("does not decrypt") == true)
+        #expect(!ben.resources.contains(resource.sha256))
+    }
+
     func annaDeviceKey(_ library: PhotoLibrary) throws -> SecretKey {
         try library.readDatabase { db in try SecretKey(bytes: try #require(try db.firstRow("SELECT device_secret FROM e2e_state", []) { $0.blob(0) })) }
     }
