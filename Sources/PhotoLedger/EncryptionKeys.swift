@@ -101,9 +101,11 @@ final class EncryptionKeys: Sendable {
 
     /// Adds asset keys to the cache (after the transaction that stored them committed).
     func add(assetKeys: [UInt32: SecretKey]) {
+        guard !assetKeys.isEmpty else { return }
+        let derived = assetKeys.mapValues(PayloadSeal.payloadKey(of:))
         state.withLock { state in
             state.assetKeys.merge(assetKeys) { _, new in new }
-            state.payloadKeys = Self.payloadKeys(ring: state.ring, assets: state.assetKeys)
+            state.payloadKeys = PayloadKeys(state.payloadKeys.keys.merging(derived) { _, new in new })
         }
     }
 
@@ -111,7 +113,7 @@ final class EncryptionKeys: Sendable {
     func remove(assetKeys: Set<UInt32>) {
         state.withLock { state in
             for id in assetKeys { state.assetKeys[id] = nil }
-            state.payloadKeys = Self.payloadKeys(ring: state.ring, assets: state.assetKeys)
+            state.payloadKeys = PayloadKeys(state.payloadKeys.keys.filter { !assetKeys.contains($0.key) })
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import LedgerCrypto
 import LedgerStore
 
 /// The changes of one change block: creates change requests, and records every change as an
@@ -19,6 +20,8 @@ public final class LibraryChanges {
     var touched = TouchedObjects()
     var afterCommit: [() -> Void] = []
     private var albumRequests: [UUID: AlbumChangeRequest] = [:]
+    /// Asset keys made in this block (an encrypted library), cached once the block commits.
+    var newAssetKeys: [UInt32: SecretKey] = [:]
 
     init(library: PhotoLibrary, database: Database, access: Access) throws {
         self.library = library
@@ -79,6 +82,10 @@ public final class LibraryChanges {
     func commit() throws {
         guard !events.isEmpty else { return }
         try EventLog(database).append(events)
+        if !newAssetKeys.isEmpty {
+            let (encryption, keys) = (library.encryption, newAssetKeys)
+            afterCommit.append { encryption.add(assetKeys: keys) }
+        }
         // Crypto-shredding: purged assets' keys are destroyed with the purge (Shredding.swift).
         let purged = Set(events.filter { $0.type == EventType.assetPurged.rawValue }.map(\.object))
         if !purged.isEmpty {

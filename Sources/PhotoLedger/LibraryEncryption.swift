@@ -389,8 +389,7 @@ extension LibraryChanges {
         let key = SecretKey()
         try database.execute("INSERT INTO e2e_asset_keys (key_id, asset, key) VALUES (?, ?, ?)", [Int64(keyID), asset.bytes, key.bytes])
         try PhotoLibrary.queue(database, KeyStoreName.asset(keyID), WrappedAssetKey(keyID: keyID, key: key).sealed(under: ring.current))
-        let encryption = library.encryption
-        afterCommit.append { encryption.add(assetKeys: [keyID: key]) }
+        newAssetKeys[keyID] = key
         return (keyID, PayloadSeal.payloadKey(of: key))
     }
 }
