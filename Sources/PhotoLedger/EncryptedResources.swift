@@ -43,14 +43,21 @@ extension PhotoLibrary {
         var names = Set<String>()
         var byKey: [UInt32: [String]] = [:]
         for (key, hash) in references { byKey[key, default: []].append(hash) }
+        // One read of the known names and one transaction for the new ones, whatever the count.
+        var maps = try readDatabase { db in
+            var maps: [UInt32: [[UInt8]: [UInt8]]] = [:]
+            for keyID in byKey.keys {
+                maps[keyID] = Self.blobMap(try db.firstRow("SELECT blobs FROM e2e_asset_keys WHERE key_id = ?", [Int64(keyID)]) { $0.blob(0) } ?? [])
+            }
+            return maps
+        }
+        var changed: [UInt32] = []
         for (keyID, hashes) in byKey {
             guard let assetKey = state.assetKeys[keyID] else {
                 throw PhotoLibraryError(.internalError, "the key of a pending asset (\(keyID)) is missing on this device; its resources cannot be encrypted")
             }
-            var map = try readDatabase { db in
-                Self.blobMap(try db.firstRow("SELECT blobs FROM e2e_asset_keys WHERE key_id = ?", [Int64(keyID)]) { $0.blob(0) } ?? [])
-            }
-            var changed = false
+            var map = maps[keyID] ?? [:]
+            var updated = false
             for hash in hashes {
                 guard let plain = Hex.decode(hash) else { continue }
                 if let name = map[plain] {
@@ -73,13 +80,19 @@ extension PhotoLibrary {
                 try FileManager.default.moveItem(at: temporary, to: sealedBlobFile(name))
                 map[plain] = sealed.sha256
                 names.insert(name)
-                changed = true
+                updated = true
             }
-            if changed {
-                let record = WrappedAssetKey(keyID: keyID, key: assetKey, blobs: map)
-                try withDatabase { db in
+            if updated {
+                maps[keyID] = map
+                changed.append(keyID)
+            }
+        }
+        if !changed.isEmpty {
+            try withDatabase { db in
+                for keyID in changed {
+                    guard let key = state.assetKeys[keyID], let map = maps[keyID] else { continue }
                     try db.execute("UPDATE e2e_asset_keys SET blobs = ? WHERE key_id = ?", [Self.blobColumn(map), Int64(keyID)])
-                    try Self.queue(db, KeyStoreName.asset(keyID), record.sealed(under: ring.current))
+                    try Self.queue(db, KeyStoreName.asset(keyID), WrappedAssetKey(keyID: keyID, key: key, blobs: map).sealed(under: ring.current))
                 }
             }
         }

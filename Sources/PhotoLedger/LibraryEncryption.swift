@@ -203,8 +203,14 @@ extension PhotoLibrary {
         let state = encryption.snapshot
         guard let ring = state.ring else { return 0 }
         var opened: [UInt32: SecretKey] = [:]
+        // The keys of assets made here: this device's record of their blobs is the one that counts.
+        let own = Set(try readDatabase { db in
+            try db.rows("SELECT key_id FROM e2e_asset_keys WHERE asset IS NOT NULL") { UInt32(truncatingIfNeeded: $0.int64(0)) }
+        })
+        let arriving = sealed.filter { !own.contains($0.keyID) }
+        guard !arriving.isEmpty else { return 0 }
         try withDatabase { db in
-            for (id, value) in sealed {
+            for (id, value) in arriving {
                 guard let generation = WrappedAssetKey.generation(of: value).flatMap(ring.key),
                     let record = try? WrappedAssetKey(keyID: id, unsealing: value, with: generation)
                 else { continue }

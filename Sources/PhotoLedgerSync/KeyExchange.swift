@@ -42,7 +42,7 @@ extension SyncEngine {
         if absorbed.newGenerations && !absorbed.enrolled { report.encryptionNotes.append("a new library key generation arrived (a device was revoked)") }
         if replica.isEnrolled {
             // Entries read before this device held the ring could not be opened: read them again later.
-            try replica.setKeyStoreCursor(max(cursor, response.last))
+            if response.last > cursor { try replica.setKeyStoreCursor(response.last) }
         } else if case .awaitingEnrolment(let code) = replica.encryptionStatus {
             report.encryptionNotes.append(
                 "this device holds no key of the encrypted library yet: approve it on an enrolled device (`photoledger device approve "
