@@ -15,17 +15,19 @@ CREATE TABLE e2e_state (
     key_cursor     INTEGER NOT NULL DEFAULT 0 CHECK (key_cursor >= 0)
 ) STRICT;
 
--- The key of each asset this device knows. key is NULL once the asset was purged: the key is
+-- The key of each asset this device knows, by asset (key identifiers are 30 random bits: unique
+-- per asset, not across a large library). key is NULL once the asset was purged: the key is
 -- destroyed (crypto-shredding) and the row stays so that the key is never taken back from a
 -- server that has not deleted it yet. blobs: the encrypted resource blobs, 64 bytes each (the
--- plaintext SHA-256, then the blob's name).
+-- plaintext SHA-256, then the blob's name). own: the asset was made here (this device's record
+-- of its blobs is the one that counts).
 CREATE TABLE e2e_asset_keys (
-    key_id INTEGER PRIMARY KEY,
-    asset  BLOB    CHECK (asset IS NULL OR length(asset) = 16),
+    asset  BLOB    PRIMARY KEY CHECK (length(asset) = 16),
+    key_id INTEGER NOT NULL,
     key    BLOB    CHECK (key IS NULL OR length(key) = 32),
-    blobs  BLOB    NOT NULL DEFAULT x''
-) STRICT;
-CREATE INDEX e2e_asset_keys_asset ON e2e_asset_keys (asset) WHERE asset IS NOT NULL;
+    blobs  BLOB    NOT NULL DEFAULT x'',
+    own    INTEGER NOT NULL DEFAULT 0 CHECK (own IN (0, 1))
+) STRICT, WITHOUT ROWID;
 
 -- Entries of the server's key store that this device still has to write (value) or delete
 -- (value NULL): its public key, rings wrapped for devices it enrolled, asset keys, shreds.

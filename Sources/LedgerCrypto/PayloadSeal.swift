@@ -32,9 +32,15 @@ public enum PayloadSeal {
 }
 
 /// An asset key as the server's key store keeps it: sealed under a library key generation, with
-/// the names of the asset's encrypted resource blobs.
+/// the names of the asset's encrypted resource blobs. The record is bound to its asset and key
+/// identifier (both are associated data), so it cannot be passed off as another asset's key.
+///
+/// Asset keys are found by their asset, not by identifier alone: the 30 random bits of an
+/// identifier are not unique across a library of millions of assets, the asset is.
 public struct WrappedAssetKey: Sendable {
-    /// The asset key's identifier.
+    /// The asset the key belongs to.
+    public var asset: UUID
+    /// The asset key's identifier (as event seals name it).
     public var keyID: UInt32
     /// The asset key.
     public var key: SecretKey
@@ -42,16 +48,24 @@ public struct WrappedAssetKey: Sendable {
     public var blobs: [[UInt8]: [UInt8]]
 
     /// Creates a record.
-    public init(keyID: UInt32, key: SecretKey, blobs: [[UInt8]: [UInt8]] = [:]) {
+    public init(asset: UUID, keyID: UInt32, key: SecretKey, blobs: [[UInt8]: [UInt8]] = [:]) {
+        self.asset = asset
         self.keyID = keyID
         self.key = key
         self.blobs = blobs
     }
 
-    static func context(_ keyID: UInt32) -> [UInt8] { Array("photoledger asset key v1".utf8) + withUnsafeBytes(of: keyID.bigEndian, Array.init) }
+    static func context(_ asset: UUID, _ keyID: UInt32, generation: UInt32) -> [UInt8] {
+        var writer = ByteWriter(capacity: 64)
+        writer.write(raw: Array("photoledger asset key v1".utf8))
+        writer.write(uuid: asset)
+        writer.write(raw: withUnsafeBytes(of: keyID.bigEndian, Array.init))
+        writer.write(raw: withUnsafeBytes(of: generation.bigEndian, Array.init))
+        return writer.bytes
+    }
 
     /// The record sealed under `generation` of the library key: the generation's identifier (4
-    /// bytes), a nonce, the ciphertext.
+    /// bytes), the key's identifier (4 bytes), a nonce, the ciphertext.
     public func sealed(under generation: (id: UInt32, key: SecretKey)) -> [UInt8] {
         var writer = ByteWriter(capacity: 48 + blobs.count * 64)
         writer.write(raw: key.bytes)
@@ -60,36 +74,45 @@ public struct WrappedAssetKey: Sendable {
             writer.write(raw: plain)
             writer.write(raw: name)
         }
-        let (nonce, ciphertext) = AEAD.seal(writer.bytes, key: generation.key.derive("assetkey"), associatedData: Self.context(keyID))
-        return withUnsafeBytes(of: generation.id.bigEndian, Array.init) + nonce + ciphertext
+        let (nonce, ciphertext) = AEAD.seal(
+            writer.bytes, key: generation.key.derive("assetkey"), associatedData: Self.context(asset, keyID, generation: generation.id))
+        return withUnsafeBytes(of: generation.id.bigEndian, Array.init) + withUnsafeBytes(of: keyID.bigEndian, Array.init) + nonce + ciphertext
     }
 
-    /// The library key generation a sealed record names.
-    public static func generation(of sealed: [UInt8]) -> UInt32? {
-        guard sealed.count > 4 + AEAD.nonceLength else { return nil }
-        return sealed.prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+    /// The library key generation and the key identifier a sealed record names.
+    public static func identifiers(of sealed: [UInt8]) -> (generation: UInt32, keyID: UInt32)? {
+        guard sealed.count > 8 + AEAD.nonceLength + AEAD.overhead else { return nil }
+        let generation = sealed.prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        let keyID = sealed[4..<8].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        return (generation, keyID)
     }
 
-    /// Opens a record sealed by ``sealed(under:)``.
+    /// Opens the record of `asset` sealed by ``sealed(under:)``.
     ///
-    /// - Throws: ``CryptoError`` for a wrong generation key or damaged bytes.
-    public init(keyID: UInt32, unsealing sealed: [UInt8], with generationKey: SecretKey) throws {
-        guard sealed.count > 4 + AEAD.nonceLength else { throw CryptoError("the wrapped asset key \(keyID) is too short") }
-        let plain = try AEAD.open(
-            Array(sealed.dropFirst(4 + AEAD.nonceLength)), key: generationKey.derive("assetkey"),
-            nonce: Array(sealed[4..<(4 + AEAD.nonceLength)]), associatedData: Self.context(keyID))
+    /// - Throws: ``CryptoError`` for a wrong generation key, a record of another asset, or
+    ///   damaged bytes.
+    public init(asset: UUID, unsealing sealed: [UInt8], with generationKey: SecretKey) throws {
+        guard let (generation, keyID) = Self.identifiers(of: sealed) else { throw CryptoError("the wrapped key of asset \(asset) is too short") }
+        let plain: [UInt8]
+        do {
+            plain = try AEAD.open(
+                Array(sealed.dropFirst(8 + AEAD.nonceLength)), key: generationKey.derive("assetkey"),
+                nonce: Array(sealed[8..<(8 + AEAD.nonceLength)]), associatedData: Self.context(asset, keyID, generation: generation))
+        } catch {
+            throw CryptoError("the wrapped key of asset \(asset) does not open with library key \(generation) (another asset's, or damaged)")
+        }
         var reader = ByteReader(plain)
         do {
             let key = try SecretKey(bytes: try reader.readRaw(count: SecretKey.length))
             let count = try reader.readVarint()
-            guard count <= 10_000 else { throw CryptoError("the wrapped asset key \(keyID) names \(count) blobs") }
+            guard count <= 10_000 else { throw CryptoError("the wrapped key of asset \(asset) names \(count) blobs") }
             var blobs: [[UInt8]: [UInt8]] = [:]
             for _ in 0..<count { blobs[try reader.readRaw(count: 32)] = try reader.readRaw(count: 32) }
-            self.init(keyID: keyID, key: key, blobs: blobs)
+            self.init(asset: asset, keyID: keyID, key: key, blobs: blobs)
         } catch let error as CryptoError {
             throw error
         } catch {
-            throw CryptoError("the wrapped asset key \(keyID) is damaged: \(error)")
+            throw CryptoError("the wrapped key of asset \(asset) is damaged: \(error)")
         }
     }
 }

@@ -37,26 +37,27 @@ extension PhotoLibrary {
     /// The blob names of the resources `events` refer to, in an encrypted library: each resource
     /// is encrypted now when its blob name is not known yet (the name is recorded with the asset
     /// key, and the key record queued for the server's key store again).
-    func encryptedBlobNames(for references: [(asset: UInt32, sha256: String)]) throws -> Set<String> {
+    func encryptedBlobNames(for references: [(asset: UUID, sha256: String)]) throws -> Set<String> {
         let state = encryption.snapshot
         guard let ring = state.ring else { return [] }
         var names = Set<String>()
-        var byKey: [UInt32: [String]] = [:]
-        for (key, hash) in references { byKey[key, default: []].append(hash) }
+        var byAsset: [UUID: [String]] = [:]
+        for (asset, hash) in references { byAsset[asset, default: []].append(hash) }
         // One read of the known names and one transaction for the new ones, whatever the count.
         var maps = try readDatabase { db in
-            var maps: [UInt32: [[UInt8]: [UInt8]]] = [:]
-            for keyID in byKey.keys {
-                maps[keyID] = Self.blobMap(try db.firstRow("SELECT blobs FROM e2e_asset_keys WHERE key_id = ?", [Int64(keyID)]) { $0.blob(0) } ?? [])
+            var maps: [UUID: [[UInt8]: [UInt8]]] = [:]
+            for asset in byAsset.keys {
+                maps[asset] = Self.blobMap(try db.firstRow("SELECT blobs FROM e2e_asset_keys WHERE asset = ?", [asset.bytes]) { $0.blob(0) } ?? [])
             }
             return maps
         }
-        var changed: [UInt32] = []
-        for (keyID, hashes) in byKey {
-            guard let assetKey = state.assetKeys[keyID] else {
-                throw PhotoLibraryError(.internalError, "the key of a pending asset (\(keyID)) is missing on this device; its resources cannot be encrypted")
+        var changed: [UUID] = []
+        for (asset, hashes) in byAsset {
+            guard let assetKey = state.assetKeys[asset]?.key else {
+                throw PhotoLibraryError(
+                    .internalError, "the key of pending asset \(asset.uuidString) is missing on this device; its resources cannot be encrypted")
             }
-            var map = maps[keyID] ?? [:]
+            var map = maps[asset] ?? [:]
             var updated = false
             for hash in hashes {
                 guard let plain = Hex.decode(hash) else { continue }
@@ -83,16 +84,17 @@ extension PhotoLibrary {
                 updated = true
             }
             if updated {
-                maps[keyID] = map
-                changed.append(keyID)
+                maps[asset] = map
+                changed.append(asset)
             }
         }
         if !changed.isEmpty {
             try withDatabase { db in
-                for keyID in changed {
-                    guard let key = state.assetKeys[keyID], let map = maps[keyID] else { continue }
-                    try db.execute("UPDATE e2e_asset_keys SET blobs = ? WHERE key_id = ?", [Self.blobColumn(map), Int64(keyID)])
-                    try Self.queue(db, KeyStoreName.asset(keyID), WrappedAssetKey(keyID: keyID, key: key, blobs: map).sealed(under: ring.current))
+                for asset in changed {
+                    guard let (keyID, key) = state.assetKeys[asset], let map = maps[asset] else { continue }
+                    try db.execute("UPDATE e2e_asset_keys SET blobs = ? WHERE asset = ?", [Self.blobColumn(map), asset.bytes])
+                    try Self.queue(
+                        db, KeyStoreName.asset(asset), WrappedAssetKey(asset: asset, keyID: keyID, key: key, blobs: map).sealed(under: ring.current))
                 }
             }
         }
@@ -104,7 +106,7 @@ extension PhotoLibrary {
     func encryptedBlobFile(_ name: String) throws -> URL? {
         let waiting = sealedBlobFile(name)
         if FileManager.default.fileExists(atPath: waiting.path) { return waiting }
-        guard let (keyID, plain) = try blobOwner(name), let key = encryption.snapshot.assetKeys[keyID],
+        guard let (asset, plain) = try blobOwner(name), let key = encryption.snapshot.assetKeys[asset]?.key,
             let source = resources.url(for: Hex.encode(plain)), resources.contains(Hex.encode(plain))
         else { return nil }
         do {
@@ -115,16 +117,14 @@ extension PhotoLibrary {
         return waiting
     }
 
-    /// The asset key and plaintext hash of blob `name`.
-    private func blobOwner(_ name: String) throws -> (UInt32, [UInt8])? {
+    /// The asset and plaintext hash of blob `name`.
+    private func blobOwner(_ name: String) throws -> (UUID, [UInt8])? {
         guard let wanted = Hex.decode(name) else { return nil }
         return try readDatabase { db in
-            var found: (UInt32, [UInt8])?
-            try db.forEachRow("SELECT key_id, blobs FROM e2e_asset_keys WHERE key IS NOT NULL AND length(blobs) > 0") { row in
-                guard found == nil else { return }
-                if let plain = Self.blobMap(row.blob(1)).first(where: { $0.value == wanted })?.key {
-                    found = (UInt32(truncatingIfNeeded: row.int64(0)), plain)
-                }
+            var found: (UUID, [UInt8])?
+            try db.forEachRow("SELECT asset, blobs FROM e2e_asset_keys WHERE key IS NOT NULL AND length(blobs) > 0") { row in
+                guard found == nil, let asset = UUID(bytes: row.blob(0)) else { return }
+                if let plain = Self.blobMap(row.blob(1)).first(where: { $0.value == wanted })?.key { found = (asset, plain) }
             }
             return found
         }
@@ -161,7 +161,7 @@ extension PhotoLibrary {
     /// that it decrypts with its asset's key to the bytes the asset names.
     func adoptDownloadedBlob(at file: URL, name: String) throws {
         defer { try? FileManager.default.removeItem(at: file) }
-        guard let (keyID, plain) = try blobOwner(name), let key = encryption.snapshot.assetKeys[keyID] else {
+        guard let (asset, plain) = try blobOwner(name), let key = encryption.snapshot.assetKeys[asset]?.key else {
             throw PhotoLibraryError(.missingResource, "blob \(name) belongs to no asset key this device holds; sync again once its key has arrived")
         }
         let opened = file.appendingPathExtension("plain")

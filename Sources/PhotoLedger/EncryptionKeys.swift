@@ -4,14 +4,26 @@ import LedgerCrypto
 import LedgerStore
 import Synchronization
 
-/// The payload keys a fold may use, by key identifier: an immutable snapshot (folds run on other
-/// threads than the one that changes the keys).
+/// The payload keys a fold may use: library key generations by identifier, asset keys by asset
+/// (with the identifier the asset's seals name). An immutable snapshot: folds run on other
+/// threads than the one that changes the keys.
 final class PayloadKeys: Sendable {
-    let keys: [UInt32: SecretKey]
+    let generations: [UInt32: SecretKey]
+    let assets: [UUID: (id: UInt32, key: SecretKey)]
 
-    init(_ keys: [UInt32: SecretKey]) { self.keys = keys }
+    init(generations: [UInt32: SecretKey], assets: [UUID: (id: UInt32, key: SecretKey)]) {
+        self.generations = generations
+        self.assets = assets
+    }
 
-    func payloadKey(_ id: UInt32) -> SecretKey? { keys[id] }
+    /// The payload key that opens what `keyID` sealed about `object`.
+    func payloadKey(_ keyID: UInt32, object: UUID) -> SecretKey? {
+        if KeyKind.of(keyID) == .asset {
+            guard let held = assets[object], held.id == keyID else { return nil }
+            return held.key
+        }
+        return generations[keyID]
+    }
 }
 
 /// What a fold reads of an event's payload.
@@ -28,7 +40,7 @@ extension FoldContext {
     /// The payload of `event` as this device can read it.
     func open(_ event: Event) -> OpenedPayload {
         guard let seal = event.seal else { return .plain(event.payload) }
-        guard let key = keys?.payloadKey(seal.keyID) else { return .sealed(keyID: seal.keyID) }
+        guard let key = keys?.payloadKey(seal.keyID, object: event.object) else { return .sealed(keyID: seal.keyID) }
         guard let plain = try? PayloadSeal.open(event, payloadKey: key) else { return .unopenable(keyID: seal.keyID) }
         return .plain(plain)
     }
@@ -60,10 +72,10 @@ final class EncryptionKeys: Sendable {
         var device: BoxKeyPair?
         var ring: KeyRing?
         var libraryPublicKey: [UInt8]?
-        /// Asset keys held, by identifier.
-        var assetKeys: [UInt32: SecretKey] = [:]
+        /// Asset keys held, by asset.
+        var assetKeys: [UUID: (id: UInt32, key: SecretKey)] = [:]
         /// Payload keys of every key held (library generations and assets).
-        var payloadKeys = PayloadKeys([:])
+        var payloadKeys = PayloadKeys(generations: [:], assets: [:])
     }
 
     private let state = Mutex(State())
@@ -83,37 +95,38 @@ final class EncryptionKeys: Sendable {
             loaded.device = BoxKeyPair(secretKey: try SecretKey(bytes: row.0))
             loaded.ring = try row.1.map { try KeyRing(serialized: $0) }
             loaded.libraryPublicKey = row.2 ?? loaded.ring?.identity.publicKey
-            try db.forEachRow("SELECT key_id, key FROM e2e_asset_keys WHERE key IS NOT NULL") { row in
-                loaded.assetKeys[UInt32(truncatingIfNeeded: row.int64(0))] = try SecretKey(bytes: row.blob(1))
+            try db.forEachRow("SELECT asset, key_id, key FROM e2e_asset_keys WHERE key IS NOT NULL") { row in
+                guard let asset = UUID(bytes: row.blob(0)) else { return }
+                loaded.assetKeys[asset] = (UInt32(truncatingIfNeeded: row.int64(1)), try SecretKey(bytes: row.blob(2)))
             }
         }
         loaded.payloadKeys = Self.payloadKeys(ring: loaded.ring, assets: loaded.assetKeys)
         state.withLock { $0 = loaded }
     }
 
-    static func payloadKeys(ring: KeyRing?, assets: [UInt32: SecretKey]) -> PayloadKeys {
-        var keys: [UInt32: SecretKey] = [:]
-        keys.reserveCapacity(assets.count + (ring?.generations.count ?? 0))
-        for (id, key) in ring?.generations ?? [] { keys[id] = PayloadSeal.payloadKey(of: key) }
-        for (id, key) in assets { keys[id] = PayloadSeal.payloadKey(of: key) }
-        return PayloadKeys(keys)
+    static func payloadKeys(ring: KeyRing?, assets: [UUID: (id: UInt32, key: SecretKey)]) -> PayloadKeys {
+        var generations: [UInt32: SecretKey] = [:]
+        for (id, key) in ring?.generations ?? [] { generations[id] = PayloadSeal.payloadKey(of: key) }
+        return PayloadKeys(generations: generations, assets: assets.mapValues { ($0.id, PayloadSeal.payloadKey(of: $0.key)) })
     }
 
     /// Adds asset keys to the cache (after the transaction that stored them committed).
-    func add(assetKeys: [UInt32: SecretKey]) {
+    func add(assetKeys: [UUID: (id: UInt32, key: SecretKey)]) {
         guard !assetKeys.isEmpty else { return }
-        let derived = assetKeys.mapValues(PayloadSeal.payloadKey(of:))
+        let derived = assetKeys.mapValues { ($0.id, PayloadSeal.payloadKey(of: $0.key)) }
         state.withLock { state in
             state.assetKeys.merge(assetKeys) { _, new in new }
-            state.payloadKeys = PayloadKeys(state.payloadKeys.keys.merging(derived) { _, new in new })
+            state.payloadKeys = PayloadKeys(
+                generations: state.payloadKeys.generations, assets: state.payloadKeys.assets.merging(derived) { _, new in new })
         }
     }
 
     /// Drops destroyed asset keys from the cache.
-    func remove(assetKeys: Set<UInt32>) {
+    func remove(assetKeys: Set<UUID>) {
         state.withLock { state in
-            for id in assetKeys { state.assetKeys[id] = nil }
-            state.payloadKeys = PayloadKeys(state.payloadKeys.keys.filter { !assetKeys.contains($0.key) })
+            for asset in assetKeys { state.assetKeys[asset] = nil }
+            state.payloadKeys = PayloadKeys(
+                generations: state.payloadKeys.generations, assets: state.payloadKeys.assets.filter { !assetKeys.contains($0.key) })
         }
     }
 }

@@ -21,7 +21,7 @@ public final class LibraryChanges {
     var afterCommit: [() -> Void] = []
     private var albumRequests: [UUID: AlbumChangeRequest] = [:]
     /// Asset keys made in this block (an encrypted library), cached once the block commits.
-    var newAssetKeys: [UInt32: SecretKey] = [:]
+    var newAssetKeys: [UUID: (id: UInt32, key: SecretKey)] = [:]
 
     init(library: PhotoLibrary, database: Database, access: Access) throws {
         self.library = library

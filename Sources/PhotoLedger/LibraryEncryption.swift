@@ -199,33 +199,34 @@ extension PhotoLibrary {
     /// are uploaded). Keys this device destroyed (purged assets) are never taken back. Returns
     /// how many keys were new.
     @discardableResult
-    func adoptAssetKeys(_ sealed: [(keyID: UInt32, value: [UInt8])]) throws -> Int {
+    func adoptAssetKeys(_ sealed: [(asset: UUID, value: [UInt8])]) throws -> Int {
         let state = encryption.snapshot
         guard let ring = state.ring else { return 0 }
-        var opened: [UInt32: SecretKey] = [:]
-        // The keys of assets made here: this device's record of their blobs is the one that counts.
-        let own = Set(try readDatabase { db in
-            try db.rows("SELECT key_id FROM e2e_asset_keys WHERE asset IS NOT NULL") { UInt32(truncatingIfNeeded: $0.int64(0)) }
+        var opened: [UUID: (id: UInt32, key: SecretKey)] = [:]
+        // The keys of assets made here (this device's record of their blobs is the one that
+        // counts) and keys destroyed here (never taken back).
+        let settled = Set(try readDatabase { db in
+            try db.rows("SELECT asset FROM e2e_asset_keys WHERE own = 1 OR key IS NULL") { UUID(bytes: $0.blob(0)) }.compactMap { $0 }
         })
-        let arriving = sealed.filter { !own.contains($0.keyID) }
+        let arriving = sealed.filter { !settled.contains($0.asset) }
         guard !arriving.isEmpty else { return 0 }
         try withDatabase { db in
-            for (id, value) in arriving {
-                guard let generation = WrappedAssetKey.generation(of: value).flatMap(ring.key),
-                    let record = try? WrappedAssetKey(keyID: id, unsealing: value, with: generation)
+            for (asset, value) in arriving {
+                guard let generation = WrappedAssetKey.identifiers(of: value).flatMap({ ring.key($0.generation) }),
+                    let record = try? WrappedAssetKey(asset: asset, unsealing: value, with: generation)
                 else { continue }
-                let known = try db.firstRow("SELECT key IS NULL FROM e2e_asset_keys WHERE key_id = ?", [Int64(id)]) { $0.int64(0) != 0 }
-                if known == true { continue }  // destroyed here: never taken back
-                var blobs: [UInt8] = []
-                for (plain, name) in record.blobs.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) { blobs += plain + name }
-                if state.assetKeys[id] != nil {
-                    try db.execute("UPDATE e2e_asset_keys SET blobs = ? WHERE key_id = ? AND key IS NOT NULL", [blobs, Int64(id)])
+                let blobs = Self.blobColumn(record.blobs)
+                if let held = state.assetKeys[asset], held.id == record.keyID {
+                    try db.execute("UPDATE e2e_asset_keys SET blobs = ? WHERE asset = ? AND key IS NOT NULL", [blobs, asset.bytes])
                     continue
                 }
                 try db.execute(
-                    "INSERT INTO e2e_asset_keys (key_id, key, blobs) VALUES (?, ?, ?) ON CONFLICT (key_id) DO UPDATE SET key = excluded.key, blobs = excluded.blobs",
-                    [Int64(id), record.key.bytes, blobs])
-                opened[id] = record.key
+                    """
+                    INSERT INTO e2e_asset_keys (asset, key_id, key, blobs) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (asset) DO UPDATE SET key_id = excluded.key_id, key = excluded.key, blobs = excluded.blobs
+                    WHERE e2e_asset_keys.key IS NOT NULL AND e2e_asset_keys.own = 0
+                    """, [asset.bytes, Int64(record.keyID), record.key.bytes, blobs])
+                opened[asset] = (record.keyID, record.key)
             }
         }
         guard !opened.isEmpty else { return 0 }
@@ -240,11 +241,11 @@ extension PhotoLibrary {
         guard let keys else { return }
         let sealed = try readDatabase { db in
             try db.rows(
-                "SELECT e.key_id FROM quarantine q JOIN events e ON e.event_id = q.event_id WHERE q.kind = ? GROUP BY e.key_id",
+                "SELECT DISTINCT e.key_id, e.object_id FROM quarantine q JOIN events e ON e.event_id = q.event_id WHERE q.kind = ?",
                 [Int64(QuarantineKind.sealed.rawValue)]
-            ) { UInt32(truncatingIfNeeded: $0.int64(0)) }
+            ) { (UInt32(truncatingIfNeeded: $0.int64(0)), UUID(bytes: $0.blob(1))) }
         }
-        guard sealed.contains(where: { keys.payloadKey($0) != nil }) else { return }
+        guard sealed.contains(where: { id, object in object.map { keys.payloadKey(id, object: $0) != nil } ?? false }) else { return }
         try rebuild()
     }
 
@@ -303,12 +304,12 @@ extension PhotoLibrary {
                 result.problems.append(error.message)
             }
         }
-        var assets: [(UInt32, [UInt8])] = []
+        var assets: [(asset: UUID, value: [UInt8])] = []
         for (name, value) in entries {
-            guard let id = KeyStoreName.assetKeyID(name) else { continue }
-            assets.append((id, value))
+            guard let asset = KeyStoreName.asset(in: name) else { continue }
+            assets.append((asset, value))
         }
-        result.assetKeys = try adoptAssetKeys(assets.map { (keyID: $0.0, value: $0.1) })
+        result.assetKeys = try adoptAssetKeys(assets)
         return result
     }
 }
@@ -337,13 +338,14 @@ package enum KeyStoreName {
     package static func device(_ device: DeviceID) -> String { "device/\(device.rawValue)" }
     /// The key ring sealed for a device.
     package static func ring(for device: DeviceID) -> String { "ring/\(device.rawValue)" }
-    /// An asset key, sealed under a library key generation.
-    package static func asset(_ keyID: UInt32) -> String { "asset/\(keyID)" }
+    /// An asset's key, sealed under a library key generation: `asset/` and the asset's UUID in
+    /// lowercase.
+    package static func asset(_ asset: UUID) -> String { "asset/\(asset.uuidString.lowercased())" }
 
-    /// The key identifier of an asset key's entry, or nil for another entry.
-    package static func assetKeyID(_ name: String) -> UInt32? {
-        guard name.hasPrefix("asset/"), let id = UInt32(name.dropFirst(6)), KeyKind.of(id) == .asset else { return nil }
-        return id
+    /// The asset of an asset key's entry, or nil for another entry.
+    package static func asset(in name: String) -> UUID? {
+        guard name.hasPrefix("asset/") else { return nil }
+        return UUID(uuidString: String(name.dropFirst(6)))
     }
 }
 
@@ -367,24 +369,20 @@ extension LibraryChanges {
             return PayloadSeal.seal(event, keyID: id, payloadKey: key)
         default:
             let current = ring.current
-            return PayloadSeal.seal(event, keyID: current.id, payloadKey: keys.payloadKeys.payloadKey(current.id) ?? PayloadSeal.payloadKey(of: current.key))
+            return PayloadSeal.seal(
+                event, keyID: current.id, payloadKey: keys.payloadKeys.payloadKey(current.id, object: event.object) ?? PayloadSeal.payloadKey(of: current.key))
         }
     }
 
     /// The identifier and payload key of `asset`'s key: a new key for a new asset (stored in this
     /// transaction, queued for the server's key store), the held one otherwise.
     private func assetKey(for asset: UUID, creating: Bool, ring: KeyRing, held: EncryptionKeys.State) throws -> (UInt32, SecretKey) {
-        if let id = try database.firstRow("SELECT key_id FROM e2e_asset_keys WHERE asset = ? AND key IS NOT NULL", [asset.bytes], { $0.int64(0) })
-            ?? database.firstRow("SELECT key_id FROM events WHERE object_id = ? AND key_id % 4 = 2 LIMIT 1", [asset.bytes], { $0.int64(0) })
+        if let (id, stored) = try database.firstRow(
+            "SELECT key_id, key FROM e2e_asset_keys WHERE asset = ? AND key IS NOT NULL", [asset.bytes], { ($0.int64(0), $0.blob(1)) })
         {
             let keyID = UInt32(truncatingIfNeeded: id)
-            if let key = held.payloadKeys.payloadKey(keyID) { return (keyID, key) }
-            if let stored = try database.firstRow("SELECT key FROM e2e_asset_keys WHERE key_id = ? AND key IS NOT NULL", [id], { $0.blob(0) }) {
-                return (keyID, PayloadSeal.payloadKey(of: try SecretKey(bytes: stored)))
-            }
-            throw PhotoLibraryError(
-                .accessRestricted,
-                "this device does not hold the key of asset \(LocalIdentifier(uuid: asset, kind: .asset)) yet; sync, then try again")
+            if let key = held.payloadKeys.payloadKey(keyID, object: asset) { return (keyID, key) }
+            return (keyID, PayloadSeal.payloadKey(of: try SecretKey(bytes: stored)))
         }
         guard creating else {
             throw PhotoLibraryError(
@@ -393,9 +391,9 @@ extension LibraryChanges {
         }
         let keyID = KeyKind.asset.newIdentifier()
         let key = SecretKey()
-        try database.execute("INSERT INTO e2e_asset_keys (key_id, asset, key) VALUES (?, ?, ?)", [Int64(keyID), asset.bytes, key.bytes])
-        try PhotoLibrary.queue(database, KeyStoreName.asset(keyID), WrappedAssetKey(keyID: keyID, key: key).sealed(under: ring.current))
-        newAssetKeys[keyID] = key
+        try database.execute("INSERT INTO e2e_asset_keys (asset, key_id, key, own) VALUES (?, ?, ?, 1)", [asset.bytes, Int64(keyID), key.bytes])
+        try PhotoLibrary.queue(database, KeyStoreName.asset(asset), WrappedAssetKey(asset: asset, keyID: keyID, key: key).sealed(under: ring.current))
+        newAssetKeys[asset] = (keyID, key)
         return (keyID, PayloadSeal.payloadKey(of: key))
     }
 }

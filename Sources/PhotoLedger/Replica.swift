@@ -254,7 +254,7 @@ package struct Replica: Sendable {
     /// (``PhotoLibrary/encryptedBlobNames(for:)``).
     package func resourceHashes(referencedBy events: [Event]) throws -> Set<String> {
         var hashes = Set<String>()
-        var sealed: [(asset: UInt32, sha256: String)] = []
+        var sealed: [(asset: UUID, sha256: String)] = []
         let context = library.foldContext
         for event in events {
             let stamp = WriterStamp(hlc: Int64(bitPattern: event.timestamp.rawValue), device: event.device.rawValue)
@@ -265,7 +265,7 @@ package struct Replica: Sendable {
             default: break
             }
             if let seal = event.seal, KeyKind.of(seal.keyID) == .asset {
-                sealed += referenced.map { (seal.keyID, $0) }
+                sealed += referenced.map { (event.object, $0) }
             } else {
                 hashes.formUnion(referenced)
             }

@@ -20,45 +20,40 @@ extension PhotoLibrary {
     /// Runs inside the transaction that folded the purges; returns the destroyed key
     /// identifiers (to drop from the cache after the commit) and the resources the assets held
     /// (to remove from this device when nothing else refers to them).
-    func shred(_ assets: Set<UUID>, in db: Database, archive: Database?) throws -> (keys: Set<UInt32>, resources: Set<String>) {
+    func shred(_ assets: Set<UUID>, in db: Database, archive: Database?) throws -> (keys: Set<UUID>, resources: Set<String>) {
         guard encryption.snapshot.enabled, !assets.isEmpty else { return ([], []) }
         var purged: [UUID] = []
         for asset in assets where try db.firstRow("SELECT 1 FROM assets WHERE asset_id = ? AND purged = 1", [asset.bytes], { _ in true }) == true {
             purged.append(asset)
         }
         guard !purged.isEmpty else { return ([], []) }
-        var destroyed = Set<UInt32>()
+        var destroyed = Set<UUID>()
         var resources = Set<String>()
         // Deleted key bytes are overwritten in the database file, not only unlinked.
         try db.execute("PRAGMA secure_delete = ON")
         defer { try? db.execute("PRAGMA secure_delete = OFF") }
         for asset in purged {
-            var keys = Set(try db.rows("SELECT key_id FROM e2e_asset_keys WHERE asset = ?", [asset.bytes]) { UInt32(truncatingIfNeeded: $0.int64(0)) })
-            for store in [archive, db].compactMap({ $0 }) {
-                keys.formUnion(
-                    try store.rows("SELECT DISTINCT key_id FROM events WHERE object_id = ? AND key_id % 4 = 2", [asset.bytes]) {
-                        UInt32(truncatingIfNeeded: $0.int64(0))
-                    })
-            }
-            for key in keys {
-                let held = try db.firstRow("SELECT key IS NOT NULL FROM e2e_asset_keys WHERE key_id = ?", [Int64(key)]) { $0.int64(0) != 0 }
-                if held != false {
-                    // A row without a key: destroyed here, never taken back from the server.
-                    try db.execute(
-                        """
-                        INSERT INTO e2e_asset_keys (key_id, asset, key, blobs) VALUES (?, ?, NULL, x'')
-                        ON CONFLICT (key_id) DO UPDATE SET key = NULL, blobs = x'', asset = excluded.asset
-                        """, [Int64(key), asset.bytes])
-                    try Self.queue(db, KeyStoreName.asset(key), nil)
-                    destroyed.insert(key)
+            let held = try db.firstRow("SELECT key IS NOT NULL FROM e2e_asset_keys WHERE asset = ?", [asset.bytes]) { $0.int64(0) != 0 }
+            if held != false {
+                // A row without a key: destroyed here, never taken back from the server.
+                var keyID: Int64 = 0
+                for store in [archive, db].compactMap({ $0 }) where keyID == 0 {
+                    keyID = try store.firstRow("SELECT key_id FROM events WHERE object_id = ? AND key_id % 4 = 2 LIMIT 1", [asset.bytes]) { $0.int64(0) } ?? 0
                 }
+                try db.execute(
+                    """
+                    INSERT INTO e2e_asset_keys (asset, key_id, key, blobs) VALUES (?, ?, NULL, x'')
+                    ON CONFLICT (asset) DO UPDATE SET key = NULL, blobs = x''
+                    """, [asset.bytes, keyID])
+                try Self.queue(db, KeyStoreName.asset(asset), nil)
+                destroyed.insert(asset)
             }
             resources.formUnion(try db.rows("SELECT sha256 FROM asset_resources WHERE asset_id = ?", [asset.bytes]) { Hex.encode($0.blob(0)) })
         }
         // Fold the assets again with what can still be read.
         var context = foldContext
         if let keys = context.keys {
-            context.keys = PayloadKeys(keys.keys.filter { !destroyed.contains($0.key) })
+            context.keys = PayloadKeys(generations: keys.generations, assets: keys.assets.filter { !destroyed.contains($0.key) })
         }
         var none: RebuildProgress?
         _ = try Projection(db, archive: archive).refold(Set(purged), context: context, progress: &none)
@@ -93,7 +88,7 @@ extension PhotoLibrary {
 
     /// After the commit of a shred: the destroyed keys leave the cache, and the resources of the
     /// purged assets leave this device.
-    func finishShredding(_ result: (keys: Set<UInt32>, resources: Set<String>)) {
+    func finishShredding(_ result: (keys: Set<UUID>, resources: Set<String>)) {
         if !result.keys.isEmpty { encryption.remove(assetKeys: result.keys) }
         for hash in result.resources {
             if let file = resources.url(for: hash) { try? FileManager.default.removeItem(at: file) }
@@ -109,7 +104,7 @@ extension PhotoLibrary {
 extension PhotoLibrary {
     /// After a pull page folded: purges among the new events shred their assets, and new events
     /// of assets purged already wait for no key (they are dropped from the page's verdicts).
-    func settleShredding(_ events: [Event], applied: inout AppliedPage, db: Database, archive: Database?) throws -> (keys: Set<UInt32>, resources: Set<String>) {
+    func settleShredding(_ events: [Event], applied: inout AppliedPage, db: Database, archive: Database?) throws -> (keys: Set<UUID>, resources: Set<String>) {
         guard encryption.snapshot.enabled else { return ([], []) }
         let purges = Set(events.filter { $0.type == EventType.assetPurged.rawValue }.map(\.object))
         let result = try shred(purges, in: db, archive: archive)

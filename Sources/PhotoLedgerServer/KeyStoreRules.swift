@@ -12,7 +12,7 @@ import SyncProtocol
 /// - `ring/NAME` (the key ring sealed for a device): written by readWrite devices (enrolment,
 ///   rotation) or by the device itself (a restore with the recovery key); deleted by readWrite.
 /// - `ring/recovery`: written by readWrite devices.
-/// - `asset/ID` (an asset key sealed under a library key): written by devices that may write;
+/// - `asset/UUID` (an asset's key sealed under a library key): written by devices that may write;
 ///   an addOnly device only creates; deleted (crypto-shredding) by readWrite devices.
 public enum KeyStoreRules {
     /// Why `credential` may not make `change`, or nil when it may.
@@ -38,7 +38,9 @@ public enum KeyStoreRules {
                 return "only a readWrite device may seal the key ring for another device or for the recovery key"
             }
         case "asset":
-            guard UInt32(parts[1]) != nil else { return "'\(name)' is not an entry of the key store" }
+            guard let asset = UUID(uuidString: parts[1]), asset.uuidString.lowercased() == parts[1] else {
+                return "'\(name)' is not an entry of the key store (an asset key is named asset/ and the asset's UUID in lowercase)"
+            }
             if change.value == nil {
                 guard readWrite else { return "only a readWrite device may destroy an asset key" }
             } else {

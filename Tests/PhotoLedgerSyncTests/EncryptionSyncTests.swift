@@ -209,7 +209,8 @@ struct EncryptionSyncTests {
         let doomedEvents = try anna.library.allEventsForTests().filter { $0.object == doomed && $0.type != EventType.assetPurged.rawValue }
         let assetKeyID = try #require(doomedEvents.first?.seal?.keyID)
         #expect(KeyKind.of(assetKeyID) == .asset)
-        #expect(try server.store.keyEntry(libraryID: 1, name: "asset/\(assetKeyID)") != nil)
+        let entry = "asset/\(doomed.uuidString.lowercased())"
+        #expect(try server.store.keyEntry(libraryID: 1, name: entry) != nil)
 
         try anna.library.performChangesAndWait { try $0.deleteAssets([assets[0]]) }
         try anna.library.performChangesAndWait { try $0.purgeAssets([assets[0]]) }
@@ -217,15 +218,15 @@ struct EncryptionSyncTests {
         try await ben.sync()
 
         // The key is gone everywhere; what any device still holds opens none of the asset's payloads or bytes.
-        #expect(try server.store.keyEntry(libraryID: 1, name: "asset/\(assetKeyID)") == nil)
+        #expect(try server.store.keyEntry(libraryID: 1, name: entry) == nil)
         for device in [anna, ben] {
-            #expect(device.library.encryption.snapshot.assetKeys[assetKeyID] == nil)
-            #expect(try device.library.readDatabase { try $0.firstRow("SELECT key IS NULL FROM e2e_asset_keys WHERE key_id = ?", [Int64(assetKeyID)]) { $0.int64(0) } } == 1)
+            #expect(device.library.encryption.snapshot.assetKeys[doomed] == nil)
+            #expect(try device.library.readDatabase { try $0.firstRow("SELECT key IS NULL FROM e2e_asset_keys WHERE asset = ?", [doomed.bytes]) { $0.int64(0) } } == 1)
             #expect(!device.library.resources.contains(resource.sha256))
             #expect(try device.library.fetchAssets().count == 1)
             #expect(try device.library.statistics().quarantined.isEmpty)
             let held = device.library.encryption.snapshot
-            var keys = Array(held.assetKeys.values) + (held.ring?.generations.map(\.key) ?? [])
+            var keys = held.assetKeys.values.map(\.key) + (held.ring?.generations.map(\.key) ?? [])
             keys += keys.map(PayloadSeal.payloadKey(of:))
             for event in doomedEvents {
                 for key in keys { #expect((try? PayloadSeal.open(event, payloadKey: key)) == nil) }
@@ -234,7 +235,7 @@ struct EncryptionSyncTests {
             let blobs = try everything(under: server.directory.url).filter { $0.path.contains("/blobs/") }
             #expect(blobs.count == 2)
             let opening = blobs.filter { blob in
-                (held.assetKeys.values + (held.ring?.generations.map(\.key) ?? [])).contains { key in
+                (held.assetKeys.values.map(\.key) + (held.ring?.generations.map(\.key) ?? [])).contains { key in
                     (try? ResourceCipher.decrypt(
                         fileAt: URL(fileURLWithPath: blob.path), to: directory.file("attempt"), key: PhotoLibrary.resourceKey(of: key))) != nil
                 }

@@ -174,7 +174,8 @@ struct EncryptionTests {
 
         // A blob that does not decrypt is refused and not stored.
         let resource = try #require(try anna.resources(for: assets[0]).first)
-        let names = try anna.encryptedBlobNames(for: [(asset: try #require(events.first { $0.type == EventType.assetCreated.rawValue }?.seal?.keyID), sha256: resource.sha256)])
+        let created = try #require(events.first { $0.type == EventType.assetCreated.rawValue }?.object)
+        let names = try anna.encryptedBlobNames(for: [(asset: created, sha256: resource.sha256)])
         let name = try #require(names.first)
         var bytes = try [UInt8](Data(contentsOf: anna.sealedBlobFile(name)))
         bytes[bytes.count / 2] ^= 1
