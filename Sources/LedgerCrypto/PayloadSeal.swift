@@ -87,16 +87,27 @@ public struct WrappedAssetKey: Sendable {
         return (generation, keyID)
     }
 
+    /// The subkey of a library key generation that wraps asset keys (derive it once to open
+    /// many records with ``init(asset:unsealing:wrappingKey:)``).
+    public static func wrappingKey(of generationKey: SecretKey) -> SecretKey { generationKey.derive("assetkey") }
+
     /// Opens the record of `asset` sealed by ``sealed(under:)``.
     ///
     /// - Throws: ``CryptoError`` for a wrong generation key, a record of another asset, or
     ///   damaged bytes.
     public init(asset: UUID, unsealing sealed: [UInt8], with generationKey: SecretKey) throws {
+        try self.init(asset: asset, unsealing: sealed, wrappingKey: Self.wrappingKey(of: generationKey))
+    }
+
+    /// Opens the record of `asset` with the ``wrappingKey(of:)`` of the generation it names.
+    ///
+    /// - Throws: ``CryptoError`` for a wrong key, a record of another asset, or damaged bytes.
+    public init(asset: UUID, unsealing sealed: [UInt8], wrappingKey: SecretKey) throws {
         guard let (generation, keyID) = Self.identifiers(of: sealed) else { throw CryptoError("the wrapped key of asset \(asset) is too short") }
         let plain: [UInt8]
         do {
             plain = try AEAD.open(
-                Array(sealed.dropFirst(8 + AEAD.nonceLength)), key: generationKey.derive("assetkey"),
+                Array(sealed.dropFirst(8 + AEAD.nonceLength)), key: wrappingKey,
                 nonce: Array(sealed[8..<(8 + AEAD.nonceLength)]), associatedData: Self.context(asset, keyID, generation: generation))
         } catch {
             throw CryptoError("the wrapped key of asset \(asset) does not open with library key \(generation) (another asset's, or damaged)")

@@ -210,10 +210,12 @@ extension PhotoLibrary {
         })
         let arriving = sealed.filter { !settled.contains($0.asset) }
         guard !arriving.isEmpty else { return 0 }
+        var wrappingKeys: [UInt32: SecretKey] = [:]
+        for (id, key) in ring.generations { wrappingKeys[id] = WrappedAssetKey.wrappingKey(of: key) }
         try withDatabase { db in
             for (asset, value) in arriving {
-                guard let generation = WrappedAssetKey.identifiers(of: value).flatMap({ ring.key($0.generation) }),
-                    let record = try? WrappedAssetKey(asset: asset, unsealing: value, with: generation)
+                guard let wrapping = WrappedAssetKey.identifiers(of: value).flatMap({ wrappingKeys[$0.generation] }),
+                    let record = try? WrappedAssetKey(asset: asset, unsealing: value, wrappingKey: wrapping)
                 else { continue }
                 let blobs = Self.blobColumn(record.blobs)
                 if let held = state.assetKeys[asset], held.id == record.keyID {
