@@ -2,7 +2,7 @@ import Foundation
 import LedgerCore
 
 /// Sealing of event payloads: XChaCha20-Poly1305 under a subkey of a library key generation or
-/// of an asset key, with the event's envelope (``Event/envelopeBytes``, which names the key and
+/// of an asset key, with the event's envelope (`Event.envelopeBytes`, which names the key and
 /// the nonce) as associated data. The server checks the envelope and both hash chains cover the
 /// ciphertext; only holders of the key read the payload, and a sealed payload cannot be moved to
 /// another envelope.
