@@ -129,8 +129,7 @@ extension SyncEngine {
     /// Approves a device (after the user confirmed the codes match) and publishes its ring.
     public func approve(_ request: EnrolmentRequest) async throws {
         try library.approveEnrolment(of: request.device, publicKey: request.publicKey)
-        var report = SyncReport()
-        try await publishKeys(&report)
+        try await publishKeysOrThrow()
     }
 
     /// Revokes `device`: a new library key generation, sealed for every other enrolled device
@@ -148,8 +147,7 @@ extension SyncEngine {
             return other == device || entries["ring/\(other.rawValue)"] == nil ? nil : (other, value)
         }
         try library.revoke(device, remaining: remaining, recovery: try recovery.map { try $0.key() })
-        var report = SyncReport()
-        try await publishKeys(&report)
+        try await publishKeysOrThrow()
     }
 
     /// Restores this (new, empty) library's access to the server's encrypted library with the
@@ -160,8 +158,18 @@ extension SyncEngine {
             throw SyncError.invalidRemote("the server's library has no recovery copy of its keys: it is not end-to-end encrypted, or was made without one")
         }
         try library.restore(with: try recovery.key(), sealedRing: sealed)
+        try await publishKeysOrThrow()
+    }
+}
+
+extension SyncEngine {
+    /// Publishes queued entries now; an entry the server refused is an error saying why.
+    func publishKeysOrThrow() async throws {
         var report = SyncReport()
         try await publishKeys(&report)
+        if !report.encryptionNotes.isEmpty {
+            throw SyncError.invalidRemote(report.encryptionNotes.joined(separator: "; ") + " (a readWrite device must do this)")
+        }
     }
 }
 

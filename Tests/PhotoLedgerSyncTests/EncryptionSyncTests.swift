@@ -164,6 +164,29 @@ struct EncryptionSyncTests {
         #expect(revoke?.description.contains("no device named 'nobody'") == true)
     }
 
+    @Test("a readOnly device reads an encrypted library but cannot enrol others: the server's refusal is the error")
+    func readOnlyCannotApprove() async throws {
+        let server = try TestServer()
+        let clock = TestClock()
+        let directory = try TemporaryDirectory()
+        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
+        let frame = try Device("frame", server: server, directory: directory, clock: clock, seed: 2, scope: .readOnly)
+        let dave = try Device("dave-phone", server: server, directory: directory, clock: clock, seed: 3)
+        _ = try anna.library.enableEncryption()
+        _ = try anna.library.createAlbumForTests("Visible to the frame")
+        try await anna.sync()
+        try await frame.sync()
+        for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }
+        try await frame.sync()
+        #expect(try frame.library.fetchAssetCollections(with: .album).map(\.localizedTitle) == ["Visible to the frame"])
+        try await dave.sync()
+        let request = try #require(try await frame.engine.enrolmentRequests().first)
+        let refused = await #expect(throws: SyncError.self) { try await frame.engine.approve(request) }
+        #expect(refused?.description.contains("only a readWrite device may seal the key ring") == true)
+        try await dave.sync()
+        if case .awaitingEnrolment = dave.library.encryptionStatus {} else { Issue.record("dave should still wait") }
+    }
+
     @Test("a plain library with changes of its own refuses to sync with an encrypted one, and sends nothing")
     func plainWithChangesRefused() async throws {
         let server = try TestServer()
