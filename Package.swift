@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "PhotoLedger", targets: ["PhotoLedger"]),
         .library(name: "PhotoLedgerSync", targets: ["PhotoLedgerSync"]),
         .library(name: "PhotoLedgerServer", targets: ["PhotoLedgerServer"]),
+        .library(name: "PhotoLedgerWeb", targets: ["PhotoLedgerWeb"]),
         .executable(name: "photoledger-server", targets: ["photoledger-server"]),
         .executable(name: "photoledger-bench", targets: ["photoledger-bench"]),
         .executable(name: "photoledger-demo", targets: ["photoledger-demo"]),
@@ -88,6 +89,10 @@ let package = Package(
         // The sync engine: push, pull, blobs, conflict handling through the library's fold.
         .target(name: "PhotoLedgerSync", dependencies: ["LedgerCore", "LedgerStore", "PhotoLedger", "SyncProtocol", "SyncTransport"]),
 
+        // The web view of a library: pages, JSON, images and live changes over libmicrohttpd, for a
+        // browser on this machine (or elsewhere, with a password).
+        .target(name: "PhotoLedgerWeb", dependencies: ["LedgerCore", "PhotoLedger", "PhotoLedgerSync", "CMicroHTTPD"]),
+
         .executableTarget(
             name: "photoledger-server",
             dependencies: ["CommandLineParsing", "LedgerCore", "LedgerStore", "PhotoLedgerServer", "SyncProtocol"],
@@ -123,7 +128,7 @@ let package = Package(
         .target(name: "CommandLineParsing", path: "Tools/CommandLineParsing"),
         .executableTarget(
             name: "photoledger",
-            dependencies: ["CommandLineParsing", "LedgerCore", "PhotoLedger", "PhotoMedia", "PhotoLedgerSync"],
+            dependencies: ["CommandLineParsing", "LedgerCore", "PhotoLedger", "PhotoMedia", "PhotoLedgerSync", "PhotoLedgerWeb"],
             path: "Tools/photoledger"
         ),
         .executableTarget(
@@ -175,6 +180,10 @@ let package = Package(
         .testTarget(name: "CommandLineParsingTests", dependencies: ["CommandLineParsing"]),
         .testTarget(
             name: "PhotoLedgerServerTests", dependencies: ["LedgerCore", "LedgerStore", "PhotoLedgerServer", "SyncProtocol", "TestSupportKit", "photoledger-server"]
+        ),
+        .testTarget(
+            name: "PhotoLedgerWebTests",
+            dependencies: ["LedgerCore", "PhotoLedger", "PhotoLedgerWeb", "MediaSynthesis", "PhotoLedgerTestSupport", "SyncTransport", "TestSupportKit", "photoledger"]
         ),
         .testTarget(name: "ToolTests", dependencies: ["photoledger", "photoledger-server", "photoledger-demo", "LedgerCore", "LedgerStore", "PhotoMedia", "MediaSynthesis"]),
         .testTarget(
