@@ -305,7 +305,7 @@ enum WebPage {
                 el('span', { class: 'outcome ' + change.outcome },
                   change.outcome === 'inEffect' ? 'in effect'
                   : change.outcome === 'replaced' ? 'replaced later by ' + (change.byDevice || change.by)
-                  : 'overruled by a concurrent change from ' + (change.byDevice || change.by)))))))))
+                  : 'overruled by a concurrent change from ' + (change.byDevice || change.by))))))))
           ];
         }
 

@@ -43,7 +43,7 @@ struct BrowserTests {
                 "every thumbnail decoded",
                 "const images = [...document.querySelectorAll('#assets img')]; return images.length === 4 && images.every(img => img.complete && img.naturalWidth > 0 && img.naturalHeight > 0);")
             let sizes = try await browser.execute("return [...document.querySelectorAll('#assets img')].map(img => img.naturalWidth + 'x' + img.naturalHeight + ' ' + img.alt);") as? [String]
-            // 256-pixel fill renditions of 320…368 × 240 photos: 256 pixels high.
+            // 256-pixel fill renditions of 640…736 × 480 photos: 256 pixels high.
             #expect(sizes?.allSatisfy { $0.contains("x256 Photo taken ") } == true, "\(sizes ?? [])")
             #expect(try await browser.execute("return document.querySelector('#assets img').loading;") as? String == "lazy")
             try await browser.screenshot("album")

@@ -64,17 +64,21 @@ final class Browser: @unchecked Sendable {
             }
             self.session = session
         } catch {
-            driver.terminate()
-            driver.waitUntilExit()
+            Self.stop(driver)
             throw error
         }
+    }
+
+    /// Ends chromedriver (it does not always end on SIGTERM while it holds connections).
+    private static func stop(_ driver: Process) {
+        kill(driver.processIdentifier, SIGKILL)
+        driver.waitUntilExit()
     }
 
     /// Ends the session and chromedriver.
     func quit() async {
         _ = try? await Self.command(transport, .delete, "\(driverURL)/session/\(session)", nil)
-        driver.terminate()
-        driver.waitUntilExit()
+        Self.stop(driver)
         try? FileManager.default.removeItem(at: profile)
     }
 

@@ -32,7 +32,7 @@ final class WebFixture: @unchecked Sendable {
         let start = Date(timeIntervalSince1970: 1_700_000_000)
         var files: [Data] = []
         for index in 0..<photoCount {
-            let image = RGBImage.scene(width: 320 + 16 * index, height: 240, seed: UInt64(index + 1))
+            let image = RGBImage.scene(width: 640 + 32 * index, height: 480, seed: UInt64(index + 1))
             let date = start.addingTimeInterval(Double(index) * 86_400)
             let place: Location? = index == 0 ? Location(latitude: 38.7139, longitude: -9.1394) : nil
             files.append(Data(encoder.encode(image, creationDate: date, location: place)))
