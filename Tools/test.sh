@@ -14,10 +14,13 @@
 # The server's PostgreSQL and S3 tests get a throwaway PostgreSQL cluster and a local
 # S3-compatible server (Tools/test-services.sh), stopped at the end, also on failure. Set
 # PHOTOLEDGER_TEST_SERVICES=0 to run without them: those tests then say they were skipped.
+#
+# The web view's browser tests drive a headless Chromium through chromedriver (installed here in
+# either case); they say they were skipped only when the browser could not be installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${PHOTOLEDGER_TEST_SERVICES:-1}" = "0" ]; then
-    bash Tools/install-dependencies.sh
+    bash Tools/install-dependencies.sh --browser
 else
     test_services_python="$(bash Tools/install-dependencies.sh --test-services | tail -n 1)"
     source Tools/test-services.sh

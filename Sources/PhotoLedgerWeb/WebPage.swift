@@ -112,7 +112,7 @@ enum WebPage {
             else if (key === 'dataset') Object.assign(node.dataset, value);
             else node.setAttribute(key, value === true ? '' : value);
           }
-          for (const child of children.flat()) {
+          for (const child of children.flat(Infinity)) {
             if (child === null || child === undefined || child === false) continue;
             node.append(child instanceof Node ? child : document.createTextNode(String(child)));
           }

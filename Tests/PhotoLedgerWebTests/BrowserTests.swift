@@ -58,6 +58,11 @@ struct BrowserTests {
             try await browser.click("#assets li[data-id='\(photo)'] a")
             try await browser.waitFor("the asset page", "return document.body.dataset.view === 'asset' && !!document.querySelector('#actions button');")
             #expect(try await browser.execute("return document.querySelector('.viewer img').alt;") as? String != "")
+            let details = try await browser.execute("return document.querySelector('main dl').textContent;") as? String
+            #expect(details?.contains("Size640 × 480") == true && details?.contains("From deviceanna-laptop") == true, "\(details ?? "")")
+            let map = try await browser.execute("const a = document.querySelector('main a[href^=\"https://www.openstreetmap.org/\"]'); return a ? a.href : null;") as? String
+            #expect(map?.contains("mlat=38.7139&mlon=-9.1394") == true)
+            #expect(try await browser.execute("return document.querySelector('#asset-albums').textContent;") as? String == "Trip Remove from Trip")
             try await browser.click("#actions button[aria-pressed]")
             try await browser.waitFor("the button to say Unfavourite", "return document.querySelector('#actions button').textContent === 'Unfavourite';")
             #expect(try fixture.asset(photo).isFavorite)
@@ -76,6 +81,12 @@ struct BrowserTests {
             let device = try await browser.execute("return document.querySelector('#timeline strong').textContent;") as? String
             #expect(device == "anna-laptop")
             try await browser.screenshot("history")
+
+            try await browser.click("nav a[href='#/status']")
+            try await browser.waitFor("the sync status", "return document.body.dataset.view === 'status' && document.querySelector('#status').textContent.includes('Deviceanna-laptop');")
+            #expect((try await browser.execute("return document.querySelector('#status').textContent;") as? String)?.contains("Remotenone") == true)
+            try await browser.click("nav a[href='#/quarantine']")
+            try await browser.waitFor("the quarantine list", "return document.body.dataset.view === 'quarantine' && document.querySelector('main p').textContent === 'No event is quarantined.';")
         }
     }
 

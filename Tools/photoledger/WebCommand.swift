@@ -39,13 +39,7 @@ struct Web: ParsableCommand {
     func run() throws {
         let context = try Context(global)
         let password = try readPassword()
-        signal(SIGPIPE, SIG_IGN)
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        sigaddset(&signals, SIGTERM)
-        sigaddset(&signals, SIGINT)
-        // Blocked before any thread starts, so every thread inherits it and sigwait takes them.
-        pthread_sigmask(SIG_BLOCK, &signals, nil)
+        let termination = try TerminationPipe()
         let library = try context.openLibrary()
         let configuration = WebServer.Configuration(address: listen.host, port: listen.port, password: password, hostNames: hostName)
         let server: WebServer
@@ -63,8 +57,7 @@ struct Web: ParsableCommand {
             print("Stop with Ctrl-C.")
             fflush(stdout)
         }
-        var received: Int32 = 0
-        while sigwait(&signals, &received) != 0 {}
+        termination.wait()
         server.stop()
         context.say("Stopped.")
     }
@@ -82,4 +75,37 @@ struct Web: ParsableCommand {
         let environment = ProcessInfo.processInfo.environment[Self.passwordEnvironment]
         return environment?.isEmpty == false ? environment : nil
     }
+}
+
+/// SIGINT and SIGTERM as a byte in a pipe (the self-pipe pattern): the handler only writes, which
+/// is safe in a signal handler, and the command's thread waits by reading. A handler is used rather
+/// than blocking the signals, because the tool's threads (its async runtime's) start before the
+/// command runs and would not inherit a blocked mask.
+private struct TerminationPipe {
+    private let readEnd: Int32
+
+    init() throws {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { throw CommandFailure("cannot make a pipe for the termination signals: \(String(cString: strerror(errno)))") }
+        readEnd = ends[0]
+        terminationWriteEnd = ends[1]
+        signal(SIGPIPE, SIG_IGN)
+        signal(SIGINT, terminationHandler)
+        signal(SIGTERM, terminationHandler)
+    }
+
+    /// Returns once SIGINT or SIGTERM has arrived.
+    func wait() {
+        var byte: UInt8 = 0
+        while read(readEnd, &byte, 1) != 1 {}
+    }
+}
+
+/// The pipe's write end, for the handler. Written once before the handlers are installed, read only
+/// by them.
+nonisolated(unsafe) private var terminationWriteEnd: Int32 = -1
+
+private let terminationHandler: @convention(c) (Int32) -> Void = { signal in
+    var byte = UInt8(truncatingIfNeeded: signal)
+    _ = write(terminationWriteEnd, &byte, 1)
 }
