@@ -119,7 +119,7 @@ let package = Package(
             name: "photoledger-bench",
             dependencies: [
                 "CommandLineParsing", "LedgerCore", "LedgerStore", "CBaseline", "PhotoMedia", "MediaSynthesis", "PhotoLedger", "PhotoLedgerServer",
-                "PhotoLedgerSync", "SyncProtocol", "SyncTransport",
+                "PhotoLedgerSync", "SyncProtocol", "SyncTransport", "WebDriverClient",
             ],
             path: "Tools/photoledger-bench"
         ),
@@ -157,6 +157,8 @@ let package = Package(
             dependencies: ["LedgerCore", "PhotoLedger", "PhotoMedia", "MediaSynthesis"],
             path: "Tests/Support/library-crash-importer"
         ),
+        // A WebDriver client of chromedriver (headless Chromium) for the web view's tests and benchmarks.
+        .target(name: "WebDriverClient", dependencies: ["SyncTransport"], path: "Tests/Support/WebDriverClient"),
         // Test helpers every test target shares: temporary directories, how much randomized testing to run.
         .target(name: "TestSupportKit", path: "Tests/Support/TestSupportKit"),
         .target(
@@ -183,7 +185,9 @@ let package = Package(
         ),
         .testTarget(
             name: "PhotoLedgerWebTests",
-            dependencies: ["LedgerCore", "PhotoLedger", "PhotoLedgerWeb", "MediaSynthesis", "PhotoLedgerTestSupport", "SyncTransport", "TestSupportKit", "photoledger"]
+            dependencies: [
+                "LedgerCore", "PhotoLedger", "PhotoLedgerWeb", "MediaSynthesis", "PhotoLedgerTestSupport", "SyncTransport", "TestSupportKit", "WebDriverClient", "photoledger",
+            ]
         ),
         .testTarget(name: "ToolTests", dependencies: ["photoledger", "photoledger-server", "photoledger-demo", "LedgerCore", "LedgerStore", "PhotoMedia", "MediaSynthesis"]),
         .testTarget(

@@ -3,6 +3,7 @@ import PhotoLedger
 import PhotoLedgerTestSupport
 import PhotoLedgerWeb
 import Testing
+import WebDriverClient
 
 /// The web view in a real headless Chromium (chromedriver), as a person uses it: every wait is for
 /// a condition in the page with a generous deadline, never a fixed sleep.
@@ -15,9 +16,13 @@ struct BrowserTests {
     /// True when the album page shows the ids of `arguments[0]`, in that order.
     private static let pageOrderIs = "return document.body.dataset.view === 'album' && \(pageOrder) === arguments[0];"
 
+    /// Where screenshots are kept: the package's .build/test-artifacts/web.
+    private static let artifacts = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent(".build/test-artifacts/web")
+
     private func withBrowser(_ body: (Browser, WebFixture) async throws -> Void) async throws {
         let fixture = try WebFixture()
-        let browser = try await Browser()
+        let browser = try await Browser(artifacts: Self.artifacts)
         do {
             try await browser.open(fixture.server.launchURL)
             try await browser.waitFor("the albums page", "return document.body.dataset.view === 'albums' && !!document.querySelector('#albums li');")

@@ -59,6 +59,7 @@ struct PhotoledgerBench: ParsableCommand {
             Suite(prefixes: ["scale"]) { try ScaleOutBenchmarks(quick: quick).run() },
             Suite(prefixes: ["audit"]) { try AuditBenchmarks(quick: quick).run() },
             Suite(prefixes: ["live"]) { try LiveBenchmarks(quick: quick).run() },
+            Suite(prefixes: ["web"]) { try WebBenchmarks(quick: quick).run() },
         ]
         var figures: [Figure] = []
         for suite in suites where only.map({ prefix in suite.prefixes.contains { $0.hasPrefix(prefix) || prefix.hasPrefix($0) } }) ?? true {

@@ -3,14 +3,17 @@ import Foundation
 import SyncTransport
 
 /// A headless Chromium driven through chromedriver with the W3C WebDriver protocol (JSON over
-/// HTTP on loopback, sent by the project's libcurl transport).
-final class Browser: @unchecked Sendable {
-    // Safe to share: the properties are set once in init; the tests use one browser from one task.
-    static let chromium = "/usr/bin/chromium"
-    static let chromedriver = "/usr/bin/chromedriver"
+/// HTTP on loopback, sent by the project's libcurl transport), for the web view's tests and
+/// benchmarks.
+public final class Browser: @unchecked Sendable {
+    // Safe to share: the properties are set once in init; callers use one browser from one task.
+    /// Debian's Chromium.
+    public static let chromium = "/usr/bin/chromium"
+    /// Debian's chromedriver (package chromium-driver).
+    public static let chromedriver = "/usr/bin/chromedriver"
 
     /// Why the browser tests cannot run here, or nil when they can.
-    static var unavailableReason: String? {
+    public static var unavailableReason: String? {
         for path in [chromium, chromedriver] where !FileManager.default.isExecutableFile(atPath: path) {
             return "\(path) is not installed (Debian packages chromium and chromium-driver: run Tools/install-dependencies.sh --test-services)"
         }
@@ -22,12 +25,13 @@ final class Browser: @unchecked Sendable {
     private let session: String
     private let profile: URL
     private let transport = CurlTransport(configuration: CurlTransport.Configuration(requestTimeout: .seconds(120)))
-    /// Where screenshots are kept (the package's .build/test-artifacts/web).
-    static let artifacts = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent(".build/test-artifacts/web")
+    /// Where screenshots are kept.
+    public let artifacts: URL
 
-    /// Starts chromedriver on a free port and a headless Chromium session.
-    init() async throws {
+    /// Starts chromedriver on a free port and a headless Chromium session whose window is
+    /// `width` × `height`; screenshots go to `artifacts`.
+    public init(artifacts: URL, width: Int = 1200, height: Int = 900) async throws {
+        self.artifacts = artifacts
         let port = try Self.freePort()
         profile = FileManager.default.temporaryDirectory.appendingPathComponent("photoledger-chromium-\(UUID().uuidString)")
         driver = Process()
@@ -50,7 +54,7 @@ final class Browser: @unchecked Sendable {
                     "goog:chromeOptions": [
                         "binary": Self.chromium,
                         "args": [
-                            "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,900",
+                            "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=\(width),\(height)",
                             "--user-data-dir=\(profile.path)", "--no-first-run", "--disable-extensions", "--disable-background-networking",
                         ],
                     ],
@@ -76,7 +80,7 @@ final class Browser: @unchecked Sendable {
     }
 
     /// Ends the session and chromedriver.
-    func quit() async {
+    public func quit() async {
         _ = try? await Self.command(transport, .delete, "\(driverURL)/session/\(session)", nil)
         Self.stop(driver)
         try? FileManager.default.removeItem(at: profile)
@@ -84,34 +88,36 @@ final class Browser: @unchecked Sendable {
 
     // MARK: Commands
 
-    func open(_ url: URL) async throws { _ = try await send(.post, "url", ["url": url.absoluteString]) }
+    /// Navigates to `url` and waits for its document to load.
+    public func open(_ url: URL) async throws { _ = try await send(.post, "url", ["url": url.absoluteString]) }
 
     /// Runs `script` (a function body; `arguments` holds the arguments) and returns its value.
     @discardableResult
-    func execute(_ script: String, _ arguments: [Any] = []) async throws -> Any? {
+    public func execute(_ script: String, _ arguments: [Any] = []) async throws -> Any? {
         try await send(.post, "execute/sync", ["script": script, "args": arguments])
     }
 
     /// The element `selector` finds (its reference).
-    func element(_ selector: String) async throws -> [String: String] {
+    public func element(_ selector: String) async throws -> [String: String] {
         let value = try await send(.post, "element", ["using": "css selector", "value": selector])
         guard let reference = value as? [String: String] else { throw BrowserError("no element matches \(selector)") }
         return reference
     }
 
-    func click(_ selector: String) async throws {
+    /// Clicks the element `selector` finds, as a person would.
+    public func click(_ selector: String) async throws {
         let reference = try await element(selector)
         _ = try await send(.post, "element/\(reference.values.first ?? "")/click", [:])
     }
 
     /// Input actions (pointer, keys) as the protocol's `actions` list.
-    func perform(_ actions: [[String: Any]]) async throws {
+    public func perform(_ actions: [[String: Any]]) async throws {
         _ = try await send(.post, "actions", ["actions": actions])
         _ = try await send(.delete, "actions", nil)
     }
 
     /// Drags the element `from` and drops it on `to` with a mouse, in small steps.
-    func drag(_ from: String, onto to: String) async throws {
+    public func drag(_ from: String, onto to: String) async throws {
         let source = try await element(from)
         let target = try await element(to)
         try await perform([[
@@ -128,7 +134,7 @@ final class Browser: @unchecked Sendable {
     }
 
     /// Presses `key` (a WebDriver key code such as "\u{E014}", ArrowRight) with Alt held.
-    func pressWithAlt(_ key: String) async throws {
+    public func pressWithAlt(_ key: String) async throws {
         let alt = "\u{E00A}"
         try await perform([[
             "type": "key", "id": "keyboard",
@@ -137,17 +143,17 @@ final class Browser: @unchecked Sendable {
     }
 
     /// Writes a PNG of the page to .build/test-artifacts/web/`name`.png.
-    func screenshot(_ name: String) async throws {
+    public func screenshot(_ name: String) async throws {
         guard let base64 = try await send(.get, "screenshot", nil) as? String, let data = Data(base64Encoded: base64) else {
             throw BrowserError("chromedriver sent no screenshot")
         }
-        try FileManager.default.createDirectory(at: Self.artifacts, withIntermediateDirectories: true)
-        try data.write(to: Self.artifacts.appendingPathComponent("\(name).png"))
+        try FileManager.default.createDirectory(at: artifacts, withIntermediateDirectories: true)
+        try data.write(to: artifacts.appendingPathComponent("\(name).png"))
     }
 
     /// Waits until `script` returns true in the page, failing after `deadline` with `what`, the
     /// script's last value and a screenshot.
-    func waitFor(_ what: String, _ script: String, _ arguments: [Any] = [], deadline: Duration = .seconds(30)) async throws {
+    public func waitFor(_ what: String, _ script: String, _ arguments: [Any] = [], deadline: Duration = .seconds(30)) async throws {
         var last: Any?
         do {
             try await Self.waitUntil(what, deadline: deadline) { [self] in
@@ -181,7 +187,7 @@ final class Browser: @unchecked Sendable {
     }
 
     /// Polls `condition` every 50 ms until it holds, or throws after `deadline`.
-    static func waitUntil(_ what: String, deadline: Duration, _ condition: () async throws -> Bool) async throws {
+    public static func waitUntil(_ what: String, deadline: Duration, _ condition: () async throws -> Bool) async throws {
         let clock = ContinuousClock()
         let end = clock.now + deadline
         while true {
@@ -210,7 +216,8 @@ final class Browser: @unchecked Sendable {
 }
 
 /// A browser step that failed.
-struct BrowserError: Error, CustomStringConvertible {
-    let description: String
+public struct BrowserError: Error, CustomStringConvertible {
+    /// What failed.
+    public let description: String
     init(_ description: String) { self.description = description }
 }
