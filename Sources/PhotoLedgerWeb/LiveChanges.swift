@@ -76,8 +76,7 @@ final class LiveChangeFeed: PhotoLibraryChangeObserver, Sendable {
 
     private func watch() {
         defer { watcherDone.signal() }
-        let interval = DispatchTimeInterval.milliseconds(Int(watchInterval.components.seconds * 1000 + watchInterval.components.attoseconds / 1_000_000_000_000_000))
-        while stopWatching.wait(timeout: .now() + interval) == .timedOut {
+        while stopWatching.wait(timeout: .now() + watchInterval.dispatchInterval) == .timedOut {
             guard let position = try? library.currentChangeToken.logPosition else { continue }
             let moved = state.withLock { $0.announced != position }
             // Commits of this process are announced by the observer (with what changed); this
@@ -166,5 +165,12 @@ final class LiveSubscription: Sendable {
             return state.onClose
         }
         onClose?()
+    }
+}
+
+extension Duration {
+    /// The duration as a dispatch interval, to the millisecond.
+    var dispatchInterval: DispatchTimeInterval {
+        .milliseconds(Int(components.seconds) * 1000 + Int(components.attoseconds / 1_000_000_000_000_000))
     }
 }

@@ -155,10 +155,15 @@ enum WebPage {
               album.cover ? thumbnail(album.cover) : el('div', { class: 'placeholder', role: 'img', 'aria-label': 'Empty album' }, '∅'),
               el('div', {}, album.title), el('div', { class: 'count' }, album.count + (album.count === 1 ? ' item' : ' items'))));
           const title = el('input', { id: 'new-album-title', required: true, 'aria-label': 'New album title', placeholder: 'New album' });
+          const grid = (id, label, albums) => {
+            const list = el('ul', { class: 'grid', id, 'aria-label': label }, albums.map(card));
+            list.addEventListener('keydown', event => gridKey(event, list, { editable: false }));
+            return list;
+          };
           return [
             el('h1', {}, 'Albums'),
-            el('h2', {}, 'Library'), el('ul', { class: 'grid', id: 'smart-albums' }, data.smartAlbums.map(card)),
-            el('h2', {}, 'My albums'), el('ul', { class: 'grid', id: 'albums' }, data.albums.map(card)),
+            el('h2', {}, 'Library'), grid('smart-albums', 'Library', data.smartAlbums),
+            el('h2', {}, 'My albums'), grid('albums', 'My albums', data.albums),
             el('form', { onsubmit: async event => { event.preventDefault(); if (title.value.trim()) await change('/api/albums', { title: title.value }); } },
               title, el('button', { type: 'submit' }, 'Create album'))
           ];

@@ -95,7 +95,7 @@ public final class WebServer: Sendable {
         let access = WebAccess(hosts: Array(Set([address, "127.0.0.1", "localhost"] + configuration.hostNames)), port: port, password: configuration.password)
         launchURL = URL(string: "http://\(host)/login?token=\(access.launchToken)")!
         let feed = LiveChangeFeed(library: library, watchInterval: configuration.watchInterval)
-        application = WebApplication(library: library, access: access, feed: feed, keepAlive: Self.interval(configuration.keepAlive))
+        application = WebApplication(library: library, access: access, feed: feed, keepAlive: configuration.keepAlive.dispatchInterval)
         daemon = Mutex(DaemonHandle(pointer: handle))
         context.application.withLock { $0 = application }
     }
@@ -111,10 +111,6 @@ public final class WebServer: Sendable {
     }
 
     deinit { stop() }
-
-    private static func interval(_ duration: Duration) -> DispatchTimeInterval {
-        .milliseconds(Int(duration.components.seconds) * 1000 + Int(duration.components.attoseconds / 1_000_000_000_000_000))
-    }
 }
 
 /// Why the web view could not start, and what to do.

@@ -1,6 +1,6 @@
 import Foundation
 import PhotoLedger
-import PhotoLedgerWeb
+@testable import PhotoLedgerWeb
 import SyncTransport
 import Testing
 
@@ -18,7 +18,8 @@ struct WebChangeTests {
         let album = try WebFixture.object(try await fixture.send(.get, "/api/albums/\(fixture.album)", headers: [("Cookie", session.cookie)]))
         let assets = try #require(album["assets"] as? [[String: Any]])
         #expect(assets.map { $0["id"] as? String } == fixture.albumOrder)
-        #expect((assets[0]["alt"] as? String)?.hasPrefix("Photo taken ") == true)
+        #expect(assets[0]["alt"] as? String == "Photo taken 16 Nov 2023 at 22:13 UTC, 704 × 480")
+        #expect(assets[0]["creationDate"] as? String == "2023-11-16T22:13:20Z")
         let thumbnail = try await fixture.send(.get, "/thumb/\(fixture.photos[0])?size=256", headers: [("Cookie", session.cookie)])
         #expect(thumbnail.status == 200 && thumbnail.headers["Content-Type"] == "image/jpeg" && thumbnail.body.bytes.starts(with: [0xFF, 0xD8]))
         let asset = try WebFixture.object(try await fixture.send(.get, "/api/assets/\(fixture.photos[0])", headers: [("Cookie", session.cookie)]))
@@ -92,5 +93,18 @@ struct WebChangeTests {
         #expect(try fixture.library.fetchAssetCollections(with: .album).map(\.title) == ["Trip"])
         let history = try WebFixture.object(try await fixture.send(.get, "/api/history/\(fixture.album)", headers: [("Cookie", session.cookie)]))
         #expect((history["entries"] as? [[String: Any]])?.count ?? 0 >= 4)
+    }
+}
+
+@Suite("Web view: dates")
+struct WebDateTests {
+    @Test func datesAreWrittenInUTC() {
+        let cases: [(TimeInterval, String)] = [
+            (0, "1970-01-01T00:00:00Z"), (-1, "1969-12-31T23:59:59Z"), (951_782_400, "2000-02-29T00:00:00Z"),
+            (1_700_000_000, "2023-11-14T22:13:20Z"), (4_107_542_400, "2100-03-01T00:00:00Z"), (-2_208_988_800, "1900-01-01T00:00:00Z"),
+        ]
+        for (seconds, text) in cases {
+            #expect(WebApplication.isoDate(Date(timeIntervalSince1970: seconds)) == text)
+        }
     }
 }
