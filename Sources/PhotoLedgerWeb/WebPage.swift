@@ -169,14 +169,23 @@ enum WebPage {
           ];
         }
 
+        const firstItems = 240;
+
+        function assetItem(asset) {
+          return el('li', { dataset: { id: asset.id } },
+            el('a', { href: '#/asset/' + asset.id, draggable: 'false' }, thumbnail(asset)),
+            el('span', { class: 'badges', 'aria-hidden': 'true' }, (asset.favorite ? '♥' : '') + (asset.mediaType === 'video' ? ' ▶' : '')));
+        }
+
         async function albumView(id) {
           const data = await getJSON('/api/albums/' + id);
           const album = data.album;
           currentAlbum = data.assets.map(asset => asset.id);
+          // The first screens are drawn at once, the rest in chunks after (see draw), so that a
+          // large album shows, and asks for its first thumbnails, without waiting for all of it.
           const grid = el('ul', { class: 'grid' + (album.editable ? ' editable' : ''), id: 'assets', 'aria-label': album.title },
-            data.assets.map(asset => el('li', { dataset: { id: asset.id } },
-              el('a', { href: '#/asset/' + asset.id, draggable: 'false' }, thumbnail(asset)),
-              el('span', { class: 'badges', 'aria-hidden': 'true' }, (asset.favorite ? '♥' : '') + (asset.mediaType === 'video' ? ' ▶' : '')))));
+            data.assets.slice(0, firstItems).map(assetItem));
+          grid.pending = data.assets.slice(firstItems);
           grid.addEventListener('keydown', event => gridKey(event, grid, album));
           const parts = [el('h1', {}, album.title),
             el('p', {}, data.assets.length + (data.assets.length === 1 ? ' item' : ' items'),
@@ -357,6 +366,12 @@ enum WebPage {
           document.body.dataset.view = view ? view.name.replace('View', '') : 'notFound';
           const heading = main.querySelector('h1');
           document.title = (heading ? heading.textContent + ' — ' : '') + 'PhotoLedger';
+          const grid = main.querySelector('#assets');
+          while (grid && grid.pending && grid.pending.length) {
+            await new Promise(resolve => setTimeout(resolve, 0));
+            if (number !== drawing) return;
+            grid.append(...grid.pending.splice(0, 1000).map(assetItem));
+          }
           if (moveFocus) {
             main.focus();
             window.scrollTo(0, 0);
