@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "PhotoLedger", targets: ["PhotoLedger"]),
         .library(name: "PhotoLedgerSync", targets: ["PhotoLedgerSync"]),
         .library(name: "PhotoLedgerServer", targets: ["PhotoLedgerServer"]),
+        .library(name: "PhotoLedgerWeb", targets: ["PhotoLedgerWeb"]),
         .executable(name: "photoledger-server", targets: ["photoledger-server"]),
         .executable(name: "photoledger-bench", targets: ["photoledger-bench"]),
         .executable(name: "photoledger-demo", targets: ["photoledger-demo"]),
@@ -115,6 +116,10 @@ let package = Package(
             ]
         ),
 
+        // The web view of a library: pages, JSON, images and live changes over libmicrohttpd, for a
+        // browser on this machine (or elsewhere, with a password).
+        .target(name: "PhotoLedgerWeb", dependencies: ["LedgerCore", "PhotoLedger", "PhotoLedgerSync", "CMicroHTTPD"]),
+
         .executableTarget(
             name: "photoledger-server",
             dependencies: ["CommandLineParsing", "LedgerCore", "LedgerStore", "PhotoLedgerServer", "SyncProtocol"],
@@ -141,7 +146,7 @@ let package = Package(
             name: "photoledger-bench",
             dependencies: [
                 "CommandLineParsing", "LedgerCore", "LedgerStore", "CBaseline", "PhotoMedia", "MediaSynthesis", "PhotoLedger", "PhotoLedgerServer",
-                "PhotoLedgerSync", "SyncProtocol", "SyncTransport",
+                "PhotoLedgerSync", "SyncProtocol", "SyncTransport", "WebDriverClient",
             ],
             path: "Tools/photoledger-bench"
         ),
@@ -150,7 +155,7 @@ let package = Package(
         .target(name: "CommandLineParsing", path: "Tools/CommandLineParsing"),
         .executableTarget(
             name: "photoledger",
-            dependencies: ["CommandLineParsing", "LedgerCore", "PhotoLedger", "PhotoLedgerJSON", "PhotoMedia", "PhotoLedgerSync"],
+            dependencies: ["CommandLineParsing", "LedgerCore", "PhotoLedger", "PhotoLedgerJSON", "PhotoMedia", "PhotoLedgerSync", "PhotoLedgerWeb"],
             path: "Tools/photoledger"
         ),
         .executableTarget(
@@ -179,6 +184,8 @@ let package = Package(
             dependencies: ["LedgerCore", "PhotoLedger", "PhotoMedia", "MediaSynthesis"],
             path: "Tests/Support/library-crash-importer"
         ),
+        // A WebDriver client of chromedriver (headless Chromium) for the web view's tests and benchmarks.
+        .target(name: "WebDriverClient", dependencies: ["SyncTransport"], path: "Tests/Support/WebDriverClient"),
         // Test helpers every test target shares: temporary directories, how much randomized testing to run.
         .target(name: "TestSupportKit", path: "Tests/Support/TestSupportKit"),
         .target(
@@ -203,6 +210,12 @@ let package = Package(
         .testTarget(name: "CommandLineParsingTests", dependencies: ["CommandLineParsing"]),
         .testTarget(
             name: "PhotoLedgerServerTests", dependencies: ["LedgerCore", "LedgerStore", "PhotoLedgerServer", "SyncProtocol", "TestSupportKit", "photoledger-server"]
+        ),
+        .testTarget(
+            name: "PhotoLedgerWebTests",
+            dependencies: [
+                "LedgerCore", "PhotoLedger", "PhotoLedgerWeb", "MediaSynthesis", "PhotoLedgerTestSupport", "SyncTransport", "TestSupportKit", "WebDriverClient", "photoledger",
+            ]
         ),
         .testTarget(
             name: "ToolTests",

@@ -15,13 +15,16 @@
 # S3-compatible server (Tools/test-services.sh), stopped at the end, also on failure: with
 # CI=true, or when PHOTOLEDGER_TEST_SERVICES=1. Otherwise those tests say they were skipped, and
 # the default local run stays short.
+#
+# The web view's browser tests drive a headless Chromium through chromedriver (installed here in
+# either case); they say they were skipped only when the browser could not be installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 services_default=0
 if [ "${CI:-}" = "true" ]; then services_default=1; fi
 if [ "${PHOTOLEDGER_TEST_SERVICES:-$services_default}" = "0" ]; then
     echo "Skipped: the PostgreSQL and S3 services and their tests (they run when CI=true or PHOTOLEDGER_TEST_SERVICES=1)."
-    bash Tools/install-dependencies.sh
+    bash Tools/install-dependencies.sh --browser
 else
     test_services_python="$(bash Tools/install-dependencies.sh --test-services | tail -n 1)"
     source Tools/test-services.sh

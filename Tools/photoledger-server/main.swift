@@ -95,22 +95,6 @@ struct BlobLocation: ExpressibleByArgument, CustomStringConvertible {
 
 // MARK: serve
 
-/// An IPv4 address and port: `127.0.0.1:8080`.
-struct ListenAddress: ExpressibleByArgument, CustomStringConvertible {
-    let host: String
-    let port: UInt16
-
-    init?(argument: String) {
-        guard let colon = argument.lastIndex(of: ":"), let port = UInt16(argument[argument.index(after: colon)...]) else { return nil }
-        host = String(argument[..<colon])
-        self.port = port
-    }
-
-    static var valueExpectation: String { "<host>:<port>, for example 127.0.0.1:8080" }
-
-    var description: String { "\(host):\(port)" }
-}
-
 /// `photoledger-server serve`.
 struct Serve: ParsableCommand {
     /// The largest `--max-clock-skew`: a year, far beyond any clock in use, far below what the

@@ -23,7 +23,7 @@ struct Photoledger: AsyncParsableCommand {
             AssetStateCommand<Favorite>.self, AssetStateCommand<Unfavorite>.self, AssetStateCommand<Hide>.self,
             AssetStateCommand<Unhide>.self, AssetStateCommand<Delete>.self, AssetStateCommand<Recover>.self,
             AssetStateCommand<Purge>.self, Export.self, Thumbnail.self, History.self, Verify.self, Quarantine.self, Rebuild.self, Compact.self,
-            Remote.self, Sync.self, Device.self,
+            Remote.self, Sync.self, Device.self, Web.self,
         ])
 
     @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions

@@ -1,0 +1,207 @@
+import Foundation
+
+/// A request as the web view's routes see it: the head libmicrohttpd parsed and the whole body.
+struct WebRequest: Sendable {
+    /// `GET`, `POST`, …
+    var method: String
+    /// The path, percent-decoded by libmicrohttpd, without the query.
+    var path: String
+    /// The query's arguments.
+    var query: [String: String]
+    /// The header fields, names in lower case (a repeated field keeps its first value).
+    var headers: [String: String]
+    /// The body (empty for GET).
+    var body: Data = Data()
+
+    /// The value of the header field `name` (any case).
+    func header(_ name: String) -> String? { headers[name.lowercased()] }
+
+    /// The cookies the request carries.
+    var cookies: [String: String] {
+        var cookies: [String: String] = [:]
+        for part in (header("Cookie") ?? "").split(separator: ";") {
+            let pair = part.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            if pair.count == 2, cookies[pair[0]] == nil { cookies[pair[0]] = pair[1] }
+        }
+        return cookies
+    }
+
+    /// The path's segments after the leading slash (`/api/albums/X` → `["api", "albums", "X"]`).
+    var segments: [String] { path.split(separator: "/", omittingEmptySubsequences: true).map(String.init) }
+}
+
+/// What the web view answers.
+struct WebResponse: Sendable {
+    /// How the body is sent.
+    enum Body: Sendable {
+        /// Bytes known at once.
+        case bytes(Data)
+        /// A stream of server-sent events, open until the client leaves or the server stops.
+        case eventStream(LiveSubscription)
+    }
+
+    var status: Int
+    var headers: [(String, String)]
+    var body: Body
+
+    init(status: Int, headers: [(String, String)], body: Body) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    init(status: Int = 200, contentType: String, body: Data, headers: [(String, String)] = []) {
+        self.status = status
+        self.headers = [("Content-Type", contentType)] + headers
+        self.body = .bytes(body)
+    }
+
+    /// A JSON answer.
+    static func json(_ value: JSONValue, status: Int = 200) -> WebResponse {
+        WebResponse(status: status, contentType: "application/json; charset=utf-8", body: Data(value.serialized().utf8))
+    }
+
+    /// A redirection to `location` (303: the client follows with a GET).
+    static func redirect(to location: String, headers: [(String, String)] = []) -> WebResponse {
+        WebResponse(status: 303, contentType: "text/plain; charset=utf-8", body: Data("See \(location)\n".utf8), headers: [("Location", location)] + headers)
+    }
+
+    /// An HTML page.
+    static func html(_ text: String, status: Int = 200, headers: [(String, String)] = []) -> WebResponse {
+        WebResponse(status: status, contentType: "text/html; charset=utf-8", body: Data(text.utf8), headers: headers)
+    }
+}
+
+/// A refusal or failure the web view answers with its status and a JSON body
+/// `{"error": {"code": …, "message": …}}` whose message says what happened and what to do.
+struct WebError: Error, Sendable, CustomStringConvertible {
+    let status: Int
+    let code: String
+    let message: String
+
+    init(_ status: Int, _ code: String, _ message: String) {
+        self.status = status
+        self.code = code
+        self.message = message
+    }
+
+    var description: String { "\(status) \(code): \(message)" }
+
+    var response: WebResponse {
+        .json(.object([("error", .object([("code", .string(code)), ("message", .string(message))]))]), status: status)
+    }
+
+    static func notFound(_ what: String) -> WebError { WebError(404, "notFound", "\(what) was not found; go back to the albums page") }
+
+    static func badRequest(_ message: String) -> WebError { WebError(400, "badRequest", message) }
+}
+
+/// A JSON value written by hand (no Foundation encoder on the request path), keys in the order given.
+indirect enum JSONValue: Sendable {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case double(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([(String, JSONValue)])
+
+    static func string(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
+    static func int(_ value: Int) -> JSONValue { .int(Int64(value)) }
+
+    /// The compact JSON text; characters that close a script element are escaped, so the text can
+    /// also sit inside HTML.
+    func serialized() -> String {
+        var text = ""
+        write(to: &text)
+        return text
+    }
+
+    private func write(to text: inout String) {
+        switch self {
+        case .null: text += "null"
+        case .bool(let value): text += value ? "true" : "false"
+        case .int(let value): text += String(value)
+        case .double(let value): text += value.isFinite ? String(value) : "null"
+        case .string(let value): Self.quote(value, into: &text)
+        case .array(let values):
+            text += "["
+            for (index, value) in values.enumerated() {
+                if index > 0 { text += "," }
+                value.write(to: &text)
+            }
+            text += "]"
+        case .object(let fields):
+            text += "{"
+            for (index, (key, value)) in fields.enumerated() {
+                if index > 0 { text += "," }
+                Self.quote(key, into: &text)
+                text += ":"
+                value.write(to: &text)
+            }
+            text += "}"
+        }
+    }
+
+    private static func quote(_ value: String, into text: inout String) {
+        text += "\""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": text += "\\\""
+            case "\\": text += "\\\\"
+            case "\n": text += "\\n"
+            case "\r": text += "\\r"
+            case "\t": text += "\\t"
+            case "<": text += "\\u003c"
+            case ">": text += "\\u003e"
+            case "&": text += "\\u0026"
+            case "\u{2028}": text += "\\u2028"
+            case "\u{2029}": text += "\\u2029"
+            default:
+                if scalar.value < 0x20 {
+                    text += String(format: "\\u%04x", scalar.value)
+                } else {
+                    text.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        text += "\""
+    }
+}
+
+/// Reading a JSON request body (Foundation's parser: bodies are small and come from the page).
+struct JSONBody {
+    private let fields: [String: Any]
+
+    init(_ request: WebRequest) throws(WebError) {
+        guard !request.body.isEmpty else { throw .badRequest("the request has no body; send a JSON object") }
+        guard let object = try? JSONSerialization.jsonObject(with: request.body), let fields = object as? [String: Any] else {
+            throw .badRequest("the body is not a JSON object; send one such as {\"assets\": [\"…\"]}")
+        }
+        self.fields = fields
+    }
+
+    func string(_ name: String) throws(WebError) -> String {
+        guard let value = fields[name] as? String else { throw .badRequest("the body needs \"\(name)\" as a string") }
+        return value
+    }
+
+    func bool(_ name: String) throws(WebError) -> Bool {
+        guard let value = fields[name] as? Bool else { throw .badRequest("the body needs \"\(name)\" as true or false") }
+        return value
+    }
+
+    func int(_ name: String) throws(WebError) -> Int {
+        guard let number = fields[name] as? NSNumber, let value = Int(exactly: number.doubleValue) else {
+            throw .badRequest("the body needs \"\(name)\" as a whole number")
+        }
+        return value
+    }
+
+    func strings(_ name: String) throws(WebError) -> [String] {
+        guard let values = fields[name] as? [String], !values.isEmpty else {
+            throw .badRequest("the body needs \"\(name)\" as a non-empty array of identifiers")
+        }
+        return values
+    }
+}
