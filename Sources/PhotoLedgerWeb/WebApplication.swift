@@ -129,9 +129,14 @@ final class WebApplication: Sendable {
     // MARK: Reading
 
     private func albums() throws -> JSONValue {
+        // The library's Hidden smart album is listed as the view's own Hidden page, which shows
+        // hidden assets with their controls (unhide); the others as they come.
         let smart = try library.fetchAssetCollections(with: .smartAlbum).allObjects
-        var entries = try smart.map { try albumSummary($0) }
-        entries.append(try hiddenSummary())
+        var entries: [JSONValue] = []
+        for album in smart {
+            entries.append(album.subtype == .smartAlbumAllHidden ? try hiddenSummary() : try albumSummary(album))
+        }
+        if !smart.contains(where: { $0.subtype == .smartAlbumAllHidden }) { entries.append(try hiddenSummary()) }
         let regular = try library.fetchAssetCollections(with: .album, options: FetchOptions(sortDescriptors: [SortDescriptor(.title)])).allObjects
         return .object([("smartAlbums", .array(entries)), ("albums", .array(try regular.map { try albumSummary($0) }))])
     }
@@ -144,7 +149,7 @@ final class WebApplication: Sendable {
         ])
     }
 
-    /// Hidden assets: not in any smart album, so the view lists them apart.
+    /// Hidden assets, on a page of the view's own (the library's Hidden smart album stands there).
     private func hiddenSummary() throws -> JSONValue {
         let hidden = try hiddenAssets()
         return .object([

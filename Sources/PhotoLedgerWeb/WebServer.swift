@@ -107,6 +107,11 @@ public final class WebServer: Sendable {
             return handle
         }) else { return }
         application.feed.stop()
+        // The closed streams end with their last chunk once their connection's thread reads the
+        // end: give them a moment to go out (libmicrohttpd releases a stream's response after
+        // sending it) before the daemon closes every connection.
+        let deadline = ContinuousClock.now.advanced(by: .seconds(2))
+        while application.feed.subscriberCount > 0, ContinuousClock.now < deadline { usleep(2_000) }
         MHD_stop_daemon(handle.pointer)
     }
 
