@@ -141,6 +141,9 @@ struct ProjectionBatch: Sendable {
     /// The number of events folded.
     private(set) var eventCount = 0
 
+    /// The memberships folded, by album and asset.
+    var memberships: Zip2Sequence<[MemberKey], [MemberRow]> { zip(members.keys, members.rows) }
+
     var isEmpty: Bool { eventCount == 0 }
 
 

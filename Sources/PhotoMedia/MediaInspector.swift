@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 
 /// Recognises and validates photos and videos from their bytes and reads the metadata PhotoKit
 /// sets on a new asset: format, pixel size, duration, creation date, location, animation.
@@ -77,5 +78,15 @@ public enum MediaInspector {
             return "looks like \(description); supported: JPEG, PNG, GIF, HEIC, WebP, MP4, QuickTime"
         }
         return "not JPEG, PNG, GIF, HEIC, WebP, MP4 or QuickTime"
+    }
+}
+
+extension MediaInspector {
+    /// The creation date and location in an EXIF payload (with or without its `Exif\0\0`
+    /// header), read as ``inspect(_:name:)`` reads the EXIF of a container; nil fields when the
+    /// payload lacks them or cannot be read. For tools that feed the reader EXIF from elsewhere,
+    /// such as the media fuzzer (`Tools/Fuzz`, target `media`).
+    package static func exifMetadata(_ payload: [UInt8]) -> (creationDate: Date?, location: Location?) {
+        Exif.metadata(from: payload)
     }
 }
