@@ -15,7 +15,7 @@ declare -A TARGET_MODULES=(
     [media]="LedgerCore PhotoMedia"
 )
 # The longest input each target is given, in bytes.
-declare -A TARGET_MAX_LEN=([payloads]=4096 [canonical]=4096 [pages]=65536 [json]=65536 [compression]=65536 [media]=65536)
+declare -A TARGET_MAX_LEN=([payloads]=4096 [canonical]=4096 [pages]=65536 [json]=16384 [compression]=65536 [media]=65536)
 # The modules each module imports, as Package.swift declares them.
 declare -A MODULE_DEPENDENCIES=(
     [LedgerCore]="" [SyncProtocol]="LedgerCore" [LedgerStore]="LedgerCore" [PhotoMedia]="LedgerCore"
@@ -36,7 +36,7 @@ usage() {
 OVERVIEW: Build and run the fuzz targets: everything a peer can send, through the code that
 decodes it (Tools/Fuzz).
 
-USAGE: bash Tools/fuzz.sh [--seconds N | --runs N] [--build-only] [TARGET ...]
+USAGE: bash Tools/fuzz.sh [--seconds N | --runs N] [--summary FILE] [--build-only] [TARGET ...]
 
 ARGUMENTS:
   TARGET                  The targets to build and run (default: all of them):
@@ -51,6 +51,7 @@ ARGUMENTS:
 OPTIONS:
   --seconds N             Run each target for N seconds (default: 30).
   --runs N                Run each target for N executions instead.
+  --summary FILE          Write the final statistics to FILE (default: $BUILD/summary.txt).
   --build-only            Build the targets and write their seed corpora; run nothing.
   -h, --help              Show this help.
 
@@ -58,7 +59,8 @@ Modules are compiled with swiftc -sanitize=fuzzer,address into $BUILD (again onl
 source changed). Each run writes the target's seeds from the project's own encoders into
 $BUILD/seeds/TARGET, grows its corpus in $BUILD/corpus/TARGET (kept between runs), writes
 crashing inputs to $BUILD/crashes/TARGET, its log to $BUILD/logs/TARGET.log, and the final
-statistics of every target to $BUILD/summary.txt.
+statistics of every target to the summary: executions, executions per second, corpus size,
+inputs added, peak memory and crashes.
 
 Exit status: 0 when no target crashed, 1 when one did, 64 for a usage error.
 EOF
@@ -66,13 +68,14 @@ EOF
 
 usage_error() {
     echo "Error: $1" >&2
-    echo "Usage: bash Tools/fuzz.sh [--seconds N | --runs N] [--build-only] [TARGET ...]" >&2
+    echo "Usage: bash Tools/fuzz.sh [--seconds N | --runs N] [--summary FILE] [--build-only] [TARGET ...]" >&2
     echo "  See 'bash Tools/fuzz.sh --help' for more information." >&2
     exit 64
 }
 
 seconds=30
 runs=""
+summary="$BUILD/summary.txt"
 build_only=false
 selected=()
 while [[ $# -gt 0 ]]; do
@@ -81,6 +84,9 @@ while [[ $# -gt 0 ]]; do
             [[ $# -ge 2 && "$2" =~ ^[1-9][0-9]*$ ]] || usage_error "$1 takes a positive integer"
             if [[ "$1" == --seconds ]]; then seconds="$2"; else runs="$2"; fi
             shift 2 ;;
+        --summary)
+            [[ $# -ge 2 && -n "$2" ]] || usage_error "--summary takes a file"
+            summary="$2"; shift 2 ;;
         --build-only) build_only=true; shift ;;
         -h | --help) usage; exit 0 ;;
         -*) usage_error "unknown option '$1'" ;;
@@ -189,8 +195,7 @@ fi
 # The value of `stat::NAME:` in a libFuzzer log, or "-".
 stat() { sed -n "s/^stat::$2: *//p" "$1" | tail -1 | grep . || echo -; }
 
-mkdir -p "$BUILD/logs"
-summary="$BUILD/summary.txt"
+mkdir -p "$BUILD/logs" "$(dirname "$summary")"
 limit=$([[ -n "$runs" ]] && echo "-runs=$runs" || echo "-max_total_time=$seconds")
 {
     echo "Fuzzing $(date -u +%Y-%m-%dT%H:%M:%SZ), $([[ -n "$runs" ]] && echo "$runs runs" || echo "$seconds s") per target"
