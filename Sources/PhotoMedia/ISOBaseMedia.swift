@@ -250,6 +250,7 @@ enum ISOBaseMedia {
         let version = try cursor.uint8()
         try cursor.skip(3)
         _ = try cursor.bigEndian(version == 0 ? 2 : 4)
+        guard cursor.offset <= information.upperBound else { throw InvalidMedia("damaged HEIF ('iinf' box too short)") }
         let entries = try Self.children(of: meta, in: cursor.offset..<information.upperBound, kind: "HEIF")
         var exifIdentifier: Int?
         for entry in entries where entry.type == "infe" {
@@ -286,10 +287,12 @@ enum ISOBaseMedia {
             let base = try cursor.bigEndian(baseSize)
             let extents = try cursor.uint16()
             var first: (Int64, Int64)?
-            for _ in 0..<extents {
+            if extents > 0 {
                 try cursor.skip(indexSize)
                 let offset = try cursor.bigEndian(offsetSize), length = try cursor.bigEndian(lengthSize)
-                if first == nil { first = (Int64(truncatingIfNeeded: base &+ offset), Int64(truncatingIfNeeded: length)) }
+                first = (Int64(truncatingIfNeeded: base &+ offset), Int64(truncatingIfNeeded: length))
+                // The other extents are skipped at once: their fields may take no bytes at all.
+                try cursor.skip((extents - 1) * (indexSize + offsetSize + lengthSize))
             }
             guard cursor.offset <= range.upperBound else { throw InvalidMedia("damaged HEIF ('iloc' box too short)") }
             if identifier == item { return method == 0 && extents == 1 ? first : nil }

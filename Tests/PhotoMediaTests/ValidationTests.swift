@@ -122,4 +122,33 @@ struct ValidationTests {
             }
         }
     }
+
+    /// A HEIF file of a 64 × 48 primary image whose `meta` box holds `boxes` besides the handler,
+    /// the primary item and the properties.
+    static func heif(meta boxes: [UInt8]) -> [UInt8] {
+        func box(_ type: String, _ payload: [UInt8]) -> [UInt8] { bigEndian(UInt32(payload.count + 8)) + Array(type.utf8) + payload }
+        func fullBox(_ type: String, _ payload: [UInt8]) -> [UInt8] { box(type, [0, 0, 0, 0] + payload) }
+        let properties = box("iprp", box("ipco", fullBox("ispe", bigEndian(64) + bigEndian(48))) + fullBox("ipma", bigEndian(1) + [0, 1, 1, 0x81]))
+        let meta = fullBox("meta", fullBox("hdlr", [0, 0, 0, 0] + Array("pict".utf8) + [UInt8](repeating: 0, count: 13)) + fullBox("pitm", [0, 1]) + boxes + properties)
+        return box("ftyp", Array("heic".utf8) + [0, 0, 0, 0] + Array("mif1heic".utf8)) + meta + box("mdat", [UInt8](repeating: 0, count: 16))
+    }
+
+    static func bigEndian(_ value: UInt32) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * $0)) } }
+
+    @Test("a HEIF item information box shorter than its own header is damaged")
+    func shortItemInformation() {
+        let bytes = Self.heif(meta: [0, 0, 0, 10] + Array("iinf".utf8) + [0, 0] + [0, 0, 0, 16] + Array("iloc".utf8) + [0, 0, 0, 0, 0x44, 0, 0, 0])
+        let error = Samples.mediaError { _ = try MediaInspector.inspect(bytes, name: "IMG_1.HEIC") }
+        #expect(error?.description == "IMG_1.HEIC: damaged HEIF ('iinf' box too short)")
+    }
+
+    @Test("HEIF item locations with 65,535 extents of no bytes each are read at once", .timeLimit(.minutes(1)))
+    func emptyExtents() throws {
+        let items = 20_000
+        var locations: [UInt8] = [1, 0, 0, 0, 0, 0] + [UInt8(items >> 8), UInt8(items & 0xFF)]
+        for item in 0..<items { locations += [UInt8((item + 2) >> 8), UInt8((item + 2) & 0xFF), 0, 0, 0, 0, 0xFF, 0xFF] }
+        let bytes = Self.heif(meta: Self.bigEndian(UInt32(locations.count + 8)) + Array("iloc".utf8) + locations)
+        let info = try MediaInspector.inspect(bytes, name: "IMG_2.HEIC")
+        #expect(info.pixelWidth == 64 && info.pixelHeight == 48)
+    }
 }
