@@ -25,6 +25,8 @@ MODULE_ORDER=(LedgerCore SyncProtocol LedgerStore PhotoMedia PhotoLedger)
 LIBRARIES=(-lcrypto -lz -lzstd -lexif -lsqlite3)
 
 BUILD=.build/fuzz
+# Crashes are reported by libFuzzer and AddressSanitizer, not by Swift's backtracer.
+export SWIFT_BACKTRACE=enable=no
 SWIFT_FLAGS=(-O -g -sanitize=fuzzer,address -parse-as-library -package-name photoledger -swift-version 6 -warnings-as-errors)
 INCLUDES=(-I Sources/CCrypto -I Sources/CZlib -I Sources/CZstd -I Sources/CExif -I Sources/CSQLite -I "$BUILD/CFileSync" -I "$BUILD/modules")
 # Per input: at most 10 s, 2 GB in all and 256 MB in one allocation (an input of at most 64 KB
