@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .library(name: "LedgerCore", targets: ["LedgerCore"]),
         .library(name: "LedgerStore", targets: ["LedgerStore"]),
+        .library(name: "LedgerCrypto", targets: ["LedgerCrypto"]),
         .library(name: "PhotoLedger", targets: ["PhotoLedger"]),
         .library(name: "PhotoLedgerSync", targets: ["PhotoLedgerSync"]),
         .library(name: "PhotoLedgerServer", targets: ["PhotoLedgerServer"]),
@@ -26,14 +27,35 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CExif", pkgConfig: "libexif", providers: [.apt(["libexif-dev"])]),
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(name: "CVips", pkgConfig: "vips", providers: [.apt(["libvips-dev"])]),
+        .systemLibrary(
+            name: "CFFmpeg", pkgConfig: "libavformat",
+            providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswscale-dev"])]),
+
+        // libvips' loaders behind one non-variadic call per file, and its shared error buffer
+        // behind a lock, so that media validation can run on several threads.
+        .target(name: "CMediaDecoding", dependencies: ["CVips"]),
+
+        // EXIF blocks that libexif cannot read whole (past 64 KB), re-encoded by libexiv2.
+        .target(name: "CExifRecovery", linkerSettings: [.linkedLibrary("exiv2")]),
+        .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
         // One Linux call Swift's Glibc module does not import (sync_file_range, a GNU extension).
         .target(name: "CFileSync"),
+
+        // libmicrohttpd's own error pages (400, 413, 414, 431, 505) answered with the protocol's
+        // JSON error body: a wrapper of MHD_queue_response that the dynamic linker binds first.
+        .target(name: "CHTTPLayerErrors", dependencies: ["CMicroHTTPD"]),
 
         // The shared vocabulary, below everything else and free of SQLite: events and their
         // canonical bytes, the hash chain, the hybrid logical clock, identifiers, SHA-256, byte
         // coding, event type names, locations.
         .target(name: "LedgerCore", dependencies: ["CCrypto"]),
+
+        // End-to-end encryption's primitives over libsodium: AEAD, sealed boxes, keyed hashes, key
+        // derivation, streamed encryption of files, recovery keys.
+        .target(name: "LedgerCrypto", dependencies: ["LedgerCore", "CSodium"]),
 
         // The store: SQLite connection, migrations, append-only event log.
         .target(
@@ -42,9 +64,10 @@ let package = Package(
             plugins: ["EmbedMigrations"]
         ),
 
-        // Media: format detection from bytes, metadata (EXIF via libexif, MP4 boxes), the
-        // content-addressed resource store, and image/video synthesis for demos and tests.
-        .target(name: "PhotoMedia", dependencies: ["LedgerCore", "CExif", "CZlib", "CFileSync"]),
+        // Media: format recognition and validation by decoding (libvips for stills, FFmpeg for
+        // videos), metadata (EXIF via libexif, movie metadata via FFmpeg), and the
+        // content-addressed resource store.
+        .target(name: "PhotoMedia", dependencies: ["LedgerCore", "CExif", "CExifRecovery", "CFileSync", "CMediaDecoding", "CFFmpeg"]),
 
         // The public library API: PhotoKit semantics over the event log.
         .target(name: "PhotoLedger", dependencies: ["LedgerCore", "LedgerStore", "PhotoMedia"]),
@@ -55,8 +78,12 @@ let package = Package(
         // HTTP client transport over libcurl, behind a small protocol.
         .target(name: "SyncTransport", dependencies: ["CCurl"]),
 
-        // The sync server: HTTP over libmicrohttpd, embedded server store, auth, blobs.
-        .target(name: "PhotoLedgerServer", dependencies: ["LedgerCore", "LedgerStore", "SyncProtocol", "CMicroHTTPD", "CZlib"]),
+        // The sync server: HTTP over libmicrohttpd, server stores (embedded SQLite, PostgreSQL over
+        // libpq), auth, blobs (a directory, or S3-compatible storage over libcurl).
+        .target(
+            name: "PhotoLedgerServer",
+            dependencies: ["LedgerCore", "LedgerStore", "SyncProtocol", "CMicroHTTPD", "CHTTPLayerErrors", "CZlib", "CPostgres", "CCurl"]
+        ),
 
         // The sync engine: push, pull, blobs, conflict handling through the library's fold.
         .target(name: "PhotoLedgerSync", dependencies: ["LedgerCore", "LedgerStore", "PhotoLedger", "SyncProtocol", "SyncTransport"]),
@@ -86,8 +113,8 @@ let package = Package(
         .executableTarget(
             name: "photoledger-bench",
             dependencies: [
-                "CommandLineParsing", "LedgerCore", "LedgerStore", "CBaseline", "PhotoMedia", "PhotoLedger", "PhotoLedgerServer", "PhotoLedgerSync",
-                "SyncProtocol", "SyncTransport",
+                "CommandLineParsing", "LedgerCore", "LedgerStore", "CBaseline", "PhotoMedia", "MediaSynthesis", "PhotoLedger", "PhotoLedgerServer",
+                "PhotoLedgerSync", "SyncProtocol", "SyncTransport",
             ],
             path: "Tools/photoledger-bench"
         ),
@@ -101,8 +128,17 @@ let package = Package(
         ),
         .executableTarget(
             name: "photoledger-demo",
-            dependencies: ["LedgerCore", "PhotoMedia"],
+            dependencies: ["LedgerCore", "PhotoMedia", "MediaSynthesis"],
             path: "Tools/photoledger-demo"
+        ),
+
+        // Media made by the real encoders (libvips in process, the ffmpeg tool for movies) for
+        // tests, the demo and the benchmarks; no shipped library links it.
+        .target(name: "CMediaEncoding", dependencies: ["CVips", "CMediaDecoding"], path: "Tests/Support/CMediaEncoding"),
+        .target(
+            name: "MediaSynthesis",
+            dependencies: ["LedgerCore", "PhotoMedia", "CExif", "CMediaEncoding"],
+            path: "Tests/Support/MediaSynthesis"
         ),
 
         // Test support: a process that appends until killed (crash-safety tests).
@@ -113,28 +149,34 @@ let package = Package(
         ),
         .executableTarget(
             name: "library-crash-importer",
-            dependencies: ["LedgerCore", "PhotoLedger", "PhotoMedia"],
+            dependencies: ["LedgerCore", "PhotoLedger", "PhotoMedia", "MediaSynthesis"],
             path: "Tests/Support/library-crash-importer"
         ),
+        // Test helpers every test target shares: temporary directories, how much randomized testing to run.
+        .target(name: "TestSupportKit", path: "Tests/Support/TestSupportKit"),
         .target(
             name: "PhotoLedgerTestSupport",
-            dependencies: ["LedgerCore", "PhotoLedger", "PhotoMedia"],
+            dependencies: ["LedgerCore", "PhotoLedger", "PhotoMedia", "MediaSynthesis", "TestSupportKit"],
             path: "Tests/Support/PhotoLedgerTestSupport"
         ),
         .testTarget(
             name: "LedgerStoreTests",
-            dependencies: ["LedgerCore", "LedgerStore", "ledger-crash-writer"]
+            dependencies: ["LedgerCore", "LedgerStore", "TestSupportKit", "ledger-crash-writer"]
         ),
-        .testTarget(name: "PhotoMediaTests", dependencies: ["LedgerCore", "PhotoMedia"]),
+        .testTarget(name: "PhotoMediaTests", dependencies: ["LedgerCore", "PhotoMedia", "MediaSynthesis", "CExif", "TestSupportKit"]),
         .testTarget(
             name: "PhotoLedgerTests",
-            dependencies: ["LedgerCore", "LedgerStore", "PhotoLedger", "PhotoMedia", "PhotoLedgerTestSupport", "library-crash-importer"]
+            dependencies: [
+                "LedgerCore", "LedgerStore", "PhotoLedger", "PhotoMedia", "MediaSynthesis", "PhotoLedgerTestSupport", "library-crash-importer",
+            ]
         ),
         .testTarget(name: "SyncProtocolTests", dependencies: ["LedgerCore", "SyncProtocol"]),
-        .testTarget(name: "SyncTransportTests", dependencies: ["SyncTransport"]),
+        .testTarget(name: "SyncTransportTests", dependencies: ["SyncTransport", "TestSupportKit"]),
         .testTarget(name: "CommandLineParsingTests", dependencies: ["CommandLineParsing"]),
-        .testTarget(name: "PhotoLedgerServerTests", dependencies: ["LedgerCore", "LedgerStore", "PhotoLedgerServer", "SyncProtocol", "photoledger-server"]),
-        .testTarget(name: "ToolTests", dependencies: ["photoledger", "photoledger-server", "photoledger-demo", "LedgerCore", "LedgerStore", "PhotoMedia"]),
+        .testTarget(
+            name: "PhotoLedgerServerTests", dependencies: ["LedgerCore", "LedgerStore", "PhotoLedgerServer", "SyncProtocol", "TestSupportKit", "photoledger-server"]
+        ),
+        .testTarget(name: "ToolTests", dependencies: ["photoledger", "photoledger-server", "photoledger-demo", "LedgerCore", "LedgerStore", "PhotoMedia", "MediaSynthesis"]),
         .testTarget(
             name: "PhotoLedgerSyncTests",
             dependencies: [

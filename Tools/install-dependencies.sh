@@ -1,8 +1,23 @@
 #!/usr/bin/env bash
 # Installs the Debian packages PhotoLedger builds against, when they are missing.
 # Idempotent and quiet when everything is already installed.
+#
+# With --test-services it also installs what the tests' throwaway services need: PostgreSQL (the
+# server's scale-out store) and moto, an S3-compatible server from PyPI (into .build/test-python
+# unless the python3 on PATH has it already). It then prints the Python to run moto with.
 set -euo pipefail
-packages=(libsqlite3-dev libssl-dev zlib1g-dev libzstd-dev libcurl4-openssl-dev libmicrohttpd-dev libexif-dev pkg-config openssl)
+cd "$(dirname "$0")/.."
+# libvips-dev and the FFmpeg libraries decode media (libswscale turns a video's poster frame into
+# RGB), libexiv2-dev reads the EXIF blocks libexif cannot; libvips-tools, ffmpeg and exiftool make
+# and edit the media of tests, demo and benchmarks (vipsthumbnail is the thumbnail bench's baseline);
+# libsodium-dev seals end-to-end encrypted libraries; libpq-dev is the PostgreSQL server store's.
+packages=(libsqlite3-dev libssl-dev zlib1g-dev libzstd-dev libcurl4-openssl-dev libmicrohttpd-dev libexif-dev libpq-dev pkg-config openssl
+    libsodium-dev libvips-dev libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libexiv2-dev libvips-tools ffmpeg libimage-exiftool-perl)
+test_services=false
+if [ "${1:-}" = "--test-services" ]; then
+    test_services=true
+    packages+=(postgresql python3 python3-venv)
+fi
 missing=()
 for package in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
@@ -19,4 +34,17 @@ fi
 if ! command -v swift >/dev/null 2>&1; then
     echo "error: the Swift toolchain (6.x) is not on PATH; install it from swift.org and retry" >&2
     exit 1
+fi
+if $test_services; then
+    python=python3
+    if ! python3 -c 'import moto.server, flask, flask_cors' >/dev/null 2>&1; then
+        python=.build/test-python/bin/python3
+        if ! "$python" -c 'import moto.server, flask, flask_cors' >/dev/null 2>&1; then
+            echo "Installing moto[server] (the S3 test server) into .build/test-python …" >&2
+            mkdir -p .build
+            /usr/bin/python3 -m venv .build/test-python
+            .build/test-python/bin/pip install --quiet --disable-pip-version-check 'moto[server]>=5,<6'
+        fi
+    fi
+    echo "$python"
 fi

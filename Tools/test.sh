@@ -1,21 +1,45 @@
 #!/usr/bin/env bash
-# Runs the whole test suite with warnings treated as errors.
+# Runs the whole test suite with warnings treated as errors, every import a declared dependency,
+# and the code formatted as .swift-format says.
 #
-# Tests run one at a time (--no-parallel): several suites start servers, kill processes and assert
-# time limits (transport timeouts), and on a 2-core machine parallel suites starve each other's
-# timing. The multi-replica sync simulation runs PHOTOLEDGER_SIMULATION_SCHEDULES schedules
-# (default 1000).
+# By default the randomized and exhaustive tests run a few dozen cases each, so the run stays
+# short; with CI=true (as .ci/run sets it) or PHOTOLEDGER_FULL_TESTS=1 they run their full amounts
+# (the multi-replica simulation its thousand schedules), the DocC catalogs are built with warnings
+# as errors, and the fuzzers run briefly. PHOTOLEDGER_SIMULATION_SCHEDULES sets the simulation's
+# count alone.
 #
-# Then, when CI=true or PHOTOLEDGER_FUZZ_SECONDS=N is set, every fuzz target runs for N seconds
-# (default 25) with Tools/fuzz.sh, and a crash fails the run; otherwise fuzzing is skipped, and
-# said so.
+# The fuzzers (Tools/fuzz.sh): with CI=true, PHOTOLEDGER_FULL_TESTS=1 or PHOTOLEDGER_FUZZ_SECONDS=N
+# every fuzz target is built and run for N seconds (default 15), and a crash fails the run.
+#
+# The transport's timeout tests compare elapsed time with a timeout: they run alone, after the
+# others, so nothing else on a small machine delays them.
+#
+# The server's PostgreSQL and S3 tests get a throwaway PostgreSQL cluster and a local
+# S3-compatible server (Tools/test-services.sh), stopped at the end, also on failure. Set
+# PHOTOLEDGER_TEST_SERVICES=0 to run without them: those tests then say they were skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash Tools/install-dependencies.sh
-swift build --build-tests -Xswiftc -warnings-as-errors --explicit-target-dependency-import-check error
-swift test --skip-build --no-parallel "$@"
-if [[ "${CI:-}" == true || -n "${PHOTOLEDGER_FUZZ_SECONDS:-}" ]]; then
-    bash Tools/fuzz.sh --seconds "${PHOTOLEDGER_FUZZ_SECONDS:-25}"
+if [ "${PHOTOLEDGER_TEST_SERVICES:-1}" = "0" ]; then
+    bash Tools/install-dependencies.sh
 else
-    echo "Fuzzing skipped: set CI=true or PHOTOLEDGER_FUZZ_SECONDS=N to run every fuzz target for N seconds (Tools/fuzz.sh)."
+    test_services_python="$(bash Tools/install-dependencies.sh --test-services | tail -n 1)"
+    source Tools/test-services.sh
+    trap stop_test_services EXIT
+    start_test_services
+fi
+swift build --build-tests -Xswiftc -warnings-as-errors --explicit-target-dependency-import-check error
+full=false
+if [ "${CI:-}" = "true" ] || [ "${PHOTOLEDGER_FULL_TESTS:-}" = "1" ]; then full=true; fi
+alone='CurlTransportTests'
+swift test --skip-build --no-parallel --skip "$alone" "$@"
+swift test --skip-build --no-parallel --filter "$alone" "$@"
+if $full; then
+    bash Tools/docs.sh
+else
+    echo "Skipped: the DocC catalogs (they are built when CI=true or PHOTOLEDGER_FULL_TESTS=1)."
+fi
+if $full || [ -n "${PHOTOLEDGER_FUZZ_SECONDS:-}" ]; then
+    bash Tools/fuzz.sh --seconds "${PHOTOLEDGER_FUZZ_SECONDS:-15}"
+else
+    echo "Skipped: the fuzzers (every target runs briefly when CI=true, PHOTOLEDGER_FULL_TESTS=1 or PHOTOLEDGER_FUZZ_SECONDS=N)."
 fi

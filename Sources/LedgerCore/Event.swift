@@ -136,8 +136,10 @@ public struct Event: Sendable, Hashable {
     /// at the reader's position, in either format. Every field is checked as a peer's input must
     /// be (``envelopeProblem``): nothing read here can trap later.
     ///
-    /// - Parameter validating: Whether to check the envelope's fields (``envelopeProblem``); a
-    ///   caller that reports each field's problem by name checks them itself.
+    /// - Parameters:
+    ///   - reader: The bytes, read from its position on.
+    ///   - validating: Whether to check the envelope's fields (``envelopeProblem``); a caller
+    ///     that reports each field's problem by name checks them itself.
     /// - Throws: ``DecodingError`` for an unknown format, bytes that end early, text that is not
     ///   UTF-8, or a field out of its range.
     public static func readCanonical(from reader: inout ByteReader, validating: Bool = true) throws -> Event {

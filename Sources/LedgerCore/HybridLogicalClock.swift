@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A hybrid logical clock stamp: 48 bits of Unix milliseconds and a 16-bit logical counter,
 /// packed into one integer so stamps compare and sort as plain numbers.
@@ -61,11 +62,9 @@ public struct ClockDriftError: Error, Sendable, Equatable, CustomStringConvertib
 /// never go backwards when it does not, and advance past every stamp received.
 ///
 /// The physical clock is injected, so tests control time. The clock is thread-safe.
-public final class HybridLogicalClock: @unchecked Sendable {
-    // Safe to share: `last` is read and written only while `lock` is held.
-    private let lock = NSLock()
+public final class HybridLogicalClock: Sendable {
     private let physical: @Sendable () -> UInt64
-    private var last: HLCTimestamp
+    private let state: Mutex<HLCTimestamp>
     /// The largest amount a received stamp may be ahead of physical time.
     public let maximumDriftMilliseconds: UInt64
 
@@ -76,16 +75,16 @@ public final class HybridLogicalClock: @unchecked Sendable {
         maximumDriftMilliseconds: UInt64 = 5 * 60 * 1000
     ) {
         self.physical = physicalClock
-        self.last = last
+        self.state = Mutex(last)
         self.maximumDriftMilliseconds = maximumDriftMilliseconds
     }
 
     /// The last stamp issued or received.
-    public var lastTimestamp: HLCTimestamp { lock.withLock { last } }
+    public var lastTimestamp: HLCTimestamp { state.withLock { $0 } }
 
     /// A new stamp for a local event, greater than every stamp issued or received before.
     public func now() -> HLCTimestamp {
-        lock.withLock {
+        state.withLock { last in
             let wall = physical()
             if wall > last.milliseconds {
                 last = HLCTimestamp(milliseconds: wall, counter: 0)
@@ -101,13 +100,11 @@ public final class HybridLogicalClock: @unchecked Sendable {
     /// - Throws: ``ClockDriftError`` when the stamp is further ahead of physical time than
     ///   ``maximumDriftMilliseconds``; the clock is left unchanged.
     public func receive(_ remote: HLCTimestamp) throws {
-        try lock.withLock {
-            let wall = physical()
-            if remote.milliseconds > wall, remote.milliseconds - wall > maximumDriftMilliseconds {
-                throw ClockDriftError(received: remote, localMilliseconds: wall, maximumDriftMilliseconds: maximumDriftMilliseconds)
-            }
-            if remote > last { last = remote }
+        let wall = physical()
+        if remote.milliseconds > wall, remote.milliseconds - wall > maximumDriftMilliseconds {
+            throw ClockDriftError(received: remote, localMilliseconds: wall, maximumDriftMilliseconds: maximumDriftMilliseconds)
         }
+        state.withLock { last in if remote > last { last = remote } }
     }
 
     private static func successor(of stamp: HLCTimestamp) -> HLCTimestamp {

@@ -1,5 +1,6 @@
 import CCrypto
 import Foundation
+import Synchronization
 
 extension UUID {
     /// The 16 bytes of the UUID, in RFC 9562 order.
@@ -46,13 +47,15 @@ extension UUID {
 /// Makes time-ordered version 7 UUIDs (RFC 9562): 48 bits of Unix milliseconds, then a 12-bit
 /// counter that keeps identifiers made in the same millisecond in creation order, then 62 random
 /// bits. Identifiers from one generator are strictly increasing even if the clock steps back.
-public final class UUIDv7Generator: @unchecked Sendable {
-    // Safe to share: the mutable state is guarded by `lock`.
-    private let lock = NSLock()
+public final class UUIDv7Generator: Sendable {
+    private struct State: ~Copyable {
+        var random: any RandomNumberGenerator & Sendable
+        var lastMilliseconds: UInt64 = 0
+        var counter: UInt16 = 0
+    }
+
     private let clock: @Sendable () -> UInt64
-    private var random: any RandomNumberGenerator & Sendable
-    private var lastMilliseconds: UInt64 = 0
-    private var counter: UInt16 = 0
+    private let state: Mutex<State>
 
     /// A generator over the system clock and the system's random source.
     public convenience init() {
@@ -62,34 +65,34 @@ public final class UUIDv7Generator: @unchecked Sendable {
     /// A generator over an injected clock (Unix milliseconds) and random source.
     public init(clock: @escaping @Sendable () -> UInt64, random: any RandomNumberGenerator & Sendable) {
         self.clock = clock
-        self.random = random
+        self.state = Mutex(State(random: random))
     }
 
     /// The next identifier.
     public func next() -> UUID {
-        lock.withLock {
+        let (now, counter, tail) = state.withLock { state in
             var now = clock()
-            if now <= lastMilliseconds {
-                now = lastMilliseconds
-                if counter == 0x0FFF {
+            if now <= state.lastMilliseconds {
+                now = state.lastMilliseconds
+                if state.counter == 0x0FFF {
                     now += 1
-                    counter = 0
+                    state.counter = 0
                 } else {
-                    counter += 1
+                    state.counter += 1
                 }
             } else {
-                counter = 0
+                state.counter = 0
             }
-            lastMilliseconds = now
-            let tail = random.next() as UInt64
-            var b = [UInt8](repeating: 0, count: 16)
-            for index in 0..<6 { b[index] = UInt8(truncatingIfNeeded: now >> (40 - 8 * UInt64(index))) }
-            b[6] = 0x70 | UInt8(counter >> 8)
-            b[7] = UInt8(truncatingIfNeeded: counter)
-            for index in 0..<8 { b[8 + index] = UInt8(truncatingIfNeeded: tail >> (56 - 8 * UInt64(index))) }
-            b[8] = (b[8] & 0x3F) | 0x80
-            return UUID(bytes: b)!
+            state.lastMilliseconds = now
+            return (now, state.counter, state.random.next() as UInt64)
         }
+        var b = [UInt8](repeating: 0, count: 16)
+        for index in 0..<6 { b[index] = UInt8(truncatingIfNeeded: now >> (40 - 8 * UInt64(index))) }
+        b[6] = 0x70 | UInt8(counter >> 8)
+        b[7] = UInt8(truncatingIfNeeded: counter)
+        for index in 0..<8 { b[8 + index] = UInt8(truncatingIfNeeded: tail >> (56 - 8 * UInt64(index))) }
+        b[8] = (b[8] & 0x3F) | 0x80
+        return UUID(bytes: b)!
     }
 }
 

@@ -17,6 +17,8 @@ final class BackgroundCheckpointer: @unchecked Sendable {
     // Safe to share: the flags are read and written only while `condition` is locked.
     private let condition = NSCondition()
     private var requested = false
+    /// Whether the thread is running a checkpoint it took from a request.
+    private var running = false
     private var stopped = false
     private var finished = false
     private var completed = 0
@@ -51,6 +53,7 @@ final class BackgroundCheckpointer: @unchecked Sendable {
                 return
             }
             requested = false
+            running = true
             condition.unlock()
             if let connection {
                 // PASSIVE: copies what no reader still needs, never waits for the writer. A busy
@@ -59,6 +62,7 @@ final class BackgroundCheckpointer: @unchecked Sendable {
             }
             condition.withLock {
                 completed += 1
+                running = false
                 condition.broadcast()
             }
         }
@@ -88,8 +92,7 @@ final class BackgroundCheckpointer: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
         condition.lock()
         defer { condition.unlock() }
-        let target = completed + (requested ? 1 : 0)
-        while completed < target || requested {
+        while requested || running {
             if !condition.wait(until: deadline) { return false }
         }
         return true

@@ -41,9 +41,9 @@ public struct MigrationError: Error, Sendable, Equatable, CustomStringConvertibl
         case failed(id: Int, name: String, cause: String)
     }
 
-    /// The migration set (`Library` or `Server`).
+    /// The migration set (`Library`, `Server`, `Postgres`, …).
     public let set: String
-    /// The database file.
+    /// The database: a file path, or a PostgreSQL URL without its password.
     public let path: String
     /// What went wrong.
     public let reason: Reason
@@ -70,11 +70,86 @@ public struct MigrationError: Error, Sendable, Equatable, CustomStringConvertibl
     }
 }
 
+/// A migration as a database recorded it in `ledger_migrations`.
+public struct RecordedMigration: Sendable, Hashable {
+    /// The migration's number.
+    public let id: Int
+    /// The migration's name.
+    public let name: String
+    /// The SHA-256 of the SQL that was applied.
+    public let checksum: [UInt8]
+
+    /// Creates a record.
+    public init(id: Int, name: String, checksum: [UInt8]) {
+        self.id = id
+        self.name = name
+        self.checksum = checksum
+    }
+}
+
+/// A database connection that a ``Migrator`` can bring to a schema version: SQLite's
+/// ``Database``, or a PostgreSQL connection of the server. The migrator keeps the rules (order,
+/// names, checksums, newer schemas); a target only reads and writes `ledger_migrations` and runs
+/// SQL, each in its own dialect.
+public protocol MigrationTarget {
+    /// Where the database is, for messages: a file path, or a URL without its password.
+    var migrationLocation: String { get }
+    /// The migrations recorded in `ledger_migrations`, by id; creates the table when it is
+    /// missing, unless the connection is read-only (then none are recorded).
+    func recordedMigrations() throws -> [RecordedMigration]
+    /// Runs the migration's SQL and records it with its checksum and `milliseconds`, in one
+    /// transaction: on failure nothing of it stays, and the error says why.
+    func apply(_ migration: Migration, at milliseconds: Int64) throws
+    /// Runs `body` while no other migrator works on the same database: several server processes
+    /// may start at once on one PostgreSQL database.
+    func withMigrationLock<T>(_ body: () throws -> T) throws -> T
+}
+
+extension Database: MigrationTarget {
+    /// The database file.
+    public var migrationLocation: String { path }
+
+    /// The migrations recorded in the file (none in a read-only file without the table).
+    public func recordedMigrations() throws -> [RecordedMigration] {
+        let exists = try firstRow("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'ledger_migrations'") { _ in true }
+        if exists == nil {
+            if isReadOnly { return [] }
+            try execute(
+                """
+                CREATE TABLE IF NOT EXISTS ledger_migrations (
+                    id         INTEGER PRIMARY KEY,
+                    name       TEXT    NOT NULL,
+                    checksum   BLOB    NOT NULL,
+                    applied_at INTEGER NOT NULL
+                ) STRICT
+                """)
+            return []
+        }
+        return try rows("SELECT id, name, checksum FROM ledger_migrations ORDER BY id") {
+            RecordedMigration(id: Int($0.int64(0)), name: $0.text(1), checksum: $0.blob(2))
+        }
+    }
+
+    /// Runs the migration and records it in one transaction.
+    public func apply(_ migration: Migration, at milliseconds: Int64) throws {
+        try inTransaction {
+            try execute(migration.sql)
+            try execute(
+                "INSERT INTO ledger_migrations (id, name, checksum, applied_at) VALUES (?, ?, ?, ?)",
+                [migration.id, migration.name, migration.checksum, milliseconds])
+        }
+    }
+
+    /// Runs `body`: the connection that migrates is the database's only writer already.
+    public func withMigrationLock<T>(_ body: () throws -> T) throws -> T { try body() }
+}
+
 /// Applies a numbered set of migrations in order, each in its own transaction, and records each
 /// with its checksum in `ledger_migrations`.
 ///
 /// Opening a database checks what was applied before: an edited, missing, renamed or reordered
-/// migration is an error, and a database from a newer version is refused without writing.
+/// migration is an error, and a database from a newer version is refused without writing. The
+/// same rules hold for every ``MigrationTarget``: SQLite files and the server's PostgreSQL store.
 public struct Migrator: Sendable {
     /// The set's name, for messages.
     public let set: String
@@ -93,6 +168,9 @@ public struct Migrator: Sendable {
 
     /// The migrations of a library's event archive (`Migrations/Archive`).
     public static func archive() throws -> Migrator { try embedded("Archive") }
+
+    /// The sync server's schema on PostgreSQL (`Migrations/Postgres`).
+    public static func postgresServer() throws -> Migrator { try embedded("Postgres") }
 
     /// A migrator over files named `NNNN_name.sql`, numbered 1, 2, 3, … without gaps.
     public init(set: String, files: [(name: String, sql: String)]) throws {
@@ -122,60 +200,32 @@ public struct Migrator: Sendable {
     /// The schema version this build brings a database to.
     public var latestVersion: Int { migrations.count }
 
-    private struct Applied {
-        let id: Int
-        let name: String
-        let checksum: [UInt8]
-    }
-
     /// Checks the applied migrations and applies the pending ones. Returns the ids applied now.
     @discardableResult
-    public func migrate(_ database: Database) throws -> [Int] {
-        let applied = try appliedMigrations(database)
-        try validate(applied, path: database.path)
-        var appliedNow: [Int] = []
-        for migration in migrations.dropFirst(applied.count) {
-            do {
-                try database.inTransaction {
-                    try database.execute(migration.sql)
-                    try database.execute(
-                        "INSERT INTO ledger_migrations (id, name, checksum, applied_at) VALUES (?, ?, ?, ?)",
-                        [migration.id, migration.name, migration.checksum, Int64(WallClock.milliseconds())])
+    public func migrate(_ database: some MigrationTarget) throws -> [Int] {
+        try database.withMigrationLock {
+            let applied = try database.recordedMigrations()
+            try validate(applied, path: database.migrationLocation)
+            var appliedNow: [Int] = []
+            for migration in migrations.dropFirst(applied.count) {
+                do {
+                    try database.apply(migration, at: Int64(WallClock.milliseconds()))
+                } catch {
+                    throw MigrationError(
+                        set: set, path: database.migrationLocation, reason: .failed(id: migration.id, name: migration.name, cause: "\(error)"))
                 }
-            } catch let error as DatabaseError {
-                throw MigrationError(set: set, path: database.path, reason: .failed(id: migration.id, name: migration.name, cause: error.description))
+                appliedNow.append(migration.id)
             }
-            appliedNow.append(migration.id)
+            return appliedNow
         }
-        return appliedNow
     }
 
     /// The schema version recorded in `database` (0 for a new database).
-    public func currentVersion(_ database: Database) throws -> Int {
-        try appliedMigrations(database).last?.id ?? 0
+    public func currentVersion(_ database: some MigrationTarget) throws -> Int {
+        try database.recordedMigrations().last?.id ?? 0
     }
 
-    private func appliedMigrations(_ database: Database) throws -> [Applied] {
-        let exists = try database.firstRow("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'ledger_migrations'") { _ in true }
-        if exists == nil {
-            if database.isReadOnly { return [] }
-            try database.execute(
-                """
-                CREATE TABLE IF NOT EXISTS ledger_migrations (
-                    id         INTEGER PRIMARY KEY,
-                    name       TEXT    NOT NULL,
-                    checksum   BLOB    NOT NULL,
-                    applied_at INTEGER NOT NULL
-                ) STRICT
-                """)
-            return []
-        }
-        return try database.rows("SELECT id, name, checksum FROM ledger_migrations ORDER BY id") {
-            Applied(id: Int($0.int64(0)), name: $0.text(1), checksum: $0.blob(2))
-        }
-    }
-
-    private func validate(_ applied: [Applied], path: String) throws {
+    private func validate(_ applied: [RecordedMigration], path: String) throws {
         func fail(_ reason: MigrationError.Reason) -> MigrationError { MigrationError(set: set, path: path, reason: reason) }
         if let newest = applied.last, newest.id > latestVersion {
             throw fail(.newerSchema(databaseVersion: newest.id, supportedVersion: latestVersion))

@@ -193,7 +193,7 @@ public final class AlbumChangeRequest {
         guard !additions.isEmpty else { return }
         let entries = try additions.map { asset, key in
             let cl = try AlbumMembers.causalLength(album: id, asset: asset, db: changes.database)
-            return ChangeEvent.MemberChange(asset: asset, causalLength: cl % 2 == 1 ? cl : cl + 1, position: key)
+            return ChangeEvent.MemberChange(asset: asset, causalLength: CausalLength.isPresent(cl) ? cl : cl + 1, position: key)
         }
         try changes.record(.albumMembersChanged(operation: operation, entries: entries), object: id)
     }

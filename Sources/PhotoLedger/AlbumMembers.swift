@@ -67,7 +67,7 @@ enum AlbumMembers {
         try db.forEachRow(
             """
             SELECT m.asset_id, m.asset_version FROM album_members m\(join(condition))
-            WHERE m.album_id = ? AND m.cl % 2 = 1 AND \(filter(includeHidden, condition)) ORDER BY m.position, m.asset_id
+            WHERE m.album_id = ? AND \(CausalLength.present("m.cl")) AND \(filter(includeHidden, condition)) ORDER BY m.position, m.asset_id
             """, [group[0].bytes] + values
         ) { row in
             identifiers.append(row.withBlob(0) { UUID(bytes: $0) }!)
@@ -95,7 +95,7 @@ enum AlbumMembers {
             return try db.rows(
                 """
                 SELECT m.asset_id, m.position, m.asset_version FROM album_members m\(join)
-                WHERE m.album_id = ? AND m.cl % 2 = 1 AND \(filter) ORDER BY m.position, m.asset_id
+                WHERE m.album_id = ? AND \(CausalLength.present("m.cl")) AND \(filter) ORDER BY m.position, m.asset_id
                 """, [group[0].bytes] + values
             ) { Member(asset: $0.withBlob(0) { UUID(bytes: $0) }!, position: $0.text(1), version: $0.int64(2)) }
         }
@@ -110,7 +110,7 @@ enum AlbumMembers {
         ) { row in
             let asset = UUID(bytes: row.blob(0))!
             var member = members[asset] ?? Merged()
-            member.present = member.present || row.int64(1) % 2 == 1
+            member.present = member.present || CausalLength.isPresent(row.int64(1))
             member.version = row.int64(5)
             let stamp = (row.int64(3), row.text(4))
             if stamp > member.stamp {
@@ -129,7 +129,7 @@ enum AlbumMembers {
         try group.compactMap { album in
             let cl = try db.firstRow(
                 "SELECT cl FROM album_members WHERE album_id = ? AND asset_id = ?", [album.bytes, asset.bytes]) { $0.int64(0) } ?? 0
-            return cl % 2 == 1 ? (album, cl) : nil
+            return CausalLength.isPresent(cl) ? (album, cl) : nil
         }
     }
 

@@ -16,26 +16,53 @@ public struct AssetImportOptions: Sendable {
     /// How many files are read, hashed and written at a time (and at most how many flushes are
     /// in flight at once).
     public var concurrency = 8
+    /// Whether the decode that validates each JPEG or WebP also makes its smallest renditions
+    /// (256 pixels, aspect fit and aspect fill) for the ``ImageManager``'s cache: the validation
+    /// decodes the photo reduced already, so they cost only their scaling and encoding (a few
+    /// milliseconds), where a thumbnail made later would decode the photo again. They are cached
+    /// once the change block commits. Other formats get theirs when they are first requested or
+    /// cached.
+    public var makesThumbnails = true
 
-    /// Import options; by default files are copied, duplicates become assets too, 8 at a time.
-    public init(shouldMoveFile: Bool = false, skipsDuplicates: Bool = false, concurrency: Int = 8) {
+    /// Import options; by default files are copied, duplicates become assets too, 8 at a time,
+    /// and the validation makes the 256-pixel renditions.
+    public init(shouldMoveFile: Bool = false, skipsDuplicates: Bool = false, concurrency: Int = 8, makesThumbnails: Bool = true) {
         self.shouldMoveFile = shouldMoveFile
         self.skipsDuplicates = skipsDuplicates
         self.concurrency = concurrency
+        self.makesThumbnails = makesThumbnails
     }
 }
 
-/// What a batch import did with one file.
+/// What a batch import did with one file. Every file ends in exactly one of these, with a
+/// reason for each that is not an asset; nothing of a file that is not an asset is stored.
 public enum AssetImportResult {
     /// The file is a new asset: a photo or a video, as its bytes say.
     case created(AssetCreationRequest)
     /// With ``AssetImportOptions/skipsDuplicates``: the file's bytes are already the photo or
     /// video of the asset with this local identifier, and no asset was created.
     case duplicate(of: String)
-    /// The file was not imported and nothing of it was stored: `.invalidResource` (not a
-    /// supported photo or video, damaged, empty, not a regular file) or `.missingResource`,
-    /// with the file's name and the reason in the message.
+    /// The file's bytes are no supported photo or video (an unknown format, an audio file, a
+    /// raw camera image, an AVIF image sequence…): the reason, prefixed with the file's name,
+    /// says what they look like.
+    case notMedia(reason: String)
+    /// The path was not read as media: it is not a regular file (a folder, a FIFO, a device,
+    /// a socket) or the system refused to open it (permissions); the reason says which.
+    case skipped(reason: String)
+    /// The file should have become an asset and could not: a photo or video the decoder refuses
+    /// (damaged, truncated, empty), a missing file (`.missingResource`), a full disk. The error
+    /// names the file and says what to do.
     case failed(PhotoLibraryError)
+
+    /// How a batch import ends for a file the media layer refused with `error`: not media,
+    /// skipped, or failed, as the error's ``MediaError/refusal`` says.
+    public static func refused(_ error: MediaError) -> AssetImportResult {
+        switch error.refusal {
+        case .notMedia: .notMedia(reason: error.description)
+        case .notRegularFile, .unreadable: .skipped(reason: error.description)
+        case .damaged, nil: .failed(PhotoLibrary.translate(error))
+        }
+    }
 
     /// The created asset's placeholder, or nil when no asset was created.
     public var placeholderForCreatedAsset: ObjectPlaceholder? {
@@ -44,16 +71,43 @@ public enum AssetImportResult {
     }
 }
 
+/// Files copied (or moved), hashed and validated into a library's resource store, ready to
+/// become assets in a change block (``LibraryChanges/importAssets(_:)``). Staging takes no lock of
+/// the library: fetches, syncs and other change blocks go on while files are copied and decoded,
+/// and the change block that uses them only records events.
+///
+/// Staged bytes that no change block turns into assets (the block threw, or was never run) are
+/// unreferenced, and ``PhotoLibrary/collectGarbage(gracePeriod:)`` removes them.
+public struct StagedImport: Sendable {
+    /// The files, in the order given.
+    public let urls: [URL]
+    /// The options they were staged with.
+    public let options: AssetImportOptions
+    let stored: [Result<ImportedResource, MediaError>]
+}
+
+extension PhotoLibrary {
+    /// Copies (or moves), hashes and validates `urls` into the resource store, outside any change
+    /// block, several files at a time; see ``StagedImport``.
+    public func stageImport(fromFilesAt urls: [URL], options: AssetImportOptions = AssetImportOptions()) -> StagedImport {
+        let stored = resources.importMedia(
+            filesAt: urls, transfer: options.shouldMoveFile ? .move : .copy, concurrency: options.concurrency,
+            renditions: options.makesThumbnails ? ImageManager.importScales : [])
+        return StagedImport(urls: urls, options: options, stored: stored)
+    }
+}
+
 extension LibraryChanges {
     /// Creates one asset from each file, a photo or a video as its bytes say, storing the files
     /// as one batch: much faster than one ``createAsset(fromImageAt:options:)`` per file, because
     /// the files are copied and hashed several at a time and their flushes to the disk are
-    /// grouped (see `ResourceStore.importMedia(filesAt:transfer:concurrency:)`).
+    /// grouped (see `ResourceStore.importMedia(filesAt:transfer:concurrency:renditions:)`).
     ///
-    /// Each file is validated as ``createAsset(fromImageAt:options:)`` validates it, and a file
-    /// that fails (missing, unreadable, not a supported photo or video) is reported in its
-    /// result without stopping the others; nothing of it is stored. To make the batch all or
-    /// nothing, throw from the change block when a result is ``AssetImportResult/failed(_:)``.
+    /// Each file is validated as ``createAsset(fromImageAt:options:)`` validates it (decoded by
+    /// libvips or FFmpeg), and a file that is not media, not a readable regular file, or that
+    /// fails, is reported in its result without stopping the others; nothing of it is stored,
+    /// and a FIFO or device is never waited on. To make the batch all or nothing, throw from the
+    /// change block when a result is ``AssetImportResult/failed(_:)``.
     ///
     /// Every stored file and its name are on the disk before this returns, so the block's events
     /// never refer to bytes that are not: a crash before the commit leaves only unreferenced
@@ -63,8 +117,15 @@ extension LibraryChanges {
     /// - Returns: One result per file, in the order of `urls`; the assets are created in that order.
     public func importAssets(fromFilesAt urls: [URL], options: AssetImportOptions = AssetImportOptions()) throws -> [AssetImportResult] {
         try checkValid("importAssets")
-        let stored = library.resources.importMedia(
-            filesAt: urls, transfer: options.shouldMoveFile ? .move : .copy, concurrency: options.concurrency)
+        return try importAssets(library.stageImport(fromFilesAt: urls, options: options))
+    }
+
+    /// Creates one asset from each file staged by ``PhotoLibrary/stageImport(fromFilesAt:options:)``:
+    /// the same results as ``importAssets(fromFilesAt:options:)``, with the copying and decoding
+    /// done before the change block began.
+    public func importAssets(_ staged: StagedImport) throws -> [AssetImportResult] {
+        try checkValid("importAssets")
+        let (urls, stored, options) = (staged.urls, staged.stored, staged.options)
         var createdInBatch: [String: String] = [:]  // hash → local identifier, for add-only access
         var results: [AssetImportResult] = []
         results.reserveCapacity(urls.count)
@@ -72,7 +133,7 @@ extension LibraryChanges {
             let imported: ImportedResource
             switch result {
             case .failure(let error):
-                results.append(.failed(PhotoLibrary.translate(error)))
+                results.append(.refused(error))
                 continue
             case .success(let value):
                 imported = value
@@ -88,6 +149,10 @@ extension LibraryChanges {
             let request = try createAsset(primary: imported.info, resources: [record], isLivePhoto: false)
             createdInBatch[hash] = request.placeholderForCreatedAsset.localIdentifier
             if options.shouldMoveFile { afterCommit.append { try? FileManager.default.removeItem(at: url) } }
+            if !imported.renditions.isEmpty {
+                let (cache, renditions) = (library.renditions.cache, imported.renditions)
+                afterCommit.append { for rendition in renditions { _ = try? cache.store(rendition, source: hash) } }
+            }
             results.append(.created(request))
         }
         return results
@@ -100,7 +165,7 @@ extension LibraryChanges {
         let id = try database.firstRow(
             """
             SELECT r.asset_id FROM asset_resources r JOIN assets a ON a.asset_id = r.asset_id
-            WHERE r.sha256 = ? AND r.type IN (1, 2) AND a.created = 1 AND a.purged = 0
+            WHERE r.sha256 = ? AND r.type IN \(ResourceType.primarySQL) AND a.created = 1 AND a.purged = 0
                 AND (? = 0 OR a.asset_id IN (SELECT asset_id FROM limited_selection))
             ORDER BY a.created_hlc, a.asset_id LIMIT 1
             """, [Hex.decode(hash)!, access == .limited ? 1 : 0]

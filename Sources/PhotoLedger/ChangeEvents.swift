@@ -273,7 +273,7 @@ enum ChangeEvent: Sendable, Hashable {
             let cl = try r.readCount("a causal length", upTo: Int(Int64.max))
             let deleted = type == .assetDeleted
             // Deleting makes the trash causal length even (at least 2), recovering odd (at least 3).
-            guard cl >= (deleted ? 2 : 3), cl % 2 == (deleted ? 0 : 1) else {
+            guard cl >= (deleted ? 2 : 3), CausalLength.isPresent(Int64(cl)) != deleted else {
                 throw PayloadError("a causal length of \(cl) for \(deleted ? "a deletion (even, from 2)" : "a recovery (odd, from 3)")")
             }
             return deleted ? .assetDeleted(causalLength: Int64(cl)) : .assetRecovered(causalLength: Int64(cl))

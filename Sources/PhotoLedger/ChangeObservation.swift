@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import LedgerCore
+import Synchronization
 
 /// Receives the library's changes after each commit, local or from sync.
 public protocol PhotoLibraryChangeObserver: AnyObject, Sendable {
@@ -167,26 +168,25 @@ func longestIncreasingSubsequence(_ values: [Int]) -> [Int] {
 }
 
 /// The registered observers, held weakly.
-final class ObserverRegistry: @unchecked Sendable {
-    // Safe to share: `observers` is touched only under `lock`; callbacks run on `queue`.
-    private let lock = NSLock()
-    private var observers: [ObjectIdentifier: Weak] = [:]
+final class ObserverRegistry: Sendable {
+    private let observers = Mutex<[ObjectIdentifier: Weak]>([:])
+    /// The queue callbacks run on, one at a time.
     let queue = DispatchQueue(label: "photoledger.observers")
 
-    private struct Weak {
+    private struct Weak: Sendable {
         weak var observer: (any PhotoLibraryChangeObserver)?
     }
 
     func add(_ observer: any PhotoLibraryChangeObserver) {
-        lock.withLock { observers[ObjectIdentifier(observer)] = Weak(observer: observer) }
+        observers.withLock { $0[ObjectIdentifier(observer)] = Weak(observer: observer) }
     }
 
     func remove(_ observer: any PhotoLibraryChangeObserver) {
-        lock.withLock { observers[ObjectIdentifier(observer)] = nil }
+        observers.withLock { $0[ObjectIdentifier(observer)] = nil }
     }
 
     var live: [any PhotoLibraryChangeObserver] {
-        lock.withLock {
+        observers.withLock { observers in
             observers = observers.filter { $0.value.observer != nil }
             return observers.values.compactMap(\.observer)
         }

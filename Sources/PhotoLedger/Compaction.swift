@@ -48,10 +48,10 @@ extension PhotoLibrary {
         guard horizon > state.archivedThrough else {
             return CompactionReport(archivedEvents: 0, horizon: state.archivedThrough, serverWatermark: watermark)
         }
-        guard let archive = try EventArchive.open(for: url, libraryID: state.libraryID, create: true) else {
+        guard let archive = try archiveConnection.open(for: url, libraryID: state.libraryID, create: true) else {
             throw PhotoLibraryError(.internalError, "could not create the event archive \(archiveURL.path)")
         }
-        let head = try copyToArchive(archive, state: state, through: horizon)
+        let head = try archive.writeWithoutTransaction { try copyToArchive($0, state: state, through: horizon) }
         let archived = try withDatabase { db -> Int in
             // Another compaction may have finished meanwhile; the horizon only advances.
             let current = try AuditState.read(db)

@@ -1,6 +1,7 @@
 import Foundation
 import LedgerCore
 import LedgerStore
+import Synchronization
 
 /// The audit bookkeeping of a library file (Migrations/Library/0003_audit_history.sql): its
 /// identity and its compaction horizon.
@@ -49,37 +50,64 @@ enum EventArchive {
     /// Opens the archive of the library at `library`: nil when it has none and `create` is false.
     ///
     /// - Throws: ``PhotoLibraryError`` when the file belongs to another library or is damaged.
-    static func open(for library: URL, libraryID: UUID, create: Bool) throws -> Database? {
+    static func open(for library: URL, libraryID: UUID, create: Bool) throws -> DatabaseQueue? {
         let url = url(for: library)
         guard create || FileManager.default.fileExists(atPath: url.path) else { return nil }
         do {
-            let db = try Database(path: url.path)
-            try Migrator.archive().migrate(db)
-            try db.execute("INSERT INTO archive_identity (id, library_id) VALUES (1, ?) ON CONFLICT DO NOTHING", [libraryID.bytes])
-            let owner = try db.firstRow("SELECT library_id FROM archive_identity WHERE id = 1") { UUID(bytes: $0.blob(0)) } ?? nil
-            guard owner == libraryID else {
-                throw PhotoLibraryError(
-                    .internalError,
-                    "the event archive \(url.path) belongs to another library; move it away or restore this library's own archive")
+            let queue = try DatabaseQueue(path: url.path)
+            try queue.writeWithoutTransaction { db in
+                try Migrator.archive().migrate(db)
+                try db.execute("INSERT INTO archive_identity (id, library_id) VALUES (1, ?) ON CONFLICT DO NOTHING", [libraryID.bytes])
+                let owner = try db.firstRow("SELECT library_id FROM archive_identity WHERE id = 1") { UUID(bytes: $0.blob(0)) } ?? nil
+                guard owner == libraryID else {
+                    throw PhotoLibraryError(
+                        .internalError,
+                        "the event archive \(url.path) belongs to another library; move it away or restore this library's own archive")
+                }
             }
-            return db
+            return queue
         } catch {
             throw PhotoLibrary.translate(error, doing: "open the event archive \(url.path)")
         }
     }
 }
 
+/// The archive's connection, opened (and migrated) once per library instance and kept: every
+/// pull page of a compacted library reads it. Access is serialized by the queue; the archive is
+/// always entered before the library's own connections, so the two never wait for each other in
+/// opposite orders.
+final class ArchiveConnection: Sendable {
+    private let queue = Mutex<DatabaseQueue?>(nil)
+
+    /// The open archive of `library`, opened (or created) on first use; nil when it has none and
+    /// `create` is false.
+    func open(for library: URL, libraryID: UUID, create: Bool) throws -> DatabaseQueue? {
+        if let open = queue.withLock({ $0 }) { return open }
+        guard let opened = try EventArchive.open(for: library, libraryID: libraryID, create: create) else { return nil }
+        return queue.withLock { current in
+            if let current { return current }
+            current = opened
+            return opened
+        }
+    }
+}
+
 extension PhotoLibrary {
-    /// The audit state and, when the library has been compacted, its open archive.
+    /// The audit state and, when the library has been compacted, its open archive, used by
+    /// `body` alone while it runs.
     func withArchive<T>(_ body: (AuditState, Database?) throws -> T) throws -> T {
         let state = try readDatabase { try AuditState.read($0) }
-        let archive = state.archivedThrough > 0 ? try EventArchive.open(for: url, libraryID: state.libraryID, create: false) : nil
-        if state.archivedThrough > 0 && archive == nil {
+        guard state.archivedThrough > 0 else { return try body(state, nil) }
+        guard let archive = try archiveConnection.open(for: url, libraryID: state.libraryID, create: false) else {
             throw PhotoLibraryError(
                 .internalError,
                 "the event archive \(EventArchive.url(for: url).path) is missing: events up to \(state.archivedThrough) were moved "
                     + "there by compaction; restore it from a backup")
         }
-        return try body(state, archive)
+        do {
+            return try archive.writeWithoutTransaction { try body(state, $0) }
+        } catch let error as StoreUsageError {
+            throw Self.translate(error, doing: "read the event archive")
+        }
     }
 }

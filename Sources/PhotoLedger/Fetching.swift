@@ -210,7 +210,7 @@ enum Fetching {
     static let versionColumn: Int32 = 7
 
     static func asset(_ row: Statement) -> Asset {
-        let deleted = row.int64(14) % 2 == 0
+        let deleted = !CausalLength.isPresent(row.int64(14))
         return Asset(
             id: row.withBlob(0) { UUID(bytes: $0) }!,
             mediaType: MediaType(rawValue: Int(row.int64(1))) ?? .unknown,

@@ -104,7 +104,7 @@ public final class LibraryChanges {
     /// Moves assets to Recently Deleted. Their album memberships are kept and come back on recovery.
     public func deleteAssets(_ assets: [any ObjectReference]) throws {
         try requireReadWrite("delete assets")
-        for (id, cl) in try trashState(assets) where cl % 2 == 1 {
+        for (id, cl) in try trashState(assets) where CausalLength.isPresent(cl) {
             try record(.assetDeleted(causalLength: cl + 1), object: id)
         }
     }
@@ -112,7 +112,7 @@ public final class LibraryChanges {
     /// Brings assets back from Recently Deleted, with their latest properties and memberships.
     public func recoverAssets(_ assets: [any ObjectReference]) throws {
         try requireReadWrite("recover assets")
-        for (id, cl) in try trashState(assets) where cl % 2 == 0 {
+        for (id, cl) in try trashState(assets) where !CausalLength.isPresent(cl) {
             try record(.assetRecovered(causalLength: cl + 1), object: id)
         }
     }
@@ -121,7 +121,7 @@ public final class LibraryChanges {
     public func purgeAssets(_ assets: [any ObjectReference]) throws {
         try requireReadWrite("purge assets")
         let states = try trashState(assets)
-        if let alive = states.first(where: { $0.1 % 2 == 1 }) {
+        if let alive = states.first(where: { CausalLength.isPresent($0.1) }) {
             throw PhotoLibraryError(
                 .changeNotSupported,
                 "asset \(LocalIdentifier(uuid: alive.0, kind: .asset)) is not in Recently Deleted; delete it before purging it")
@@ -147,7 +147,7 @@ public final class LibraryChanges {
         guard let (cl, purged, selected) = row, !purged, access != .limited || selected else {
             throw PhotoLibraryError.notFound(reference.localIdentifier, kind: "asset")
         }
-        if !allowDeleted && cl % 2 == 0 {
+        if !allowDeleted && !CausalLength.isPresent(cl) {
             throw PhotoLibraryError(
                 .changeNotSupported, "asset \(reference.localIdentifier) is in Recently Deleted; recover it before using it")
         }

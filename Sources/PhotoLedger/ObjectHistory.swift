@@ -229,7 +229,7 @@ struct HistoryFold {
         var causalLength: Int64 = 0
         if case .causalLength(let length, let odd, let even) = merge {
             causalLength = length
-            change = FieldChange(field: field, oldValue: holder?.value, newValue: length % 2 == 1 ? odd : even, outcome: .inEffect)
+            change = FieldChange(field: field, oldValue: holder?.value, newValue: CausalLength.isPresent(length) ? odd : even, outcome: .inEffect)
             if let holder, length <= holder.causalLength {
                 change.outcome = .overruled(by: entries[holder.entry].eventID)
                 entries[index].changes.append(change)

@@ -16,6 +16,10 @@ public struct PersistentChangeToken: Hashable, Sendable, Codable, CustomStringCo
     }
 
     public var description: String { "PersistentChangeToken(\(sequence))" }
+
+    /// The position in its library's log the token marks: the changes since the token are the
+    /// events after it (``ObjectHistoryEntry/localSequence`` greater than it).
+    public var logPosition: Int64 { sequence }
 }
 
 /// The kinds of object the persistent change history reports on (PhotoKit's `PHObjectType`).

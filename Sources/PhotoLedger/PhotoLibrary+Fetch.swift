@@ -73,7 +73,7 @@ extension PhotoLibrary {
 
     /// Reads with the caller's access checked.
     func read<T>(_ body: (Database, Access) throws -> T) throws -> T {
-        if storage.isAccessedByCurrentThread {
+        if storage.isWritingOnCurrentThread {
             throw PhotoLibraryError(
                 .changeNotSupported, "fetches cannot run inside a change block; use the change requests' own state, or fetch after the block")
         }
@@ -85,7 +85,13 @@ extension PhotoLibrary {
         // A result read whole at the fetch needs no loader.
         var loader: FetchResultStorage<Asset>.Loader?
         if found.loaded.count < found.identifiers.count {
-            loader = { [reader] ids in try reader.read { db in try Self.assets(withIDs: ids, db: db) } }
+            loader = { [storage] ids in
+                do {
+                    return try storage.read { db in try Self.assets(withIDs: ids, db: db) }
+                } catch {
+                    throw PhotoLibrary.translate(error, doing: "read the library")
+                }
+            }
         }
         return FetchResult(identifiers: found.identifiers, versions: found.versions, loaded: found.loaded, query: query, loader: loader)
     }
@@ -168,10 +174,10 @@ extension PhotoLibrary {
         switch query {
         case .assets(let o):
             options = o
-            conditions.append("a.trash_cl % 2 = 1")
+            conditions.append(CausalLength.present("a.trash_cl"))
         case .assetsWithIdentifiers(let ids, let o):
             options = o
-            conditions.append("a.trash_cl % 2 = 1")
+            conditions.append(CausalLength.present("a.trash_cl"))
             if ids.isEmpty { return .empty }
             if ids.count == 1 {
                 conditions.append("a.asset_id = ?")
@@ -185,15 +191,15 @@ extension PhotoLibrary {
             options = o
             switch subtype {
             case .smartAlbumRecentlyDeleted:
-                conditions.append("a.trash_cl % 2 = 0")
+                conditions.append(CausalLength.absent("a.trash_cl"))
                 defaultOrder = "a.trashed_hlc DESC, a.asset_id"
-            case .smartAlbumFavorites: conditions += ["a.trash_cl % 2 = 1", "a.favorite = 1"]
-            case .smartAlbumVideos: conditions += ["a.trash_cl % 2 = 1", "a.media_type = 2"]
+            case .smartAlbumFavorites: conditions += [CausalLength.present("a.trash_cl"), "a.favorite = 1"]
+            case .smartAlbumVideos: conditions += [CausalLength.present("a.trash_cl"), "a.media_type = \(MediaType.video.rawValue)"]
             case .smartAlbumRecentlyAdded:
-                conditions += ["a.trash_cl % 2 = 1", "a.created_hlc >= ?"]
+                conditions += [CausalLength.present("a.trash_cl"), "a.created_hlc >= ?"]
                 values.append(Int64(bitPattern: HLCTimestamp(milliseconds: now &- 30 * 86_400_000, counter: 0).rawValue))
                 defaultOrder = "a.created_hlc DESC, a.asset_id"
-            case .smartAlbumUserLibrary: conditions.append("a.trash_cl % 2 = 1")
+            case .smartAlbumUserLibrary: conditions.append(CausalLength.present("a.trash_cl"))
             default: return .empty
             }
         case .collections, .collectionsWithIdentifiers:
@@ -240,7 +246,7 @@ extension PhotoLibrary {
             return try AssetFetch(
                 rows: """
                     SELECT \(Fetching.assetColumns) FROM album_members m JOIN assets a ON a.asset_id = m.asset_id
-                    WHERE m.album_id = ? AND m.cl % 2 = 1 AND \(AlbumMembers.filter(includeHidden, condition)) ORDER BY \(order)\(o.fetchLimit > 0 ? " LIMIT \(o.fetchLimit)" : "")
+                    WHERE m.album_id = ? AND \(CausalLength.present("m.cl")) AND \(AlbumMembers.filter(includeHidden, condition)) ORDER BY \(order)\(o.fetchLimit > 0 ? " LIMIT \(o.fetchLimit)" : "")
                     """, [resolved.bytes] + values, db: db)
         }
         // A merged album with a sort: read every member, sort in memory.
@@ -346,7 +352,8 @@ extension PhotoLibrary {
             let limited = access == .limited ? " AND m.asset_id IN (SELECT asset_id FROM limited_selection)" : ""
             let sql = """
                 SELECT c.album_id, c.subtype, c.title, c.created_hlc, c.modification_hlc, c.source_device,
-                    (SELECT count(*) FROM album_members m WHERE m.album_id = c.album_id AND m.cl % 2 = 1 AND m.asset_state = 2\(limited))
+                    (SELECT count(*) FROM album_members m WHERE m.album_id = c.album_id AND \(CausalLength.present("m.cl"))
+                     AND m.asset_state = \(MemberAssetState.shown.rawValue)\(limited))
                 FROM albums c WHERE \(conditions.joined(separator: " AND "))
                 ORDER BY \(try Fetching.order(options.sortDescriptors, defaultOrder: "c.created_hlc, c.album_id", forAssets: false))
                 """

@@ -35,6 +35,9 @@ public final class PhotoLibrary: Sendable {
         public var deletionRetention: Duration = .seconds(30 * 24 * 3600)
         /// Open with read and write access already granted (for tools that own their library).
         public var preauthorized = false
+        /// The most bytes the image manager's rendition cache keeps beside the library before it
+        /// evicts the least recently used renditions.
+        public var renditionCacheLimit: Int64 = 2 << 30
         /// The event schema the library reads (tests simulate a newer build with it).
         package var eventSchema = EventSchema.standard
 
@@ -50,18 +53,22 @@ public final class PhotoLibrary: Sendable {
     /// The library file.
     public let url: URL
     let options: Options
-    let storage: DatabaseQueue
-    /// A second, read-only connection for what fetch results read lazily: it sees the last
-    /// commit, never waits for a change block and never joins one.
-    let reader: LazyReadConnection
+    /// The writer (change blocks, applied pages) and a pool of read-only connections (fetches,
+    /// what fetch results read lazily, authorization checks, the outbox): a read sees the last
+    /// commit and never waits for a change block.
+    let storage: DatabasePool
     let clock: HybridLogicalClock
     let identifiers: UUIDv7Generator
     let randomness: RandomSource
     let observers: ObserverRegistry
     /// The content-addressed store of resource bytes, in a directory beside the library file.
     let resources: ResourceStore
+    /// The archive of a compacted library, opened once.
+    let archiveConnection = ArchiveConnection()
     /// Fetches a missing resource (set by the sync engine: downloads the blob).
     let resourceFetcher = Hook<@Sendable (String) throws -> Void>()
+    /// The image manager's cache of renditions and the threads that make them.
+    let renditions: Renditions
     /// The shared library this replica is bound to, and the token's scope (cached from
     /// `replica_state`: every fetch and change block consults the scope).
     let binding: Mutex<(library: UUID?, scope: ReplicaScope?)>
@@ -79,10 +86,9 @@ public final class PhotoLibrary: Sendable {
         self.options = options
         do {
             // Commits (change blocks, pulled pages) leave checkpoints to a thread of their own.
-            var storageOptions = Database.Options()
-            storageOptions.checkpointsInBackground = true
-            storage = try DatabaseQueue(path: url.path, options: storageOptions)
-            reader = LazyReadConnection(path: url.path)
+            var storageOptions = DatabasePool.Options()
+            storageOptions.writer.checkpointsInBackground = true
+            storage = try DatabasePool(path: url.path, options: storageOptions)
             try storage.writeWithoutTransaction { try Migrator.library().migrate($0) }
             let last = try storage.read { try EventLog($0).lastTimestamp() }
             let state = try storage.read { try ReplicaState.read($0) }
@@ -105,6 +111,7 @@ public final class PhotoLibrary: Sendable {
             throw Self.translate(error)
         }
         observers = ObserverRegistry()
+        renditions = Renditions(libraryURL: url, cacheLimit: options.renditionCacheLimit)
         if options.preauthorized {
             try setAuthorizationStatus(.authorized, for: .readWrite)
         }
@@ -138,11 +145,10 @@ public final class PhotoLibrary: Sendable {
     ///   another change block.
     @discardableResult
     public func performChangesAndWait<T>(_ body: (LibraryChanges) throws -> T) throws -> T {
-        if storage.isAccessedByCurrentThread {
+        if storage.isWritingOnCurrentThread {
             throw PhotoLibraryError(
                 .changeNotSupported,
-                "performChanges cannot be nested: this thread is already inside a change block or a fetch; "
-                    + "make all changes in the outer block")
+                "performChanges cannot be nested: this thread is already inside a change block; make all changes in the outer block")
         }
         var touched = TouchedObjects()
         var afterCommit: [() -> Void] = []
@@ -193,21 +199,27 @@ public final class PhotoLibrary: Sendable {
         do {
             try withArchive { _, archive in
                 try storage.write { db in
-                    let events = page.events
+                    // This device's own events coming back are confirmed, not appended again.
+                    let state = try AuditState.read(db)
+                    let echoes = try Self.confirmEchoes(page, device: device, db: db, archivedHash: (state.archivedThrough, state.archivedHash))
+                    let kept = echoes.isEmpty ? Array(page.events.indices) : page.events.indices.filter { echoes[page.events[$0].id] == nil }
+                    let events = echoes.isEmpty ? page.events : kept.map { page.events[$0] }
+                    let sequences = page.serverSequences.map { all in echoes.isEmpty ? all : kept.map { all[$0] } }
+                    let entries = echoes.isEmpty || page.chain.count != page.events.count ? page.chain : kept.map { page.chain[$0] }
                     for event in events where event.device != device {
                         // A stamp too far ahead of this clock is applied but does not drag the clock along.
                         try? clock.receive(event.timestamp)
                     }
                     // The server's chain value reported with each event (a pull page's entries follow its
                     // events), kept in the event's row when it is appended now; checked below.
-                    let reported: [[UInt8]?]? = page.chain.isEmpty ? nil : events.indices.map { index in
-                        guard index < page.chain.count, page.chain[index].eventID == events[index].id,
-                            let sequence = page.serverSequences?[index], page.chain[index].serverSequence == sequence
+                    let reported: [[UInt8]?]? = entries.isEmpty ? nil : events.indices.map { index in
+                        guard index < entries.count, entries[index].eventID == events[index].id,
+                            let sequence = sequences?[index], entries[index].serverSequence == sequence
                         else { return nil }
-                        return page.chain[index].chainHash
+                        return entries[index].chainHash
                     }
                     let result = try EventLog(db).appendLinking(
-                        events, serverSequences: page.serverSequences, serverChainHashes: reported, precomputed: page.localChain)
+                        events, serverSequences: sequences, serverChainHashes: reported, precomputed: echoes.isEmpty ? page.localChain : nil)
                     var appended: [UUID: AppendedEvent] = [:]
                     appended.reserveCapacity(events.count)
                     var firstAppended: Int64?
@@ -219,8 +231,8 @@ public final class PhotoLibrary: Sendable {
                                 event: events[index], localSequence: localSequence, link: result.links[index],
                                 serverChainHash: reported?[index])
                         case .duplicate:
-                            // Held already (this device's own event, or a repeated delivery): acknowledge it.
-                            guard let sequences = page.serverSequences else { continue }
+                            // Held already (a repeated delivery): acknowledge it.
+                            guard let sequences else { continue }
                             try db.execute(
                                 "UPDATE events SET server_seq = ? WHERE event_id = ? AND server_seq IS NULL", [sequences[index], events[index].id.bytes])
                         }
@@ -246,7 +258,9 @@ public final class PhotoLibrary: Sendable {
                         touched.formUnion(resolution.touched)
                         applied.changedVerdicts = resolution.changedVerdicts.count
                     }
-                    let report = try Self.recordServerChain(page.chain, appended: appended, appendedFrom: firstAppended, db: db, archive: archive)
+                    let report = try Self.recordServerChain(
+                        page.chain, appended: appended.merging(echoes) { appendedNow, _ in appendedNow }, appendedFrom: firstAppended, db: db,
+                        archive: archive)
                     if let failure = report.failure { throw ServerChainMismatch(failure: failure) }
                     if let cursor = page.cursor { try db.execute("UPDATE replica_state SET pull_cursor = ? WHERE id = 1", [cursor]) }
                 }
@@ -270,6 +284,95 @@ public final class PhotoLibrary: Sendable {
             events: events, serverSequences: serverSequences, chain: chain, cursor: nil, localChain: nil,
             folded: prefolded ? FoldedEvents.fold(events, context: foldContext) : FoldedEvents.fold([], context: foldContext))
         return try applyRemoteEvents(page).newEvents
+    }
+
+    /// Records server sequences of this device's events, in runs of consecutive device and
+    /// server sequences (one statement per run); events acknowledged before keep their value.
+    static func acknowledge(_ stored: [(deviceSequence: Int64, serverSequence: Int64)], device: DeviceID, db: Database) throws {
+        let sorted = stored.sorted { $0.deviceSequence < $1.deviceSequence }
+        var index = 0
+        let update = try db.cachedStatement(
+            "UPDATE events SET server_seq = device_seq + ?1 WHERE device_id = ?2 AND device_seq BETWEEN ?3 AND ?4 AND server_seq IS NULL")
+        while index < sorted.count {
+            var end = index
+            while end + 1 < sorted.count, sorted[end + 1].deviceSequence == sorted[end].deviceSequence + 1,
+                sorted[end + 1].serverSequence == sorted[end].serverSequence + 1
+            {
+                end += 1
+            }
+            defer { update.reset() }
+            try update.bind(sorted[index].serverSequence - sorted[index].deviceSequence, at: 1)
+            try update.bind(device.rawValue, at: 2)
+            try update.bind(sorted[index].deviceSequence, at: 3)
+            try update.bind(sorted[end].deviceSequence, at: 4)
+            try update.step()
+            index = end + 1
+        }
+    }
+
+    /// This device's own events coming back in a pull page (sent earlier, now in the server's
+    /// order): confirmed against the copies held here without being appended, decoded or looked
+    /// up one by one. One range read finds them by device sequence; each copy is checked by
+    /// recomputing this library's chain value over the page's bytes (so the server cannot have
+    /// changed them); their server sequences are recorded in runs. Returns the confirmed events,
+    /// as the server chain check takes them; events not held here (none, for a device whose log
+    /// is whole) are left to the ordinary append.
+    ///
+    /// - Throws: ``ServerChainMismatch`` when the server's copy differs from the one held here,
+    ///   or the server has it at another position than the one it acknowledged.
+    static func confirmEchoes(
+        _ page: PreparedPage, device: DeviceID, db: Database, archivedHash: (through: Int64, hash: [UInt8])
+    ) throws -> [UUID: AppendedEvent] {
+        guard let sequences = page.serverSequences else { return [:] }
+        let own = page.events.indices.filter { page.events[$0].device == device }
+        guard let low = own.map({ page.events[$0].deviceSequence }).min(), let high = own.map({ page.events[$0].deviceSequence }).max() else {
+            return [:]
+        }
+        var held: [Int64: (localSequence: Int64, id: [UInt8], serverSequence: Int64?, hash: [UInt8])] = [:]
+        try db.forEachRow(
+            "SELECT device_seq, local_seq, event_id, server_seq, hash FROM events WHERE device_id = ? AND device_seq BETWEEN ? AND ?",
+            [device.rawValue, low, high]
+        ) { row in
+            held[row.int64(0)] = (row.int64(1), row.blob(2), row.optionalInt64(3), row.blob(4))
+        }
+        var hashes: [Int64: [UInt8]] = [:]
+        for row in held.values { hashes[row.localSequence] = row.hash }
+        var confirmed: [UUID: AppendedEvent] = [:]
+        var acknowledgements: [(deviceSequence: Int64, serverSequence: Int64)] = []
+        var chain = HashChain()
+        for index in own {
+            let event = page.events[index]
+            guard let row = held[event.deviceSequence], row.id == event.id.bytes else { continue }
+            let position = sequences[index]
+            func mismatch(_ reason: String) -> ServerChainMismatch {
+                ServerChainMismatch(
+                    failure: ChainFailure(chain: .server, position: position, eventID: event.id, location: .live, reason: reason))
+            }
+            if let acknowledged = row.serverSequence, acknowledged != position {
+                throw mismatch("this device's event is acknowledged here at server position \(acknowledged) but the server now has it at \(position)")
+            }
+            let before = row.localSequence - 1
+            let previous: [UInt8]
+            if let known = hashes[before] {
+                previous = known
+            } else if before == archivedHash.through {
+                previous = archivedHash.hash
+            } else if before == 0 {
+                previous = HashChain.origin
+            } else {
+                guard let stored = try db.firstRow("SELECT hash FROM events WHERE local_seq = ?", [before], { $0.blob(0) }) else { continue }
+                previous = stored
+            }
+            chain.advance(to: previous)
+            guard chain.hash(linking: event) == row.hash else {
+                throw mismatch("the server's copy of this device's event differs from the one this device made: the server changed it")
+            }
+            confirmed[event.id] = AppendedEvent(
+                event: event, localSequence: row.localSequence, link: EventLog.ChainLink(previous: previous, hash: row.hash), serverChainHash: nil)
+            if row.serverSequence == nil { acknowledgements.append((event.deviceSequence, position)) }
+        }
+        try acknowledge(acknowledgements, device: device, db: db)
+        return confirmed
     }
 
     /// A pull page whose events do not match the server's chain values; nothing of it was applied.
@@ -342,7 +445,7 @@ public final class PhotoLibrary: Sendable {
         let cutoff = HLCTimestamp(milliseconds: options.clock() - UInt64(max(0, retention)), counter: 0)
         let expired = try readDatabase { db in
             try db.rows(
-                "SELECT asset_id FROM assets WHERE created = 1 AND purged = 0 AND trash_cl % 2 = 0 AND trashed_hlc < ?",
+                "SELECT asset_id FROM assets WHERE created = 1 AND purged = 0 AND \(CausalLength.absent("trash_cl")) AND trashed_hlc < ?",
                 [Int64(bitPattern: cutoff.rawValue)]
             ) { LocalIdentifier(uuid: UUID(bytes: $0.blob(0))!, kind: .asset).description }
         }
@@ -384,45 +487,6 @@ public final class PhotoLibrary: Sendable {
             return PhotoLibraryError(.changeNotSupported, "could not \(action): \(error.message)")
         default:
             return error
-        }
-    }
-}
-
-/// The library's random source for position keys: seeded in tests, from the system otherwise.
-final class RandomSource: @unchecked Sendable {
-    // Safe to share: `generator` is used only while `lock` is held.
-    private let lock = NSLock()
-    private var generator: SeededRandomNumberGenerator
-
-    init(seed: UInt64?) { generator = SeededRandomNumberGenerator(seed: seed ?? UInt64.random(in: .min ... .max)) }
-
-    func use<T>(_ body: (inout SeededRandomNumberGenerator) -> T) -> T { lock.withLock { body(&generator) } }
-}
-
-/// A read-only connection opened on first use.
-final class LazyReadConnection: @unchecked Sendable {
-    // Safe to share: `queue` is touched only while `lock` is held; the queue serializes its own use.
-    private let lock = NSLock()
-    private var queue: DatabaseQueue?
-    let path: String
-
-    init(path: String) { self.path = path }
-
-    /// Runs `body` on the connection (opening it the first time).
-    func read<T>(_ body: (Database) throws -> T) throws -> T {
-        do {
-            let connection = try lock.withLock {
-                if let queue { return queue }
-                var options = Database.Options()
-                options.readOnly = true
-                options.cacheSizeKiB = 2 * 1024
-                let opened = try DatabaseQueue(path: path, options: options)
-                queue = opened
-                return opened
-            }
-            return try connection.read(body)
-        } catch {
-            throw PhotoLibrary.translate(error, doing: "read the library")
         }
     }
 }

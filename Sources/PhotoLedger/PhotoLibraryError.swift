@@ -13,6 +13,8 @@ public struct PhotoLibraryError: Error, Sendable, Equatable, CustomStringConvert
         public static let userCancelled = Code(rawValue: 3072)
         /// The change token is older than the history still kept.
         public static let persistentChangeTokenExpired = Code(rawValue: 3105)
+        /// The resource is not on this device yet; allow network access to download it.
+        public static let networkAccessRequired = Code(rawValue: 3164)
         /// A network failure while reaching the sync server or fetching a resource.
         public static let networkError = Code(rawValue: 3169)
         /// No object has the identifier.
@@ -41,6 +43,7 @@ public struct PhotoLibraryError: Error, Sendable, Equatable, CustomStringConvert
             case .internalError: return "internalError"
             case .userCancelled: return "userCancelled"
             case .persistentChangeTokenExpired: return "persistentChangeTokenExpired"
+            case .networkAccessRequired: return "networkAccessRequired"
             case .networkError: return "networkError"
             case .identifierNotFound: return "identifierNotFound"
             case .persistentChangeDetailsUnavailable: return "persistentChangeDetailsUnavailable"

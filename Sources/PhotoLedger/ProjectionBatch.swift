@@ -67,14 +67,16 @@ struct ProjectionBatch: Sendable {
         /// The state and version memberships carry, as ``ProjectionBatch/assetState(_:)`` computes
         /// them from a stored row equal to this one.
         var carried: AssetState {
-            AssetState(state: created && !purged && trashCausalLength % 2 == 1 ? (hidden.value ? 1 : 2) : 0, version: modificationHLC)
+            AssetState(
+                state: MemberAssetState.of(created: created, purged: purged, trashCausalLength: trashCausalLength, hidden: hidden.value).rawValue,
+                version: modificationHLC)
         }
     }
 
     struct AlbumRow {
         var created = false
         var creation = WriterStamp.zero
-        var subtype = 2
+        var subtype = CollectionSubtype.albumRegular.rawValue
         var title = Register("")
         var deleted = false
         var mergedInto: UUID?
@@ -366,7 +368,7 @@ struct ProjectionBatch: Sendable {
         var carried: [(index: Int, state: AssetState)] = [], unknown: [Int] = []
         for (index, key) in members.keys.enumerated() {
             if let progress, !progress.assets.mayContain(key.asset) {
-                carried.append((index, assets.row(for: key.asset)?.carried ?? AssetState(state: 0, version: 0)))
+                carried.append((index, assets.row(for: key.asset)?.carried ?? AssetState(state: MemberAssetState.notShown.rawValue, version: 0)))
             } else {
                 unknown.append(index)
             }
@@ -472,7 +474,7 @@ struct ProjectionBatch: Sendable {
     /// An asset's state as its memberships carry it (0 not shown, 1 hidden, 2 shown), from the
     /// asset row's columns with the given prefix (NULL columns, a missing row, give 0).
     static func assetState(_ prefix: String) -> String {
-        "CASE WHEN \(prefix)created = 1 AND \(prefix)purged = 0 AND \(prefix)trash_cl % 2 = 1 THEN 2 - \(prefix)hidden ELSE 0 END"
+        MemberAssetState.sql(prefix)
     }
 
     /// Sets every membership row's asset state and version from the asset rows (after restoring
@@ -564,72 +566,5 @@ extension BatchInsert.Values {
     /// A BLOB or NULL.
     fileprivate mutating func append(blob value: [UInt8]?) {
         if let value { append(blob: value) } else { appendNull() }
-    }
-}
-
-/// What the batches of a rebuild that began with empty tables have written so far.
-struct RebuildProgress {
-    /// Assets with a row.
-    var assets: ObjectFilter
-    /// Assets with at least one membership row.
-    var memberAssets: ObjectFilter
-
-    /// Progress sized for a rebuild of about `objects` objects.
-    init(objects: Int) {
-        assets = ObjectFilter(capacity: objects)
-        memberAssets = ObjectFilter(capacity: objects)
-    }
-}
-
-/// A set of object identifiers that never answers "no" for one inserted, and for one not
-/// inserted answers "maybe" rarely (about 1 in 400 at its capacity: a Bloom filter of 16 bits
-/// and 4 probes per object). A rebuild's memory then stays at 4 bytes per object, however many
-/// objects the log holds, where an exact set would keep every identifier; a "maybe" only costs
-/// the read an exact set would have saved.
-struct ObjectFilter: Sendable {
-    private var words: [UInt64]
-    private let mask: UInt64
-
-    /// The most bits a filter takes (8 MiB): beyond 4 million objects, "maybe" grows more frequent.
-    private static let maximumBits = 1 << 26
-
-    /// An empty filter for about `capacity` objects.
-    init(capacity: Int) {
-        var bits = 1 << 12
-        while bits < capacity.multipliedReportingOverflow(by: 16).partialValue && bits < Self.maximumBits { bits <<= 1 }
-        words = [UInt64](repeating: 0, count: bits / 64)
-        mask = UInt64(bits - 1)
-    }
-
-    /// Two independent hashes of `id`, mixed so that identifiers that are not random (a
-    /// counter, a clock) spread as well as random ones.
-    private static func hashes(_ id: UUID) -> (UInt64, UInt64) {
-        let (high, low) = withUnsafeBytes(of: id.uuid) {
-            ($0.loadUnaligned(fromByteOffset: 0, as: UInt64.self), $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
-        }
-        var first = (low ^ (high >> 31)) &* 0x9E37_79B9_7F4A_7C15
-        first ^= first >> 29
-        var second = (high ^ (low >> 27)) &* 0xBF58_476D_1CE4_E5B9
-        second ^= second >> 31
-        return (first, second | 1)
-    }
-
-    /// Adds `id`.
-    mutating func insert(_ id: UUID) {
-        let (first, second) = Self.hashes(id)
-        for probe in 0..<UInt64(4) {
-            let bit = (first &+ probe &* second) & mask
-            words[Int(bit >> 6)] |= 1 << (bit & 63)
-        }
-    }
-
-    /// False when `id` was never inserted; true when it was, or rarely when it was not.
-    func mayContain(_ id: UUID) -> Bool {
-        let (first, second) = Self.hashes(id)
-        for probe in 0..<UInt64(4) {
-            let bit = (first &+ probe &* second) & mask
-            if words[Int(bit >> 6)] & (1 << (bit & 63)) == 0 { return false }
-        }
-        return true
     }
 }

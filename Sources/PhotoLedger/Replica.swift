@@ -195,11 +195,12 @@ package struct Replica: Sendable {
     /// Records the server's answers to a push in one transaction. Rejected events leave the
     /// outbox and are folded out of the views (no other device holds them), so this device shows
     /// what every other device shows.
-    package func acknowledge(stored: [(UUID, Int64)], rejected: [(UUID, String)]) throws {
+    ///
+    /// Stored events are acknowledged in runs: events whose device sequences and server
+    /// sequences both follow one another (what one push stores) take one statement per run.
+    package func acknowledge(stored: [(deviceSequence: Int64, serverSequence: Int64)], rejected: [(UUID, String)]) throws {
         try library.withDatabase { db in
-            for (id, sequence) in stored {
-                try db.execute("UPDATE events SET server_seq = ? WHERE event_id = ? AND server_seq IS NULL", [sequence, id.bytes])
-            }
+            try PhotoLibrary.acknowledge(stored, device: library.device, db: db)
             for (id, reason) in rejected {
                 try db.execute(
                     "INSERT INTO sync_rejections (event_id, reason, rejected_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
@@ -214,7 +215,8 @@ package struct Replica: Sendable {
     private func foldOutUnsendable() throws {
         let pending = try outbox(limit: Int.max).map(\.id)
         guard !pending.isEmpty else { return }
-        try acknowledge(stored: [], rejected: pending.map { ($0, "this device's token is readOnly: its changes cannot be sent to the shared library") })
+        try acknowledge(
+            stored: [], rejected: pending.map { ($0, "this device's token is readOnly: its changes cannot be sent to the shared library") })
     }
 
     // MARK: Pulls
@@ -381,7 +383,7 @@ extension PhotoLibrary {
             var statistics = LibraryStatistics()
             try db.forEachRow(
                 """
-                SELECT count(*), coalesce(sum(hidden), 0), coalesce(sum(trash_cl % 2 = 0), 0) FROM assets WHERE created = 1 AND purged = 0
+                SELECT count(*), coalesce(sum(hidden), 0), coalesce(sum(\(CausalLength.absent("trash_cl"))), 0) FROM assets WHERE created = 1 AND purged = 0
                 """
             ) { row in
                 statistics.assets = Int(row.int64(0))
@@ -389,7 +391,7 @@ extension PhotoLibrary {
                 statistics.deleted = Int(row.int64(2))
             }
             statistics.albums = Int(
-                try db.firstRow("SELECT count(*) FROM albums WHERE created = 1 AND deleted = 0 AND merged_into IS NULL AND subtype = 2") {
+                try db.firstRow("SELECT count(*) FROM albums WHERE created = 1 AND deleted = 0 AND merged_into IS NULL AND subtype = \(CollectionSubtype.albumRegular.rawValue)") {
                     $0.int64(0)
                 } ?? 0)
             let live = try db.firstRow("SELECT count(*), coalesce(min(local_seq), 0) FROM events") { ($0.int64(0), $0.int64(1)) } ?? (0, 0)

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import Synchronization
 import PhotoMedia
 
 /// Options of an asset creation from a file or data.
@@ -89,7 +90,7 @@ extension PhotoLibrary {
     /// Turns a media-layer failure into the library's error.
     static func translate(_ error: MediaError) -> PhotoLibraryError {
         switch error.kind {
-        case .invalidResource: return PhotoLibraryError(.invalidResource, "\(error): nothing was saved; use a JPEG, PNG, GIF, HEIC, WebP, MP4 or QuickTime file")
+        case .invalidResource: return PhotoLibraryError(.invalidResource, "\(error); nothing was saved")
         case .missingResource: return PhotoLibraryError(.missingResource, "\(error)")
         case .corruptedResource: return PhotoLibraryError(.invalidResource, "\(error)")
         case .fileSystem:
@@ -107,8 +108,8 @@ extension PhotoLibrary {
             guard let row = try db.firstRow(
                 """
                 SELECT a.content_sha256, (SELECT uniform_type FROM referenced_resources r WHERE r.sha256 = a.content_sha256),
-                    (SELECT sha256 FROM asset_resources WHERE asset_id = a.asset_id AND type IN (1, 2) ORDER BY resource_index LIMIT 1),
-                    (SELECT uniform_type FROM asset_resources WHERE asset_id = a.asset_id AND type IN (1, 2) ORDER BY resource_index LIMIT 1),
+                    (SELECT sha256 FROM asset_resources WHERE asset_id = a.asset_id AND type IN \(ResourceType.primarySQL) ORDER BY resource_index LIMIT 1),
+                    (SELECT uniform_type FROM asset_resources WHERE asset_id = a.asset_id AND type IN \(ResourceType.primarySQL) ORDER BY resource_index LIMIT 1),
                     a.asset_id IN (SELECT asset_id FROM limited_selection)
                 FROM assets a WHERE a.asset_id = ? AND a.created = 1 AND a.purged = 0
                 """, [id.bytes], { row in (row.isNull(0) ? nil : row.blob(0), row.optionalText(1), row.isNull(2) ? nil : row.blob(2), row.optionalText(3), row.int64(4) == 1) }),
@@ -164,31 +165,22 @@ extension PhotoLibrary {
     }
 
     /// Removes stored resources that no event refers to (left by a crash between storing a
-    /// resource and committing its change block) and abandoned temporary files.
+    /// resource and committing its change block) and abandoned temporary files, and the image
+    /// manager's renditions of resources no asset shows any more (see ``ImageManager``).
     @discardableResult
     public func collectGarbage(gracePeriod: TimeInterval = 3600) throws -> [String] {
         do {
             return try storage.write { db in
                 let referenced = Set(try db.rows("SELECT sha256 FROM referenced_resources") { Hex.encode($0.blob(0)) })
-                return try resources.collectGarbage(referenced: referenced, gracePeriod: gracePeriod, now: Date(timeIntervalSince1970: Double(options.clock()) / 1000)).removedResources
+                let now = Date(timeIntervalSince1970: Double(options.clock()) / 1000)
+                try renditions.collectGarbage(db, gracePeriod: gracePeriod, now: now)
+                return try resources.collectGarbage(referenced: referenced, gracePeriod: gracePeriod, now: now).removedResources
             }
         } catch let error as MediaError {
             throw Self.translate(error)
         } catch {
             throw Self.translate(error, doing: "collect garbage")
         }
-    }
-}
-
-/// A settable hook, safe to share.
-package final class Hook<Value: Sendable>: @unchecked Sendable {
-    // Safe to share: `stored` is touched only under `lock`.
-    private let lock = NSLock()
-    private var stored: Value?
-
-    package var value: Value? {
-        get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue } }
     }
 }
 
@@ -275,7 +267,7 @@ extension LibraryChanges {
             case (.data(let data), false):
                 stored = try store.ingest(data, name: name)
             }
-            let uniformType = info?.format.uniformTypeIdentifier ?? (input.type == .adjustmentData ? "public.data" : "public.data")
+            let uniformType = info?.format.uniformTypeIdentifier ?? "public.data"
             let filename = input.options.originalFilename
                 ?? (name == "resource" ? "resource.\(info?.format.preferredFilenameExtension ?? "bin")" : name)
             return (

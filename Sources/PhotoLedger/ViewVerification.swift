@@ -42,7 +42,7 @@ extension PhotoLibrary {
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: scratch.path + suffix) }
         }
         do {
-            try readDatabase { db in try db.execute("VACUUM INTO ?", [scratch.path]) }
+            try storage.readWithoutTransaction { db in try db.execute("VACUUM INTO ?", [scratch.path]) }
             let copy = try Database(path: scratch.path)
             let context = foldContext
             try withArchive { _, archive in

@@ -19,10 +19,10 @@ public struct RequestHead: Sendable, Hashable {
     public var acceptsGzip: Bool
     /// Whether `Accept-Encoding` lists zstd (not with `q=0`): preferred to gzip for large bodies.
     public var acceptsZstd: Bool
-    /// Whether `Accept` lists the binary event page (``SyncProtocol/EventPage/contentType``, not
+    /// Whether `Accept` lists the binary event page (`EventPage.contentType`, not
     /// with `q=0`): pulls are then answered in that form rather than JSON.
     public var acceptsEventPages: Bool
-    /// The query arguments the routes use (`since`, `limit`).
+    /// The query arguments the routes use (`since`, `limit`, `wait`).
     public var query: [String: String]
 
     /// Creates a request head.
@@ -41,6 +41,15 @@ public struct RequestHead: Sendable, Hashable {
         self.acceptsZstd = acceptsZstd
         self.acceptsEventPages = acceptsEventPages
         self.query = query
+    }
+}
+
+extension RequestHead {
+    /// The `Content-Encoding` as the header checks and the body reader both read it: lowercased,
+    /// without surrounding whitespace; nil when absent or empty.
+    public var bodyEncoding: String? {
+        guard let value = contentEncoding?.trimmingCharacters(in: .whitespaces).lowercased(), !value.isEmpty else { return nil }
+        return value
     }
 }
 
@@ -68,6 +77,8 @@ public struct HTTPResponse: Sendable {
         case bytes([UInt8])
         /// An open file, streamed by the HTTP layer, which closes it.
         case file(descriptor: Int32, size: Int64)
+        /// Bytes read piece by piece while they are sent (a blob from S3-compatible storage).
+        case stream(any BlobStream)
     }
 
     /// The status code.
@@ -114,6 +125,28 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(status) \(body)" }
+
+    /// The answer to a request the HTTP layer refused before the server saw it (libmicrohttpd's
+    /// own errors), by status: the connection is closed after it.
+    static func refusedByHTTPLayer(status: Int) -> HTTPError {
+        let message: String
+        switch status {
+        case 413:
+            return HTTPError(413, .payloadTooLarge, "the declared Content-Length is larger than this server accepts; send smaller bodies")
+        case 414:
+            message = "the request line is longer than this server accepts; use a shorter URL"
+        case 431:
+            message = "the request's header fields are larger than this server accepts; send fewer or shorter header fields"
+        case 505:
+            message = "this server speaks HTTP/1.1 (and HTTP/1.0); send the request as HTTP/1.1"
+        case 500..<600:
+            return HTTPError(status, .internalError, "the server could not handle the request; retry later")
+        default:
+            message =
+                "the request is not valid HTTP/1.1 (request line, header field syntax, Content-Length or chunked encoding); fix the request"
+        }
+        return HTTPError(status, .badRequest, message)
+    }
 
     static func badRequest(_ message: String) -> HTTPError { HTTPError(400, .badRequest, message) }
     static func notFound(_ message: String) -> HTTPError { HTTPError(404, .notFound, message) }

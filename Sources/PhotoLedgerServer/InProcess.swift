@@ -4,7 +4,8 @@ extension SyncServer {
     /// Handles one request in this process, without sockets: the same routing, authentication,
     /// limits and store as a request over HTTP. The server does not need to be started. Used to
     /// run clients against the real server logic in simulations and tests; the response's file
-    /// bodies are open descriptors the caller reads and closes.
+    /// bodies are open descriptors the caller reads and closes. A pull with `wait` is answered at
+    /// once, as without it.
     public func respond(to head: RequestHead, body: [UInt8]) -> HTTPResponse {
         do {
             let prepared = try handler.prepare(head)

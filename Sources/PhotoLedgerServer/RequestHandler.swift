@@ -12,14 +12,32 @@ public struct PreparedRequest: Sendable {
     public var head: RequestHead
 }
 
+/// What the handler decided for a request whose body has arrived.
+public enum RequestOutcome: Sendable {
+    /// Send this response.
+    case respond(HTTPResponse)
+    /// Hold the request: a pull that found no events after its cursor and asked to wait.
+    case wait(PullWait)
+}
+
+/// A pull to hold until its library gets events after `since` or `seconds` pass.
+public struct PullWait: Sendable, Hashable {
+    /// The library's row identifier in the store.
+    public var libraryID: Int64
+    /// The pull's cursor: it waits for events after it.
+    public var since: Int64
+    /// How long it may wait, from 1 to `SyncRoutes.maximumPullWaitSeconds`.
+    public var seconds: Int
+}
+
 /// Where a request's body goes while it arrives.
 public enum RequestBodySink {
     /// The route takes no body; any bytes sent are ignored.
     case none
     /// A JSON body kept in memory (inflated when gzip), up to a limit.
     case json(RequestBody)
-    /// A blob streamed to a temporary file and hashed.
-    case blob(BlobUpload)
+    /// A blob streamed to the blob store and hashed.
+    case blob(any BlobUpload)
 
     /// Takes a chunk of the body.
     public func append(_ chunk: UnsafeRawBufferPointer) throws(HTTPError) {
@@ -94,11 +112,14 @@ public final class RequestBody {
 /// validation, and every endpoint. ``SyncServer`` feeds it from libmicrohttpd.
 public final class SyncRequestHandler: Sendable {
     let configuration: SyncServer.Configuration
-    let blobs: BlobDirectory
+    let blobs: any BlobStore
+    /// Wakes the pulls waiting for a library's next events; told of each push that stored events.
+    public let notifier: EventNotifier
 
     init(configuration: SyncServer.Configuration) throws {
         self.configuration = configuration
-        self.blobs = try BlobDirectory(root: configuration.blobDirectory)
+        self.blobs = try configuration.blobStore ?? BlobDirectory(root: configuration.blobDirectory)
+        self.notifier = EventNotifier(capacity: configuration.maximumWaitingPulls)
     }
 
     private var store: any ServerStore { configuration.store }
@@ -164,7 +185,7 @@ public final class SyncRequestHandler: Sendable {
     }
 
     private func checkBodyHeaders(_ head: RequestHead, route: Route) throws(HTTPError) {
-        let encoding = head.contentEncoding?.lowercased().trimmingCharacters(in: .whitespaces)
+        let encoding = head.bodyEncoding
         if route.takesJSONBody {
             let type = head.contentType?.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
             guard type == SyncRoutes.jsonContentType else {
@@ -191,11 +212,11 @@ public final class SyncRequestHandler: Sendable {
     /// Where the request's body goes.
     public func bodySink(for request: PreparedRequest) throws(HTTPError) -> RequestBodySink {
         if request.route.takesJSONBody {
-            return .json(try RequestBody(limit: configuration.maximumEventBodyBytes, gzip: request.head.contentEncoding?.lowercased() == "gzip"))
+            return .json(try RequestBody(limit: configuration.maximumEventBodyBytes, gzip: request.head.bodyEncoding == "gzip"))
         }
-        if case .blob(_, _, "PUT") = request.route {
+        if case .blob(_, let hash, "PUT") = request.route {
             do {
-                return .blob(try blobs.beginUpload(limit: configuration.maximumBlobBytes))
+                return .blob(try blobs.beginUpload(of: hash, limit: configuration.maximumBlobBytes))
             } catch {
                 log(.error, "blob storage failure", [.init("error", "\(error)")])
                 throw HTTPError(500, .internalError, "the server could not store the blob; retry later")
@@ -206,18 +227,32 @@ public final class SyncRequestHandler: Sendable {
 
     // MARK: After the body
 
-    /// Runs the request and returns its response (errors become JSON error responses).
+    /// Runs the request and returns its response (errors become JSON error responses). A pull
+    /// that asks to wait is answered at once, as without `wait`.
     public func respond(to request: PreparedRequest, body: RequestBodySink) -> HTTPResponse {
+        guard case .respond(let response) = handle(request, body: body, mayWait: false) else {
+            return HTTPError(500, .internalError, "the server failed to handle the request; retry later").response
+        }
+        return response
+    }
+
+    /// Runs the request: its response, or, when `mayWait` and the request is a pull with `wait`
+    /// that found no events after its cursor, the wait to hold it for. Once the wait ends (see
+    /// ``notifier``), answer the request with ``respond(to:body:)``.
+    public func handle(_ request: PreparedRequest, body: RequestBodySink, mayWait: Bool) -> RequestOutcome {
         var response: HTTPResponse
         do {
-            response = try run(request, body: body)
+            switch try run(request, body: body, mayWait: mayWait) {
+            case .respond(let answer): response = answer
+            case .wait(let wait): return .wait(wait)
+            }
         } catch let error as HTTPError {
             response = error.response
         } catch {
             log(.error, "request failure", [.init("path", request.head.path), .init("error", "\(error)")])
             response = HTTPError(500, .internalError, "the server failed to handle the request; retry later").response
         }
-        return compressed(response, for: request.head)
+        return .respond(compressed(response, for: request.head))
     }
 
     /// Compresses a large body for a client that accepts it: zstd when it says so (libcurl does),
@@ -233,38 +268,39 @@ public final class SyncRequestHandler: Sendable {
         return response
     }
 
-    private func run(_ request: PreparedRequest, body: RequestBodySink) throws -> HTTPResponse {
+    private func run(_ request: PreparedRequest, body: RequestBodySink, mayWait: Bool) throws -> RequestOutcome {
         let credential = request.credential
         switch request.route {
         case .health:
-            return .json(HealthResponse(version: configuration.version))
+            return .respond(.json(HealthResponse(version: configuration.version)))
         case .info:
             let credential = credential!
             let summary = try store.chainSummary(libraryID: credential.libraryID)
-            return .json(
-                LibraryInfo(
-                    library: credential.library, libraryID: credential.libraryUUID, device: credential.device, scope: credential.scope,
-                    lastServerSequence: summary.lastServerSequence))
+            return .respond(
+                .json(
+                    LibraryInfo(
+                        library: credential.library, libraryID: credential.libraryUUID, device: credential.device, scope: credential.scope,
+                        lastServerSequence: summary.lastServerSequence)))
         case .push:
             guard case .json(let json) = body else { throw HTTPError.badRequest("a push needs a JSON body") }
-            return try push(try json.finish(), credential: credential!)
+            return .respond(try push(try json.finish(), credential: credential!))
         case .pull:
-            return try pull(request.head, credential: credential!)
+            return try pull(request.head, credential: credential!, mayWait: mayWait)
         case .chain:
-            return .json(try store.chainSummary(libraryID: credential!.libraryID))
+            return .respond(.json(try store.chainSummary(libraryID: credential!.libraryID)))
         case .verify:
-            return .json(try store.verifyChain(libraryID: credential!.libraryID))
+            return .respond(.json(try store.verifyChain(libraryID: credential!.libraryID)))
         case .watermark:
-            return .json(try store.compactionWatermark(libraryID: credential!.libraryID))
+            return .respond(.json(try store.compactionWatermark(libraryID: credential!.libraryID)))
         case .missingBlobs:
             guard case .json(let json) = body else { throw HTTPError.badRequest("this request needs a JSON body") }
-            return try missingBlobs(try json.finish(), credential: credential!)
+            return .respond(try missingBlobs(try json.finish(), credential: credential!))
         case .blob(_, let hash, let method):
             if method == "PUT" {
                 guard case .blob(let upload) = body else { throw HTTPError.badRequest("an upload needs a body") }
-                return try storeBlob(upload, hash: hash, credential: credential!)
+                return .respond(try storeBlob(upload, hash: hash, credential: credential!))
             }
-            return try serveBlob(hash, credential: credential!)
+            return .respond(try serveBlob(hash, credential: credential!))
         }
     }
 
@@ -284,13 +320,15 @@ public final class SyncRequestHandler: Sendable {
             throw HTTPError.forbidden("this token belongs to another device than '\(request.device)'; push with that device's own token")
         }
         let now = configuration.clock()
-        let limit = now &+ configuration.maximumClockSkewMilliseconds
+        // Saturating: a skew allowance beyond the clock's range allows every stamp.
+        let (sum, overflow) = now.addingReportingOverflow(configuration.maximumClockSkewMilliseconds)
+        let limit = overflow ? UInt64.max : sum
         var furthest: UInt64 = 0
         for case .valid(let event) in request.events where event.timestamp.milliseconds > limit {
             furthest = max(furthest, event.timestamp.milliseconds)
         }
         if furthest > 0 {
-            let ahead = (furthest - now) / 1000
+            let ahead = (furthest > now ? furthest - now : 0) / 1000
             throw HTTPError(
                 422, .clockSkew,
                 "an event's clock stamp is \(ahead) s ahead of the server clock (at most \(configuration.maximumClockSkewMilliseconds / 1000) s allowed); "
@@ -300,12 +338,14 @@ public final class SyncRequestHandler: Sendable {
         let rules = PushRules(maximumPayloadBytes: configuration.maximumPayloadBytes)
         let candidates = request.events.map { rules.candidate(for: $0, credential: credential) }
         let response = try store.push(candidates, for: credential, receivedAt: now, rules: rules)
+        notifier.committed(response, libraryID: credential.libraryID)
         return .json(response)
     }
 
     /// A page of events after `since`: the binary event page when the client accepts it,
-    /// otherwise JSON.
-    private func pull(_ head: RequestHead, credential: Credential) throws -> HTTPResponse {
+    /// otherwise JSON. With `wait` and no events after `since`, the wait to hold the request for,
+    /// when `mayWait`.
+    private func pull(_ head: RequestHead, credential: Credential, mayWait: Bool) throws -> RequestOutcome {
         let query = head.query
         func integer(_ name: String, default value: Int64, range: ClosedRange<Int64>) throws(HTTPError) -> Int64 {
             guard let text = query[name] else { return value }
@@ -316,9 +356,18 @@ public final class SyncRequestHandler: Sendable {
         }
         let since = try integer("since", default: 0, range: 0...Int64.max)
         let limit = Int(min(try integer("limit", default: Int64(SyncRoutes.defaultPageLimit), range: 1...Int64.max), Int64(SyncRoutes.maximumPageLimit)))
+        let wait = try integer("wait", default: 0, range: 0...Int64(SyncRoutes.maximumPullWaitSeconds))
         let page = try store.pull(for: credential, since: since, limit: limit, at: configuration.clock())
+        if mayWait, wait > 0, page.events.isEmpty {
+            return .wait(PullWait(libraryID: credential.libraryID, since: since, seconds: Int(wait)))
+        }
+        return .respond(pullResponse(page, since: since, eventPages: head.acceptsEventPages))
+    }
+
+    /// A page of the log as the client asked for it: binary event page or JSON.
+    private func pullResponse(_ page: ServerPage, since: Int64, eventPages: Bool) -> HTTPResponse {
         let nextCursor = page.events.last?.serverSequence ?? since
-        if head.acceptsEventPages {
+        if eventPages {
             var writer = EventPage.Writer(count: page.events.count, nextCursor: nextCursor, hasMore: page.hasMore)
             for stored in page.events {
                 writer.append(
@@ -360,7 +409,7 @@ public final class SyncRequestHandler: Sendable {
         return .json(MissingBlobsResponse(missing: missing.map(Hex.encode)))
     }
 
-    private func storeBlob(_ upload: BlobUpload, hash: String, credential: Credential) throws -> HTTPResponse {
+    private func storeBlob(_ upload: any BlobUpload, hash: String, credential: Credential) throws -> HTTPResponse {
         do {
             _ = try upload.commit(as: hash)
         } catch .hashMismatch(let actual) {
@@ -376,11 +425,15 @@ public final class SyncRequestHandler: Sendable {
     private func serveBlob(_ hash: String, credential: Credential) throws -> HTTPResponse {
         let notFound = HTTPError.notFound("this library has no blob \(hash)")
         guard try store.blobSize(libraryID: credential.libraryID, hash: Hex.decode(hash)!) != nil else { throw notFound }
-        guard let file = blobs.open(hash) else {
-            log(.error, "blob file missing", [.init("hash", hash)])
+        let body: HTTPResponse.Body
+        switch try blobs.content(of: hash) {
+        case .file(let descriptor, let size)?: body = .file(descriptor: descriptor, size: size)
+        case .stream(let stream)?: body = .stream(stream)
+        case nil:
+            log(.error, "blob missing from the blob store", [.init("hash", hash)])
             throw notFound
         }
-        return HTTPResponse(status: 200, headers: [("Content-Type", "application/octet-stream")], body: .file(descriptor: file.descriptor, size: file.size))
+        return HTTPResponse(status: 200, headers: [("Content-Type", "application/octet-stream")], body: body)
     }
 
     func log(_ level: LogLevel, _ message: String, _ fields: [LogRecord.Field]) {

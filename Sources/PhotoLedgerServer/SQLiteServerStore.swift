@@ -17,7 +17,9 @@ public final class SQLiteServerStore: ServerStore {
 
     /// Opens (creating and migrating when needed) the server database at `path`.
     ///
-    /// - Parameter readerCount: read-only connections for pulls and lookups.
+    /// - Parameters:
+    ///   - path: The database file.
+    ///   - readerCount: Read-only connections for pulls and lookups.
     public init(path: String, readerCount: Int = 4) throws {
         self.path = path
         writer = try DatabaseQueue(path: path)
@@ -186,7 +188,11 @@ public final class SQLiteServerStore: ServerStore {
         }
 
         func presence(ofObject object: UUID) throws -> ObjectPresence {
-            let type = try lookup("SELECT type FROM server_events WHERE library_id = ? AND object_id = ? LIMIT 1", object) { $0.text(0) }
+            // Without statistics SQLite prefers the primary key (library_id, server_seq) here, which
+            // scans the library's whole log for every creation; the object index finds it at once.
+            let type = try lookup(
+                "SELECT type FROM server_events INDEXED BY server_events_by_object WHERE library_id = ? AND object_id = ? LIMIT 1", object
+            ) { $0.text(0) }
             return type.map { .held(EventType(rawValue: $0)?.objectKind) } ?? .absent
         }
 

@@ -88,7 +88,7 @@ public struct ServerEvent: Sendable, Hashable {
     /// The chain value after it: SHA-256(previous chain value ‖ canonical bytes).
     public var chainHash: [UInt8]
     /// Its content hash (SHA-256 of the canonical bytes) as stored at push, or nil when the store
-    /// does not hold it (the event's ``LedgerStore/Event/contentHash`` is then computed).
+    /// does not hold it (the event's `Event.contentHash` is then computed).
     public var contentHash: [UInt8]?
 
     /// Creates a server event.
@@ -170,6 +170,16 @@ public protocol PushTransaction {
     func recordRejection(ofEvent id: UUID, deviceSequence: Int64, reason: String) throws
     /// Saves the library's new head and the device's last sequence; called once, at the end.
     func finish(head: LibraryHead, lastDeviceSequence: Int64) throws
+    /// Reads ahead what the rules may ask about `candidates` (their identifiers, the objects
+    /// they name), so that a backend across a network asks its database once per push rather
+    /// than once per event. Called before the rules run; the answers must stay those of the
+    /// lookups. The default reads nothing.
+    func prefetch(for candidates: [PushCandidate]) throws
+}
+
+extension PushTransaction {
+    /// Reads nothing ahead: every lookup asks the store when the rules make it.
+    public func prefetch(for candidates: [PushCandidate]) throws {}
 }
 
 /// The server's persistent state: libraries, devices, tokens, the per-library event log in
@@ -231,7 +241,8 @@ extension ServerStore {
         throws -> PushResponse
     {
         try withPushTransaction(library: credential.libraryID, device: credential.device, at: milliseconds) { transaction in
-            try rules.apply(candidates, for: credential, in: transaction)
+            try transaction.prefetch(for: candidates)
+            return try rules.apply(candidates, for: credential, in: transaction)
         }
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import LedgerCore
 import PhotoLedger
 import SyncProtocol
+import Synchronization
 import SyncTransport
 
 /// What a sync is doing, for progress reports.
@@ -83,7 +84,7 @@ public final class SyncEngine: Sendable {
         public var downloadResourcesEagerly = true
         /// Compress request bodies larger than this many bytes.
         public var gzipThreshold = 1024
-        /// Ask for pull pages in the binary form (``SyncProtocol/EventPage``), which costs both
+        /// Ask for pull pages in the binary form (`EventPage`), which costs both
         /// sides far less than JSON. A server that does not offer it answers JSON, which is read
         /// as well; false asks for JSON only.
         public var requestsEventPages = true
@@ -220,14 +221,18 @@ public final class SyncEngine: Sendable {
             let (response, moved) = try await exchangeCounting(
                 .post, SyncRoutes.events(library: remote.libraryName), PushRequest(device: library.device, events: batch), as: PushResponse.self)
             bytes += moved
-            var stored: [(UUID, Int64)] = [], rejected: [(UUID, String)] = []
+            var stored: [(deviceSequence: Int64, serverSequence: Int64)] = [], rejected: [(UUID, String)] = []
             var expected: Int64?
+            let deviceSequences = Dictionary(batch.map { ($0.id, $0.deviceSequence) }, uniquingKeysWith: { first, _ in first })
             for result in response.results {
+                guard let deviceSequence = deviceSequences[result.id] else {
+                    throw SyncError.invalidResponse("the server answered for event \(result.id.uuidString), which was not pushed")
+                }
                 switch result.status {
                 case .stored(let sequence):
-                    stored.append((result.id, sequence))
+                    stored.append((deviceSequence, sequence))
                     report.pushedEvents += 1
-                case .duplicate(let sequence): stored.append((result.id, sequence))
+                case .duplicate(let sequence): stored.append((deviceSequence, sequence))
                 case .rejected(let reason):
                     rejected.append((result.id, reason))
                     report.rejectedEvents.append("\(result.id.uuidString): \(reason)")
@@ -445,7 +450,11 @@ public final class SyncEngine: Sendable {
 }
 
 /// Carries an error out of a detached task.
-private final class OutcomeBox: @unchecked Sendable {
-    // Safe to share: written once by the task before the semaphore is signalled, read after the wait.
-    var error: (any Error)?
+private final class OutcomeBox: Sendable {
+    private let stored = Mutex<(any Error)?>(nil)
+
+    var error: (any Error)? {
+        get { stored.withLock { $0 } }
+        set { stored.withLock { $0 = newValue } }
+    }
 }

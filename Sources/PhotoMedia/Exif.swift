@@ -1,16 +1,27 @@
 import CExif
+import CExifRecovery
 import Foundation
 import LedgerCore
 
-/// EXIF through libexif (Debian's libexif): the creation date and GPS location read from a photo,
-/// and the APP1 payload written into synthesized JPEGs. No EXIF parsing is done by hand.
+/// EXIF through libexif (Debian's libexif): the creation date, GPS location and orientation read
+/// from a photo. No EXIF parsing is done by hand.
 enum Exif {
+    /// What an EXIF payload says.
+    struct Metadata: Equatable {
+        var creationDate: Date?
+        var location: Location?
+        var orientation: ImageOrientation?
+    }
+
     /// `Exif\0\0`, the header that starts an EXIF APP1 payload.
     static let header: [UInt8] = Array("Exif".utf8) + [0, 0]
 
     private enum Tag {
+        static let orientation: UInt32 = 0x0112
         static let dateTime: UInt32 = 0x0132
         static let dateTimeOriginal: UInt32 = 0x9003
+        static let dateTimeDigitized: UInt32 = 0x9004
+        static let offsetTimeDigitized: UInt32 = 0x9012
         static let offsetTime: UInt32 = 0x9010
         static let offsetTimeOriginal: UInt32 = 0x9011
         static let gpsVersionID: UInt32 = 0x0000
@@ -24,21 +35,84 @@ enum Exif {
 
     // MARK: Reading
 
-    /// The creation date and location in an EXIF payload (APP1 contents, with or without the
-    /// `Exif\0\0` header); nil fields when the payload lacks them or libexif cannot read it.
-    static func metadata(from payload: [UInt8]) -> (creationDate: Date?, location: Location?) {
-        let bytes = payload.starts(with: header) ? payload : header + payload
-        guard bytes.count > header.count + 8, let data = exif_data_new() else { return (nil, nil) }
+    /// The creation date, location and orientation in an EXIF payload (APP1 contents, with or
+    /// without the `Exif\0\0` header); nil fields when the payload lacks them or it cannot be
+    /// read. libexif reads it; a block it cannot read whole (its reader stops at 64 KB, which
+    /// HEIC, PNG and WebP blocks can pass) is first re-encoded by libexiv2 without its maker
+    /// notes and thumbnail.
+    static func metadata(from payload: [UInt8]) -> Metadata {
+        let tiff = payload.starts(with: header) ? Array(payload.dropFirst(header.count)) : payload
+        guard tiff.count > 8 else { return Metadata() }
+        if tiff.count > libexifLimit, let recovered = recover(tiff), let metadata = read(recovered) { return metadata }
+        if let metadata = read(tiff) { return metadata }
+        return recover(tiff).flatMap(read) ?? Metadata()
+    }
+
+    /// The most bytes of a block libexif reads.
+    static let libexifLimit = 0xFFFE - 6
+
+    /// What libexif reads from a TIFF block, or nil when it finds no entry at all.
+    private static func read(_ tiff: [UInt8]) -> Metadata? {
+        guard let data = exif_data_new() else { return nil }
         defer { exif_data_unref(data) }
         // Reading must not invent values: FOLLOW_SPECIFICATION would add missing mandatory tags.
         exif_data_unset_option(data, EXIF_DATA_OPTION_FOLLOW_SPECIFICATION)
+        let bytes = header + tiff
         bytes.withUnsafeBufferPointer { exif_data_load_data(data, $0.baseAddress, UInt32($0.count)) }
-        let order = exif_data_get_byte_order(data)
         let ifds = data.pointee.ifd
+        guard [ifds.0, ifds.1, ifds.2, ifds.3, ifds.4].contains(where: { ($0?.pointee.count ?? 0) > 0 }) else { return nil }
+        let order = exif_data_get_byte_order(data)
         let date =
             date(text: ascii(ifds.2, Tag.dateTimeOriginal), offset: ascii(ifds.2, Tag.offsetTimeOriginal))
+            ?? date(text: ascii(ifds.2, Tag.dateTimeDigitized), offset: ascii(ifds.2, Tag.offsetTimeDigitized))
             ?? date(text: ascii(ifds.0, Tag.dateTime), offset: ascii(ifds.2, Tag.offsetTime))
-        return (date, location(ifds.3, order: order))
+        return Metadata(creationDate: date, location: location(ifds.3, order: order), orientation: orientation(ifds.0, order: order))
+    }
+
+    /// The block re-encoded by libexiv2 (main, Exif, GPS and interoperability IFDs only), or nil.
+    private static func recover(_ tiff: [UInt8]) -> [UInt8]? {
+        var result: UnsafeMutablePointer<UInt8>?
+        var length = 0
+        guard tiff.withUnsafeBufferPointer({ photoledger_exif_recover($0.baseAddress, $0.count, &result, &length) }) == 0, let result
+        else { return nil }
+        defer { photoledger_exif_recovered_free(result) }
+        return Array(UnsafeBufferPointer(start: result, count: length))
+    }
+
+    private static func orientation(_ content: UnsafeMutablePointer<ExifContent>?, order: ExifByteOrder) -> ImageOrientation? {
+        guard let entry = entry(content, Tag.orientation), entry.format == EXIF_FORMAT_SHORT, entry.size >= 2 else { return nil }
+        return ImageOrientation(rawValue: Int(exif_get_short(entry.data, order)))
+    }
+
+    /// The EXIF payload in the text of a PNG `Raw profile type exif` chunk (ImageMagick's and
+    /// exiftool's way of keeping EXIF in a PNG before `eXIf`): a line with the profile name, a
+    /// line with its length, then the bytes in hexadecimal.
+    static func payload(fromTextProfile text: String) -> [UInt8]? {
+        let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        guard lines.count >= 3, let length = Int(lines[1]), length > 0, length <= 1 << 24 else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(length)
+        var high: UInt8?
+        for character in lines[2...].joined().utf8 {
+            guard let value = hexValue(character) else { return nil }
+            if let first = high {
+                bytes.append(first << 4 | value)
+                high = nil
+            } else {
+                high = value
+            }
+        }
+        guard bytes.count >= length else { return nil }
+        return Array(bytes.prefix(length))
+    }
+
+    private static func hexValue(_ character: UInt8) -> UInt8? {
+        switch character {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): character - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): character - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): character - UInt8(ascii: "A") + 10
+        default: nil
+        }
     }
 
     private static func entry(_ content: UnsafeMutablePointer<ExifContent>?, _ tag: UInt32) -> ExifEntry? {
@@ -54,20 +128,43 @@ enum Exif {
         return String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self).trimmingCharacters(in: .whitespaces)
     }
 
+    /// The values of a RATIONAL or SRATIONAL entry (some phones write GPS coordinates signed).
     private static func rationals(_ content: UnsafeMutablePointer<ExifContent>?, _ tag: UInt32, order: ExifByteOrder) -> [Double]? {
-        guard let entry = entry(content, tag), entry.format == EXIF_FORMAT_RATIONAL else { return nil }
+        guard let entry = entry(content, tag), entry.format == EXIF_FORMAT_RATIONAL || entry.format == EXIF_FORMAT_SRATIONAL else {
+            return nil
+        }
         let count = min(Int(entry.components), Int(entry.size) / 8)
         guard count > 0 else { return nil }
         return (0..<count).map { index in
+            if entry.format == EXIF_FORMAT_SRATIONAL {
+                let value = exif_get_srational(entry.data + 8 * index, order)
+                return value.denominator == 0 ? .nan : Double(value.numerator) / Double(value.denominator)
+            }
             let value = exif_get_rational(entry.data + 8 * index, order)
             return value.denominator == 0 ? .nan : Double(value.numerator) / Double(value.denominator)
         }
     }
 
     /// A date from EXIF text `YYYY:MM:DD HH:MM:SS` and an optional offset `±HH:MM`. Without an
-    /// offset the time is read as UTC, so that every device derives the same instant.
+    /// offset the time is read as UTC, so that every device derives the same instant. Text that
+    /// some writers put there instead, ISO 8601 (`2015-06-29T18:19:12+01:00`, `…Z`, fractions of
+    /// a second), is read too; an offset in the text wins over the separate tag.
     static func date(text: String?, offset: String?) -> Date? {
-        guard let text else { return nil }
+        guard var text else { return nil }
+        var offset = offset
+        if text.hasSuffix("Z") {
+            text.removeLast()
+            offset = "+00:00"
+        } else if let start = text.index(text.startIndex, offsetBy: 19, limitedBy: text.endIndex),
+            let sign = text[start...].firstIndex(where: { $0 == "+" || $0 == "-" })
+        {
+            let zone = text[text.index(after: sign)...].replacingOccurrences(of: ":", with: "")
+            if zone.count == 4, zone.allSatisfy(\.isNumber) {
+                offset = "\(text[sign])\(zone.prefix(2)):\(zone.suffix(2))"
+                text = String(text[..<sign])
+            }
+        }
+        if let dot = text.firstIndex(of: "."), text.distance(from: text.startIndex, to: dot) >= 19 { text = String(text[..<dot]) }
         let digits = text.split { $0 == ":" || $0 == " " || $0 == "-" || $0 == "T" }.map { Int($0) }
         guard digits.count >= 6, let year = digits[0], let month = digits[1], let day = digits[2], let hour = digits[3],
             let minute = digits[4], let second = digits[5], (1...9999).contains(year), (1...12).contains(month),
@@ -110,83 +207,5 @@ enum Exif {
             altitude = altitude.map { -$0 }
         }
         return Location(latitude: latitude, longitude: longitude, altitude: altitude)
-    }
-
-    // MARK: Writing
-
-    /// An EXIF payload (starting with `Exif\0\0`, ready for a JPEG APP1 segment) that records
-    /// `creationDate` as DateTimeOriginal (UTC, with OffsetTimeOriginal `+00:00`) and `location`
-    /// as GPS tags, built and serialised by libexif.
-    static func payload(creationDate: Date?, location: Location?) -> [UInt8] {
-        guard let memory = exif_mem_new_default() else { return [] }
-        defer { exif_mem_unref(memory) }
-        guard let data = exif_data_new_mem(memory) else { return [] }
-        defer { exif_data_unref(data) }
-        exif_data_set_byte_order(data, EXIF_BYTE_ORDER_INTEL)
-        exif_data_set_data_type(data, EXIF_DATA_TYPE_COMPRESSED)
-        let order = EXIF_BYTE_ORDER_INTEL
-        let ifds = data.pointee.ifd
-
-        func add(_ content: UnsafeMutablePointer<ExifContent>?, _ tag: UInt32, _ format: ExifFormat, components: Int, _ bytes: [UInt8]) {
-            guard let content, let entry = exif_entry_new_mem(memory) else { return }
-            defer { exif_entry_unref(entry) }
-            guard let storage = exif_mem_alloc(memory, ExifLong(bytes.count)) else { return }
-            let target = storage.assumingMemoryBound(to: UInt8.self)
-            target.update(from: bytes, count: bytes.count)
-            entry.pointee.tag = ExifTag(rawValue: tag)
-            entry.pointee.format = format
-            entry.pointee.components = UInt(components)
-            entry.pointee.data = target
-            entry.pointee.size = UInt32(bytes.count)
-            exif_content_add_entry(content, entry)
-        }
-        func text(_ value: String) -> [UInt8] { Array(value.utf8) + [0] }
-        func rationals(_ values: [(UInt32, UInt32)]) -> [UInt8] {
-            var bytes = [UInt8](repeating: 0, count: 8 * values.count)
-            bytes.withUnsafeMutableBufferPointer { buffer in
-                for (index, value) in values.enumerated() {
-                    exif_set_rational(buffer.baseAddress! + 8 * index, order, ExifRational(numerator: value.0, denominator: value.1))
-                }
-            }
-            return bytes
-        }
-        func sexagesimal(_ value: Double) -> [(UInt32, UInt32)] {
-            let magnitude = abs(value)
-            let degrees = magnitude.rounded(.down)
-            let minutes = ((magnitude - degrees) * 60).rounded(.down)
-            let seconds = (magnitude - degrees - minutes / 60) * 3600
-            return [(UInt32(degrees), 1), (UInt32(minutes), 1), (UInt32((seconds * 10_000).rounded()), 10_000)]
-        }
-
-        if let creationDate {
-            var seconds = time_t(creationDate.timeIntervalSince1970.rounded(.down))
-            var parts = tm()
-            gmtime_r(&seconds, &parts)
-            let stamp = String(
-                format: "%04d:%02d:%02d %02d:%02d:%02d", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
-                Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
-            add(ifds.2, Tag.dateTimeOriginal, EXIF_FORMAT_ASCII, components: 20, text(stamp))
-            add(ifds.2, Tag.offsetTimeOriginal, EXIF_FORMAT_ASCII, components: 7, text("+00:00"))
-        }
-        if let location {
-            add(ifds.3, Tag.gpsVersionID, EXIF_FORMAT_BYTE, components: 4, [2, 3, 0, 0])
-            add(ifds.3, Tag.gpsLatitudeRef, EXIF_FORMAT_ASCII, components: 2, text(location.latitude < 0 ? "S" : "N"))
-            add(ifds.3, Tag.gpsLatitude, EXIF_FORMAT_RATIONAL, components: 3, rationals(sexagesimal(location.latitude)))
-            add(ifds.3, Tag.gpsLongitudeRef, EXIF_FORMAT_ASCII, components: 2, text(location.longitude < 0 ? "W" : "E"))
-            add(ifds.3, Tag.gpsLongitude, EXIF_FORMAT_RATIONAL, components: 3, rationals(sexagesimal(location.longitude)))
-            if let altitude = location.altitude {
-                add(ifds.3, Tag.gpsAltitudeRef, EXIF_FORMAT_BYTE, components: 1, [altitude < 0 ? 1 : 0])
-                add(
-                    ifds.3, Tag.gpsAltitude, EXIF_FORMAT_RATIONAL, components: 1,
-                    rationals([(UInt32((abs(altitude) * 100).rounded()), 100)]))
-            }
-        }
-
-        var buffer: UnsafeMutablePointer<UInt8>?
-        var size: UInt32 = 0
-        exif_data_save_data(data, &buffer, &size)
-        guard let buffer else { return [] }
-        defer { exif_mem_free(memory, buffer) }
-        return Array(UnsafeBufferPointer(start: buffer, count: Int(size)))
     }
 }

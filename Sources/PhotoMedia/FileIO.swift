@@ -6,17 +6,50 @@ enum FileIO {
     /// The system's text for the current `errno`.
     static func lastError() -> String { String(cString: strerror(errno)) }
 
-    /// Opens `path`; `missingResource` when it does not exist, `fileSystem` otherwise.
-    /// Opens a source file for reading (without blocking on a FIFO) and checks that it is a
-    /// regular file; the caller closes the descriptor.
+    /// Opens a source file for reading (without blocking on a FIFO or a device) and checks that
+    /// it is a regular file; the caller closes the descriptor. `missingResource` when it does not
+    /// exist; `invalidResource` with refusal `notRegularFile` for a folder, FIFO, device or
+    /// socket, and `unreadable` when the system refuses to open it.
     static func openRegularFile(_ url: URL, name: String) throws(MediaError) -> (descriptor: Int32, status: stat) {
-        let source = try open(url.path, O_RDONLY | O_NONBLOCK, name: name)
-        var status = stat()
-        guard fstat(source, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
-            close(source)
-            throw MediaError(.invalidResource, resource: name, reason: "unreadable (not a regular file)")
+        let path = url.path
+        var descriptor: Int32
+        repeat { descriptor = Foundation.open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY) } while descriptor < 0 && errno == EINTR
+        guard descriptor >= 0 else {
+            let code = errno
+            if code == ENOENT || code == ENOTDIR {
+                throw MediaError(.missingResource, resource: name, reason: "the file does not exist (\(path))")
+            }
+            if code == ENXIO {  // a FIFO without a writer, a socket
+                throw MediaError(
+                    .invalidResource, resource: name, reason: "not a regular file (a FIFO or socket)", refusal: .notRegularFile)
+            }
+            throw MediaError(.invalidResource, resource: name, reason: "unreadable (\(lastError()))", refusal: .unreadable)
         }
-        return (source, status)
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            let reason = lastError()
+            close(descriptor)
+            throw MediaError(.invalidResource, resource: name, reason: "unreadable (\(reason))", refusal: .unreadable)
+        }
+        guard (status.st_mode & S_IFMT) == S_IFREG else {
+            close(descriptor)
+            throw MediaError(
+                .invalidResource, resource: name, reason: "not a regular file (\(describeType(status.st_mode)))", refusal: .notRegularFile)
+        }
+        return (descriptor, status)
+    }
+
+    /// Words for the type of a file that is not a regular one.
+    static func describeType(_ mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFDIR: "a folder"
+        case S_IFIFO: "a FIFO"
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        case S_IFSOCK: "a socket"
+        case S_IFLNK: "a symbolic link"
+        default: "not a regular file"
+        }
     }
 
     static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644, name: String) throws(MediaError) -> Int32 {

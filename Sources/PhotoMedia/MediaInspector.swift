@@ -1,84 +1,98 @@
 import Foundation
 import LedgerCore
 
-/// Recognises and validates photos and videos from their bytes and reads the metadata PhotoKit
-/// sets on a new asset: format, pixel size, duration, creation date, location, animation.
+/// Recognises photos and videos from their bytes, validates them by decoding them with the
+/// field's own decoders, and reads the metadata PhotoKit sets on a new asset: format, pixel size
+/// as shown, orientation, duration, creation date, location, animation.
 ///
-/// The format comes from the bytes, never the file name (a PNG named `.jpg` is a PNG). Files are
-/// read by seeking: only headers, `moov`/`meta` boxes and EXIF segments are loaded, so inspecting
-/// a large video costs a few small reads. Every failure is a `MediaError` naming the resource:
-/// `missingResource` when the file does not exist, `invalidResource` (empty, truncated,
-/// unreadable, unsupported) otherwise. No input makes it trap.
+/// The format comes from the bytes, never the file name (a PNG named `.jpg` is a PNG). Stills
+/// are decoded by libvips (libjpeg, libpng, libnsgif, libwebp, libheif), every pixel of every
+/// frame, JPEG and WebP at an eighth of their size (which still reads all of the compressed
+/// data); movies by FFmpeg, which must find a video stream and decode its first frame, and
+/// whose index must lie within the file. The article *Validation* in the catalog says what each
+/// format's check catches. A file that the decoder finds truncated is refused, in every format
+/// alike: its end was lost, usually in a copy that did not finish, and importing it would make
+/// the damaged bytes the original for good.
+///
+/// Every failure is a `MediaError` naming the resource: `missingResource` when the file does not
+/// exist, `invalidResource` otherwise, with a ``MediaError/Refusal`` saying whether the bytes are
+/// not media at all, damaged, or the path not a readable regular file. No input makes it trap,
+/// and a FIFO or device never blocks it.
 public enum MediaInspector {
     /// Inspects the file at `url`; errors name the file by its last path component.
     public static func inspect(fileAt url: URL) throws(MediaError) -> MediaInfo {
-        let name = url.lastPathComponent
-        let source = try FileByteSource(path: url.path, name: name)
-        return try inspect(source, name: name)
+        try inspect(path: url.path, name: url.lastPathComponent)
     }
 
     /// Inspects bytes in memory; `name` (a file name, or a description such as "image data")
-    /// appears in errors.
+    /// appears in errors. The decoders read files, so the bytes are written to a temporary file
+    /// first.
     public static func inspect(_ bytes: some Collection<UInt8>, name: String) throws(MediaError) -> MediaInfo {
-        try inspect(MemoryByteSource(bytes: Array(bytes)), name: name)
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("photomedia-\(UUID().uuidString)").path
+        let descriptor = try FileIO.open(path, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600, name: name)
+        defer { unlink(path) }
+        let array = Array(bytes)
+        let written = array.withUnsafeBytes { buffer -> MediaError? in
+            do throws(MediaError) { try FileIO.write(descriptor, buffer, name: name) } catch { return error }
+            return nil
+        }
+        close(descriptor)
+        if let written { throw written }
+        return try inspect(path: path, name: name)
     }
 
-    static func inspect(_ source: ByteSource, name: String) throws(MediaError) -> MediaInfo {
-        guard source.count > 0 else { throw MediaError(.invalidResource, resource: name, reason: "empty file") }
+    /// Inspects the file at `path`, naming it `name` in errors.
+    static func inspect(path: String, name: String) throws(MediaError) -> MediaInfo {
+        try inspect(path: path, name: name, preview: 0).info
+    }
+
+    /// Inspects the file at `path` and makes the renditions of `scales` that the validation's own
+    /// decode can give: a JPEG's or WebP's, decoded reduced to validate it, when the reduced
+    /// picture holds enough pixels for them. The others (other formats, larger scales) are left
+    /// out: they need a decode of their own.
+    static func inspect(path: String, name: String, renditions scales: [RenditionScale]) throws(MediaError) -> (MediaInfo, [Rendition]) {
+        let preview = scales.compactMap(\.size).max() ?? 0
+        let (info, picture) = try inspect(path: path, name: name, preview: preview)
+        guard let picture else { return (info, []) }
+        let covered = scales.filter { picture.covers($0) }
+        return (info, try Thumbnailer.make(covered, start: picture, name: name) { _ in picture })
+    }
+
+    /// Inspects the file at `path`; with `preview` > 0, also hands out a JPEG's or WebP's
+    /// decoded picture (see `StillImageDecoder.inspect(path:format:preview:)`).
+    private static func inspect(path: String, name: String, preview: Int) throws(MediaError) -> (info: MediaInfo, preview: Picture?) {
+        let (descriptor, status) = try FileIO.openRegularFile(URL(fileURLWithPath: path), name: name)
+        var header = [UInt8](repeating: 0, count: MediaFormat.headerLength)
+        let count = header.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+        close(descriptor)
+        guard count >= 0 else {
+            throw MediaError(.invalidResource, resource: name, reason: "unreadable (\(FileIO.lastError()))", refusal: .unreadable)
+        }
+        guard status.st_size > 0 else {
+            throw MediaError(
+                .invalidResource, resource: name, reason: "empty file (0 bytes); copy it again from its source", refusal: .damaged)
+        }
+        let format: MediaFormat
+        switch MediaFormat.identify(header: Array(header.prefix(count))) {
+        case .supported(let supported): format = supported
+        case .recognised(let description):
+            throw MediaError(.invalidResource, resource: name, reason: "\(description) is not supported; \(supported)", refusal: .notMedia)
+        case .unknown:
+            throw MediaError(.invalidResource, resource: name, reason: "not a photo or video; \(supported)", refusal: .notMedia)
+        }
         do {
-            let header = try source.read(at: 0, length: MediaFormat.headerLength)
-            guard let format = MediaFormat.detect(header: header) else {
-                throw InvalidMedia("unsupported format (\(describeUnsupported(header)))")
-            }
-            return try inspect(source, format: format)
+            if format.mediaType == .video { return (try MovieDecoder.inspect(path: path, format: format), nil) }
+            return try StillImageDecoder.inspect(path: path, format: format, preview: preview)
         } catch let error as InvalidMedia {
-            throw MediaError(.invalidResource, resource: name, reason: error.reason)
+            let hint = "copy the file again from its source"
+            let reason = error.refusal == .damaged && !error.reason.contains(hint) ? "\(error.reason); \(hint)" : error.reason
+            throw MediaError(.invalidResource, resource: name, reason: reason, refusal: error.refusal)
         } catch {
-            throw MediaError(.invalidResource, resource: name, reason: "unreadable (\(error))")
+            throw MediaError(.invalidResource, resource: name, reason: "unreadable (\(error))", refusal: .unreadable)
         }
     }
 
-    private static func inspect(_ source: ByteSource, format: MediaFormat) throws -> MediaInfo {
-        let image: ImageParsers.Result
-        switch format {
-        case .jpeg: image = try ImageParsers.jpeg(source)
-        case .png: image = try ImageParsers.png(source)
-        case .gif: image = try ImageParsers.gif(source)
-        case .webp: image = try ImageParsers.webp(source)
-        case .heic:
-            let heif = try ISOBaseMedia.heif(source)
-            image = ImageParsers.Result(width: heif.width, height: heif.height, exif: heif.exif)
-        case .mp4, .quickTime:
-            let movie = try ISOBaseMedia.movie(source, kind: format == .mp4 ? "MP4" : "QuickTime movie")
-            return MediaInfo(
-                format: format, pixelWidth: movie.width, pixelHeight: movie.height, duration: movie.duration,
-                creationDate: movie.creationDate)
-        }
-        var info = MediaInfo(format: format, pixelWidth: image.width, pixelHeight: image.height, isAnimated: image.isAnimated)
-        if let exif = image.exif {
-            (info.creationDate, info.location) = Exif.metadata(from: exif)
-        }
-        return info
-    }
-
-    /// A short description of bytes that are not a supported format, naming common look-alikes.
-    private static func describeUnsupported(_ header: [UInt8]) -> String {
-        let known: [([UInt8], Int, String)] = [
-            ([0x1A, 0x45, 0xDF, 0xA3], 0, "a Matroska/WebM video"),
-            (Array("ftypavif".utf8), 4, "an AVIF image"),
-            (Array("II*".utf8) + [0], 0, "a TIFF or RAW image"),
-            (Array("MM".utf8) + [0, 0x2A], 0, "a TIFF or RAW image"),
-            (Array("BM".utf8), 0, "a BMP image"),
-            (Array("%PDF".utf8), 0, "a PDF document"),
-            (Array("PK".utf8) + [3, 4], 0, "a ZIP archive"),
-            (Array("RIFF".utf8), 0, "a RIFF file that is not WebP (AVI or WAV)"),
-        ]
-        for (signature, offset, description) in known
-        where header.count >= offset + signature.count && Array(header[offset..<offset + signature.count]) == signature {
-            return "looks like \(description); supported: JPEG, PNG, GIF, HEIC, WebP, MP4, QuickTime"
-        }
-        return "not JPEG, PNG, GIF, HEIC, WebP, MP4 or QuickTime"
-    }
+    private static let supported = "supported: JPEG, PNG, GIF, WebP, HEIC, AVIF, MP4 and QuickTime"
 }
 
 extension MediaInspector {

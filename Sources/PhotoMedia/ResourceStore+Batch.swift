@@ -10,6 +10,8 @@ struct StagedFile: Sendable {
     var resource: StoredResource
     /// What the bytes hold, when the batch validates media.
     var info: MediaInfo?
+    /// The renditions the validation's decode gave.
+    var renditions: [Rendition] = []
     /// The flushed temporary file that gets the hash name; nil when nothing is to be renamed.
     var temporary: String?
     /// The file of the batch whose copy of the same bytes is kept, when it is another one.
@@ -17,8 +19,7 @@ struct StagedFile: Sendable {
 }
 
 extension ResourceStore {
-    /// Bytes read, hashed and written per step by a batch; a photo up to this size is also
-    /// validated from memory instead of being read back.
+    /// Bytes read, hashed and written per step by a batch.
     static let batchChunkSize = 4 << 20
 
     /// Writeback of a large file starts every time this many more bytes have been written.
@@ -26,10 +27,10 @@ extension ResourceStore {
 
     /// Stores many files at once; each result is what `ingest(fileAt:transfer:)` gives for that
     /// file, in the order of `urls`, and one failure does not stop the others. Every stored file
-    /// is durable under its name when this returns (see `importMedia(filesAt:transfer:concurrency:)`
+    /// is durable under its name when this returns (see `importMedia(filesAt:transfer:concurrency:renditions:)`
     /// for how the batch gets there faster than one file at a time).
     public func ingest(filesAt urls: [URL], transfer: FileTransfer = .copy, concurrency: Int = 8) -> [Result<StoredResource, MediaError>] {
-        storeBatch(urls, transfer: transfer, concurrency: concurrency, validates: false).map { $0.map(\.resource) }
+        storeBatch(urls, transfer: transfer, concurrency: concurrency, validation: nil).map { $0.map(\.resource) }
     }
 
     /// Validates and stores many photos and videos at once; each result is what
@@ -45,24 +46,33 @@ extension ResourceStore {
     /// already stored, or stored by an earlier file of the batch, are dropped before they reach
     /// the disk. Once every file is flushed, all are renamed to their hash names and each
     /// fan-out directory that received one is flushed once.
+    ///
+    /// With `renditions`, the decode that validates a file also gives those of its renditions it
+    /// can: a JPEG or WebP is validated by a reduced decode, which then needs only scaling and
+    /// encoding (about 2 ms for a 256-pixel one) instead of a decode of its own later. Other
+    /// formats, and scales the reduced picture is too small for, get none here.
     public func importMedia(
-        filesAt urls: [URL], transfer: FileTransfer = .copy, concurrency: Int = 8
+        filesAt urls: [URL], transfer: FileTransfer = .copy, concurrency: Int = 8, renditions: [RenditionScale] = []
     ) -> [Result<ImportedResource, MediaError>] {
-        storeBatch(urls, transfer: transfer, concurrency: concurrency, validates: true).map { result in
-            result.map { ImportedResource(resource: $0.resource, info: $0.info!) }
+        storeBatch(urls, transfer: transfer, concurrency: concurrency, validation: renditions).map { result in
+            result.map { ImportedResource(resource: $0.resource, info: $0.info!, renditions: $0.renditions) }
         }
     }
 
     /// The batch pipeline: stage every file (copy, hash, validate, start writeback, hand over
     /// for `fsync`), wait for the flushes, then name the files and flush their directories.
-    func storeBatch(_ urls: [URL], transfer: FileTransfer, concurrency: Int, validates: Bool) -> [Result<StagedFile, MediaError>] {
+    /// `validation` nil stores the bytes as they are; otherwise each file is validated, and
+    /// makes the renditions of those scales its validation can give.
+    func storeBatch(
+        _ urls: [URL], transfer: FileTransfer, concurrency: Int, validation: [RenditionScale]?
+    ) -> [Result<StagedFile, MediaError>] {
         let workers = max(1, concurrency)
         let flusher = Flusher(threads: workers, capacity: 4 * workers)
         let writers = Mutex<[String: Int]>([:])  // hash → the file of the batch that writes those bytes
         var results = ParallelWork.map(Array(urls.indices), concurrency: workers, state: { ChunkBuffer(byteCount: Self.batchChunkSize) }) {
             (buffer: ChunkBuffer, index: Int) throws(MediaError) in
             try self.stage(
-                urls[index], index: index, transfer: transfer, validates: validates, buffer: buffer, writers: writers, flusher: flusher)
+                urls[index], index: index, transfer: transfer, validation: validation, buffer: buffer, writers: writers, flusher: flusher)
         }
         for (index, error) in flusher.finish() {
             if case .success(let staged) = results[index], let temporary = staged.temporary { unlink(temporary) }
@@ -92,7 +102,8 @@ extension ResourceStore {
     /// Copies (or, for a move, links) and hashes one file into `tmp/`, validates it, and when its
     /// bytes are new starts their writeback and hands the file to `flusher`.
     private func stage(
-        _ url: URL, index: Int, transfer: FileTransfer, validates: Bool, buffer: ChunkBuffer, writers: borrowing Mutex<[String: Int]>,
+        _ url: URL, index: Int, transfer: FileTransfer, validation: [RenditionScale]?, buffer: ChunkBuffer,
+        writers: borrowing Mutex<[String: Int]>,
         flusher: Flusher
     ) throws(MediaError) -> StagedFile {
         let name = url.lastPathComponent
@@ -123,20 +134,17 @@ extension ResourceStore {
             }
         }
         var info: MediaInfo?
-        if validates {
-            if written.size <= Int64(buffer.bytes.count) {  // the whole file is in the buffer: exactly the bytes written
-                info = try MediaInspector.inspect(
-                    BufferByteSource(UnsafeRawBufferPointer(rebasing: buffer.bytes[0..<Int(written.size)])), name: name)
-            } else {
-                info = try MediaInspector.inspect(FileByteSource(path: temporary, name: name), name: name)
-            }
+        var renditions: [Rendition] = []
+        if let validation {
+            // Exactly the bytes written, from the page cache.
+            (info, renditions) = try MediaInspector.inspect(path: temporary, name: name, renditions: validation)
         }
         let hash = Hex.encode(written.digest)
         if isStored(hash, size: written.size) {
             // Fresh mtime: a collection running with a grace period will not take it before the
             // event that references it commits.
             utimensat(AT_FDCWD, path(for: hash), nil, 0)
-            return StagedFile(resource: StoredResource(hash: hash, size: written.size, isNew: false), info: info)
+            return StagedFile(resource: StoredResource(hash: hash, size: written.size, isNew: false), info: info, renditions: renditions)
         }
         let writer = writers.withLock { writers in
             if let writer = writers[hash] { return writer }
@@ -144,12 +152,15 @@ extension ResourceStore {
             return index
         }
         guard writer == index else {
-            return StagedFile(resource: StoredResource(hash: hash, size: written.size, isNew: false), info: info, storedBy: writer)
+            return StagedFile(
+                resource: StoredResource(hash: hash, size: written.size, isNew: false), info: info, renditions: renditions, storedBy: writer
+            )
         }
         _ = photoledger_start_writeback(written.descriptor, 0, 0)
         handedOver = true
         flusher.submit(written.descriptor, for: index, name: name)
-        return StagedFile(resource: StoredResource(hash: hash, size: written.size, isNew: true), info: info, temporary: temporary)
+        return StagedFile(
+            resource: StoredResource(hash: hash, size: written.size, isNew: true), info: info, renditions: renditions, temporary: temporary)
     }
 
     /// Whether a regular file of `size` bytes is stored under `hash`.

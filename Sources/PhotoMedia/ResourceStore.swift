@@ -25,6 +25,9 @@ public struct ImportedResource: Sendable, Hashable {
     public var resource: StoredResource
     /// Format and metadata read from those bytes.
     public var info: MediaInfo
+    /// The renditions the validation's decode gave, when they were asked for (see
+    /// ``ResourceStore/importMedia(filesAt:transfer:concurrency:renditions:)``).
+    public var renditions: [Rendition] = []
 }
 
 /// What a garbage collection removed.
@@ -151,7 +154,7 @@ public final class ResourceStore: Sendable {
     public func importMedia(fileAt url: URL, transfer: FileTransfer = .copy) throws(MediaError) -> ImportedResource {
         let name = url.lastPathComponent
         let validate = { (path: String) throws(MediaError) in
-            try MediaInspector.inspect(FileByteSource(path: path, name: name), name: name)
+            try MediaInspector.inspect(path: path, name: name)
         }
         let result = try ingest(fileAt: url, transfer: transfer, validate: validate)
         return ImportedResource(resource: result.resource, info: result.info!)

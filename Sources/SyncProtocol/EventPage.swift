@@ -27,7 +27,7 @@ import LedgerCore
 /// | 32 | the server's chain value after the event |
 /// | 32 | the content hash: SHA-256 of the canonical bytes |
 /// | varint | the length of the canonical bytes |
-/// | length | the canonical bytes (``LedgerStore/Event/writeCanonicalBytes(into:)``) |
+/// | length | the canonical bytes (`Event.writeCanonicalBytes(into:)`) |
 ///
 /// The body ends with the last event: trailing bytes are an error.
 public enum EventPage {

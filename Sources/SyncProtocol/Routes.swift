@@ -11,9 +11,11 @@ public enum SyncRoutes {
     /// `POST` (push) and `GET` (pull) `/v1/libraries/{library}/events`.
     public static func events(library: String) -> String { "/v1/libraries/\(library)/events" }
 
-    /// `GET /v1/libraries/{library}/events?since=N&limit=M`.
-    public static func pull(library: String, since: Int64, limit: Int = defaultPageLimit) -> String {
-        "\(events(library: library))?since=\(since)&limit=\(limit)"
+    /// `GET /v1/libraries/{library}/events?since=N&limit=M`, with `&wait=S` when `wait` is given:
+    /// the server then holds the request up to `S` seconds (at most ``maximumPullWaitSeconds``)
+    /// while the library has no events after `since`.
+    public static func pull(library: String, since: Int64, limit: Int = defaultPageLimit, wait: Int? = nil) -> String {
+        "\(events(library: library))?since=\(since)&limit=\(limit)" + (wait.map { "&wait=\($0)" } ?? "")
     }
 
     /// `HEAD`, `PUT` and `GET` `/v1/libraries/{library}/blobs/{sha256}`.
@@ -35,6 +37,8 @@ public enum SyncRoutes {
     public static let defaultPageLimit = 1000
     /// The largest page a pull returns.
     public static let maximumPageLimit = 5000
+    /// The longest `wait` a pull may ask for, in seconds.
+    public static let maximumPullWaitSeconds = 300
 
     /// The JSON media type of request and response bodies.
     public static let jsonContentType = "application/json"

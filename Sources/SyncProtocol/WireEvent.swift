@@ -27,7 +27,7 @@ func reading<T>(_ field: @autoclosure () -> String, _ body: () throws -> T) thro
     }
 }
 
-/// One event on the wire: the envelope of a ``LedgerCore/Event`` in JSON, with its content hash,
+/// One event on the wire: the envelope of a `Event` in JSON, with its content hash,
 /// and in pull responses the server's sequence and chain value.
 ///
 /// ```json
@@ -38,7 +38,7 @@ func reading<T>(_ field: @autoclosure () -> String, _ body: () throws -> T) thro
 ///
 /// `hlc` is a decimal string because the packed stamp exceeds 2^53, which JSON numbers in
 /// other languages cannot hold; `payload` is base64; `hash` is the lowercase hex SHA-256 of the
-/// event's canonical bytes (``LedgerCore/Event/contentHash``). `format` is absent for format 1
+/// event's canonical bytes (`Event.contentHash`). `format` is absent for format 1
 /// (what the first clients sent); `library` is absent for an unbound event; `keyId` and `nonce`
 /// (base64) are present only for a sealed payload.
 public struct WireEvent: Sendable, Hashable {

@@ -23,6 +23,9 @@ final class CurlTransfer {
     private var upload = UploadSource.none
     private var responseStatus = 0
     private var responseHeaders: [HTTPHeaders.Field] = []
+    /// Whether the blank line that ends the current response's head has arrived: libcurl reports
+    /// success for a response cut inside its head, with the status line's code and no body.
+    private var headComplete = false
     /// A body kept in memory, as libcurl delivers it (at most 16 KB at a time): joined once at
     /// the end, so a body of megabytes is not copied into ever larger buffers while it arrives,
     /// each one fresh memory the system must first clear.
@@ -213,8 +216,11 @@ final class CurlTransfer {
 
     private func receiveHeaderLine(_ bytes: UnsafeRawBufferPointer) {
         let line = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        if line.hasPrefix("HTTP/") {
+        if line.isEmpty {
+            headComplete = true
+        } else if line.hasPrefix("HTTP/") {
             // A new response begins (an interim 1xx or a followed redirect): forget the previous one.
+            headComplete = false
             responseHeaders = []
             let parts = line.split(separator: " ", maxSplits: 2)
             responseStatus = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
@@ -294,6 +300,7 @@ final class CurlTransfer {
         var uploaded: curl_off_t = 0
         try check(plcurl_getinfo_off_t(handle.raw, CURLINFO_SIZE_DOWNLOAD_T, &downloaded))
         try check(plcurl_getinfo_off_t(handle.raw, CURLINFO_SIZE_UPLOAD_T, &uploaded))
+        try checkComplete(status: status, downloaded: downloaded)
         report(
             TransferProgress(
                 bytesSent: Int64(uploaded), totalBytesToSend: upload.size,
@@ -311,6 +318,22 @@ final class CurlTransfer {
             body = .file(destination)
         }
         return HTTPResponse(status: status, headers: HTTPHeaders(responseHeaders), body: body)
+    }
+
+    /// Throws ``TransportError/connectionLost(url:detail:)`` for a response that libcurl reports
+    /// as complete but is not: cut inside its head, or with fewer body bytes (as sent, before
+    /// decompression) than its `Content-Length`.
+    private func checkComplete(status: Int, downloaded: curl_off_t) throws {
+        let shown = URLDisplay.redacted(request.url)
+        guard headComplete else {
+            throw TransportError.connectionLost(url: shown, detail: "the response ended inside its head (HTTP status line \(status))")
+        }
+        var declared: curl_off_t = -1
+        try check(plcurl_getinfo_off_t(handle.raw, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &declared))
+        let hasBody = request.method != .head && status != 204 && status != 304
+        if hasBody, declared >= 0, downloaded < declared {
+            throw TransportError.connectionLost(url: shown, detail: "the response body ended after \(downloaded) of its \(declared) bytes")
+        }
     }
 }
 

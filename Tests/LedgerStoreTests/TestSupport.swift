@@ -1,20 +1,7 @@
 import Foundation
+@_exported import TestSupportKit
 import LedgerCore
 import LedgerStore
-
-/// A temporary directory for one test, removed when the value is released.
-final class TemporaryDirectory {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("ledgerstore-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-
-    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
-}
 
 /// Makes events for tests: fixed clock, seeded identifiers.
 struct EventFactory {

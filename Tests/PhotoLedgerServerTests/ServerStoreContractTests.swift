@@ -7,25 +7,41 @@ import Testing
 /// A store backend the contract runs on, made fresh for one test.
 struct StoreBackend: CustomStringConvertible, Sendable {
     let description: String
-    let make: @Sendable (TemporaryDirectory) throws -> any ServerStore
+    let make: @Sendable () throws -> StoreUnderTest
 
-    /// Every backend this build can run here.
-    static var all: [StoreBackend] {
-        [StoreBackend(description: "SQLite") { directory in try SQLiteServerStore(path: directory.path("server.sqlite")) }]
+    static let sqlite = StoreBackend(description: "SQLite") {
+        let directory = try TemporaryDirectory()
+        return StoreUnderTest(store: try SQLiteServerStore(path: directory.path("server.sqlite")), keepAlive: [directory])
     }
+
+    static let postgres = StoreBackend(description: "PostgreSQL") {
+        let database = try PostgresTestDatabase()
+        return StoreUnderTest(store: try PostgresServerStore(url: database.url), keepAlive: [database])
+    }
+
+    /// Every backend this build can run here: PostgreSQL when the tests have one
+    /// (``PostgresTestDatabase``; the suite `PostgreSQL availability` says when they do not).
+    static var all: [StoreBackend] {
+        PostgresTestDatabase.adminURL == nil ? [sqlite] : [sqlite, postgres]
+    }
+}
+
+/// A fresh store, with what must live as long as it (its directory, its database).
+struct StoreUnderTest {
+    let store: any ServerStore
+    let keepAlive: [AnyObject]
 }
 
 /// A store with library `family` (and `work`), tokens for a readWrite, an addOnly and a readOnly
 /// device, and the credentials the rules are applied for.
 struct ContractFixture {
-    let directory: TemporaryDirectory
-    let store: any ServerStore
+    let subject: StoreUnderTest
+    var store: any ServerStore { subject.store }
     let family: UUID
     let rules = PushRules(maximumPayloadBytes: 1024)
 
     init(_ backend: StoreBackend) throws {
-        directory = try TemporaryDirectory()
-        store = try backend.make(directory)
+        subject = try backend.make()
         family = UUID(uuidString: "0193A5B2-7C00-7000-8000-00000000F00D")!
         try store.createLibrary(named: "family", uuid: family, at: 1)
         try store.createLibrary(named: "work", uuid: nil, at: 1)

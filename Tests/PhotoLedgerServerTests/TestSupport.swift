@@ -1,23 +1,10 @@
 import Foundation
+@_exported import TestSupportKit
 import FoundationNetworking
 import LedgerCore
 import PhotoLedgerServer
 import Synchronization
 import SyncProtocol
-
-/// A temporary directory for one test, removed when released.
-final class TemporaryDirectory {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("photoledger-server-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-
-    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
-}
 
 /// A clock the test moves by hand.
 final class ManualClock: Sendable {

@@ -39,6 +39,11 @@ final class InProcessTransport: HTTPTransport, @unchecked Sendable {
             bytes = [UInt8](repeating: 0, count: Int(size))
             _ = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, Int(size), 0) }
             close(descriptor)
+        case .stream(let stream):
+            bytes = [UInt8](repeating: 0, count: Int(stream.size))
+            var offset = 0
+            while offset < bytes.count { offset += try bytes[offset...].withUnsafeMutableBytes { try stream.read(into: $0) } }
+            stream.cancel()
         }
         var headers = HTTPHeaders()
         for (name, value) in response.headers { headers[name] = value }

@@ -13,7 +13,8 @@ import Testing
 /// has identical projections, and no event is lost or duplicated.
 @Suite("Multi-replica sync simulation")
 struct SyncSimulationTests {
-    static let schedules = Int(ProcessInfo.processInfo.environment["PHOTOLEDGER_SIMULATION_SCHEDULES"] ?? "") ?? 1000
+    /// Schedules to run: a few dozen by default, a thousand in CI (`PHOTOLEDGER_SIMULATION_SCHEDULES` sets it).
+    static let schedules = TestIntensity.count(local: 30, full: 1000, variable: "PHOTOLEDGER_SIMULATION_SCHEDULES")
 
     @Test("devices converge after random changes and syncs through faults", arguments: 0..<schedules)
     func converge(schedule: Int) async throws {

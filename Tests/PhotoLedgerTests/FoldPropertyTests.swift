@@ -39,8 +39,12 @@ struct FoldPropertyTests {
         return dump
     }
 
+    /// Scripts and permutations per script: a few by default, the full amounts in CI.
+    static let scripts = TestIntensity.count(local: 8, full: 30)
+    static let permutations = TestIntensity.count(local: 15, full: 50)
+
     @Test("devices converge; every permutation with duplicates folds to the same tables; incremental equals rebuild",
-          arguments: 0..<30)
+          arguments: 0..<scripts)
     func foldLaws(script: Int) throws {
         let directory = try TemporaryDirectory()
         let clock = TestClock()
@@ -74,7 +78,7 @@ struct FoldPropertyTests {
 
         let events = try devices[0].allEvents()
         #expect(events.count > 40)
-        for permutation in 0..<50 {
+        for permutation in 0..<Self.permutations {
             var shuffled = events + events.filter { _ in Int.random(in: 0..<4, using: &random) == 0 }
             shuffled.shuffle(using: &random)
             let db = try Database(path: ":memory:")

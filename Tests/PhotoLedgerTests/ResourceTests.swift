@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import MediaSynthesis
 import PhotoMedia
 import Testing
 @testable import PhotoLedger
@@ -123,7 +124,7 @@ struct ResourceTests {
     func streamingExport() throws {
         let directory = try TemporaryDirectory()
         let library = try makeLibrary(directory)
-        let movie = Data(ISOBaseMediaWriter.movie(width: 320, height: 240, duration: 60, bytesPerFrame: 2000))
+        let movie = Data(try SyntheticMedia.movie(width: 320, height: 240, duration: 60, arguments: ["-b:v", "600k"]))
         try movie.write(to: directory.file("long.mov"))
         let id = try library.performChangesAndWait { try $0.createAsset(fromVideoAt: directory.file("long.mov")).placeholderForCreatedAsset.localIdentifier }
         var reports: [(Int64, Int64)] = []

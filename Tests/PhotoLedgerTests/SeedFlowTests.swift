@@ -1,4 +1,5 @@
 import Foundation
+import MediaSynthesis
 import PhotoMedia
 import Testing
 @testable import PhotoLedger

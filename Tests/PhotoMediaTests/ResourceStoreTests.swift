@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import MediaSynthesis
 import PhotoMedia
 import Testing
 
@@ -84,7 +85,7 @@ struct ResourceStoreTests {
 
     @Test("invalid media is rejected and leaves nothing in the store")
     func invalidLeavesNothing() throws {
-        let bytes = Array(SyntheticMedia.sample(.png, width: 30, height: 30, seed: 1).dropLast(5))
+        let bytes = Array(SyntheticMedia.sample(.png, width: 30, height: 30, seed: 1).dropLast(200))
         let url = try directory.write(bytes, to: "IMG_9.png")
         let error = Samples.mediaError { _ = try store.importMedia(fileAt: url) }
         #expect(error?.kind == .invalidResource)
@@ -130,19 +131,24 @@ struct ResourceStoreTests {
         #expect(Set(results.map { $0?.hash }).count == 2)
         let hash = try #require(results[1]?.hash)
         let fanOut = store.directory.appendingPathComponent(String(hash.prefix(2))).path
-        #expect(try FileManager.default.contentsOfDirectory(atPath: fanOut).filter { $0.hasPrefix(hash.prefix(2)) && $0.count == 64 } == [hash])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: fanOut).filter { $0.hasPrefix(hash.prefix(2)) && $0.count == 64 } == [hash])
 
         let stored = try #require(store.url(for: hash))
         let before = try FileManager.default.attributesOfItem(atPath: stored.path)[.systemFileNumber] as? Int
         let again = store.ingest(filesAt: copies)
         #expect(again.allSatisfy { (try? $0.get())?.isNew == false })
-        #expect(try FileManager.default.attributesOfItem(atPath: stored.path)[.systemFileNumber] as? Int == before, "the stored file is kept, not replaced")
+        #expect(
+            try FileManager.default.attributesOfItem(atPath: stored.path)[.systemFileNumber] as? Int == before,
+            "the stored file is kept, not replaced")
         #expect(try temporaryFiles().isEmpty)
     }
 
     @Test("a moved batch links the sources instead of copying them, and leaves them in place")
     func batchMove() throws {
-        let sources = try (0..<3).map { try directory.write(SyntheticMedia.sample(.gif, width: 10, height: 10, seed: UInt64(30 + $0)), to: "move-\($0).gif") }
+        let sources = try (0..<3).map {
+            try directory.write(SyntheticMedia.sample(.gif, width: 10, height: 10, seed: UInt64(30 + $0)), to: "move-\($0).gif")
+        }
         let results = store.importMedia(filesAt: sources, transfer: .move)
         for (source, result) in zip(sources, results) {
             let imported = try result.get()
@@ -156,7 +162,8 @@ struct ResourceStoreTests {
 
     @Test("a batch file larger than the copy buffer is validated from its temporary file, and a damaged one leaves nothing")
     func batchLargeFiles() throws {
-        let movie = ISOBaseMediaWriter.movie(width: 320, height: 240, duration: 120, bytesPerFrame: 5000)
+        let movie = try SyntheticMedia.movie(
+            width: 320, height: 240, duration: 60, filters: ["noise=alls=30:allf=t"], arguments: ["-preset", "ultrafast", "-b:v", "3400k"])
         #expect(movie.count > 16 << 20, "larger than the copy buffer (4 MiB) and than one writeback step (16 MiB)")
         let good = try directory.write(movie, to: "long.mp4")
         let damaged = try directory.write([0xFF, 0xD8, 0xFF, 0xE0] + [UInt8](repeating: 0x42, count: 6 << 20), to: "damaged.jpg")

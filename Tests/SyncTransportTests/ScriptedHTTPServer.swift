@@ -38,6 +38,9 @@ final class ScriptedHTTPServer: Sendable {
         /// Closes the connection after answering without saying so, as a server whose idle timeout
         /// expires does.
         var dropConnection = false
+        /// Sends only this many bytes of the head, then closes the connection: a response cut
+        /// inside its head.
+        var cutHeadAfterBytes: Int?
     }
 
     /// What the server does with one request.
@@ -168,6 +171,10 @@ final class ScriptedHTTPServer: Sendable {
         }
         if response.close { head += "Connection: close\r\n" }
         head += "\r\n"
+        if let cut = response.cutHeadAfterBytes {
+            Self.send(connection, Array(head.utf8.prefix(cut)))
+            return false
+        }
         guard Self.send(connection, Array(head.utf8)) else { return false }
         if request.method == "HEAD" { return !response.close && !response.dropConnection }
         if let stall = response.stallAfterBodyBytes {

@@ -1,4 +1,5 @@
 import Foundation
+@_exported import TestSupportKit
 import Synchronization
 import Testing
 
@@ -59,21 +60,6 @@ final class ProgressLog: Sendable {
     var all: [TransferProgress] { reports.withLock { $0 } }
 
     var handler: @Sendable (TransferProgress) -> Void { { [self] progress in reports.withLock { $0.append(progress) } } }
-}
-
-/// A fresh directory for one test's files, deleted by `remove()`.
-struct TemporaryDirectory {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appending(path: "SyncTransportTests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    /// The names of the files now in the directory, hidden ones included.
-    func contents() throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: url.path).sorted() }
-
-    func remove() { try? FileManager.default.removeItem(at: url) }
 }
 
 /// Deterministic bytes of the given length (a loop over a raw buffer: debug builds are slow with `map`).

@@ -106,9 +106,9 @@ final class TestServer {
         #expect(try ToolRunner.run("photoledger-server", ["admin", "create-library", "family", "--db", database]).status == 0)
     }
 
-    func token(for device: String) throws -> String {
+    func token(for device: String, scope: String = "readWrite") throws -> String {
         try ToolRunner.run(
-            "photoledger-server", ["admin", "issue-token", "--db", database, "--library", "family", "--device", device, "--scope", "readWrite"]
+            "photoledger-server", ["admin", "issue-token", "--db", database, "--library", "family", "--device", device, "--scope", scope]
         ).output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
@@ -309,5 +309,65 @@ struct CompactWatermarkTests {
         #expect(unknown.status == 1 && unknown.errors.contains("check the library name in the remote URL"))
         let verified = try #require(try anna.json(["verify"]) as? [String: Any])
         #expect((verified["local"] as? [String: Any])?["archivedEvents"] as? Int == 0, "a failed compact archives nothing")
+    }
+}
+
+@Suite("photoledger: scopes, quarantine and deep verification")
+struct TrustCommandTests {
+    @Test func anAddOnlyDeviceSyncsAndItsRefusedAlbumIsFoldedOut() throws {
+        let kiosk = try Workspace(device: "kiosk"), anna = try Workspace(device: "anna")
+        let server = try TestServer(folder: kiosk.folder)
+        #expect(try kiosk.cli(["remote", "set", "\(server.url)/v1/libraries/family", "--token", try server.token(for: "kiosk", scope: "addOnly")]).status == 0)
+        #expect(try anna.cli(["remote", "set", "\(server.url)/v1/libraries/family", "--token", try server.token(for: "anna")]).status == 0)
+        _ = try kiosk.importPhotos([try kiosk.photo("a.jpg", seed: 1)], album: "Kiosk")
+        let sync = try kiosk.cli(["sync", "--json"])
+        #expect(sync.status == 0, "\(sync.errors)")
+        let report = try #require(try sync.json() as? [String: Any])
+        #expect(report["scope"] as? String == "addOnly")
+        #expect(report["pushedEvents"] as? Int == 1 && report["pulledEvents"] as? Int == 0)
+        #expect((report["rejectedEvents"] as? [String])?.count == 2)
+        #expect(sync.errors.contains("rejected by the server (folded out here)"))
+        let status = try #require(try kiosk.json(["status"]) as? [String: Any])
+        #expect(status["rejectedEvents"] as? Int == 2 && status["pendingEvents"] as? Int == 0)
+        // Reading is not this device's to do any more; adding still is.
+        let albums = try kiosk.cli(["albums"])
+        #expect(albums.status == 1 && albums.errors.contains("addOnly"))
+        #expect(try anna.cli(["sync"]).status == 0)
+        #expect(try anna.assets().count == 1)
+        #expect(try anna.albums().isEmpty)
+    }
+
+    @Test func quarantineListsWhatADamagedDeviceSentAndVerifyDeepFindsEditedViews() throws {
+        let anna = try Workspace(device: "anna")
+        _ = try anna.importPhotos([try anna.photo("a.jpg", seed: 1)], album: "Trip")
+        // An event that does not decode, appended as a damaged device's sync would have (the log
+        // accepts it; the fold quarantines it on rebuild, as on every device).
+        let queue = try DatabaseQueue(path: anna.library.path)
+        try queue.write { db in
+            let template = try #require(try EventLog(db).events(after: 0, limit: 1).first?.event)
+            var damaged = template
+            damaged.id = UUID()
+            damaged.device = "ruined-phone"
+            damaged.deviceSequence = 1
+            damaged.payload = [1, 2, 3]
+            _ = try EventLog(db).append([damaged])
+        }
+        #expect(try anna.cli(["rebuild"]).status == 0)
+        let quarantine = try #require(try anna.json(["quarantine"]) as? [[String: Any]])
+        #expect(quarantine.count == 1)
+        #expect(Set(quarantine[0].keys) == ["eventId", "device", "timestamp", "type", "object", "kind", "reason"])
+        #expect(quarantine[0]["device"] as? String == "ruined-phone" && quarantine[0]["kind"] as? String == "quarantined")
+        #expect((quarantine[0]["reason"] as? String)?.contains("payload is invalid") == true)
+        let status = try #require(try anna.json(["status"]) as? [String: Any])
+        #expect(status["quarantinedEvents"] as? Int == 1)
+        let deep = try #require(try anna.json(["verify", "--deep"]) as? [String: Any])
+        #expect(deep["intact"] as? Bool == true)
+        try queue.writeWithoutTransaction { db in try db.execute("UPDATE albums SET title = 'Edited' WHERE created = 1") }
+        #expect(try anna.cli(["verify"]).status == 0, "the chains cover the log, not the views")
+        let found = try anna.cli(["verify", "--deep"])
+        #expect(found.status == 3)
+        #expect(found.errors.contains("the view albums differs from the log") && found.errors.contains("title is 'Edited'"), "\(found.errors)")
+        #expect(try anna.cli(["rebuild"]).status == 0)
+        #expect(try anna.cli(["verify", "--deep"]).status == 0)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import MediaSynthesis
 import PhotoMedia
 import Testing
 

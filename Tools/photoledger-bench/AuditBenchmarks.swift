@@ -1,6 +1,7 @@
 import Foundation
 import LedgerCore
 import PhotoLedger
+import MediaSynthesis
 import PhotoMedia
 
 /// Audit figures: the persistent changes after a token over a long log, and the history of one

@@ -100,9 +100,15 @@ func printTable(_ figures: [Figure]) {
 }
 
 /// Peak resident set size (VmHWM) of a process, in KiB.
-func peakResidentKiB(pid: Int32) -> Int {
+func peakResidentKiB(pid: Int32) -> Int { memoryKiB(pid: pid, field: "VmHWM") }
+
+/// Resident set size now (VmRSS) of a process, in KiB.
+func residentKiB(pid: Int32) -> Int { memoryKiB(pid: pid, field: "VmRSS") }
+
+/// A memory field of `/proc/<pid>/status`, in KiB.
+private func memoryKiB(pid: Int32, field: String) -> Int {
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") })
     else { return 0 }
     return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "0") ?? 0
 }

@@ -2,6 +2,7 @@ import CBaseline
 import Foundation
 import LedgerCore
 import PhotoLedger
+import MediaSynthesis
 import PhotoMedia
 
 /// Library figures: change-block latency, a large import in one block, projection rebuild beside

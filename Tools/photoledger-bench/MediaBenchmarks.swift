@@ -1,31 +1,42 @@
+import Dispatch
 import Foundation
 import LedgerCore
+import MediaSynthesis
 import PhotoLedger
 import PhotoMedia
+import Synchronization
 
 /// Media figures: ingest of 1 MB files into the content-addressed store (read, SHA-256, write,
 /// fsync, rename, directory fsync) beside `cp -r` of the same files on the same disk, and beside
-/// `cp -r` followed by `sync` (a copy that is as durable as the store's); JPEG metadata
-/// inspection (format, size, EXIF date and GPS through libexif).
+/// `cp -r` followed by `sync` (a copy that is as durable as the store's); import of a camera's
+/// folder (12-megapixel JPEGs made by libvips, a few HEICs and MP4s), validated by decoding,
+/// beside the same copies, with and without the 256-pixel renditions its validation can make,
+/// and its thumbnails made in the background afterwards; 256-pixel thumbnails by the image
+/// manager beside `vipsthumbnail` on the same files; inspection (decode and metadata) per format.
 ///
 /// `cp -r` alone ends when the bytes are in the page cache; with gigabytes of RAM that measures
 /// memory bandwidth, while the store waits for the disk. The durable figure compares like with like.
 struct MediaBenchmarks {
     let fileCount: Int
     let fileSize = 1 << 20
-    let jpegCount: Int
+    /// JPEGs of 4000×3000 at quality 90 in the imported folder, half of them with orientation 6.
+    let photoCount: Int
+    let heicCount: Int
+    let movieCount: Int
     let repetitions: Int
 
     init(quick: Bool) {
         fileCount = quick ? 200 : 1000
-        jpegCount = quick ? 200 : 1000
+        photoCount = quick ? 100 : 1000
+        heicCount = quick ? 2 : 5
+        movieCount = quick ? 1 : 3
         repetitions = quick ? 1 : 3
     }
 
     func run() throws -> [Figure] {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        return try storeIngest(in: directory) + libraryImport(in: directory) + inspection(in: directory)
+        return try storeIngest(in: directory) + libraryImport(in: directory)
     }
 
     /// The store alone: `ResourceStore.ingest(filesAt:)` of seeded random bytes.
@@ -64,91 +75,248 @@ struct MediaBenchmarks {
         ]
     }
 
-    /// The library: a folder of 1 MB JPEGs imported into a `PhotoLibrary` in one change block
-    /// (validated, stored durably, one asset each, events committed), beside `cp -r` of the same
-    /// folder in the same round.
+    /// The library: a camera's folder (see `makeCameraFolder`) imported into a `PhotoLibrary` in
+    /// one change block (every file decoded to validate it, stored durably, one asset each,
+    /// events committed), beside `cp -r` of the same folder in the same round, with and without
+    /// `sync -f`.
     private func libraryImport(in directory: URL) throws -> [Figure] {
-        let folder = directory.appendingPathComponent("photos")
-        let photos = try makePhotos(in: folder)
-        let megabytes = Double(photos.count * fileSize) / 1_000_000
+        let folder = directory.appendingPathComponent("camera")
+        let files = try makeCameraFolder(in: folder)
+        let bytes = try files.reduce(0) { $0 + (try FileManager.default.attributesOfItem(atPath: $1.path)[.size] as? Int ?? 0) }
+        let megabytes = Double(bytes) / 1_000_000
 
-        var batchRates: [Double] = [], perFileRates: [Double] = [], copyRates: [Double] = [], durableCopyRates: [Double] = []
-        var diskRates: [Double] = []
+        var batchRates: [Double] = [], copyRates: [Double] = [], durableCopyRates: [Double] = [], diskRates: [Double] = []
+        var validationOnlyRates: [Double] = [], backgroundRates: [Double] = [], cores: [Double] = []
+        var processorPerFile: [Double] = [], validationOnlyProcessorPerFile: [Double] = [], backgroundProcessorPerFile: [Double] = []
+        var thumbnails: [Figure] = []
         for round in 0..<repetitions {
-            let copy = try timeCopy(of: folder, to: directory.appendingPathComponent("cp-photos-\(round)"), megabytes: megabytes)
+            let copy = try timeCopy(of: folder, to: directory.appendingPathComponent("cp-camera-\(round)"), megabytes: megabytes)
             copyRates.append(copy.plain)
             durableCopyRates.append(copy.durable)
             diskRates.append(try timeDiskWrite(to: directory.appendingPathComponent("disk-\(round)"), megabytes: megabytes))
 
+            // Validation only (the import before its decode gave renditions); kept for the thumbnail figure.
+            let plain = try library(at: directory.appendingPathComponent("plain-\(round).sqlite"))
+            var start = processorSeconds()
+            validationOnlyRates.append(
+                megabytes / (try timeImport(files, into: plain, options: AssetImportOptions(makesThumbnails: false))))
+            validationOnlyProcessorPerFile.append((processorSeconds() - start) * 1000 / Double(files.count))
+            sync()
+
             let batch = try library(at: directory.appendingPathComponent("batch-\(round).sqlite"))
-            batchRates.append(
-                megabytes
-                    / (try seconds {
-                        let results = try batch.performChangesAndWait { changes in
-                            try changes.importAssets(fromFilesAt: photos).map { $0.placeholderForCreatedAsset }
-                        }
-                        guard results.allSatisfy({ $0 != nil }) else { throw BenchmarkError("a photo was not imported") }
-                    }))
-            guard try batch.fetchAssets().count == photos.count else { throw BenchmarkError("the batch import lost assets") }
+            start = processorSeconds()
+            let elapsed = try timeImport(files, into: batch, options: AssetImportOptions())
+            let used = processorSeconds() - start
+            cores.append(used / elapsed)
+            processorPerFile.append(used * 1000 / Double(files.count))
+            batchRates.append(megabytes / elapsed)
+            start = processorSeconds()
+            backgroundRates.append(Double(files.count) / (try timeBackgroundThumbnails(of: batch)))
+            backgroundProcessorPerFile.append((processorSeconds() - start) * 1000 / Double(files.count))
             sync()
             try removeLibrary(batch)
 
-            let perFile = try library(at: directory.appendingPathComponent("per-file-\(round).sqlite"))
-            perFileRates.append(
-                megabytes
-                    / (try seconds {
-                        let created = try perFile.performChangesAndWait { changes in
-                            try photos.map { try changes.createAsset(fromImageAt: $0).placeholderForCreatedAsset }
-                        }
-                        guard created.count == photos.count else { throw BenchmarkError("\(created.count) assets of \(photos.count)") }
-                    }))
-            sync()
-            try removeLibrary(perFile)
+            if round == repetitions - 1 { thumbnails = try thumbnailFigures(plain, folder: folder, in: directory) }
+            try removeLibrary(plain)
         }
+        let inspected = try inspection(of: files)
         try FileManager.default.removeItem(at: folder)
+        let content =
+            "\(photoCount) JPEGs 4000×3000 q90 with EXIF (half orientation 6), \(heicCount) HEICs, \(movieCount) MP4s, \(Int(megabytes)) MB"
         return [
             Figure(
                 name: "media.import", value: median(batchRates), unit: "MB/s", baseline: median(copyRates), higherIsBetter: true,
-                target: 0.5,
+                target: nil,
                 note:
-                    "\(photos.count) JPEGs of 1 MB (EXIF) from a folder into a PhotoLibrary: importAssets(fromFilesAt:) in one change block (validate, store durably, one asset each, commit); baseline: cp -r of the folder, no fsync"
+                    "\(content): importAssets(fromFilesAt:) in one change block (decode to validate, store durably, one asset each, commit); baseline: cp -r of the folder, no fsync"
             ),
             Figure(
                 name: "media.import.durable", value: median(batchRates), unit: "MB/s", baseline: median(durableCopyRates),
-                higherIsBetter: true, target: 0.5, note: "the same import; baseline: cp -r then sync -f"),
+                higherIsBetter: true, target: 0.5, note: "the same import; baseline: cp -r then sync -f, a copy as durable as the store's"),
             Figure(
                 name: "media.import.disk", value: median(batchRates), unit: "MB/s", baseline: median(diskRates), higherIsBetter: true,
                 target: nil,
-                note: "the same import; baseline: the disk's own rate, dd of as many bytes with conv=fsync (a ceiling for any durable copy)"),
-            Figure(
-                name: "media.import.per-file", value: median(perFileRates), unit: "MB/s", baseline: median(copyRates),
-                higherIsBetter: true, target: nil,
-                note:
-                    "\(photos.count) JPEGs of 1 MB in one change block, one createAsset(fromImageAt:) each (validate, store with fsync, event); baseline: cp -r, no fsync"
+                note: "the same import; baseline: the disk's own rate, dd of as many bytes with conv=fsync (a ceiling for any durable copy)"
             ),
             Figure(
-                name: "media.import.per-file.durable", value: median(perFileRates), unit: "MB/s", baseline: median(durableCopyRates),
-                higherIsBetter: true, target: nil, note: "the same import; baseline: cp -r then sync -f"),
+                name: "media.import.validation-only", value: median(validationOnlyRates), unit: "MB/s", baseline: median(durableCopyRates),
+                higherIsBetter: true, target: nil,
+                note:
+                    "the same import without the 256-pixel renditions of its validation (makesThumbnails: false); baseline: cp -r then sync -f"
+            ),
+            Figure(
+                name: "media.import.cores", value: median(cores), unit: "cores", baseline: nil, higherIsBetter: true, target: nil,
+                note: "processor time of the process over the import's wall time (2 = both cores busy throughout)"),
+            Figure(
+                name: "media.import.cpu", value: median(processorPerFile), unit: "ms/file",
+                baseline: median(validationOnlyProcessorPerFile),
+                higherIsBetter: false, target: nil,
+                note:
+                    "processor time per file of the import (user + system, every thread); baseline: the same without the validation's renditions"
+            ),
+            Figure(
+                name: "media.import.thumbnails.cpu", value: median(backgroundProcessorPerFile), unit: "ms/file", baseline: nil,
+                higherIsBetter: false, target: nil, note: "processor time per file of the thumbnails made after the import"),
+            Figure(
+                name: "media.import.thumbnails", value: median(backgroundRates), unit: "files/s", baseline: nil, higherIsBetter: true,
+                target: nil,
+                note:
+                    "after the import: startCachingImages of 256 fit, 256 fill and 1024 fit for every asset, waited for (the JPEGs' 256s come from the import's validation; one decode each for the rest); not counted in the import"
+            ),
+        ] + thumbnails + inspected
+    }
+
+    /// Inspection (decode to validate, size, orientation, metadata) per format, in files/s: the
+    /// camera folder's files, and small sets of PNG, GIF, WebP and AVIF made by libvips.
+    private func inspection(of cameraFiles: [URL]) throws -> [Figure] {
+        let directory = cameraFiles[0].deletingLastPathComponent().appendingPathComponent("formats")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var sets: [(MediaFormat, String, [URL])] = []
+        let jpegs = cameraFiles.filter { $0.pathExtension == "JPG" }.prefix(100)
+        sets.append((.jpeg, "4000×3000 q90 with EXIF, decoded at 1/8", Array(jpegs)))
+        sets.append((.heic, "4032×3024", cameraFiles.filter { $0.pathExtension == "HEIC" }))
+        sets.append((.mp4, "1920×1080 H.264, 10 s; first frame decoded", cameraFiles.filter { $0.pathExtension == "MP4" }))
+        let scene = RGBImage.scene(width: 1920, height: 1080, seed: 11)
+        for (format, name) in [(MediaFormat.png, "png"), (.gif, "gif"), (.webp, "webp"), (.avif, "avif")] {
+            let bytes = try StillEncoder.encode([scene], as: name)
+            let urls = try (0..<(format == .avif ? 4 : 20)).map { index in
+                let url = directory.appendingPathComponent("\(index).\(name)")
+                try Data(bytes).write(to: url)
+                return url
+            }
+            sets.append((format, "1920×1080", urls))
+        }
+        return try sets.map { format, description, urls in
+            var rates: [Double] = []
+            for _ in 0..<repetitions {
+                let elapsed = try seconds {
+                    for url in urls {
+                        let info = try MediaInspector.inspect(fileAt: url)
+                        guard info.format == format else { throw BenchmarkError("\(url.lastPathComponent) inspected as \(info.format)") }
+                    }
+                }
+                rates.append(Double(urls.count) / elapsed)
+            }
+            return Figure(
+                name: "media.inspect.\(format.rawValue)", value: median(rates), unit: "files/s", baseline: nil, higherIsBetter: true,
+                target: nil, note: "\(urls.count) files, \(description): MediaInspector.inspect(fileAt:), one thread")
+        }
+    }
+
+    /// Seconds `importAssets(fromFilesAt:options:)` of `files` into `library` takes, in one change
+    /// block, checked to have made one asset per file.
+    private func timeImport(_ files: [URL], into library: PhotoLibrary, options: AssetImportOptions) throws -> Double {
+        let elapsed = try seconds {
+            let results = try library.performChangesAndWait { changes in try changes.importAssets(fromFilesAt: files, options: options) }
+            for (file, result) in zip(files, results) where result.placeholderForCreatedAsset == nil {
+                throw BenchmarkError("\(file.lastPathComponent) was not imported: \(result)")
+            }
+        }
+        guard try library.fetchAssets().count == files.count else { throw BenchmarkError("the batch import lost assets") }
+        return elapsed
+    }
+
+    /// Seconds the image manager takes to cache the common renditions of every asset of
+    /// `library` (what `photoledger import` makes in the background).
+    private func timeBackgroundThumbnails(of library: PhotoLibrary) throws -> Double {
+        let assets = try library.fetchAssets().allObjects
+        let manager = library.imageManager
+        return try seconds {
+            for (side, mode) in [(256.0, ImageContentMode.aspectFit), (256, .aspectFill), (1024, .aspectFit)] {
+                manager.startCachingImages(for: assets, targetSize: CGSize(width: side, height: side), contentMode: mode)
+            }
+            manager.waitForCaching()
+            let progress = manager.cachingProgress
+            guard progress.failed == 0 else { throw BenchmarkError("\(progress.failed) renditions could not be made") }
+        }
+    }
+
+    /// 256-pixel thumbnails of the camera folder's JPEGs: the image manager's (every request at
+    /// once, answered on every core; none cached before) beside `vipsthumbnail` on the same files
+    /// (one process, as it is usually run, and two at once), each writing JPEGs of quality 85
+    /// without metadata; then a cached request's latency.
+    private func thumbnailFigures(_ library: PhotoLibrary, folder: URL, in directory: URL) throws -> [Figure] {
+        let assets = try library.fetchAssets().allObjects
+        let sources = try FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)
+            .filter { $0.pathExtension == "JPG" }.sorted { $0.path < $1.path }
+        let photos = try assets.filter { asset in try library.resources(for: asset).first?.uniformTypeIdentifier == "public.jpeg" }
+        guard photos.count == sources.count else { throw BenchmarkError("\(photos.count) JPEG assets for \(sources.count) JPEG files") }
+        let output = directory.appendingPathComponent("vipsthumbnail")
+        try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: output) }
+        let template = output.path + "/%s.jpg[Q=\(Thumbnailer.quality),strip]"
+        let vipsOne = try seconds { try run("/usr/bin/vipsthumbnail", ["-s", "256", "-o", template] + sources.map(\.path)) }
+        let halves = [Array(sources.prefix(sources.count / 2)), Array(sources.dropFirst(sources.count / 2))]
+        let vipsTwo = try seconds { try runConcurrently(halves.map { ["-s", "256", "-o", template] + $0.map(\.path) }) }
+        let manager = library.imageManager
+        let failures = Mutex<[String]>([])
+        let done = DispatchGroup()
+        let ours = try seconds {
+            for asset in photos {
+                done.enter()
+                manager.requestImage(
+                    for: asset, targetSize: CGSize(width: 256, height: 256), contentMode: .aspectFit,
+                    options: ImageRequestOptions(deliveryMode: .highQualityFormat)
+                ) { result in
+                    if case .failure(let error) = result { failures.withLock { $0.append("\(error)") } }
+                    done.leave()
+                }
+            }
+            done.wait()
+            if let failure = failures.withLock({ $0.first }) { throw BenchmarkError(failure) }
+        }
+        var latencies: [Double] = []
+        for asset in photos.prefix(200) {
+            let semaphore = DispatchSemaphore(value: 0)
+            let elapsed = seconds {
+                manager.requestImage(for: asset, targetSize: CGSize(width: 256, height: 256), contentMode: .aspectFit) { _ in
+                    semaphore.signal()
+                }
+                semaphore.wait()
+            }
+            latencies.append(elapsed * 1000)
+        }
+        let count = Double(photos.count)
+        return [
+            Figure(
+                name: "media.thumbnail", value: count / ours, unit: "files/s", baseline: count / vipsOne, higherIsBetter: true, target: 0.8,
+                note:
+                    "\(photos.count) JPEGs 4000×3000 to 256 px: imageManager.requestImage, all at once (hash checked, shrink-on-load, cached); baseline: vipsthumbnail -s 256 on the same files, one process"
+            ),
+            Figure(
+                name: "media.thumbnail.two-processes", value: count / ours, unit: "files/s", baseline: count / vipsTwo,
+                higherIsBetter: true,
+                target: nil, note: "the same; baseline: two vipsthumbnail processes at once, half of the files each"),
+            Figure(
+                name: "media.thumbnail.cached", value: median(latencies), unit: "ms", baseline: nil, higherIsBetter: false, target: nil,
+                note: "one request answered from the cache, p50 (read, checked, delivered on the request's queue)"),
         ]
     }
 
-    /// JPEG metadata inspection.
-    private func inspection(in directory: URL) throws -> [Figure] {
-        let jpegs = try makeJPEGs(in: directory.appendingPathComponent("jpegs"))
-        var inspectRates: [Double] = []
-        for _ in 0..<repetitions {
-            var located = 0
-            let elapsed = try seconds {
-                for url in jpegs where try MediaInspector.inspect(fileAt: url).location != nil { located += 1 }
-            }
-            guard located == jpegs.count else { throw BenchmarkError("\(jpegs.count - located) JPEGs lost their GPS location") }
-            inspectRates.append(Double(jpegs.count) / elapsed)
+    /// Runs `vipsthumbnail` once per argument list, all at once, and waits for them.
+    private func runConcurrently(_ argumentLists: [[String]]) throws {
+        let processes = try argumentLists.map { arguments -> Process in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/vipsthumbnail")
+            process.arguments = arguments
+            try process.run()
+            return process
         }
-        return [
-            Figure(
-                name: "media.inspect", value: median(inspectRates), unit: "files/s", baseline: nil, higherIsBetter: true, target: 1000,
-                note: "\(jpegCount) JPEGs 640×480 with EXIF: format, size, date and GPS from the file (libexif)")
-        ]
+        for process in processes {
+            process.waitUntilExit()
+            guard process.terminationStatus == 0 else {
+                throw BenchmarkError("vipsthumbnail exited with status \(process.terminationStatus)")
+            }
+        }
+    }
+
+    /// Processor seconds (user and system) this process has used.
+    private func processorSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
 
     /// `cp -r` of `source` to `destination` (MB/s), and the same copy followed by `sync -f` (a copy
@@ -184,7 +352,7 @@ struct MediaBenchmarks {
     /// Removes a library file, its SQLite companions and its resource directory.
     private func removeLibrary(_ library: PhotoLibrary) throws {
         let base = library.url.deletingPathExtension()
-        for suffix in ["sqlite", "sqlite-wal", "sqlite-shm", "resources"] {
+        for suffix in ["sqlite", "sqlite-wal", "sqlite-shm", "resources", "renditions"] {
             try? FileManager.default.removeItem(at: base.appendingPathExtension(suffix))
         }
     }
@@ -205,59 +373,47 @@ struct MediaBenchmarks {
         }
     }
 
-    /// `jpegCount` JPEGs with EXIF dates and GPS: a few encoded pictures, each given distinct
-    /// metadata so that every file differs.
-    private func makeJPEGs(in directory: URL) throws -> [URL] {
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let pictures = (0..<4).map { RGBImage.scene(width: 640, height: 480, seed: UInt64($0)) }
-        return try (0..<jpegCount).map { index in
-            let bytes = JPEGEncoder().encode(
-                pictures[index % pictures.count], creationDate: Date(timeIntervalSince1970: 1_700_000_000 + Double(index) * 60),
-                location: Location(latitude: 45 + Double(index) / 1000, longitude: 7 - Double(index) / 1000, altitude: 300))
-            let url = directory.appendingPathComponent(String(format: "IMG_%04d.jpg", index))
-            try Data(bytes).write(to: url)
-            return url
-        }
-    }
-
-    /// `fileCount` distinct JPEGs of exactly 1 MiB, as a camera writes them: EXIF (date, GPS)
-    /// first, then the picture. A few noisy scenes are encoded once (about 0.9 MB each); each
-    /// file takes one, with a comment segment that names the file and pads it to 1 MiB.
-    private func makePhotos(in directory: URL) throws -> [URL] {
+    /// A camera's folder made by the real encoders: `photoCount` distinct JPEGs of 4000×3000 at
+    /// quality 90 with EXIF (date, GPS; every other one with orientation 6), each a noisy scene
+    /// with a block of its own so that no two are alike; `heicCount` HEICs of 4032×3024;
+    /// `movieCount` MP4s of 10 s at 1920×1080 made by ffmpeg. Encoded on every core.
+    private func makeCameraFolder(in directory: URL) throws -> [URL] {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var random = SeededRandomNumberGenerator(seed: 7)
-        let pictures = (0..<4).map { index in
-            var image = RGBImage.scene(width: 1280, height: 960, seed: UInt64(100 + index))
-            for pixel in image.pixels.indices {
-                image.pixels[pixel] = UInt8(clamping: Int(image.pixels[pixel]) + Int.random(in: -24...24, using: &random))
-            }
-            return JPEGEncoder(quality: 92).encode(
-                image, creationDate: Date(timeIntervalSince1970: 1_700_000_000 + Double(index) * 3600),
-                location: Location(latitude: 46 + Double(index) / 100, longitude: 7, altitude: 500))
+        var base = RGBImage.scene(width: 4000, height: 3000, seed: 100)
+        for pixel in base.pixels.indices {
+            base.pixels[pixel] = UInt8(clamping: Int(base.pixels[pixel]) + Int.random(in: -12...12, using: &random))
         }
-        return try (0..<fileCount).map { index in
-            let picture = pictures[index % pictures.count]
-            let exifEnd = 4 + (Int(picture[4]) << 8 | Int(picture[5]))  // SOI, then APP1 (EXIF)
-            var padding = fileSize - picture.count
-            guard padding >= 64 else { throw BenchmarkError("the encoded picture (\(picture.count) bytes) is larger than 1 MiB") }
-            var bytes = Array(picture[..<exifEnd])
-            bytes.reserveCapacity(fileSize)
-            var label = Array("PhotoLedger benchmark photo \(index) ".utf8)
-            while padding > 0 {
-                var segment = min(padding, 65_537)  // marker, length, at most 65,533 bytes
-                if (1..<4).contains(padding - segment) { segment -= 4 }  // leave room for one more whole segment
-                let payload = segment - 4
-                bytes += [0xFF, 0xFE, UInt8(truncatingIfNeeded: (payload + 2) >> 8), UInt8(truncatingIfNeeded: payload + 2)]
-                for offset in 0..<payload { bytes.append(offset < label.count ? label[offset] : UInt8.random(in: 0x20...0x7E, using: &random)) }
-                label = []
-                padding -= segment
+        let picture = base
+        let failures = Mutex<[String]>([])
+        let urls = (0..<photoCount).map { directory.appendingPathComponent(String(format: "IMG_%04d.JPG", $0)) }
+        DispatchQueue.concurrentPerform(iterations: photoCount) { index in
+            var image = picture
+            for y in 0..<32 {
+                for x in 0..<32 { image[(index * 37) % 3968 + x, (index * 53) % 2968 + y] = (UInt8(index % 251), 40, UInt8(index / 251)) }
             }
-            bytes += picture[exifEnd...]
-            guard bytes.count == fileSize else { throw BenchmarkError("photo \(index) has \(bytes.count) bytes") }
-            let url = directory.appendingPathComponent(String(format: "IMG_%04d.JPG", index))
-            try Data(bytes).write(to: url)
-            return url
+            let bytes = JPEGEncoder(quality: 90).encode(
+                image, creationDate: Date(timeIntervalSince1970: 1_700_000_000 + Double(index) * 60),
+                location: Location(latitude: 45 + Double(index) / 1000, longitude: 7 - Double(index) / 1000, altitude: 300),
+                orientation: index % 2 == 1 ? 6 : nil)
+            do { try Data(bytes).write(to: urls[index]) } catch { failures.withLock { $0.append("\(error)") } }
         }
+        if let failure = failures.withLock({ $0.first }) { throw BenchmarkError(failure) }
+        var files = urls
+        for index in 0..<heicCount {
+            let scene = RGBImage.scene(width: 4032, height: 3024, seed: UInt64(200 + index))
+            let url = directory.appendingPathComponent(String(format: "IMG_%04d.HEIC", 5000 + index))
+            try Data(try StillEncoder.encode([scene], as: "heic", options: .init(quality: 80))).write(to: url)
+            files.append(url)
+        }
+        for index in 0..<movieCount {
+            let url = directory.appendingPathComponent(String(format: "IMG_%04d.MP4", 6000 + index))
+            let movie = try SyntheticMedia.movie(
+                width: 1920, height: 1080, duration: 10, seed: UInt64(index), arguments: ["-preset", "veryfast", "-b:v", "8M"])
+            try Data(movie).write(to: url)
+            files.append(url)
+        }
+        return files
     }
 
     private func run(_ tool: String, _ arguments: [String]) throws {

@@ -16,13 +16,18 @@ struct PhotoledgerBench: ParsableCommand {
     @Flag(help: "One JSON object per figure (name, value, unit, baseline, ratio, target).")
     var json = false
 
-    @Option(help: ArgumentHelp("Run only the suites whose figures start with <prefix> (e.g. append, read).", valueName: "prefix"))
+    @Option(help: ArgumentHelp("Run only the suites whose figures start with <prefix> (e.g. append, read, live).", valueName: "prefix"))
     var only: String?
 
     /// Device B of the sync benchmark, run as its own process so its peak RSS is its own: the
     /// library path, the remote URL and the token.
     @Option(help: .hidden, parsing: .remaining)
     var syncPullChild: [String] = []
+
+    /// The load generator of the live suite, run as its own process so the server's memory is
+    /// its own: its arguments.
+    @Option(help: .hidden, parsing: .remaining)
+    var waitingPullsChild: [String] = []
 
     /// A group of figures and how to measure them.
     struct Suite {
@@ -33,6 +38,10 @@ struct PhotoledgerBench: ParsableCommand {
     func run() throws {
         if !syncPullChild.isEmpty {
             try SyncBenchmarks.runPullChild(syncPullChild)
+            return
+        }
+        if !waitingPullsChild.isEmpty {
+            try LiveBenchmarks.runWaitingPullsChild(waitingPullsChild)
             return
         }
         #if DEBUG
@@ -47,7 +56,9 @@ struct PhotoledgerBench: ParsableCommand {
             Suite(prefixes: ["sync.apply"]) { [try SyncBenchmarks(quick: quick).applyFigure()] },
             Suite(prefixes: ["media"]) { try MediaBenchmarks(quick: quick).run() },
             Suite(prefixes: ["server", "codec"]) { try ServerBenchmarks(quick: quick).run() },
+            Suite(prefixes: ["scale"]) { try ScaleOutBenchmarks(quick: quick).run() },
             Suite(prefixes: ["audit"]) { try AuditBenchmarks(quick: quick).run() },
+            Suite(prefixes: ["live"]) { try LiveBenchmarks(quick: quick).run() },
         ]
         var figures: [Figure] = []
         for suite in suites where only.map({ prefix in suite.prefixes.contains { $0.hasPrefix(prefix) || prefix.hasPrefix($0) } }) ?? true {

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import MediaSynthesis
 import PhotoMedia
 
 // PhotoLedger's main job, end to end, with the real tools: a local sync server, two devices

@@ -15,7 +15,10 @@ struct PhotoledgerServer: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "photoledger-server",
         abstract: "The PhotoLedger sync server: serves libraries to devices over HTTP, and manages libraries and device tokens.",
-        discussion: "--db defaults to the \(ServerDatabase.environment) environment variable.",
+        discussion: """
+            --db defaults to the \(ServerDatabase.environment) environment variable: a SQLite file (the embedded
+            store), or a postgresql:// URL (the store several servers share).
+            """,
         version: photoLedgerServerVersion,
         subcommands: [Serve.self, Admin.self])
 
@@ -26,6 +29,8 @@ struct PhotoledgerServer: ParsableCommand {
         case let error as ServerStoreError: CommandFailure(error.message)
         case let error as DatabaseError: CommandFailure("cannot use the server database: \(error)")
         case let error as MigrationError: CommandFailure("\(error)")
+        case let error as PostgresError: CommandFailure("\(error)")
+        case let error as S3Error: CommandFailure("\(error)")
         default: CommandFailure("\(error); check the paths and permissions given")
         }
     }
@@ -36,7 +41,10 @@ struct ServerDatabase: ParsableArguments {
     /// The environment variable naming the default database.
     static let environment = "PHOTOLEDGER_SERVER_DB"
 
-    @Option(help: ArgumentHelp("The server database (created when missing; default: $\(environment)).", valueName: "path"))
+    @Option(
+        help: ArgumentHelp(
+            "The server database: a SQLite file (created when missing) or postgresql://USER@HOST:PORT/NAME (default: $\(environment)).",
+            valueName: "path"))
     var db: String?
 
     func validate() throws {
@@ -50,9 +58,38 @@ struct ServerDatabase: ParsableArguments {
         throw ValidationError("missing '--db <path>' (or set \(Self.environment))")
     }
 
-    /// Opens the database with one reader (the administration commands are short).
-    func openStore() throws -> SQLiteServerStore {
-        try SQLiteServerStore(path: try path(), readerCount: 1)
+    /// Whether the database is a PostgreSQL URL rather than a SQLite file.
+    static func isPostgres(_ location: String) -> Bool {
+        location.hasPrefix("postgresql://") || location.hasPrefix("postgres://")
+    }
+
+    /// Opens the store; `connections` bounds a PostgreSQL pool, `readers` the SQLite readers.
+    func openStore(connections: Int = 2, readers: Int = 1) throws -> any ServerStore {
+        let location = try path()
+        guard Self.isPostgres(location) else { return try SQLiteServerStore(path: location, readerCount: readers) }
+        var options = PostgresServerStore.Options()
+        options.maximumConnections = connections
+        return try PostgresServerStore(url: location, options: options)
+    }
+}
+
+/// `--blobs`: a directory, or S3-compatible storage.
+struct BlobLocation: ExpressibleByArgument, CustomStringConvertible {
+    let text: String
+
+    init?(argument: String) {
+        guard !argument.isEmpty else { return nil }
+        text = argument
+    }
+
+    static var valueExpectation: String { "a directory, or s3://BUCKET/PREFIX" }
+
+    var description: String { text }
+
+    /// The blob store: S3 (configured from the environment) for an s3:// URL, else a directory.
+    func open() throws -> any BlobStore {
+        guard text.hasPrefix("s3://") else { return try BlobDirectory(root: text) }
+        return try S3BlobStore(configuration: S3Configuration.fromEnvironment(text))
     }
 }
 
@@ -84,14 +121,21 @@ struct Serve: ParsableCommand {
         commandName: "serve", abstract: "Serve the sync protocol over HTTP until SIGTERM or SIGINT.",
         discussion: """
             Prints 'listening on http://HOST:PORT' on standard output once ready, and one log line per
-            request on standard error. On SIGTERM or SIGINT it stops accepting connections, finishes
-            the requests in flight, closes the database and exits 0.
+            request on standard error. On SIGTERM or SIGINT it stops accepting connections, answers the
+            waiting pulls, finishes the requests in flight, closes the database and exits 0. At start it
+            raises the soft limit of open files (within the hard limit) to what the connection limits
+            need, and says so in the log.
             """)
 
     @OptionGroup var database: ServerDatabase
 
-    @Option(help: ArgumentHelp("The blob directory (created when missing).", valueName: "dir"))
-    var blobs: String
+    @Option(
+        help: ArgumentHelp(
+            "The blob directory (created when missing), or s3://BUCKET/PREFIX: S3-compatible storage configured by "
+                + "PHOTOLEDGER_S3_ENDPOINT, PHOTOLEDGER_S3_ADDRESSING (path|virtual), AWS_REGION, AWS_ACCESS_KEY_ID, "
+                + "AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN.",
+            valueName: "dir"))
+    var blobs: BlobLocation
 
     @Option(help: ArgumentHelp("The IPv4 address and port; port 0 picks a free port.", valueName: "host:port"))
     var listen = ListenAddress(argument: "127.0.0.1:8080")!
@@ -102,21 +146,44 @@ struct Serve: ParsableCommand {
     @Option(help: ArgumentHelp("Seconds an event's clock may be ahead of the server's, at most a year (31536000).", valueName: "seconds"))
     var maxClockSkew: UInt64 = 300
 
+    @Option(help: ArgumentHelp("Pulls held open at once waiting for events, 0 to 1000000.", valueName: "n"))
+    var maxWaitingPulls = 10_000
+
+    @Option(help: ArgumentHelp("Connections open at once besides waiting pulls, 1 to 1000000.", valueName: "n"))
+    var maxConnections = 1024
+
+    @Option(help: ArgumentHelp("Connections open at once from one IP address, waiting pulls included; 0 for no limit.", valueName: "n"))
+    var maxConnectionsPerAddress = 128
+
     func validate() throws {
         guard (1...256).contains(threads) else { throw ValidationError("--threads must be a number from 1 to 256, not \(threads)") }
         guard maxClockSkew <= Self.maximumClockSkewSeconds else {
             throw ValidationError("--max-clock-skew must be at most \(Self.maximumClockSkewSeconds) seconds (a year), not \(maxClockSkew)")
         }
+        guard (0...1_000_000).contains(maxWaitingPulls) else {
+            throw ValidationError("--max-waiting-pulls must be a number from 0 to 1000000, not \(maxWaitingPulls)")
+        }
+        guard (1...1_000_000).contains(maxConnections) else {
+            throw ValidationError("--max-connections must be a number from 1 to 1000000, not \(maxConnections)")
+        }
+        guard (0...1_000_000).contains(maxConnectionsPerAddress) else {
+            throw ValidationError("--max-connections-per-address must be a number from 0 to 1000000, not \(maxConnectionsPerAddress)")
+        }
     }
 
     func run() throws {
-        let path = try database.path()
         TerminationSignals.block()
-        var configuration = SyncServer.Configuration(store: try SQLiteServerStore(path: path), blobDirectory: blobs)
+        // A request holds one connection at a time: one per thread, and two for the rest.
+        let store = try database.openStore(connections: threads + 2, readers: 4)
+        var configuration = SyncServer.Configuration(store: store, blobDirectory: blobs.text)
+        configuration.blobStore = try blobs.open()
         configuration.host = listen.host
         configuration.port = listen.port
         configuration.threadCount = threads
         configuration.maximumClockSkewMilliseconds = maxClockSkew * 1000
+        configuration.maximumWaitingPulls = maxWaitingPulls
+        configuration.maximumConnections = maxConnections
+        configuration.maximumConnectionsPerAddress = maxConnectionsPerAddress
         let server = try SyncServer(configuration: configuration)
         try server.start()
         print("listening on http://\(configuration.host):\(server.port)")

@@ -145,23 +145,34 @@ enum AuditCommands {
 /// `photoledger verify`.
 struct Verify: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "verify", abstract: "Verify the hash chain of the library's log (exit 3 on damage).")
+        commandName: "verify", abstract: "Verify the hash chain of the library's log (exit 3 on damage).",
+        discussion: """
+            Checks the library's own hash chain (archive and live log) and the server's chain values
+            received with pulled events. With --deep it also refolds the log into a scratch copy and
+            compares every view with the stored one, naming the first difference (an edit made to a
+            view table directly, which the chains do not cover).
+            """)
 
     @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
+    @Flag(help: "Also refold the log into a scratch copy and compare the views with it.") var deep = false
 
     func run() throws {
         let context = try Context(global)
         let library = try context.openLibrary()
         let local = try library.verifyChain()
         let server = try library.verifyServerChain()
+        let views = deep && local.isIntact ? try library.verifyViews() : nil
         if context.json {
             context.emit(.object([
-                ("intact", .bool(local.isIntact && server.isIntact)),
+                ("intact", .bool(local.isIntact && server.isIntact && (views?.isIntact ?? true))),
                 ("local", .object([
                     ("archivedEvents", .int(Int64(local.archivedEvents))), ("liveEvents", .int(Int64(local.liveEvents))),
-                    ("failure", .string(local.failure?.description)),
+                    ("failure", .string(local.failure?.description)), ("unboundEvents", .int(Int64(local.unboundEvents))),
                 ])),
                 ("server", .object([("checkedEvents", .int(Int64(server.checked))), ("failure", .string(server.failure?.description))])),
+                ("views", views.map { views in
+                    .object([("rowsCompared", .int(Int64(views.rowsCompared))), ("difference", .string(views.difference?.description))])
+                } ?? .null),
             ]))
         }
         if let failure = local.failure ?? server.failure {
@@ -170,6 +181,15 @@ struct Verify: ParsableCommand {
                 hint: "restore the library from a backup, or sync it again from the server into a new library",
                 exitCode: ExitCode.damaged.rawValue)
         }
+        if let difference = views?.difference {
+            throw CommandFailure(
+                "the views do not match the log: \(difference)", hint: "run 'photoledger rebuild' to refold them from the log",
+                exitCode: ExitCode.damaged.rawValue)
+        }
+        if local.unboundEvents > 0 {
+            context.say("\(local.unboundEvents) event\(local.unboundEvents == 1 ? "" : "s") name no library (made before events were bound to their library).")
+        }
+        if let views { context.say("The views are the fold of the log: \(views.rowsCompared) rows compared.") }
         let total = local.archivedEvents + local.liveEvents
         context.say("The log is intact: \(total) event\(total == 1 ? "" : "s") verified against the hash chain"
             + (local.archivedEvents > 0 ? " (\(local.archivedEvents) in the archive)" : "") + ".")
@@ -291,9 +311,7 @@ enum ChangeTokenText {
     static func sequence(of text: String, in library: PhotoLibrary) throws -> Int64 {
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard let data = Data(base64Encoded: base64), let token = try? JSONDecoder().decode(PersistentChangeToken.self, from: data),
-            let fields = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let sequence = fields["sequence"] as? Int
-        else {
+        guard let data = Data(base64Encoded: base64), let token = try? JSONDecoder().decode(PersistentChangeToken.self, from: data) else {
             throw ValidationError("--since takes a token printed by 'photoledger history', not '\(text)'")
         }
         do {
@@ -304,6 +322,45 @@ enum ChangeTokenText {
             throw CommandFailure(
                 "the --since token cannot be used: \(reason)", hint: "run 'photoledger history' without --since; it ends with a new token")
         }
-        return Int64(sequence)
+        return token.logPosition
+    }
+}
+
+/// `photoledger quarantine`: events kept in the log but not applied.
+struct Quarantine: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "quarantine", abstract: "List the events kept in the log but not applied, with why.",
+        discussion: """
+            An event that does not decode or is not valid (from a damaged or hostile device) is kept,
+            so the hash chains stay whole, but changes nothing; an event of a newer PhotoLedger waits
+            for an upgrade; a sealed event waits for its key. Every device that holds the same
+            events lists the same ones, in event identifier order.
+            """)
+
+    @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
+
+    func run() throws {
+        let context = try Context(global)
+        let library = try context.openLibrary()
+        let entries = try library.quarantine()
+        let kinds: [QuarantineKind: String] = [.quarantined: "quarantined", .needsNewerVersion: "needsNewerVersion", .sealed: "sealed"]
+        if context.json {
+            context.emit(.array(entries.map { entry in
+                .object([
+                    ("eventId", .string(entry.eventID.uuidString)), ("device", .string(entry.device.rawValue)),
+                    ("timestamp", .string(Listing.isoDate(entry.timestamp.date))), ("type", .string(entry.type)),
+                    ("object", .string(entry.object.uuidString)), ("kind", .string(kinds[entry.kind])), ("reason", .string(entry.reason)),
+                ])
+            }))
+            return
+        }
+        guard !entries.isEmpty else {
+            context.say("No event is quarantined.")
+            return
+        }
+        for entry in entries {
+            print("\(entry.eventID.uuidString)  \(entry.device.rawValue)  \(entry.type)  \(kinds[entry.kind] ?? "")")
+            print("    \(entry.reason)")
+        }
     }
 }

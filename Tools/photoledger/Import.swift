@@ -11,7 +11,10 @@ struct Import: ParsableCommand {
             are skipped and reported. Files that are not photos or videos are reported and
             skipped. A file that fails is reported and the others are still imported; the exit
             code is 1 when any file failed. On a terminal a progress bar shows the count, bytes,
-            rate and time left; otherwise one line is printed per file.
+            rate and time left; otherwise one line is printed per file. Each imported photo's
+            thumbnails (256 pixels, fit and fill, and 1024 pixels) are made in the background
+            while the next files are imported, and the command waits for them at the end (a
+            second progress bar): they never delay the import's own commits.
             """)
 
     @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions

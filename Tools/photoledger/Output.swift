@@ -1,5 +1,5 @@
-@preconcurrency import Glibc
 import Foundation
+@preconcurrency import Glibc
 import PhotoLedger
 
 /// A JSON value whose object keys keep the order they were given in, so the tool's output is
@@ -73,7 +73,9 @@ enum Listing {
 
     /// The assets in Recently Deleted.
     static func deletedAssets(in library: PhotoLibrary) throws -> [Asset] {
-        guard let trash = try library.fetchAssetCollections(with: .smartAlbum, subtype: .smartAlbumRecentlyDeleted).firstObject else { return [] }
+        guard let trash = try library.fetchAssetCollections(with: .smartAlbum, subtype: .smartAlbumRecentlyDeleted).firstObject else {
+            return []
+        }
         return try library.fetchAssets(in: trash, options: FetchOptions(includeHiddenAssets: true)).allObjects
     }
 
@@ -177,35 +179,60 @@ func formatDuration(_ seconds: Double) -> String {
     return total < 60 ? "\(total)s" : String(format: "%dm%02ds", total / 60, total % 60)
 }
 
-/// A one-line progress bar redrawn in place on a terminal: count, bytes, rate and time left.
+/// A one-line progress bar redrawn in place on a terminal: count, bytes, rate and time left; or,
+/// for a phase counted in things rather than bytes (`noun`), count, rate and time left.
 struct ProgressBar {
     let totalCount: Int
     let totalBytes: Int64
+    /// What a count-only bar counts ("thumbnails"); nil for files and bytes.
+    let noun: String?
     let start = Date()
     private var lastDraw = Date.distantPast
 
+    /// A bar of files and bytes.
     init(totalCount: Int, totalBytes: Int64) {
         self.totalCount = totalCount
         self.totalBytes = totalBytes
+        noun = nil
+    }
+
+    /// A bar of `totalCount` things named `noun`.
+    init(totalCount: Int, noun: String) {
+        self.totalCount = totalCount
+        totalBytes = 0
+        self.noun = noun
     }
 
     /// Whether standard output is a terminal.
     static var isTerminal: Bool { isatty(1) == 1 }
 
     /// Redraws the bar (at most ten times a second unless `force`).
-    mutating func update(count: Int, bytes: Int64, force: Bool = false) {
+    mutating func update(count: Int, bytes: Int64 = 0, force: Bool = false) {
         let now = Date()
         guard force || now.timeIntervalSince(lastDraw) >= 0.1 else { return }
         lastDraw = now
         let elapsed = max(now.timeIntervalSince(start), 0.001)
-        let rate = Double(bytes) / elapsed
-        let remaining = rate > 0 ? Double(totalBytes - bytes) / rate : .infinity
-        let fraction = totalBytes > 0 ? Double(bytes) / Double(totalBytes) : Double(count) / Double(max(totalCount, 1))
         let width = 24
-        let filled = min(width, Int(fraction * Double(width)))
-        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
-        let line = "[\(bar)] \(count)/\(totalCount) files  \(formatBytes(bytes))/\(formatBytes(totalBytes))  \(formatBytes(Int64(rate)))/s  ETA \(formatDuration(remaining))"
+        let line: String
+        if let noun {
+            let rate = Double(count) / elapsed
+            let remaining = rate > 0 ? Double(totalCount - count) / rate : .infinity
+            let fraction = Double(count) / Double(max(totalCount, 1))
+            line =
+                "\(Self.bar(fraction, width: width)) \(count)/\(totalCount) \(noun)  \(String(format: "%.1f", rate))/s  ETA \(formatDuration(remaining))"
+        } else {
+            let rate = Double(bytes) / elapsed
+            let remaining = rate > 0 ? Double(totalBytes - bytes) / rate : .infinity
+            let fraction = totalBytes > 0 ? Double(bytes) / Double(totalBytes) : Double(count) / Double(max(totalCount, 1))
+            line =
+                "\(Self.bar(fraction, width: width)) \(count)/\(totalCount) files  \(formatBytes(bytes))/\(formatBytes(totalBytes))  \(formatBytes(Int64(rate)))/s  ETA \(formatDuration(remaining))"
+        }
         FileHandle.standardOutput.write(Data(("\r" + line + "\u{1B}[K").utf8))
+    }
+
+    private static func bar(_ fraction: Double, width: Int) -> String {
+        let filled = max(0, min(width, Int(fraction * Double(width))))
+        return "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "]"
     }
 
     /// Ends the bar's line.

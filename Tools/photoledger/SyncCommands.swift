@@ -84,21 +84,30 @@ struct Sync: AsyncParsableCommand {
         let display = SyncProgressDisplay(enabled: !context.quiet && !context.json)
         let report = try await engine.sync { display.show($0) }
         display.finish()
-        for rejection in report.rejectedEvents { context.warn("rejected by the server: \(rejection)") }
+        for rejection in report.rejectedEvents { context.warn("rejected by the server (folded out here): \(rejection)") }
+        for event in report.quarantinedEvents { context.warn("quarantined (kept, not applied): \(event)") }
+        for hash in report.unavailableResources { context.warn("missing on the server (never uploaded by its device): resource \(hash)") }
+        if report.changedVerdicts > 0 {
+            context.warn("\(count(report.changedVerdicts, "earlier event")) changed verdict: an earlier creation of an object arrived")
+        }
         if context.json {
             context.emit(.object([
                 ("pushedEvents", .int(Int64(report.pushedEvents))), ("pulledEvents", .int(Int64(report.pulledEvents))),
                 ("uploadedResources", .int(Int64(report.uploadedResources))), ("uploadedBytes", .int(report.uploadedBytes)),
                 ("downloadedResources", .int(Int64(report.downloadedResources))), ("downloadedBytes", .int(report.downloadedBytes)),
                 ("rejectedEvents", .array(report.rejectedEvents.map { .string($0) })), ("cursor", .int(report.cursor)),
+                ("scope", .string(report.scope?.rawValue)), ("quarantinedEvents", .array(report.quarantinedEvents.map { .string($0) })),
+                ("changedVerdicts", .int(Int64(report.changedVerdicts))),
+                ("unavailableResources", .array(report.unavailableResources.map { .string($0) })),
             ]))
         } else {
+            let scope = report.scope.map { $0 == .readWrite ? "" : " (this device's token is \($0.rawValue))" } ?? ""
             context.say(
-                "Synced with \(engine.remote.description): pushed \(count(report.pushedEvents, "event")), pulled \(report.pulledEvents); "
+                "Synced with \(engine.remote.description)\(scope): pushed \(count(report.pushedEvents, "event")), pulled \(report.pulledEvents); "
                     + "uploaded \(count(report.uploadedResources, "photo")) (\(formatBytes(report.uploadedBytes))), "
                     + "downloaded \(report.downloadedResources) (\(formatBytes(report.downloadedBytes))).")
         }
-        return report.rejectedEvents.isEmpty
+        return true
     }
 
     /// The message of a sync failure.

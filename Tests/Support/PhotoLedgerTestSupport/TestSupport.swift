@@ -1,25 +1,9 @@
 import Foundation
+@_exported import TestSupportKit
 import LedgerCore
 import PhotoLedger
+import MediaSynthesis
 import PhotoMedia
-
-/// A temporary directory for one test, removed when released.
-public final class TemporaryDirectory: @unchecked Sendable {
-    // Safe to share: immutable after init.
-    /// The directory.
-    public let url: URL
-
-    /// Creates a fresh directory under the system's temporary directory.
-    public init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("photoledger-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-
-    /// A path inside the directory.
-    public func file(_ name: String) -> URL { url.appendingPathComponent(name) }
-}
 
 /// A controllable physical clock (Unix milliseconds) shared by libraries and servers in a test.
 public final class TestClock: @unchecked Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import PhotoLedger
+import MediaSynthesis
 import PhotoMedia
 
 // library-crash-importer LIBRARY_PATH [--batch COUNT]

@@ -1,0 +1,199 @@
+import CSodium
+import Foundation
+import LedgerCore
+
+/// A failure of a cryptographic operation: a wrong, missing or damaged key, or damaged
+/// ciphertext. Opening never says which, so nothing is learned from the failure itself.
+public struct CryptoError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What could not be done.
+    public let message: String
+
+    /// Creates an error.
+    public init(_ message: String) { self.message = message }
+
+    public var description: String { message }
+}
+
+/// libsodium, initialized once before first use.
+enum Sodium {
+    static let ready: Bool = sodium_init() >= 0
+
+    static func require() {
+        precondition(ready, "libsodium could not initialize (no source of randomness)")
+    }
+
+    /// `count` random bytes from the system's source.
+    static func random(_ count: Int) -> [UInt8] {
+        require()
+        var bytes = [UInt8](repeating: 0, count: count)
+        randombytes_buf(&bytes, count)
+        return bytes
+    }
+}
+
+/// A 32-byte secret key. Its bytes live in memory libsodium locks against swapping where it can,
+/// and are wiped when the key is released.
+public final class SecretKey: Sendable, Equatable {
+    /// The length of every secret key, in bytes.
+    public static let length = 32
+
+    // Safe to share: the bytes are written once, in init, and only read afterwards; freed in deinit.
+    nonisolated(unsafe) private let storage: UnsafeMutableRawBufferPointer
+
+    /// A new random key.
+    public convenience init() {
+        Sodium.require()
+        self.init(unchecked: Sodium.random(Self.length))
+    }
+
+    /// A key with these bytes.
+    ///
+    /// - Throws: ``CryptoError`` when there are not exactly 32 of them.
+    public convenience init(bytes: [UInt8]) throws {
+        guard bytes.count == Self.length else { throw CryptoError("a key has \(Self.length) bytes, not \(bytes.count)") }
+        self.init(unchecked: bytes)
+    }
+
+    private init(unchecked bytes: [UInt8]) {
+        storage = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.length, alignment: 16)
+        storage.copyBytes(from: bytes)
+        _ = sodium_mlock(storage.baseAddress!, Self.length)
+    }
+
+    deinit {
+        sodium_munlock(storage.baseAddress!, Self.length)
+        storage.deallocate()
+    }
+
+    /// The key's bytes (to wrap it, or store it where the device keeps its keys).
+    public var bytes: [UInt8] { Array(storage) }
+
+    func withBytes<T>(_ body: (UnsafePointer<UInt8>) throws -> T) rethrows -> T {
+        try body(storage.baseAddress!.assumingMemoryBound(to: UInt8.self))
+    }
+
+    /// A subkey for one purpose: `context` is 8 characters naming the purpose, `id` tells
+    /// subkeys of one purpose apart (libsodium's `crypto_kdf`).
+    public func derive(_ context: String, id: UInt64 = 0) -> SecretKey {
+        precondition(context.utf8.count == 8, "a key derivation context has 8 characters")
+        var subkey = [UInt8](repeating: 0, count: Self.length)
+        withBytes { key in _ = crypto_kdf_derive_from_key(&subkey, Self.length, id, context, key) }
+        return SecretKey(unchecked: subkey)
+    }
+
+    /// Constant-time comparison.
+    public static func == (lhs: SecretKey, rhs: SecretKey) -> Bool {
+        lhs.withBytes { a in rhs.withBytes { b in sodium_memcmp(a, b, length) == 0 } }
+    }
+}
+
+/// Authenticated encryption with associated data: XChaCha20-Poly1305 (IETF). The 24-byte nonce
+/// is random, so nonces never repeat under one key in practice.
+public enum AEAD {
+    /// The nonce length, in bytes.
+    public static let nonceLength = Int(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES)
+    /// What sealing adds to the plaintext's length, in bytes.
+    public static let overhead = Int(crypto_aead_xchacha20poly1305_ietf_ABYTES)
+
+    /// Seals `plaintext` with `key`, binding `associatedData` (which travels in the clear): a
+    /// random nonce and the ciphertext.
+    public static func seal(_ plaintext: [UInt8], key: SecretKey, associatedData: [UInt8] = []) -> (nonce: [UInt8], ciphertext: [UInt8]) {
+        let nonce = Sodium.random(nonceLength)
+        return (nonce, seal(plaintext, key: key, nonce: nonce, associatedData: associatedData))
+    }
+
+    /// Seals with a given nonce (it must never repeat under `key`).
+    public static func seal(_ plaintext: [UInt8], key: SecretKey, nonce: [UInt8], associatedData: [UInt8]) -> [UInt8] {
+        precondition(nonce.count == nonceLength, "an XChaCha20-Poly1305 nonce has \(nonceLength) bytes")
+        var ciphertext = [UInt8](repeating: 0, count: plaintext.count + overhead)
+        var length: UInt64 = 0
+        key.withBytes { key in
+            _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
+                &ciphertext, &length, plaintext, UInt64(plaintext.count), associatedData, UInt64(associatedData.count), nil, nonce, key)
+        }
+        return ciphertext
+    }
+
+    /// Opens what ``seal(_:key:associatedData:)`` sealed.
+    ///
+    /// - Throws: ``CryptoError`` for a wrong key, a wrong nonce or associated data, or damaged
+    ///   ciphertext.
+    public static func open(_ ciphertext: [UInt8], key: SecretKey, nonce: [UInt8], associatedData: [UInt8] = []) throws -> [UInt8] {
+        guard nonce.count == nonceLength, ciphertext.count >= overhead else { throw CryptoError("the sealed bytes are malformed") }
+        var plaintext = [UInt8](repeating: 0, count: ciphertext.count - overhead)
+        var length: UInt64 = 0
+        let result = key.withBytes { key in
+            crypto_aead_xchacha20poly1305_ietf_decrypt(
+                &plaintext, &length, nil, ciphertext, UInt64(ciphertext.count), associatedData, UInt64(associatedData.count), nonce, key)
+        }
+        guard result == 0 else { throw CryptoError("the sealed bytes do not open with this key") }
+        return plaintext
+    }
+}
+
+/// An X25519 key pair: anyone may seal to its public key; only the holder of the secret key opens.
+public final class BoxKeyPair: Sendable {
+    /// The public key, 32 bytes.
+    public let publicKey: [UInt8]
+    /// The secret key.
+    public let secretKey: SecretKey
+
+    /// A new random key pair.
+    public init() {
+        Sodium.require()
+        var publicKey = [UInt8](repeating: 0, count: Int(crypto_box_PUBLICKEYBYTES))
+        var secret = [UInt8](repeating: 0, count: Int(crypto_box_SECRETKEYBYTES))
+        crypto_box_keypair(&publicKey, &secret)
+        self.publicKey = publicKey
+        self.secretKey = try! SecretKey(bytes: secret)  // crypto_box_SECRETKEYBYTES is SecretKey.length
+        sodium_memzero(&secret, secret.count)
+    }
+
+    /// The key pair of a stored secret key (its public key is computed from it).
+    public init(secretKey: SecretKey) {
+        var publicKey = [UInt8](repeating: 0, count: Int(crypto_box_PUBLICKEYBYTES))
+        secretKey.withBytes { _ = crypto_scalarmult_base(&publicKey, $0) }
+        self.publicKey = publicKey
+        self.secretKey = secretKey
+    }
+}
+
+/// Anonymous sealed boxes (X25519 + XSalsa20-Poly1305): a message only the holder of a public
+/// key's secret key can open, from a sender who cannot open it again.
+public enum SealedBox {
+    /// What sealing adds to the message's length, in bytes.
+    public static let overhead = Int(crypto_box_sealbytes())
+
+    /// Seals `message` to `publicKey`.
+    public static func seal(_ message: [UInt8], to publicKey: [UInt8]) throws -> [UInt8] {
+        Sodium.require()
+        guard publicKey.count == Int(crypto_box_PUBLICKEYBYTES) else { throw CryptoError("a public key has 32 bytes") }
+        var sealed = [UInt8](repeating: 0, count: message.count + overhead)
+        guard crypto_box_seal(&sealed, message, UInt64(message.count), publicKey) == 0 else { throw CryptoError("the message could not be sealed") }
+        return sealed
+    }
+
+    /// Opens a sealed box with `keyPair`.
+    ///
+    /// - Throws: ``CryptoError`` when it was sealed to another key, or is damaged.
+    public static func open(_ sealed: [UInt8], with keyPair: BoxKeyPair) throws -> [UInt8] {
+        guard sealed.count >= overhead else { throw CryptoError("the sealed box is malformed") }
+        var message = [UInt8](repeating: 0, count: sealed.count - overhead)
+        let result = keyPair.secretKey.withBytes { secret in
+            crypto_box_seal_open(&message, sealed, UInt64(sealed.count), keyPair.publicKey, secret)
+        }
+        guard result == 0 else { throw CryptoError("the sealed box does not open with this key") }
+        return message
+    }
+}
+
+/// Keyed hashing (BLAKE2b): names that only holders of the key can compute or recognise.
+public enum KeyedHash {
+    /// The 32-byte keyed hash of `message`.
+    public static func hash(_ message: [UInt8], key: SecretKey) -> [UInt8] {
+        Sodium.require()
+        var output = [UInt8](repeating: 0, count: 32)
+        key.withBytes { key in _ = crypto_generichash(&output, 32, message, UInt64(message.count), key, SecretKey.length) }
+        return output
+    }
+}

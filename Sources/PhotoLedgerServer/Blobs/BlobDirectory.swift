@@ -1,0 +1,137 @@
+import Foundation
+import LedgerCore
+import SyncProtocol
+
+/// Content-addressed blob files: `<root>/<first two hex digits>/<64 hex digits>`, written
+/// through a temporary file in `<root>/tmp` that is hashed while it is written, synced and then
+/// renamed into place, so a blob file is either complete and verified or absent.
+public struct BlobDirectory: BlobStore {
+    /// The root directory.
+    public let root: String
+
+    /// Uses (creating when needed) the directory at `root`.
+    public init(root: String) throws {
+        self.root = root
+        do {
+            try FileManager.default.createDirectory(atPath: root + "/tmp", withIntermediateDirectories: true)
+        } catch {
+            throw ServerStoreError("cannot create the blob directory \(root): \(error.localizedDescription)")
+        }
+    }
+
+    /// The path of the blob named `hash` (64 lowercase hex digits, checked by the caller).
+    public func path(for hash: String) -> String { "\(root)/\(hash.prefix(2))/\(hash)" }
+
+    /// Opens the blob for reading: a file descriptor (owned by the caller) and its size, or nil.
+    public func open(_ hash: String) -> (descriptor: Int32, size: Int64)? {
+        let descriptor = Glibc.open(path(for: hash), O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            close(descriptor)
+            return nil
+        }
+        return (descriptor, Int64(status.st_size))
+    }
+
+    /// Removes every file in the temporary folder: uploads an earlier run left unfinished (a crash
+    /// skips their clean-up). Call it before serving, while no upload runs; the directory is meant
+    /// for one server process. Returns how many files were removed.
+    public func removeLeftoverUploads() -> (place: String, removed: Int)? {
+        (root + "/tmp", removeTemporaryFiles())
+    }
+
+    /// Removes every file in the temporary folder (see ``removeLeftoverUploads()``); returns how
+    /// many were removed.
+    @discardableResult
+    public func removeTemporaryFiles() -> Int {
+        let folder = root + "/tmp"
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return 0 }
+        return names.reduce(0) { removed, name in unlink("\(folder)/\(name)") == 0 ? removed + 1 : removed }
+    }
+
+    /// Starts an upload into a new temporary file (named by its hash only at commit).
+    public func beginUpload(of hash: String, limit: Int64) throws -> any BlobUpload {
+        try BlobFileUpload(directory: self, limit: limit)
+    }
+
+    /// The blob's file, or nil when it is absent.
+    public func content(of hash: String) throws -> BlobContent? {
+        open(hash).map { .file(descriptor: $0.descriptor, size: $0.size) }
+    }
+}
+
+/// A blob being uploaded into a directory: bytes go to a temporary file and into a SHA-256 as
+/// they arrive. The temporary file is removed unless ``commit(as:)`` moves it into place.
+public final class BlobFileUpload: BlobUpload {
+    private let directory: BlobDirectory
+    private let temporaryPath: String
+    private var descriptor: Int32
+    private var digest = SHA256()
+    private let limit: Int64
+    /// The bytes received so far.
+    public private(set) var size: Int64 = 0
+
+    init(directory: BlobDirectory, limit: Int64) throws {
+        self.directory = directory
+        self.limit = limit
+        temporaryPath = "\(directory.root)/tmp/upload-\(UUID().uuidString)"
+        descriptor = Glibc.open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw ServerStoreError("cannot create a temporary blob file in \(directory.root)/tmp: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    deinit {
+        if descriptor >= 0 {
+            close(descriptor)
+            unlink(temporaryPath)
+        }
+    }
+
+    /// Writes and hashes a chunk.
+    public func append(_ chunk: UnsafeRawBufferPointer) throws(BlobUploadFailure) {
+        guard size + Int64(chunk.count) <= limit else { throw .tooLarge(limit: limit) }
+        digest.update(chunk)
+        var offset = 0
+        while offset < chunk.count {
+            let written = write(descriptor, chunk.baseAddress! + offset, chunk.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw .io("cannot write a blob file: \(String(cString: strerror(errno)))")
+            }
+            offset += written
+        }
+        size += Int64(chunk.count)
+    }
+
+    /// Checks the hash, syncs the file and renames it into place as `hash`.
+    /// Returns false when an identical blob was already there (the new copy is dropped).
+    public func commit(as hash: String) throws(BlobUploadFailure) -> Bool {
+        let actual = Hex.encode(digest.finalizeAndReset())
+        guard actual == hash else { throw .hashMismatch(actual: actual) }
+        guard fsync(descriptor) == 0 else { throw .io("cannot sync a blob file: \(String(cString: strerror(errno)))") }
+        close(descriptor)
+        descriptor = -1
+        let destination = directory.path(for: hash)
+        if access(destination, F_OK) == 0 {
+            unlink(temporaryPath)
+            return false
+        }
+        let shard = "\(directory.root)/\(hash.prefix(2))"
+        if mkdir(shard, 0o755) != 0 && errno != EEXIST {
+            unlink(temporaryPath)
+            throw .io("cannot create \(shard): \(String(cString: strerror(errno)))")
+        }
+        guard rename(temporaryPath, destination) == 0 else {
+            unlink(temporaryPath)
+            throw .io("cannot move a blob into \(shard): \(String(cString: strerror(errno)))")
+        }
+        let shardDescriptor = Glibc.open(shard, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if shardDescriptor >= 0 {
+            fsync(shardDescriptor)
+            close(shardDescriptor)
+        }
+        return true
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+
+/// Where the server keeps blob bytes: content-addressed, each blob named by the SHA-256 of its
+/// bytes (64 lowercase hex digits). A blob gets its name only after its bytes were hashed and
+/// found to match it, so a stored blob is always complete and verified.
+///
+/// ``BlobDirectory`` keeps files on a local file system (one server); ``S3BlobStore`` keeps
+/// objects in S3-compatible storage, which several server processes share.
+public protocol BlobStore: Sendable {
+    /// Starts an upload of at most `limit` bytes of the blob that claims the name `hash`: the
+    /// name it will have if its bytes hash to it (checked at ``BlobUpload/commit(as:)``).
+    func beginUpload(of hash: String, limit: Int64) throws -> any BlobUpload
+    /// The blob's bytes, ready to stream out, or nil when the store does not hold it.
+    func content(of hash: String) throws -> BlobContent?
+    /// Removes what uploads interrupted by a crash left behind, before the server serves; returns
+    /// where it looked and how many it removed (nil when the store keeps nothing of the kind).
+    func removeLeftoverUploads() -> (place: String, removed: Int)?
+}
+
+extension BlobStore {
+    public func removeLeftoverUploads() -> (place: String, removed: Int)? { nil }
+}
+
+/// A blob being uploaded: bytes are hashed as they arrive; ``commit(as:)`` names the blob only
+/// when they hash to that name, and an upload that is released uncommitted leaves nothing.
+public protocol BlobUpload: AnyObject {
+    /// The bytes received so far.
+    var size: Int64 { get }
+    /// Takes a chunk of the blob.
+    func append(_ chunk: UnsafeRawBufferPointer) throws(BlobUploadFailure)
+    /// Checks the hash and stores the blob as `hash`; returns false when the store held an
+    /// identical blob already.
+    func commit(as hash: String) throws(BlobUploadFailure) -> Bool
+}
+
+/// Why an upload failed.
+public enum BlobUploadFailure: Error, Equatable, Sendable {
+    /// More bytes than the limit arrived.
+    case tooLarge(limit: Int64)
+    /// The bytes do not hash to the blob's name.
+    case hashMismatch(actual: String)
+    /// The storage failed (the file system, or the object store).
+    case io(String)
+}
+
+/// A stored blob's bytes, as the HTTP layer streams them.
+public enum BlobContent {
+    /// An open file (owned by the receiver) of `size` bytes.
+    case file(descriptor: Int32, size: Int64)
+    /// Bytes read piece by piece while they are sent.
+    case stream(any BlobStream)
+}
+
+/// Bytes of a known size read piece by piece, never held whole in memory.
+public protocol BlobStream: AnyObject, Sendable {
+    /// The number of bytes the stream gives in all.
+    var size: Int64 { get }
+    /// Reads the next bytes into `buffer`; returns how many (0 only at the end).
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int
+    /// Stops the stream early (the client went away); reading after it fails.
+    func cancel()
+}

@@ -1,0 +1,213 @@
+import Foundation
+import LedgerCore
+import SyncProtocol
+
+/// One push on one connection, inside its transaction, with the library's head row locked.
+///
+/// Round trips are what a push costs on a database across a socket, so the transaction reads
+/// ahead (``prefetch(for:)``: the push's identifiers and objects in two queries) and keeps its
+/// writes until ``finish(head:lastDeviceSequence:)``, which stores them in one statement each.
+/// Lookups answer from what it read and what it holds, exactly as if every write had gone to
+/// the database at once: the head lock keeps every other push of the library out meanwhile.
+final class PostgresPushTransaction: PushTransaction {
+    private let connection: PostgresConnection
+    private let library: Int64
+    private let device: DeviceID
+    private let receivedAt: Int64
+    let head: LibraryHead
+    let lastDeviceSequence: Int64
+
+    /// What the database holds, for identifiers read already (nil: not stored).
+    private var storedEvents: [UUID: (serverSequence: Int64, contentHash: [UInt8]?)?] = [:]
+    /// Rejections in the database, for identifiers read already (nil: never rejected).
+    private var storedRejections: [UUID: String?] = [:]
+    /// The kind of the first stored event about an object, for objects read already.
+    private var storedObjects: [UUID: ObjectPresence] = [:]
+
+    private struct PendingEvent {
+        let event: Event
+        let serverSequence: Int64
+        let chainHash: [UInt8]
+        let contentHash: [UInt8]?
+    }
+    private var pendingEvents: [PendingEvent] = []
+    private var pendingByID: [UUID: Int] = [:]
+    private var pendingObjects: [UUID: ObjectPresence] = [:]
+    private var pendingRejections: [(id: UUID, deviceSequence: Int64, reason: String)] = []
+    private var pendingRejectionByID: [UUID: String] = [:]
+
+    /// The first key of the push locks (`pg_advisory_xact_lock(space, library)`); the migrator's
+    /// lock uses the one-key form, so the two never meet.
+    static let advisoryLockSpace: Int32 = 0x504C_5055  // "PLPU"
+
+    init(connection: PostgresConnection, library: Int64, device: DeviceID, at receivedAt: Int64) throws {
+        self.connection = connection
+        self.library = library
+        self.device = device
+        self.receivedAt = receivedAt
+        // Pushes to the library queue first on a transaction-level advisory lock of the library:
+        // PostgreSQL grants it to one waiter at a time, in order, where waiters on a row lock
+        // would all wake at every commit and race for the row again. The row lock that follows
+        // is what keeps the head consistent (FOR NO KEY UPDATE: inserts that only reference the
+        // library, blobs and devices of a pull, do not wait for the push).
+        _ = try connection.query("SELECT pg_advisory_xact_lock($1, $2)", [.int32(Self.advisoryLockSpace), .int32(Int32(truncatingIfNeeded: library))])
+        let row = try connection.query("SELECT last_seq, last_hash FROM libraries WHERE library_id = $1 FOR NO KEY UPDATE", [.int64(library)])
+        guard row.count > 0 else { throw ServerStoreError("library \(library) no longer exists") }
+        head = LibraryHead(sequence: row.int64(0, 0), chainHash: row.bytes(0, 1))
+        let deviceRow = try connection.query(
+            """
+            INSERT INTO devices (library_id, device_id, registered_at) VALUES ($1, $2, $3)
+            ON CONFLICT (library_id, device_id) DO UPDATE SET last_seen_at = devices.last_seen_at
+            RETURNING last_device_seq
+            """, [.int64(library), .text(device.rawValue), .int64(receivedAt)])
+        lastDeviceSequence = deviceRow.count > 0 ? deviceRow.int64(0, 0) : 0
+    }
+
+    // MARK: Reading ahead
+
+    func prefetch(for candidates: [PushCandidate]) throws {
+        let ids = Array(Set(candidates.map(\.id)).filter { storedEvents[$0] == nil || storedRejections[$0] == nil })
+        try readIdentifiers(ids)
+        var objects: Set<UUID> = []
+        for case .accept(let event, _) in candidates where storedObjects[event.object] == nil { objects.insert(event.object) }
+        try readObjects(Array(objects))
+    }
+
+    private func readIdentifiers(_ ids: [UUID]) throws {
+        guard !ids.isEmpty else { return }
+        let result = try connection.query(
+            """
+            SELECT event_id, server_seq, content_hash, NULL::text FROM server_events WHERE library_id = $1 AND event_id = ANY($2)
+            UNION ALL
+            SELECT event_id, NULL::bigint, NULL::bytea, reason FROM rejected_events WHERE library_id = $1 AND event_id = ANY($2)
+            """, [.int64(library), .array(element: .bytea, ids.map(PostgresValue.uuid))])
+        for id in ids {
+            storedEvents[id] = .some(nil)
+            storedRejections[id] = .some(nil)
+        }
+        for row in 0..<result.count {
+            guard let id = result.uuid(row, 0) else { continue }
+            if let reason = result.optionalText(row, 3) {
+                storedRejections[id] = .some(reason)
+            } else {
+                storedEvents[id] = .some((result.int64(row, 1), result.optionalBytes(row, 2)))
+            }
+        }
+    }
+
+    private func readObjects(_ objects: [UUID]) throws {
+        guard !objects.isEmpty else { return }
+        let result = try connection.query(
+            """
+            SELECT o.id, (SELECT e.type FROM server_events e WHERE e.library_id = $1 AND e.object_id = o.id ORDER BY e.server_seq LIMIT 1)
+            FROM unnest($2) AS o (id)
+            """, [.int64(library), .array(element: .bytea, objects.map(PostgresValue.uuid))])
+        for row in 0..<result.count {
+            guard let object = result.uuid(row, 0) else { continue }
+            storedObjects[object] = result.optionalText(row, 1).map { .held(EventType(rawValue: $0)?.objectKind) } ?? .absent
+        }
+    }
+
+    // MARK: Lookups
+
+    func storedEvent(_ id: UUID) throws -> (serverSequence: Int64, contentHash: [UInt8]?)? {
+        if let index = pendingByID[id] { return (pendingEvents[index].serverSequence, pendingEvents[index].contentHash) }
+        if storedEvents[id] == nil { try readIdentifiers([id]) }
+        return storedEvents[id] ?? nil
+    }
+
+    func rejectionReason(ofEvent id: UUID) throws -> String? {
+        if let reason = pendingRejectionByID[id] { return reason }
+        if storedRejections[id] == nil { try readIdentifiers([id]) }
+        return storedRejections[id] ?? nil
+    }
+
+    func presence(ofObject object: UUID) throws -> ObjectPresence {
+        if storedObjects[object] == nil { try readObjects([object]) }
+        if case .held = storedObjects[object] { return storedObjects[object]! }
+        return pendingObjects[object] ?? .absent
+    }
+
+    // MARK: Writes, kept until the end
+
+    func insert(_ event: Event, serverSequence: Int64, chainHash: [UInt8], contentHash: [UInt8]?) throws -> Bool {
+        guard try storedEvent(event.id) == nil else { return false }
+        pendingByID[event.id] = pendingEvents.count
+        pendingEvents.append(PendingEvent(event: event, serverSequence: serverSequence, chainHash: chainHash, contentHash: contentHash))
+        if pendingObjects[event.object] == nil { pendingObjects[event.object] = .held(EventType(rawValue: event.type)?.objectKind) }
+        return true
+    }
+
+    func recordRejection(ofEvent id: UUID, deviceSequence: Int64, reason: String) throws {
+        guard try rejectionReason(ofEvent: id) == nil else { return }
+        pendingRejectionByID[id] = reason
+        pendingRejections.append((id, deviceSequence, reason))
+    }
+
+    func finish(head: LibraryHead, lastDeviceSequence: Int64) throws {
+        try flush()
+        _ = try connection.query(
+            "UPDATE libraries SET last_seq = $1, last_hash = $2 WHERE library_id = $3", [.int64(head.sequence), .bytes(head.chainHash), .int64(library)])
+        _ = try connection.query(
+            "UPDATE devices SET last_device_seq = $1, last_seen_at = $2 WHERE library_id = $3 AND device_id = $4",
+            [.int64(lastDeviceSequence), .int64(receivedAt), .int64(library), .text(device.rawValue)])
+    }
+
+    /// Stores the events and rejections kept so far: one statement each.
+    func flush() throws {
+        if !pendingEvents.isEmpty {
+            let events = pendingEvents
+            func column(_ type: PostgresType, _ value: (PendingEvent) -> PostgresValue) -> PostgresValue {
+                .array(element: type, events.map(value))
+            }
+            _ = try connection.query(
+                """
+                INSERT INTO server_events (library_id, received_at, server_seq, event_id, device_id, device_seq, hlc, change_block, object_id,
+                                           type, schema_version, payload, chain_hash, content_hash, format, bound, key_id, nonce)
+                SELECT $1, $2, e.* FROM unnest($3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+                    AS e (server_seq, event_id, device_id, device_seq, hlc, change_block, object_id, type, schema_version, payload,
+                          chain_hash, content_hash, format, bound, key_id, nonce)
+                """,
+                [
+                    .int64(library), .int64(receivedAt),
+                    column(.int8) { .int64($0.serverSequence) },
+                    column(.bytea) { .uuid($0.event.id) },
+                    column(.text) { .text($0.event.device.rawValue) },
+                    column(.int8) { .int64($0.event.deviceSequence) },
+                    column(.int8) { .int64(Int64(bitPattern: $0.event.timestamp.rawValue)) },
+                    column(.bytea) { .uuid($0.event.changeBlock) },
+                    column(.bytea) { .uuid($0.event.object) },
+                    column(.text) { .text($0.event.type) },
+                    column(.int8) { .int64(Int64($0.event.schemaVersion)) },
+                    column(.bytea) { .bytes($0.event.payload) },
+                    column(.bytea) { .bytes($0.chainHash) },
+                    column(.bytea) { .optionalBytes($0.contentHash) },
+                    column(.int8) { .int64(Int64($0.event.format.rawValue)) },
+                    column(.bool) { .bool($0.event.library != nil) },
+                    column(.int8) { .int64(Int64($0.event.seal?.keyID ?? 0)) },
+                    column(.bytea) { .optionalBytes($0.event.seal?.nonce) },
+                ])
+            for pending in pendingEvents { storedEvents[pending.event.id] = .some((pending.serverSequence, pending.contentHash)) }
+            pendingEvents.removeAll()
+            pendingByID.removeAll()
+        }
+        if !pendingRejections.isEmpty {
+            let rejections = pendingRejections
+            _ = try connection.query(
+                """
+                INSERT INTO rejected_events (library_id, device_id, received_at, event_id, device_seq, reason)
+                SELECT $1, $2, $3, r.* FROM unnest($4, $5, $6) AS r (event_id, device_seq, reason)
+                ON CONFLICT DO NOTHING
+                """,
+                [
+                    .int64(library), .text(device.rawValue), .int64(receivedAt),
+                    .array(element: .bytea, rejections.map { .uuid($0.id) }),
+                    .array(element: .int8, rejections.map { .int64($0.deviceSequence) }),
+                    .array(element: .text, rejections.map { .text($0.reason) }),
+                ])
+            for rejection in rejections { storedRejections[rejection.id] = .some(rejection.reason) }
+            pendingRejections.removeAll()
+            pendingRejectionByID.removeAll()
+        }
+    }
+}

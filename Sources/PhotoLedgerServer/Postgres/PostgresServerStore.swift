@@ -1,0 +1,337 @@
+import CPostgres
+import Foundation
+import LedgerCore
+import LedgerStore
+import SyncProtocol
+
+/// The server store on PostgreSQL, for several stateless server processes sharing one
+/// database: the same tables and rules as ``SQLiteServerStore``, the `Postgres` migrations, a
+/// bounded pool of connections, prepared statements with bound parameters, binary data as
+/// `bytea`.
+///
+/// A push locks its library's head row (`SELECT … FOR NO KEY UPDATE`) for the length of its
+/// transaction, so pushes to one library through any number of servers take server sequences
+/// one after the other: no gap, no duplicate, one chain. Pushes to different libraries do not
+/// wait for each other.
+///
+/// ```swift
+/// let store = try PostgresServerStore(url: "postgresql://photoledger@db.internal/photoledger")
+/// ```
+public final class PostgresServerStore: ServerStore {
+    /// The oldest PostgreSQL this store runs on: 15, the oldest release its project still
+    /// supports, and the one the store is tested on.
+    public static let minimumServerVersion = 150000
+
+    /// Connection and durability settings.
+    public struct Options: Sendable {
+        /// The most connections this process opens (default 8: a few more than the server's threads).
+        public var maximumConnections = 8
+        /// How long a request waits for a free connection before it fails.
+        public var acquireTimeout: Duration = .seconds(10)
+        /// How long opening a connection may take, in seconds.
+        public var connectTimeoutSeconds = 5
+        /// The longest one statement may run (`statement_timeout`), waiting for a lock included.
+        public var statementTimeout: Duration = .seconds(30)
+        /// `synchronous_commit` for the store's sessions. The default, `off`, gives what the
+        /// embedded store's SQLite WAL with `synchronous=NORMAL` gives: a commit never corrupts
+        /// the database and survives the server process, while a crash of the machine may lose
+        /// the last fraction of a second of commits. `on` waits for the WAL flush at every commit.
+        public var synchronousCommit = "off"
+
+        /// The defaults.
+        public init() {}
+    }
+
+    /// The database, as `postgresql://user@host:port/name` (without its password).
+    public let database: String
+    let pool: PostgresPool
+    private let identifiers = UUIDv7Generator(clock: { WallClock.milliseconds() }, random: SystemRandomNumberGenerator())
+
+    /// Connects to the database at `url` (`postgresql://user:password@host:port/name`, or any
+    /// libpq connection string), checks the server's version and applies pending migrations.
+    ///
+    /// - Throws: ``PostgresError`` when PostgreSQL is unreachable or too old;
+    ///   `MigrationError` (LedgerStore) when the schema is newer than this build or was edited.
+    public init(url: String, options: Options = Options()) throws {
+        database = try Self.describe(url)
+        let milliseconds = Int(options.statementTimeout.components.seconds) * 1000
+            + Int(options.statementTimeout.components.attoseconds / 1_000_000_000_000_000)
+        pool = PostgresPool(
+            settings: .init(
+                conninfo: url, database: database, maximumConnections: options.maximumConnections, acquireTimeout: options.acquireTimeout,
+                connectTimeoutSeconds: options.connectTimeoutSeconds,
+                sessionSettings: [
+                    ("statement_timeout", "\(milliseconds)"), ("synchronous_commit", options.synchronousCommit),
+                    ("idle_in_transaction_session_timeout", "\(max(milliseconds, 1000) * 2)"),
+                    // No NOTICE lines on standard error (`CREATE TABLE IF NOT EXISTS` of the migrator).
+                    ("client_min_messages", "warning"),
+                ]))
+        try pool.withConnection { connection in
+            let version = connection.serverVersion
+            guard version >= Self.minimumServerVersion else {
+                throw PostgresError(
+                    .unsupportedVersion,
+                    "the server runs PostgreSQL \(version / 10000).\(version % 10000), older than \(Self.minimumServerVersion / 10000), "
+                        + "the oldest this store supports; upgrade PostgreSQL",
+                    database: database)
+            }
+            try Migrator.postgresServer().migrate(connection)
+        }
+    }
+
+    /// `postgresql://user@host:port/name` for a libpq URL or connection string: what messages
+    /// show, never the password.
+    static func describe(_ url: String) throws -> String {
+        var problem: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(url, &problem) else {
+            let reason = problem.map { String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines) } ?? "out of memory"
+            PQfreemem(problem)
+            throw PostgresError(
+                .invalidURL, "the database URL is not a PostgreSQL URL (\(reason)); use postgresql://USER@HOST:PORT/NAME", database: "(invalid URL)")
+        }
+        defer { PQconninfoFree(options) }
+        var fields: [String: String] = [:]
+        var option = options
+        while let keyword = option.pointee.keyword {
+            if let value = option.pointee.val { fields[String(cString: keyword)] = String(cString: value) }
+            option += 1
+        }
+        let user = fields["user"].map { "\($0)@" } ?? ""
+        let port = fields["port"].map { ":\($0)" } ?? ""
+        return "postgresql://\(user)\(fields["host"] ?? fields["hostaddr"] ?? "localhost")\(port)/\(fields["dbname"] ?? "")"
+    }
+
+    private func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        try pool.withConnection(body)
+    }
+
+    private func inTransaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        try pool.withConnection { connection in try connection.inTransaction { try body(connection) } }
+    }
+
+    // MARK: Administration
+
+    public func createLibrary(named name: String, uuid: UUID?, at milliseconds: UInt64) throws {
+        if let problem = LibraryName.problem(with: name) { throw ServerStoreError("invalid library name '\(name)': \(problem)") }
+        let identifier = uuid ?? identifiers.next()
+        let taken = ServerStoreError("library '\(name)' already exists; choose another name")
+        do {
+            try inTransaction { connection in
+                if try libraryID(connection, name) != nil { throw taken }
+                let other = try connection.query("SELECT name FROM libraries WHERE library_uuid = $1", [.uuid(identifier)])
+                if other.count > 0 {
+                    throw ServerStoreError(
+                        "library '\(other.text(0, 0))' has the identifier \(identifier.uuidString) already; a library identifier names one library")
+                }
+                _ = try connection.query(
+                    "INSERT INTO libraries (name, created_at, library_uuid) VALUES ($1, $2, $3)",
+                    [.text(name), .int64(Int64(milliseconds)), .uuid(identifier)])
+            }
+        } catch let error as PostgresError where error.sqlState == "23505" {
+            // Created by another server between the check and the insert.
+            throw taken
+        }
+    }
+
+    public func libraryNames() throws -> [String] {
+        try withConnection { connection in
+            let result = try connection.query("SELECT name FROM libraries ORDER BY name COLLATE \"C\"", [])
+            return (0..<result.count).map { result.text($0, 0) }
+        }
+    }
+
+    private func libraryID(_ connection: PostgresConnection, _ name: String) throws -> Int64? {
+        let result = try connection.query("SELECT library_id FROM libraries WHERE name = $1", [.text(name)])
+        return result.count > 0 ? result.int64(0, 0) : nil
+    }
+
+    private func existingLibraryID(_ connection: PostgresConnection, _ name: String) throws -> Int64 {
+        guard let id = try libraryID(connection, name) else {
+            throw ServerStoreError("no library named '\(name)'; create it with `photoledger-server admin create-library \(name)`")
+        }
+        return id
+    }
+
+    public func registerToken(hash: [UInt8], library: String, device: DeviceID, scope: TokenScope, at milliseconds: UInt64) throws {
+        if let problem = DeviceID.problem(with: device.rawValue) { throw ServerStoreError("invalid device name '\(device)': \(problem)") }
+        try inTransaction { connection in
+            let id = try existingLibraryID(connection, library)
+            _ = try connection.query(
+                "INSERT INTO devices (library_id, device_id, registered_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+                [.int64(id), .text(device.rawValue), .int64(Int64(milliseconds))])
+            _ = try connection.query(
+                "INSERT INTO tokens (library_id, device_id, scope, token_hash, created_at) VALUES ($1, $2, $3, $4, $5)",
+                [.int64(id), .text(device.rawValue), .text(scope.rawValue), .bytes(hash), .int64(Int64(milliseconds))])
+        }
+    }
+
+    public func revokeTokens(library: String, device: DeviceID, at milliseconds: UInt64) throws -> Int {
+        try inTransaction { connection in
+            let id = try existingLibraryID(connection, library)
+            let known = try connection.query("SELECT 1 FROM devices WHERE library_id = $1 AND device_id = $2", [.int64(id), .text(device.rawValue)])
+            guard known.count > 0 else {
+                throw ServerStoreError("no device named '\(device)' in library '\(library)'; see `photoledger-server admin list-devices`")
+            }
+            return try connection.query(
+                "UPDATE tokens SET revoked_at = $1 WHERE library_id = $2 AND device_id = $3 AND revoked_at IS NULL",
+                [.int64(Int64(milliseconds)), .int64(id), .text(device.rawValue)]
+            ).changes
+        }
+    }
+
+    public func devices(library: String) throws -> [DeviceRecord] {
+        try withConnection { connection in
+            let id = try existingLibraryID(connection, library)
+            let result = try connection.query(
+                """
+                SELECT d.device_id, d.last_device_seq, d.last_pulled_seq,
+                       (SELECT scope FROM tokens t WHERE t.library_id = d.library_id AND t.device_id = d.device_id
+                        ORDER BY t.revoked_at IS NULL DESC, t.token_id DESC LIMIT 1),
+                       NOT EXISTS (SELECT 1 FROM tokens t WHERE t.library_id = d.library_id AND t.device_id = d.device_id
+                                   AND t.revoked_at IS NULL)
+                FROM devices d WHERE d.library_id = $1 ORDER BY d.device_id COLLATE "C"
+                """, [.int64(id)])
+            return (0..<result.count).map { row in
+                DeviceRecord(
+                    device: DeviceID(result.text(row, 0)), scope: result.optionalText(row, 3).flatMap(TokenScope.init(rawValue:)),
+                    lastDeviceSequence: result.int64(row, 1), lastPulledSequence: result.int64(row, 2), revoked: result.bool(row, 4))
+            }
+        }
+    }
+
+    // MARK: Authentication
+
+    public func authenticate(tokenHash: [UInt8]) throws -> Credential? {
+        try withConnection { connection in
+            let result = try connection.query(
+                """
+                SELECT t.token_hash, t.library_id, l.name, t.device_id, t.scope, l.library_uuid FROM tokens t
+                JOIN libraries l ON l.library_id = t.library_id
+                WHERE t.token_hash = $1 AND t.revoked_at IS NULL
+                """, [.bytes(tokenHash)])
+            guard result.count > 0, constantTimeEquals(result.bytes(0, 0), tokenHash), let scope = TokenScope(rawValue: result.text(0, 4)),
+                let uuid = result.uuid(0, 5)
+            else { return nil }
+            return Credential(
+                libraryID: result.int64(0, 1), library: result.text(0, 2), libraryUUID: uuid, device: DeviceID(result.text(0, 3)), scope: scope)
+        }
+    }
+
+    // MARK: Push
+
+    public func withPushTransaction<T>(
+        library: Int64, device: DeviceID, at milliseconds: UInt64, _ body: (any PushTransaction) throws -> T
+    ) throws -> T {
+        try inTransaction { connection in
+            let transaction = try PostgresPushTransaction(connection: connection, library: library, device: device, at: Int64(milliseconds))
+            let value = try body(transaction)
+            try transaction.flush()
+            return value
+        }
+    }
+
+    // MARK: Pull and chain
+
+    public func events(library: Int64, after since: Int64, limit: Int) throws -> ServerPage {
+        try withConnection { connection in
+            let result = try connection.query(
+                """
+                SELECT e.server_seq, e.event_id, e.device_id, e.device_seq, e.hlc, e.change_block, e.object_id, e.type, e.schema_version,
+                       e.payload, e.chain_hash, e.content_hash, e.format, CASE WHEN e.bound THEN l.library_uuid END, e.key_id, e.nonce
+                FROM server_events e JOIN libraries l ON l.library_id = e.library_id
+                WHERE e.library_id = $1 AND e.server_seq > $2 ORDER BY e.server_seq LIMIT $3
+                """, [.int64(library), .int64(since), .int64(Int64(limit) + 1)])
+            let hasMore = result.count > limit
+            let events = try (0..<min(result.count, limit)).map { try Self.decodeEvent(result, $0, database: database) }
+            return ServerPage(events: events, hasMore: hasMore)
+        }
+    }
+
+    private static func decodeEvent(_ result: PostgresResult, _ row: Int, database: String) throws -> ServerEvent {
+        let sequence = result.int64(row, 0)
+        func uuid(_ column: Int) throws -> UUID {
+            guard let value = result.uuid(row, column) else {
+                throw PostgresError(.unexpectedResult, "column \(column) of the event at server sequence \(sequence) is not a 16-byte identifier", database: database)
+            }
+            return value
+        }
+        guard let format = UInt8(exactly: result.int64(row, 12)).flatMap(Event.Format.init(rawValue:)),
+            let keyID = UInt32(exactly: result.int64(row, 14))
+        else {
+            throw PostgresError(.unexpectedResult, "the envelope at server sequence \(sequence) is one this server cannot read", database: database)
+        }
+        let event = Event(
+            id: try uuid(1), library: result.isNull(row, 13) ? nil : try uuid(13), device: DeviceID(result.text(row, 2)),
+            deviceSequence: result.int64(row, 3), timestamp: HLCTimestamp(rawValue: UInt64(bitPattern: result.int64(row, 4))),
+            changeBlock: try uuid(5), object: try uuid(6), type: result.text(row, 7), schemaVersion: Int(result.int64(row, 8)),
+            seal: keyID == 0 ? nil : Event.Seal(keyID: keyID, nonce: result.optionalBytes(row, 15) ?? []), payload: result.bytes(row, 9),
+            format: format)
+        return ServerEvent(event: event, serverSequence: sequence, chainHash: result.bytes(row, 10), contentHash: result.optionalBytes(row, 11))
+    }
+
+    public func recordPull(library: Int64, device: DeviceID, since: Int64, at milliseconds: UInt64) throws {
+        try withConnection { connection in
+            _ = try connection.query(
+                """
+                INSERT INTO devices (library_id, device_id, registered_at, last_pulled_seq) VALUES ($1, $2, $3, $4)
+                ON CONFLICT (library_id, device_id) DO UPDATE SET last_pulled_seq = excluded.last_pulled_seq
+                WHERE devices.last_pulled_seq <> excluded.last_pulled_seq
+                """, [.int64(library), .text(device.rawValue), .int64(Int64(milliseconds)), .int64(since)])
+        }
+    }
+
+    public func chainSummary(libraryID: Int64) throws -> ChainSummary {
+        try withConnection { connection in
+            let result = try connection.query("SELECT last_seq, last_hash FROM libraries WHERE library_id = $1", [.int64(libraryID)])
+            guard result.count > 0 else { throw ServerStoreError("library \(libraryID) no longer exists") }
+            return ChainSummary(count: result.int64(0, 0), headHash: result.bytes(0, 1), lastServerSequence: result.int64(0, 0))
+        }
+    }
+
+    public func compactionWatermark(libraryID: Int64) throws -> CompactionWatermark {
+        // One statement, so the head and the devices' positions come from one snapshot.
+        let row = try withConnection { connection -> (Int64, Int64, Int64?)? in
+            let result = try connection.query(
+                """
+                WITH counted AS (
+                    SELECT last_pulled_seq FROM devices
+                    WHERE library_id = $1 AND device_id IN (
+                        SELECT device_id FROM tokens
+                        WHERE library_id = $1 AND revoked_at IS NULL AND scope IN ('readWrite', 'readOnly')))
+                SELECT last_seq, (SELECT count(*) FROM counted), (SELECT min(last_pulled_seq) FROM counted)
+                FROM libraries WHERE library_id = $1
+                """, [.int64(libraryID)])
+            return result.count > 0 ? (result.int64(0, 0), result.int64(0, 1), result.optionalInt64(0, 2)) : nil
+        }
+        guard case let (last, count, lowest)? = row else { throw ServerStoreError("library \(libraryID) no longer exists") }
+        return CompactionWatermark(watermark: min(lowest ?? last, last), lastServerSequence: last, deviceCount: Int(count))
+    }
+
+    // MARK: Blobs
+
+    public func blobSize(libraryID: Int64, hash: [UInt8]) throws -> Int64? {
+        try withConnection { connection in
+            let result = try connection.query("SELECT size FROM blobs WHERE library_id = $1 AND sha256 = $2", [.int64(libraryID), .bytes(hash)])
+            return result.count > 0 ? result.int64(0, 0) : nil
+        }
+    }
+
+    public func recordBlob(libraryID: Int64, hash: [UInt8], size: Int64, at milliseconds: UInt64) throws -> Bool {
+        try withConnection { connection in
+            try connection.query(
+                "INSERT INTO blobs (library_id, sha256, size, stored_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                [.int64(libraryID), .bytes(hash), .int64(size), .int64(Int64(milliseconds))]
+            ).changes == 1
+        }
+    }
+
+    public func missingBlobs(libraryID: Int64, hashes: [[UInt8]]) throws -> [[UInt8]] {
+        let held = try withConnection { connection -> Set<[UInt8]> in
+            let result = try connection.query(
+                "SELECT sha256 FROM blobs WHERE library_id = $1 AND sha256 = ANY($2)",
+                [.int64(libraryID), .array(element: .bytea, hashes.map(PostgresValue.bytes))])
+            return Set((0..<result.count).map { result.bytes($0, 0) })
+        }
+        return hashes.filter { !held.contains($0) }
+    }
+}

@@ -1,0 +1,102 @@
+import CMediaDecoding
+import Foundation
+
+/// Stills through libvips: the file is decoded (every pixel of every frame; JPEG and WebP at an
+/// eighth of their size, which still reads all of their compressed data), and its size,
+/// orientation, frames and EXIF are what the decoder read.
+enum StillImageDecoder {
+    /// The libvips loader and the decode reduction of each still format.
+    private static func loader(for format: MediaFormat) -> (name: String, reduce: Int32) {
+        switch format {
+        case .jpeg: ("jpegload", 8)
+        case .webp: ("webpload", 8)
+        case .png: ("pngload", 1)
+        case .gif: ("gifload", 1)
+        case .heic, .avif: ("heifload", 1)
+        case .mp4, .quickTime: ("", 1)
+        }
+    }
+
+    static func inspect(path: String, format: MediaFormat) throws -> MediaInfo {
+        try inspect(path: path, format: format, preview: 0).info
+    }
+
+    /// Inspects the file, and with `preview` > 0 keeps the decoded picture of a JPEG or WebP
+    /// (decoded at the smallest fraction whose shorter side still has `preview` pixels, upright)
+    /// for renditions: the validation's decode serves both.
+    static func inspect(path: String, format: MediaFormat, preview: Int) throws -> (info: MediaInfo, preview: Picture?) {
+        let loader = loader(for: format)
+        var result = photoledger_still()
+        defer { photoledger_still_free(&result) }
+        let status = photoledger_still_check(
+            path, loader.name, Int32(PHOTOLEDGER_DECODE_PIXELS), loader.reduce, Int32(clamping: preview), &result)
+        guard status == 0 else {
+            let message = withUnsafeBytes(of: result.message) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            throw InvalidMedia(describeFailure(message, format: format))
+        }
+        if result.checksum_mismatch != 0 {
+            throw InvalidMedia(
+                "damaged \(format.name): a chunk's checksum (CRC) does not match its bytes, so they changed after it was written; "
+                    + "copy the file again from its source")
+        }
+        guard result.width > 0, result.height > 0 else { throw InvalidMedia("damaged \(format.name): the decoder found no pixels") }
+        var metadata = Exif.Metadata()
+        if let exif = result.exif, result.exif_length > 0 {
+            metadata = Exif.metadata(from: Array(UnsafeBufferPointer(start: exif, count: result.exif_length)))
+        } else if let profile = result.exif_text_profile, let payload = Exif.payload(fromTextProfile: String(cString: profile)) {
+            metadata = Exif.metadata(from: payload)
+        }
+        let width = Int(result.width), height = Int(result.height)
+        let orientation: ImageOrientation
+        let shownSize: (Int, Int)
+        if format == .heic || format == .avif {
+            // libheif applies the HEIF transforms (irot, imir) itself: the decoded size is the
+            // size shown; the EXIF tag, which HEIF readers must ignore, only describes it.
+            orientation = metadata.orientation ?? .up
+            shownSize = (width, height)
+        } else {
+            orientation = metadata.orientation ?? ImageOrientation(rawValue: Int(result.orientation)) ?? .up
+            shownSize = orientation.swapsWidthAndHeight ? (height, width) : (width, height)
+        }
+        let info = MediaInfo(
+            format: format, pixelWidth: shownSize.0, pixelHeight: shownSize.1, orientation: orientation,
+            creationDate: metadata.creationDate, location: metadata.location, isAnimated: result.frames > 1)
+        guard let handle = result.preview else { return (info, nil) }
+        result.preview = nil  // the picture owns it now
+        let picture = Picture(handle) { shown, other in (shown == width && other == height) || (shown == height && other == width) }
+        return (info, picture)
+    }
+
+    /// The reason for a decoder's refusal: truncation in the same words for every format, other
+    /// damage with the decoder's own words.
+    static func describeFailure(_ message: String, format: MediaFormat) -> String {
+        let detail = message.split(whereSeparator: \.isNewline).map { String($0) }.joined(separator: "; ")
+        let lowered = message.lowercased()
+        let truncationWords = [
+            "premature end", "truncated", "not enough data", "unexpected end", "end of file", "read error", "out of data",
+        ]
+        if truncationWords.contains(where: lowered.contains) {
+            return "truncated \(format.name): the file ends before its image data does (\(detail)); copy the file again from its source"
+        }
+        if lowered.contains("not a known") || lowered.contains("unsupported") {
+            return "unsupported \(format.name) variant: the decoder cannot read it (\(detail))"
+        }
+        return "damaged \(format.name): the decoder refused it (\(detail))"
+    }
+}
+
+extension MediaFormat {
+    /// The format's name in messages.
+    var name: String {
+        switch self {
+        case .jpeg: "JPEG"
+        case .png: "PNG"
+        case .gif: "GIF"
+        case .webp: "WebP"
+        case .heic: "HEIC"
+        case .avif: "AVIF"
+        case .mp4: "MP4"
+        case .quickTime: "QuickTime movie"
+        }
+    }
+}
