@@ -1,11 +1,13 @@
 import Foundation
+import FuzzSupport
 import LedgerCore
 
 /// `Event.readCanonical` over canonical bytes of formats 1 and 2, as the archive, the log and
 /// binary pull pages hold them: events are read one after another until the bytes end or
 /// one is refused, each with and without the envelope checks. Every event read must write
 /// canonical bytes that read back as the same event.
-enum Target: FuzzTarget {
+@main
+enum CanonicalTarget: FuzzTarget {
     static func seeds() -> [Seed] {
         SampleEvents.all.enumerated().map { Seed(name: "event-\($0.offset + 1)", bytes: $0.element.canonicalBytes) }
             + [Seed(name: "events-all", bytes: SampleEvents.all.flatMap(\.canonicalBytes))]

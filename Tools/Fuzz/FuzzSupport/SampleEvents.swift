@@ -3,17 +3,17 @@ import LedgerCore
 
 /// Events in every envelope form, for the seeds of the targets that read envelopes: format 1,
 /// and format 2 unbound, bound to a library, and sealed. Payloads are opaque to those readers.
-enum SampleEvents {
+public enum SampleEvents {
     /// A fixed identifier whose last byte is `index`.
-    static func identifier(_ index: UInt8) -> UUID {
+    public static func identifier(_ index: UInt8) -> UUID {
         UUID(uuid: (0x01, 0x93, 0x7A, 0x10, 0x00, 0x00, 0x70, 0x00, 0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, index))
     }
 
     /// The library the bound events name.
-    static let library = identifier(0xF0)
+    public static let library = identifier(0xF0)
 
     /// Four events, one of each envelope form.
-    static let all: [Event] = [
+    public static let all: [Event] = [
         Event(
             id: identifier(1), device: "anna-phone", deviceSequence: 1, timestamp: HLCTimestamp(milliseconds: 1_764_483_790_000, counter: 0),
             changeBlock: identifier(100), object: identifier(200), type: EventType.assetCreated.rawValue, schemaVersion: 1,

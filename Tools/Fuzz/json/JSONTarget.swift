@@ -1,4 +1,5 @@
 import Foundation
+import FuzzSupport
 import LedgerCore
 import SyncProtocol
 
@@ -9,7 +10,8 @@ import SyncProtocol
 ///
 /// Input that is not JSON is given to one message's reader only (chosen by its length), as
 /// every reader refuses it the same way after reading as far as it goes.
-enum Target: FuzzTarget {
+@main
+enum JSONTarget: FuzzTarget {
     static func seeds() -> [Seed] {
         let events = SampleEvents.all.enumerated().map { index, event in
             WireEvent(event, serverSequence: Int64(index + 1), chainHash: [UInt8](repeating: UInt8(index), count: 32))

@@ -1,4 +1,5 @@
 import Foundation
+import FuzzSupport
 import LedgerCore
 import SyncProtocol
 
@@ -6,7 +7,8 @@ import SyncProtocol
 /// chunk, `GzipInflater`) and clients inflate response bodies (`Gzip.decompress`,
 /// `Zstd.decompress`). No output may exceed the limit, and inflating gzip in chunks must give
 /// what inflating it at once gives.
-enum Target: FuzzTarget {
+@main
+enum CompressionTarget: FuzzTarget {
     /// The largest output accepted: small, so that bombs are found quickly.
     static let limit = 1 << 16
 

@@ -1,11 +1,13 @@
 import Foundation
+import FuzzSupport
 import LedgerCore
 import SyncProtocol
 
 /// `EventPage.decode` over binary pull pages, as a client reads them from a server. A page that
 /// decodes must encode to a page that decodes to the same content, and carry the same content
 /// as a JSON pull page (the two forms of one response).
-enum Target: FuzzTarget {
+@main
+enum PagesTarget: FuzzTarget {
     static func seeds() -> [Seed] {
         let events = SampleEvents.all.enumerated().map { index, event in
             WireEvent(event, serverSequence: Int64(index + 1), chainHash: [UInt8](repeating: UInt8(index), count: 32))

@@ -1,4 +1,5 @@
 import Foundation
+import FuzzSupport
 import LedgerCore
 import PhotoLedger
 
@@ -16,7 +17,8 @@ import PhotoLedger
 /// | 1 | bits 0–1 the object, 2–3 the device, 4 sealed, 5 bound to another library, 6 unbound, 7 format 1 |
 /// | 2 | the clock's milliseconds (big-endian) |
 /// | 2 + n | the payload, after its length (big-endian) |
-enum Target: FuzzTarget {
+@main
+enum PayloadsTarget: FuzzTarget {
     static let library = SampleEvents.library
     static let objects = (0..<4).map { SampleEvents.identifier(0xA0 + UInt8($0)) }
     static let devices: [DeviceID] = ["anna-phone", "ben-laptop", "cleo-tablet", "anna-phone"]
