@@ -18,8 +18,10 @@ export SWIFT_BACKTRACE=enable=no
 SWIFT_BUILD=(swift build -c release --scratch-path "$BUILD" --sanitize address -Xswiftc -sanitize=fuzzer -Xswiftc -use-ld=lld
     -Xcc -fsanitize=fuzzer-no-link -Xcxx -fsanitize=fuzzer-no-link)
 # Per input: at most 10 s, 2 GB in all and 256 MB in one allocation (an input of at most 64 KB
-# that needs more is a bug).
-FUZZ_FLAGS=(-timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=256 -use_value_profile=1 -print_final_stats=1)
+# that needs more is a bug). Media may hold one frame of the largest still PhotoMedia decodes
+# (2^28 pixels; a GIF's canvas takes 4 bytes a pixel): 1.25 GB in one allocation, 3 GB in all.
+FUZZ_FLAGS=(-timeout=10 -use_value_profile=1 -print_final_stats=1)
+declare -A TARGET_MEMORY=([payloads]="2048 256" [canonical]="2048 256" [pages]="2048 256" [json]="2048 256" [compression]="2048 256" [media]="3072 1280")
 
 usage() {
     cat <<EOF
@@ -130,7 +132,8 @@ for target in "${selected[@]}"; do
     before=$(ls "$crashes" | wc -l)
     echo "Fuzzing $target ($([[ -n "$runs" ]] && echo "$runs runs" || echo "$seconds s"))"
     status=0
-    "$BUILD/release/fuzz-$target" "${FUZZ_FLAGS[@]}" "${dictionary[@]}" -max_len="${TARGET_MAX_LEN[$target]}" "$limit" \
+    read -r rss malloc <<< "${TARGET_MEMORY[$target]}"
+    "$BUILD/release/fuzz-$target" "${FUZZ_FLAGS[@]}" -rss_limit_mb="$rss" -malloc_limit_mb="$malloc" "${dictionary[@]}" -max_len="${TARGET_MAX_LEN[$target]}" "$limit" \
         -artifact_prefix="$crashes/" "$corpus" "$BUILD/seeds/$target" > "$log" 2>&1 || status=$?
     found=$(($(ls "$crashes" | wc -l) - before))
     result=ok
