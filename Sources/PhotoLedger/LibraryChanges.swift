@@ -18,6 +18,8 @@ public final class LibraryChanges {
     private var isValid = true
     var touched = TouchedObjects()
     var afterCommit: [() -> Void] = []
+    /// Whether ``commit()`` appended events (a block that changed nothing appends none).
+    var committedEvents = false
     private var albumRequests: [UUID: AlbumChangeRequest] = [:]
 
     init(library: PhotoLibrary, database: Database, access: Access) throws {
@@ -79,6 +81,7 @@ public final class LibraryChanges {
     func commit() throws {
         guard !events.isEmpty else { return }
         try EventLog(database).append(events)
+        committedEvents = true
     }
 
     // MARK: Assets

@@ -61,6 +61,8 @@ public final class PhotoLibrary: Sendable {
     let identifiers: UUIDv7Generator
     let randomness: RandomSource
     let observers: ObserverRegistry
+    /// Wakes live sync engines when a change block of this device commits events.
+    let commits: CommitSignal
     /// The content-addressed store of resource bytes, in a directory beside the library file.
     let resources: ResourceStore
     /// The archive of a compacted library, opened once.
@@ -111,6 +113,7 @@ public final class PhotoLibrary: Sendable {
             throw Self.translate(error)
         }
         observers = ObserverRegistry()
+        commits = CommitSignal()
         renditions = Renditions(libraryURL: url, cacheLimit: options.renditionCacheLimit)
         if options.preauthorized {
             try setAuthorizationStatus(.authorized, for: .readWrite)
@@ -152,6 +155,7 @@ public final class PhotoLibrary: Sendable {
         }
         var touched = TouchedObjects()
         var afterCommit: [() -> Void] = []
+        var committedEvents = false
         let result: T
         do {
             result = try storage.write { db in
@@ -162,12 +166,14 @@ public final class PhotoLibrary: Sendable {
                 try changes.commit()
                 touched = changes.touched
                 afterCommit = changes.afterCommit
+                committedEvents = changes.committedEvents
                 return value
             }
         } catch {
             throw Self.translate(error, doing: "perform changes")
         }
         for action in afterCommit { action() }
+        if committedEvents { commits.signal() }
         notifyObservers(touched)
         return result
     }

@@ -185,6 +185,18 @@ package struct Replica: Sendable {
         try library.readDatabase { db in try ReplicaStatistics.outboxCount(db, device: library.device) }
     }
 
+    /// Whether any event of this device waits to be pushed: cheaper than ``outboxCount()``, for
+    /// noticing commits made by another process on the same library.
+    package func hasOutbox() throws -> Bool {
+        try library.readDatabase { db in
+            try db.firstRow(
+                """
+                SELECT EXISTS (SELECT 1 FROM events WHERE server_seq IS NULL AND device_id = ?
+                AND event_id NOT IN (SELECT event_id FROM sync_rejections))
+                """, [library.device.rawValue]) { $0.int64(0) } == 1
+        }
+    }
+
     /// This device's events from `deviceSequence` on, acknowledged or not (to answer a gap).
     package func ownEvents(fromDeviceSequence deviceSequence: Int64, limit: Int) throws -> [Event] {
         try library.readDatabase { db in
@@ -424,4 +436,10 @@ extension PhotoLibrary {
     public func recordDevice() throws {
         try withDatabase { try $0.execute("UPDATE replica_state SET recorded_device = ? WHERE id = 1", [device.rawValue]) }
     }
+}
+
+extension Replica {
+    /// Signals each commit of this device's own events from now on (buffering at most one while
+    /// the consumer is busy): what a live engine waits on to push at once.
+    package func localCommits() -> AsyncStream<Void> { library.commits.subscribe() }
 }

@@ -272,14 +272,7 @@ public final class SyncEngine: Sendable {
                 throw SyncError.invalidResponse("the server's cursor went back from \(cursor) to \(page.cursor); was the server reset?")
             }
             pending = page.hasMore ? fetchPage(since: page.cursor, after: page.lastChainHash) : nil
-            do {
-                let applied = try replica.apply(page.prepared)
-                report.pulledEvents += applied.newEvents
-                report.changedVerdicts += applied.changedVerdicts
-                report.quarantinedEvents += applied.quarantined.map { "\($0.eventID.uuidString) (\($0.type) from \($0.device)): \($0.reason)" }
-            } catch let mismatch as PhotoLibrary.ServerChainMismatch {
-                throw SyncError.invalidResponse("\(mismatch.description); nothing from this page was applied")
-            }
+            try apply(page, to: &report)
             cursor = page.cursor
             bytes += page.bytes
             progress?(SyncProgress(phase: .pulling, completed: report.pulledEvents, total: nil, bytes: bytes))
@@ -291,6 +284,19 @@ public final class SyncEngine: Sendable {
         let summary = try await exchange(.get, SyncRoutes.chain(library: remote.libraryName), nil as PushRequest?, as: ChainSummary.self)
         if let failure = try replica.verifyServerChainHead(lastServerSequence: summary.lastServerSequence, headHash: summary.headHash) {
             throw SyncError.invalidResponse("the server's event chain head does not match what this device received: \(failure)")
+        }
+    }
+
+    /// Applies a fetched page (its events and the cursor after it, in one transaction) and adds
+    /// what it brought to `report`.
+    func apply(_ page: PulledPage, to report: inout SyncReport) throws {
+        do {
+            let applied = try replica.apply(page.prepared)
+            report.pulledEvents += applied.newEvents
+            report.changedVerdicts += applied.changedVerdicts
+            report.quarantinedEvents += applied.quarantined.map { "\($0.eventID.uuidString) (\($0.type) from \($0.device)): \($0.reason)" }
+        } catch let mismatch as PhotoLibrary.ServerChainMismatch {
+            throw SyncError.invalidResponse("\(mismatch.description); nothing from this page was applied")
         }
     }
 
@@ -310,10 +316,11 @@ public final class SyncEngine: Sendable {
     /// Starts fetching the page after `cursor`: every event's content hash is checked before
     /// anything of the page is applied, and the page is prepared by the library (linked after
     /// `previous`, the server's chain value at `cursor` as the previous page reported it, and
-    /// folded) off the thread that applies pages.
-    private func fetchPage(since cursor: Int64, after previous: [UInt8]?) -> Task<PulledPage, any Error> {
+    /// folded) off the thread that applies pages. With `wait` (seconds), the server holds the
+    /// request until an event arrives or the wait ends (an empty page).
+    func fetchPage(since cursor: Int64, after previous: [UInt8]?, wait: Int? = nil) -> Task<PulledPage, any Error> {
         Task {
-            let (page, bytes) = try await pullPage(since: cursor)
+            let (page, bytes) = try await pullPage(since: cursor, wait: wait)
             if let bad = page.events.first(where: { !$0.hasValidHash }) {
                 throw SyncError.invalidResponse("event \(bad.id.uuidString) does not match its content hash; nothing from this page was applied")
             }
@@ -388,11 +395,13 @@ public final class SyncEngine: Sendable {
     }
 
     /// Fetches the page after `cursor`, in the form the server answers with: the binary event
-    /// page when asked for and offered, otherwise JSON; with the body's size.
-    func pullPage(since cursor: Int64) async throws -> (PullResponse, bytes: Int64) {
-        let path = SyncRoutes.pull(library: remote.libraryName, since: cursor, limit: options.pullPageSize)
+    /// page when asked for and offered, otherwise JSON; with the body's size. With `wait`
+    /// (seconds), a waiting pull: the request's time limit is the wait plus a margin.
+    func pullPage(since cursor: Int64, wait: Int? = nil) async throws -> (PullResponse, bytes: Int64) {
+        let path = SyncRoutes.pull(library: remote.libraryName, since: cursor, limit: options.pullPageSize, wait: wait)
         let headers = options.requestsEventPages ? ["Accept": "\(EventPage.contentType), \(SyncRoutes.jsonContentType);q=0.5"] : [:]
-        let response = try await send(HTTPRequest(method: .get, url: remote.url(path), headers: authorized(headers)))
+        let response = try await send(
+            HTTPRequest(method: .get, url: remote.url(path), headers: authorized(headers), timeout: wait.map { .seconds($0 + 30) }))
         guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
         let isEventPage = response.headers["Content-Type"].map(Self.mediaType) == EventPage.contentType
         let page = try decoding(response, path: path) { isEventPage ? try EventPage.decode($0) : try PullResponse.decode($0) }

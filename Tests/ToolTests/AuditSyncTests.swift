@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import LedgerCore
 import LedgerStore
 import Testing
@@ -181,31 +182,82 @@ struct SyncCommandTests {
 
 @Suite("photoledger sync --watch")
 struct SyncWatchTests {
-    @Test func watchSyncsRepeatedlyUntilStopped() throws {
-        let workspace = try Workspace(device: "anna")
-        let server = try TestServer(folder: workspace.folder)
-        #expect(try workspace.cli(["remote", "set", "\(server.url)/v1/libraries/family", "--token", try server.token(for: "anna")]).status == 0)
-        _ = try workspace.importPhotos([try workspace.photo("a.jpg", seed: 1)])
+    /// The standard output of a running process, read on a thread of its own.
+    final class OutputReader: Sendable {
+        private final class Buffer: Sendable {
+            let text = Mutex("")
+        }
+
+        private let buffer = Buffer()
+
+        init(_ pipe: Pipe) {
+            let handle = pipe.fileHandleForReading
+            Thread.detachNewThread { [buffer] in
+                while true {
+                    let chunk = handle.availableData
+                    if chunk.isEmpty { return }
+                    buffer.text.withLock { $0 += String(decoding: chunk, as: UTF8.self) }
+                }
+            }
+        }
+
+        var current: String { buffer.text.withLock { $0 } }
+
+        /// Waits until the output contains `needle`; the deadline only keeps a broken build from
+        /// hanging the run.
+        func wait(for needle: String, sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+            let deadline = Date().addingTimeInterval(120)
+            while Date() < deadline {
+                if current.contains(needle) { return true }
+                Thread.sleep(forTimeInterval: 0.01)
+            }
+            Issue.record("no '\(needle)' in the output: \(current)", sourceLocation: sourceLocation)
+            return false
+        }
+    }
+
+    @Test func watchShowsOtherDevicesChangesAsTheyLandAndStopsCleanlyOnInterrupt() throws {
+        let anna = try Workspace(device: "anna"), ben = try Workspace(device: "ben")
+        let server = try TestServer(folder: anna.folder)
+        for workspace in [anna, ben] {
+            #expect(try workspace.cli(["remote", "set", "\(server.url)/v1/libraries/family", "--token", try server.token(for: workspace.device)]).status == 0)
+        }
+        let photos = try anna.importPhotos([try anna.photo("a.jpg", seed: 1)])
+        #expect(try anna.cli(["sync"]).status == 0)
+
         let process = Process()
         process.executableURL = ToolRunner.binDirectory.appendingPathComponent("photoledger")
-        process.arguments = ["sync", "--watch", "--library", workspace.library.path]
-        let output = Pipe()
-        process.standardOutput = output
+        process.arguments = ["sync", "--watch", "--library", ben.library.path]
+        let pipe = Pipe()
+        process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice
         try process.run()
-        var text = ""
-        while !text.contains("Synced with") {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            text += String(decoding: chunk, as: UTF8.self)
+        defer { if process.isRunning { process.terminate() } }
+        let output = OutputReader(pipe)
+        #expect(output.wait(for: "Synced with \(server.url)/v1/libraries/family: pushed 0 events, pulled 1"))
+        #expect(output.wait(for: "Watching \(server.url)/v1/libraries/family live; press Ctrl-C to stop."))
+
+        // Anna's favourite reaches Ben's watching process without Ben asking.
+        #expect(try anna.cli(["favorite", photos[0]]).status == 0)
+        #expect(try anna.cli(["sync"]).status == 0)
+        #expect(output.wait(for: "asset \(photos[0]) updated by anna"))
+
+        // A change made on Ben's device (by another process) is pushed by the watching one.
+        let album = try ben.cli(["album", "create", "Trip"])
+        #expect(album.status == 0)
+        #expect(output.wait(for: "inserted by this device"))
+        let deadline = Date().addingTimeInterval(120)
+        while Date() < deadline, (try ben.json(["status"]) as? [String: Any])?["pendingEvents"] as? Int != 0 {
+            Thread.sleep(forTimeInterval: 0.01)
         }
-        process.terminate()
+        #expect(try anna.cli(["sync"]).status == 0)
+        let albums = try #require(try anna.json(["albums"]) as? [[String: Any]])
+        #expect(albums.contains { $0["title"] as? String == "Trip" })
+
+        kill(process.processIdentifier, SIGINT)
         process.waitUntilExit()
-        #expect(text.contains("every 5 seconds"))
-        #expect(text.contains("pushing events"))
-        #expect(text.contains("Synced with \(server.url)/v1/libraries/family: pushed"))
-        let status = try #require(try workspace.json(["status"]) as? [String: Any])
-        #expect(status["pendingEvents"] as? Int == 0)
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+        #expect(output.wait(for: "Stopped."))
     }
 }
 

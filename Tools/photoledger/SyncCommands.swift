@@ -57,7 +57,8 @@ struct Sync: AsyncParsableCommand {
         commandName: "sync", abstract: "Push local changes, pull other devices' changes, transfer photos.")
 
     @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
-    @Flag(help: "Keep syncing every few seconds until interrupted.") var watch = false
+    @Flag(help: "Keep syncing live until interrupted (Ctrl-C): changes of other devices arrive as they are made, this device's are pushed at once.")
+    var watch = false
 
     func run() async throws {
         let context = try Context(global)
@@ -68,14 +69,63 @@ struct Sync: AsyncParsableCommand {
             if !accepted { throw ExitCode.failure }
             return
         }
-        context.say("Syncing with \(engine.remote.description) every 5 seconds; press Ctrl-C to stop.")
-        while true {
-            do {
-                _ = try await Self.syncOnce(engine, context)
-            } catch {
-                context.warn("Error: \(Self.describe(error)) (will retry)")
+        try await Self.watch(engine, library: library, context: context)
+    }
+
+    /// Syncs live until SIGINT or SIGTERM, printing each change as it lands.
+    private static func watch(_ engine: SyncEngine, library: PhotoLibrary, context: Context) async throws {
+        let watching = Task {
+            var token = try library.currentChangeToken
+            for try await event in engine.live() {
+                switch event {
+                case .started(let report):
+                    Self.summarize(report, engine: engine, context: context)
+                    token = try library.currentChangeToken
+                    context.say("Watching \(engine.remote.description) live; press Ctrl-C to stop.")
+                case .pulled(let report), .pushed(let report):
+                    Self.describe(report, context: context, library: library, since: &token)
+                case .interrupted(let reason, let delay):
+                    context.warn("Error: \(reason) (retrying in \(formatDuration(Double(delay.components.seconds) + Double(delay.components.attoseconds) * 1e-18)))")
+                    if context.json { context.emit(.object([("event", .string("interrupted")), ("reason", .string(reason))])) }
+                case .resumed:
+                    context.say("Connected again.")
+                    if context.json { context.emit(.object([("event", .string("resumed"))])) }
+                }
             }
-            try await Task.sleep(for: .seconds(5))
+        }
+        let stop = TerminationWatch { watching.cancel() }
+        defer { stop.cancel() }
+        try await watching.value
+        context.say("Stopped.")
+    }
+
+    /// Prints what a live step did: its warnings, then each object change it brought (from the
+    /// library's persistent changes after `token`, which moves on).
+    private static func describe(_ report: SyncReport, context: Context, library: PhotoLibrary, since token: inout PersistentChangeToken) {
+        for rejection in report.rejectedEvents { context.warn("rejected by the server (folded out here): \(rejection)") }
+        for event in report.quarantinedEvents { context.warn("quarantined (kept, not applied): \(event)") }
+        for hash in report.unavailableResources { context.warn("missing on the server (never uploaded by its device): resource \(hash)") }
+        guard let changes = try? library.fetchPersistentChanges(since: token) else { return }
+        for change in changes {
+            token = change.changeToken
+            let own = change.devices == [library.device]
+            let from = own ? "this device" : change.devices.map(\.rawValue).sorted().joined(separator: ", ")
+            for (type, name) in [(ObjectType.asset, "asset"), (.assetCollection, "album")] {
+                let details = change.changeDetails(for: type)
+                for (kind, ids) in [("inserted", details.insertedLocalIdentifiers), ("updated", details.updatedLocalIdentifiers), ("deleted", details.deletedLocalIdentifiers)] {
+                    for id in ids.sorted() {
+                        if context.json {
+                            context.emit(.object([
+                                ("event", .string("change")), ("change", .string(kind)), ("type", .string(name)),
+                                ("localIdentifier", .string(id)), ("devices", .array(change.devices.map(\.rawValue).sorted().map { .string($0) })),
+                                ("cursor", .int(report.cursor)),
+                            ]))
+                        } else {
+                            context.say("\(name) \(id) \(kind) by \(from)")
+                        }
+                    }
+                }
+            }
         }
     }
 
@@ -84,6 +134,12 @@ struct Sync: AsyncParsableCommand {
         let display = SyncProgressDisplay(enabled: !context.quiet && !context.json)
         let report = try await engine.sync { display.show($0) }
         display.finish()
+        summarize(report, engine: engine, context: context)
+        return true
+    }
+
+    /// Prints what a sync did: warnings, then a summary line (or the JSON object).
+    private static func summarize(_ report: SyncReport, engine: SyncEngine, context: Context) {
         for rejection in report.rejectedEvents { context.warn("rejected by the server (folded out here): \(rejection)") }
         for event in report.quarantinedEvents { context.warn("quarantined (kept, not applied): \(event)") }
         for hash in report.unavailableResources { context.warn("missing on the server (never uploaded by its device): resource \(hash)") }
@@ -107,12 +163,34 @@ struct Sync: AsyncParsableCommand {
                     + "uploaded \(count(report.uploadedResources, "photo")) (\(formatBytes(report.uploadedBytes))), "
                     + "downloaded \(report.downloadedResources) (\(formatBytes(report.downloadedBytes))).")
         }
-        return true
     }
 
     /// The message of a sync failure.
     static func describe(_ error: any Error) -> String {
         (error as? SyncError)?.description ?? (error as? PhotoLibraryError)?.message ?? "\(error)"
+    }
+}
+
+/// Runs `action` once when SIGINT or SIGTERM arrives, instead of the default of ending the
+/// process at once; ``cancel()`` restores the defaults.
+final class TerminationWatch {
+    private let sources: [any DispatchSourceSignal]
+
+    init(_ action: @escaping @Sendable () -> Void) {
+        sources = [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler(handler: action)
+            source.resume()
+            return source
+        }
+    }
+
+    func cancel() {
+        for source in sources {
+            source.cancel()
+            signal(Int32(source.handle), SIG_DFL)
+        }
     }
 }
 
