@@ -204,6 +204,6 @@ if Context.environment["PHOTOLEDGER_FUZZ"] == "1" {
         fuzzer("pages", ["SyncProtocol"]),
         fuzzer("json", ["SyncProtocol"]),
         fuzzer("compression", ["SyncProtocol"]),
-        fuzzer("media", ["PhotoMedia", "MediaSynthesis"]),
+        fuzzer("media", ["PhotoLedger", "PhotoMedia", "MediaSynthesis"]),
     ]
 }

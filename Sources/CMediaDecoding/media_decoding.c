@@ -162,7 +162,8 @@ static int attempt(const char *path, const char *loader, int level, int reduce, 
     photoledger_still_free(result);
     read_header(header, result);
     result->checksum_mismatch = checksum_warnings > 0;
-    if ((long long)result->width * result->height > PHOTOLEDGER_MAX_PIXELS) {
+    if ((long long)result->width * result->height > PHOTOLEDGER_MAX_PIXELS || result->width > PHOTOLEDGER_MAX_SIDE
+        || result->height > PHOTOLEDGER_MAX_SIDE) {
         result->too_large = 1;
         g_object_unref(header);
         return 0;

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import PhotoMedia
 
 /// Events judged and folded in memory exactly as a pulled page is before it is written
 /// (``ProjectionBatch``), with no library behind them: for tools that feed the fold events from
@@ -57,6 +58,15 @@ package struct InMemoryFold: Sendable {
                     using: &random)
             }
         }
+    }
+
+    /// The payload of the `asset.created` event that importing media described by `info` writes
+    /// (schema version 2), with one resource of its kind.
+    package static func assetCreatedPayload(primary info: MediaInfo) -> [UInt8] {
+        let resource = ResourceRecord(
+            type: info.mediaType == .video ? .video : .photo, sha256: [UInt8](repeating: 0xA5, count: 32), size: 1 << 20,
+            uniformType: info.format.uniformTypeIdentifier, filename: "IMG_0001.\(info.format.preferredFilenameExtension)")
+        return ChangeEvent.assetCreated(.init(primary: info, resources: [resource], isLivePhoto: false)).encoded()
     }
 
     /// A valid payload of every event type in every schema version this build reads, as its

@@ -1,4 +1,6 @@
 import Foundation
+import LedgerCore
+import PhotoMedia
 import Testing
 @testable import PhotoLedger
 
@@ -57,5 +59,27 @@ struct PeerInputTests {
             #expect(FractionalIndex.isValid(key) && (lower ?? "") < key, "\(String(describing: lower)) … \(String(describing: upper)): \(key)")
         }
         #expect(FractionalIndex.key(between: "V", and: "W") == "V" + "V")
+    }
+
+    @Test("media at every bound the inspector keeps makes an asset.created event that other devices fold")
+    func mediaAtTheInspectorsBounds() {
+        let extremes = [
+            MediaInfo(
+                format: .mp4, pixelWidth: MediaInfo.largestSide, pixelHeight: MediaInfo.largestFrame / MediaInfo.largestSide,
+                duration: MediaInfo.longestDuration, creationDate: Date(timeIntervalSince1970: MediaInfo.dateRange.upperBound),
+                location: Location(latitude: -90, longitude: 180, altitude: -.greatestFiniteMagnitude)),
+            MediaInfo(
+                format: .gif, pixelWidth: 1, pixelHeight: 1, creationDate: Date(timeIntervalSince1970: MediaInfo.dateRange.lowerBound),
+                location: Location(latitude: 90, longitude: -180), isAnimated: true),
+        ]
+        for info in extremes {
+            var fold = InMemoryFold(library: nil)
+            let event = Event(
+                id: UUID(), device: "ben-laptop", deviceSequence: 1, timestamp: HLCTimestamp(milliseconds: 1_764_483_790_000, counter: 0),
+                changeBlock: UUID(), object: UUID(), type: EventType.assetCreated.rawValue, schemaVersion: EventSchema.currentVersion,
+                payload: InMemoryFold.assetCreatedPayload(primary: info))
+            let folded = fold.add(event)
+            #expect(folded, "\(info): \(fold.reasonsSetAside)")
+        }
     }
 }

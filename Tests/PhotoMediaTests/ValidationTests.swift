@@ -247,7 +247,8 @@ struct ValidationTests {
         #expect(error?.kind == .invalidResource && error?.refusal == .notMedia)
         #expect(
             error?.description
-                == "bomb.gif: a GIF of 65535 × 65484 pixels is larger than supported (at most 268 megapixels a frame); scale it down to import it")
+                == "bomb.gif: a GIF of 65535 × 65484 pixels is larger than supported (at most 268 megapixels a frame, 1048576 pixels a side); "
+                + "scale it down to import it")
     }
 
     /// The offset of the first image descriptor of a GIF, after its screen, colour table and

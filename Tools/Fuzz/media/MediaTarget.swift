@@ -2,6 +2,7 @@ import Foundation
 import FuzzSupport
 import LedgerCore
 import MediaSynthesis
+import PhotoLedger
 import PhotoMedia
 
 /// The media code of our own that a user's file reaches: `MediaInspector` over whole files (the
@@ -10,7 +11,9 @@ import PhotoMedia
 /// (libexif, libexiv2's recovery of large blocks, our date and GPS reading), PNG text profiles,
 /// the dates and ISO 6709 locations of movie metadata. libvips and FFmpeg themselves are not
 /// fuzzed here (they are not built with the sanitizers): inputs reach them, but only our code
-/// guides the mutations.
+/// guides the mutations. Whatever they read must make an `asset.created` event that other devices
+/// fold (judged by `InMemoryFold`), as an import writes it: a value beyond what an event may
+/// record would show the asset on the importing device only.
 ///
 /// The first byte of an input says what the rest is:
 ///
@@ -98,15 +101,23 @@ enum MediaTarget: FuzzTarget {
         case .file(let file):
             guard let info = try? MediaInspector.inspect(file, name: "input") else { return }
             require(info.pixelWidth > 0 && info.pixelHeight > 0, "inspected media of \(info.pixelWidth)×\(info.pixelHeight) pixels")
-            require(info.duration.map { $0.isFinite && $0 >= 0 } ?? true, "inspected media of \(info.duration ?? 0) seconds")
-            check((info.creationDate, info.location))
+            check(info)
         }
     }
 
-    /// What every reader must give: a finite date, and a location within its ranges.
+    /// Metadata read on its own, as a photo of one pixel would carry it.
     private static func check(_ metadata: (creationDate: Date?, location: Location?)) {
-        require(metadata.creationDate.map { $0.timeIntervalSince1970.isFinite } ?? true, "a date of \(metadata.creationDate!)")
-        require(metadata.location?.isValid ?? true, "an invalid location \(metadata.location!)")
+        check(MediaInfo(format: .jpeg, pixelWidth: 1, pixelHeight: 1, creationDate: metadata.creationDate, location: metadata.location))
+    }
+
+    /// The `asset.created` event an import of `info` writes must fold.
+    private static func check(_ info: MediaInfo) {
+        var fold = InMemoryFold(library: nil)
+        let event = Event(
+            id: SampleEvents.identifier(1), device: "anna-phone", deviceSequence: 1, timestamp: HLCTimestamp(milliseconds: 1, counter: 0),
+            changeBlock: SampleEvents.identifier(2), object: SampleEvents.identifier(3), type: EventType.assetCreated.rawValue,
+            schemaVersion: EventSchema.currentVersion, payload: InMemoryFold.assetCreatedPayload(primary: info))
+        require(fold.add(event), "an import of \(info) writes an event other devices set aside: \(fold.reasonsSetAside)")
     }
 
     /// What an input is read as.
