@@ -168,13 +168,15 @@ package struct Replica: Sendable {
     // MARK: Outbox
 
     /// This device's events the server has neither acknowledged nor rejected (the outbox), in
-    /// device order, after `deviceSequence`.
+    /// device order, after `deviceSequence`. Read through the index of pending events, so a batch
+    /// costs the same after a million events were sent as after none.
     package func outbox(afterDeviceSequence deviceSequence: Int64 = 0, limit: Int) throws -> [Event] {
         try library.readDatabase { db in
             try db.rows(
                 """
-                SELECT \(EventLog.columns) FROM events WHERE server_seq IS NULL AND device_id = ? AND device_seq > ?
-                AND event_id NOT IN (SELECT event_id FROM sync_rejections) ORDER BY device_seq LIMIT ?
+                SELECT \(EventLog.columns) FROM events INDEXED BY events_pending
+                WHERE server_seq IS NULL AND device_id = ? AND device_seq > ?
+                AND event_id NOT IN (SELECT event_id FROM sync_rejections) ORDER BY local_seq LIMIT ?
                 """, [library.device.rawValue, deviceSequence, Int64(limit)], EventLog.decode
             ).map(\.event)
         }
@@ -191,7 +193,7 @@ package struct Replica: Sendable {
         try library.readDatabase { db in
             try db.firstRow(
                 """
-                SELECT EXISTS (SELECT 1 FROM events WHERE server_seq IS NULL AND device_id = ?
+                SELECT EXISTS (SELECT 1 FROM events INDEXED BY events_pending WHERE server_seq IS NULL AND device_id = ?
                 AND event_id NOT IN (SELECT event_id FROM sync_rejections))
                 """, [library.device.rawValue]) { $0.int64(0) } == 1
         }
@@ -237,11 +239,16 @@ package struct Replica: Sendable {
     /// server's chain value before the page, when known) and folds them.
     package func prepare(_ events: [SequencedEvent], cursor: Int64, after previous: [UInt8]?) -> PreparedPage {
         let plain = events.map(\.event)
+        // This device's own events coming back are echoes, confirmed when applied and neither
+        // appended nor folded: the work ahead is done for the others only. (An own event this
+        // device does not hold, after a restore, is folded in the writer instead.)
+        let device = library.device
+        let hasOwn = plain.contains { $0.device == device }
         return PreparedPage(
             events: plain, serverSequences: events.map(\.serverSequence),
             chain: events.map { ServerChainEntry(serverSequence: $0.serverSequence, eventID: $0.event.id, chainHash: $0.serverChainHash) },
-            cursor: cursor, localChain: previous.map { EventLog.PrecomputedChain(linking: plain, after: $0) },
-            folded: FoldedEvents.fold(plain, context: library.foldContext))
+            cursor: cursor, localChain: hasOwn ? nil : previous.map { EventLog.PrecomputedChain(linking: plain, after: $0) },
+            folded: FoldedEvents.fold(hasOwn ? plain.filter { $0.device != device } : plain, context: library.foldContext))
     }
 
     /// Applies a prepared page in one transaction with the log, the server's chain values and the
@@ -295,11 +302,12 @@ package struct Replica: Sendable {
     /// The resource store's directory for temporary downloads.
     package var downloadDirectory: URL { library.resources.directory.appendingPathComponent("tmp") }
 
-    /// Takes a downloaded file into the resource store after checking it hashes to `hash`.
+    /// Takes a downloaded file into the resource store after checking it hashes to `hash`: moved
+    /// in (the download directory is inside the store, on the same file system), not copied.
     package func adoptDownloadedResource(at file: URL, hash: String) throws {
         defer { try? FileManager.default.removeItem(at: file) }
         do {
-            let stored = try library.resources.ingest(fileAt: file, transfer: .copy)
+            let stored = try library.resources.ingest(fileAt: file, transfer: .move)
             guard stored.hash == hash else {
                 throw PhotoLibraryError(.networkError, "the downloaded resource \(hash) arrived with other bytes (\(stored.hash)); sync again")
             }
@@ -380,7 +388,7 @@ enum ReplicaStatistics {
     static func outboxCount(_ db: Database, device: DeviceID) throws -> Int {
         Int(try db.firstRow(
             """
-            SELECT count(*) FROM events WHERE server_seq IS NULL AND device_id = ?
+            SELECT count(*) FROM events INDEXED BY events_pending WHERE server_seq IS NULL AND device_id = ?
             AND event_id NOT IN (SELECT event_id FROM sync_rejections)
             """, [device.rawValue]) { $0.int64(0) } ?? 0)
     }

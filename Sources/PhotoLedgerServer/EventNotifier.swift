@@ -11,8 +11,9 @@ import Synchronization
 /// that registers after the commit it waits for (its page was read just before the commit) is
 /// told so at once, so no wake-up is lost between reading a page and starting to wait.
 ///
-/// The notifier knows the commits of this process only: several server processes in front of
-/// one store would need the store to publish its commits (PostgreSQL's `LISTEN`/`NOTIFY`).
+/// The server tells it of its own pushes; the commits of other server processes in front of
+/// the same store come through the store's ``ServerStore/watchCommits(_:)`` (PostgreSQL's
+/// `LISTEN`/`NOTIFY`).
 public final class EventNotifier: Sendable {
     /// What ``wait(libraryID:since:until:wake:)`` did.
     public enum Registration: Sendable, Equatable {
@@ -153,6 +154,19 @@ public final class EventNotifier: Sendable {
             return woken
         }
         for waiter in woken { waiter.wake(.timeout) }
+    }
+
+    /// Wakes every waiting pull to look for events again, without closing: commits may have
+    /// been missed (the store's commit subscription was lost and is back).
+    public func wakeAll() {
+        let woken: [Waiter] = state.withLock { state in
+            let woken = state.libraries.values.flatMap { $0.waiters.values }
+            for libraryID in Array(state.libraries.keys) { state.libraries[libraryID]!.waiters = [:] }
+            state.count = 0
+            state.earliestDeadline = .max
+            return woken
+        }
+        for waiter in woken { waiter.wake(.events) }
     }
 
     /// Lets pulls wait again after ``close()`` (the server starts again).

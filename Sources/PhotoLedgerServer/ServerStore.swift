@@ -189,7 +189,34 @@ extension PushTransaction {
 /// (duplicates, device sequences, gaps, the hash chain, scopes, library binding) live in
 /// ``PushRules``, over a ``PushTransaction``, the same for every backend. ``SQLiteServerStore``
 /// is the embedded backend. Every backend passes the same contract tests.
+/// A commit of events to a library's log, as a store publishes it to the server processes in
+/// front of it.
+public struct StoreCommit: Sendable, Hashable {
+    /// The library's internal identifier.
+    public var libraryID: Int64
+    /// The last server sequence the commit stored.
+    public var through: Int64
+
+    /// A commit of `libraryID`'s events up to `through`.
+    public init(libraryID: Int64, through: Int64) {
+        self.libraryID = libraryID
+        self.through = through
+    }
+}
+
+/// A subscription to a store's commits; ``stop()`` ends it (and waits for its thread).
+public protocol CommitWatch: Sendable {
+    /// Stops telling of commits. Safe to call more than once.
+    func stop()
+}
+
 public protocol ServerStore: Sendable {
+    /// Starts telling `handler` of the commits of events that *other* processes make on this
+    /// store (a shared database), so their waiting pulls wake in this process too; `nil` when
+    /// nothing but this process writes (an embedded file). After a lost subscription the
+    /// handler is told `nil`: commits may have been missed.
+    func watchCommits(_ handler: @escaping @Sendable (StoreCommit?) -> Void) throws -> (any CommitWatch)?
+
     // Administration
 
     /// Creates a library with the identifier `uuid` (a new one when nil); throws when the name
@@ -275,4 +302,9 @@ extension ServerStore {
         }
         return .intact(count: cursor)
     }
+}
+
+extension ServerStore {
+    /// No other process writes the store: this process's own pushes wake its waiting pulls.
+    public func watchCommits(_ handler: @escaping @Sendable (StoreCommit?) -> Void) throws -> (any CommitWatch)? { nil }
 }

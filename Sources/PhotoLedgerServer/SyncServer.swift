@@ -115,7 +115,7 @@ public final class SyncServer: @unchecked Sendable {
     public let configuration: Configuration
     let handler: SyncRequestHandler
     let deadlines = ConnectionDeadlines()
-    private let state = Mutex<(daemon: DaemonHandle?, port: UInt16, timer: PeriodicThread?)>((nil, 0, nil))
+    private let state = Mutex<(daemon: DaemonHandle?, port: UInt16, timer: PeriodicThread?, commits: (any CommitWatch)?)>((nil, 0, nil, nil))
     let inFlight = Atomic<Int>(0)
     let held = Atomic<Int>(0)
     let requestCounter = Atomic<UInt64>(0)
@@ -156,6 +156,10 @@ public final class SyncServer: @unchecked Sendable {
             let (connectionLimit, limitRecords) = connectionLimit()
             records += limitRecords
             handler.notifier.reopen()
+            let notifier = handler.notifier
+            state.commits = try configuration.store.watchCommits { commit in
+                if let commit { notifier.committed(libraryID: commit.libraryID, through: commit.through) } else { notifier.wakeAll() }
+            }
             let context = Unmanaged.passUnretained(self).toOpaque()
             let daemon = configuration.host.withCString { host in
                 var options = plmhd_daemon_options(
@@ -168,6 +172,8 @@ public final class SyncServer: @unchecked Sendable {
                 return plmhd_start_daemon(&options)
             }
             guard let daemon else {
+                state.commits?.stop()
+                state.commits = nil
                 throw StartError(
                     message: "cannot listen on \(configuration.host):\(configuration.port): the address is invalid or the port is in use; "
                         + "choose another --listen address")
@@ -191,13 +197,15 @@ public final class SyncServer: @unchecked Sendable {
     /// waits (up to the grace period) for requests in flight to finish, then closes every
     /// connection. Safe to call more than once.
     public func stop() {
-        let (handle, timer) = state.withLock { state -> (DaemonHandle?, PeriodicThread?) in
+        let (handle, timer, commits) = state.withLock { state -> (DaemonHandle?, PeriodicThread?, (any CommitWatch)?) in
             defer {
                 state.daemon = nil
                 state.timer = nil
+                state.commits = nil
             }
-            return (state.daemon, state.timer)
+            return (state.daemon, state.timer, state.commits)
         }
+        commits?.stop()
         guard let daemon = handle?.pointer else { return }
         let listening = MHD_quiesce_daemon(daemon)
         // libmicrohttpd must not stop with suspended connections: every waiting pull is resumed

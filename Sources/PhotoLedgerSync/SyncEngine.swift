@@ -84,6 +84,9 @@ public final class SyncEngine: Sendable {
         public var downloadResourcesEagerly = true
         /// Compress request bodies larger than this many bytes.
         public var gzipThreshold = 1024
+        /// How many resources are uploaded or downloaded at once (over libcurl's multi interface,
+        /// on kept-alive connections).
+        public var transferConcurrency = 4
         /// Ask for pull pages in the binary form (`EventPage`), which costs both
         /// sides far less than JSON. A server that does not offer it answers JSON, which is read
         /// as well; false asks for JSON only.
@@ -194,18 +197,44 @@ public final class SyncEngine: Sendable {
             let hashes = replica.resourceHashes(referencedBy: pending).sorted()
             guard !hashes.isEmpty else { continue }
             let missing = try await exchange(.post, SyncRoutes.missingBlobs(library: remote.libraryName), MissingBlobsRequest(hashes: hashes), as: MissingBlobsResponse.self).missing
-            for hash in missing {
-                try Task.checkCancellation()
+            let files = try missing.map { hash in
                 guard let file = replica.resourceFile(hash) else {
                     throw PhotoLibraryError(.missingResource, "resource \(hash) of a pending change is missing on this device; it cannot be uploaded")
                 }
-                let response = try await send(HTTPRequest(
-                    method: .put, url: remote.url(SyncRoutes.blob(library: remote.libraryName, hash: hash)),
-                    headers: authorized(["Content-Type": "application/octet-stream"]), body: .file(file), timeout: .seconds(3600)))
+                return (hash: hash, file: file)
+            }
+            var done = 0
+            try await Self.concurrently(files, limit: options.transferConcurrency) { resource in
+                let response = try await self.send(HTTPRequest(
+                    method: .put, url: self.remote.url(SyncRoutes.blob(library: self.remote.libraryName, hash: resource.hash)),
+                    headers: self.authorized(["Content-Type": "application/octet-stream"]), body: .file(resource.file), timeout: .seconds(3600)))
                 guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
+                return (try? FileManager.default.attributesOfItem(atPath: resource.file.path)[.size] as? Int64) ?? 0
+            } each: { size in
+                done += 1
                 report.uploadedResources += 1
-                report.uploadedBytes += (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int64) ?? 0
-                progress?(SyncProgress(phase: .uploadingResources, completed: report.uploadedResources, total: missing.count, bytes: report.uploadedBytes))
+                report.uploadedBytes += size
+                progress?(SyncProgress(phase: .uploadingResources, completed: done, total: missing.count, bytes: report.uploadedBytes))
+            }
+        }
+    }
+
+    /// Runs `body` for every item, at most `limit` at once, and hands each result to `each` on
+    /// the calling task as it comes (in completion order). The first error cancels the others
+    /// and is thrown; results handed over before it stay handed over.
+    static func concurrently<Item: Sendable, Result: Sendable>(
+        _ items: [Item], limit: Int, _ body: @escaping @Sendable (Item) async throws -> Result, each: (Result) throws -> Void
+    ) async throws {
+        try await withThrowingTaskGroup(of: Result.self) { group in
+            var next = items.makeIterator()
+            for _ in 0..<max(1, limit) {
+                guard let item = next.next() else { break }
+                group.addTask { try await body(item) }
+            }
+            while let result = try await group.next() {
+                try each(result)
+                try Task.checkCancellation()
+                if let item = next.next() { group.addTask { try await body(item) } }
             }
         }
     }
@@ -340,20 +369,27 @@ public final class SyncEngine: Sendable {
     /// Downloads every referenced resource this device lacks.
     func downloadResources(_ report: inout SyncReport, _ progress: (@Sendable (SyncProgress) -> Void)?) async throws {
         let missing = try replica.missingResources()
-        for (index, resource) in missing.enumerated() {
-            try Task.checkCancellation()
+        var done = 0
+        try await Self.concurrently(missing, limit: options.transferConcurrency) { resource -> (hash: String, size: Int64, available: Bool) in
             do {
-                try await download(resource.hash)
+                try await self.download(resource.hash)
+                return (resource.hash, resource.size, true)
             } catch SyncError.resourceUnavailable(let hash) {
                 // Referenced by an event but never uploaded (a device that pushed without its
                 // photos, or a damaged one): reported, and the rest of the sync goes on.
-                report.unavailableResources.append(hash)
-                continue
+                return (hash, resource.size, false)
+            }
+        } each: { outcome in
+            done += 1
+            guard outcome.available else {
+                report.unavailableResources.append(outcome.hash)
+                return
             }
             report.downloadedResources += 1
-            report.downloadedBytes += resource.size
-            progress?(SyncProgress(phase: .downloadingResources, completed: index + 1, total: missing.count, bytes: report.downloadedBytes))
+            report.downloadedBytes += outcome.size
+            progress?(SyncProgress(phase: .downloadingResources, completed: done, total: missing.count, bytes: report.downloadedBytes))
         }
+        report.unavailableResources.sort()
     }
 
     /// Downloads one resource into the library's store.

@@ -155,3 +155,80 @@ struct PostgresStoreTests {
         #expect(try store.libraryNames() == ["family"])
     }
 }
+
+/// Waiting pulls across server processes: each server listens for the commits the others make
+/// on the shared PostgreSQL database (LISTEN/NOTIFY).
+@Suite("Waiting pulls across servers on PostgreSQL")
+struct CrossServerWakeTests {
+    static let available = PostgresTestDatabase.adminURL != nil
+
+    @Test(
+        "a pull waiting on one server wakes when another server stores the library's events, long before its wait ends",
+        .enabled(if: available, PostgresTestDatabase.skipReason))
+    func wakesAcrossServers() async throws {
+        let database = try PostgresTestDatabase()
+        let stores = try (0..<2).map { _ in try PostgresServerStore(url: database.url) }
+        try stores[0].createLibrary(named: "family", uuid: nil, at: 1)
+        var tokens: [String: String] = [:]
+        for device in ["anna-phone", "ben-laptop"] {
+            let token = try DeviceToken.generate()
+            try stores[0].registerToken(hash: DeviceToken.hash(token), library: "family", device: DeviceID(device), scope: .readWrite, at: 1)
+            tokens[device] = token
+        }
+        let servers = try stores.map { store in
+            var configuration = SyncServer.Configuration(store: store, blobDirectory: try TemporaryDirectory().path("blobs"))
+            configuration.logger = CapturingLogger()
+            configuration.threadCount = 2
+            let server = try SyncServer(configuration: configuration)
+            try server.start()
+            return server
+        }
+        defer { for server in servers { server.stop() } }
+
+        // Ben waits on server 1 (300 s: an answer at all within the read timeout is a wake-up).
+        let waiting = try RawConnection(port: servers[1].port)
+        waiting.send(rawRequest("GET", SyncRoutes.pull(library: "family", since: 0, wait: 300), token: tokens["ben-laptop"]))
+        try await waitUntil("the pull waits") { servers[1].waitingPulls == 1 }
+
+        // Anna pushes through server 0.
+        var factory = EventFactory()
+        let events = factory.make(3)
+        let pushed = try await TestClient(port: servers[0].port, token: tokens["anna-phone"]).pushResponse(events)
+        #expect(pushed.results.map(\.status) == [.stored(serverSequence: 1), .stored(serverSequence: 2), .stored(serverSequence: 3)])
+
+        let reply = try waiting.response(timeout: .seconds(120))
+        #expect(reply.status == 200)
+        let page = try PullResponse.decode(reply.body)
+        #expect(page.events.map(\.event) == events)
+        #expect(page.nextCursor == 3)
+    }
+
+    @Test("the commit listener wakes every waiting pull after it reconnects, and stops cleanly", .enabled(if: available, PostgresTestDatabase.skipReason))
+    func listenerReconnects() async throws {
+        let database = try PostgresTestDatabase()
+        let store = try PostgresServerStore(url: database.url)
+        let received = Mutex<[StoreCommit?]>([])
+        let watch = try #require(try store.watchCommits { commit in received.withLock { $0.append(commit) } })
+        defer { watch.stop() }
+        try store.createLibrary(named: "family", uuid: nil, at: 1)
+        try await waitUntil("the listener listens") {
+            (try? PostgresTestDatabase.adminCount("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN photoledger_commits%'", database.url)) == 1
+        }
+        let token = try DeviceToken.generate()
+        try store.registerToken(hash: DeviceToken.hash(token), library: "family", device: "anna-phone", scope: .readWrite, at: 1)
+        let credential = try #require(try store.authenticate(tokenHash: DeviceToken.hash(token)))
+        let rules = PushRules()
+        var factory = EventFactory()
+        _ = try store.push(factory.make(2).map { rules.candidate(for: .valid(WireEvent($0)), credential: credential) }, for: credential, receivedAt: 10, rules: rules)
+        try await waitUntil("the commit arrives") { received.withLock { $0 } == [StoreCommit(libraryID: credential.libraryID, through: 2)] }
+
+        // The listening session is ended by the database: the listener reconnects and says that
+        // commits may have been missed.
+        try PostgresTestDatabase.admin(database.url) {
+            _ = try $0.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN photoledger_commits%'")
+        }
+        try await waitUntil("the listener reconnects") { received.withLock { $0.last == .some(nil) } }
+        _ = try store.push(factory.make(1).map { rules.candidate(for: .valid(WireEvent($0)), credential: credential) }, for: credential, receivedAt: 10, rules: rules)
+        try await waitUntil("commits arrive again") { received.withLock { $0.last == StoreCommit(libraryID: credential.libraryID, through: 3) } }
+    }
+}

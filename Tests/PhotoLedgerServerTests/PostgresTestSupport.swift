@@ -38,6 +38,13 @@ final class PostgresTestDatabase: Sendable {
         try? Self.admin(adminURL) { try $0.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)") }
     }
 
+    /// The first column of the first row of `sql`, run on a new connection to `url`, as a number.
+    static func adminCount(_ sql: String, _ url: String) throws -> Int64 {
+        var value: Int64 = 0
+        try admin(url) { value = try $0.query(sql, []).int64(0, 0) }
+        return value
+    }
+
     /// Runs `body` on a new connection to the administrative database.
     static func admin(_ url: String? = adminURL, _ body: (PostgresConnection) throws -> Void) throws {
         guard let url else { throw ServerStoreError(String(describing: skipReason)) }

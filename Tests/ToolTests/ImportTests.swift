@@ -9,11 +9,12 @@ struct ImportTests {
         let result = try workspace.cli(["import", a, b])
         #expect(result.status == 0)
         let lines = result.output.split(separator: "\n").map(String.init)
-        #expect(lines.count == 3)
+        #expect(lines.count == 4)
         #expect(lines[0].hasPrefix("imported \(a) -> ") && lines[0].hasSuffix("/L0/001"))
         #expect(lines[1].hasPrefix("imported \(b) -> "))
         #expect(lines[2].hasPrefix("Imported 2 files in "))
         #expect(lines[2].hasSuffix("skipped 0 duplicates and 0 non-media; 0 failed."))
+        #expect(lines[3].hasPrefix("Made 6 thumbnails (256 and 1024 pixels) in "))
         #expect(try workspace.assets().count == 2)
     }
 

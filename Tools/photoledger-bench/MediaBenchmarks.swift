@@ -321,7 +321,7 @@ struct MediaBenchmarks {
 
     /// `cp -r` of `source` to `destination` (MB/s), and the same copy followed by `sync -f` (a copy
     /// as durable as the store's). The page cache is flushed before, and the copy removed after.
-    private func timeCopy(of source: URL, to destination: URL, megabytes: Double) throws -> (plain: Double, durable: Double) {
+    func timeCopy(of source: URL, to destination: URL, megabytes: Double) throws -> (plain: Double, durable: Double) {
         sync()
         let copyTime = try seconds { try run("/bin/cp", ["-r", source.path, destination.path]) }
         let syncTime = try seconds { try run("/bin/sync", ["-f", destination.path]) }  // also keeps cp's flush out of the next timing
@@ -343,7 +343,7 @@ struct MediaBenchmarks {
         return Double(blocks) / elapsed
     }
 
-    private func library(at url: URL) throws -> PhotoLibrary {
+    func library(at url: URL) throws -> PhotoLibrary {
         var options = PhotoLibrary.Options()
         options.preauthorized = true
         return try PhotoLibrary(url: url, device: "bench-device", options: options)
@@ -377,7 +377,7 @@ struct MediaBenchmarks {
     /// quality 90 with EXIF (date, GPS; every other one with orientation 6), each a noisy scene
     /// with a block of its own so that no two are alike; `heicCount` HEICs of 4032×3024;
     /// `movieCount` MP4s of 10 s at 1920×1080 made by ffmpeg. Encoded on every core.
-    private func makeCameraFolder(in directory: URL) throws -> [URL] {
+    func makeCameraFolder(in directory: URL) throws -> [URL] {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var random = SeededRandomNumberGenerator(seed: 7)
         var base = RGBImage.scene(width: 4000, height: 3000, seed: 100)

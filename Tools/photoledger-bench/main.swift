@@ -54,11 +54,13 @@ struct PhotoledgerBench: ParsableCommand {
             Suite(prefixes: ["library.rebuild"]) { try LibraryBenchmarks(quick: quick).rebuildFigure() },
             Suite(prefixes: ["sync.push", "sync.pull", "sync.rss"]) { try SyncBenchmarks(quick: quick).run() },
             Suite(prefixes: ["sync.apply"]) { [try SyncBenchmarks(quick: quick).applyFigure()] },
+            Suite(prefixes: ["sync.transfer"]) { try TransferBenchmarks(quick: quick).run() },
+            Suite(prefixes: ["live.propagation"]) { try PropagationBenchmarks(quick: quick).run() },
             Suite(prefixes: ["media"]) { try MediaBenchmarks(quick: quick).run() },
             Suite(prefixes: ["server", "codec"]) { try ServerBenchmarks(quick: quick).run() },
             Suite(prefixes: ["scale"]) { try ScaleOutBenchmarks(quick: quick).run() },
             Suite(prefixes: ["audit"]) { try AuditBenchmarks(quick: quick).run() },
-            Suite(prefixes: ["live"]) { try LiveBenchmarks(quick: quick).run() },
+            Suite(prefixes: ["live.wake", "live.rss"]) { try LiveBenchmarks(quick: quick).run() },
         ]
         var figures: [Figure] = []
         for suite in suites where only.map({ prefix in suite.prefixes.contains { $0.hasPrefix(prefix) || prefix.hasPrefix($0) } }) ?? true {

@@ -118,3 +118,49 @@ final class ServerProcess {
         return logReader.finish()
     }
 }
+
+/// `photoledger sync --watch` of one device, running while the demo goes on: its output is read
+/// line by line as it comes.
+final class WatchProcess: @unchecked Sendable {
+    // Safe to share: `text` is touched only while `lock` is held.
+    private let process = Process()
+    private let lock = NSLock()
+    private var text = ""
+
+    /// Starts watching `library`.
+    init(tools: Tools, library: URL) throws {
+        process.executableURL = tools.directory.appendingPathComponent("photoledger")
+        process.arguments = ["sync", "--watch", "--library", library.path]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let handle = output.fileHandleForReading
+        Thread.detachNewThread { [self] in
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { return }
+                lock.withLock { text += String(decoding: chunk, as: UTF8.self) }
+            }
+        }
+    }
+
+    /// Waits (up to a minute) for a line containing `needle` and returns it.
+    func line(containing needle: String) throws -> String {
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            let found = lock.withLock { text.split(separator: "\n").first { $0.contains(needle) }.map(String.init) }
+            if let found { return found }
+            usleep(1_000)
+        }
+        throw DemoError(description: "'photoledger sync --watch' did not print '\(needle)' within a minute; it printed:\n\(lock.withLock { text })")
+    }
+
+    /// Interrupts it as Ctrl-C would and returns its exit status.
+    func interrupt() -> Int32 {
+        kill(process.processIdentifier, SIGINT)
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}

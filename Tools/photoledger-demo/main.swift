@@ -130,7 +130,21 @@ final class Demo {
             for line in try photoledger(device, ["verify"]).split(separator: "\n") { print("\(device.name): \(line)") }
         }
 
-        heading("9. Done")
+        heading("9. Live: Ben's laptop watches while Anna changes a photo")
+        let watch = try WatchProcess(tools: tools, library: ben.library)
+        print("ben: " + (try watch.line(containing: "Watching")))
+        let live = try identifier(of: "tram")
+        try edit(anna, "marks \(name(live)) as a favorite and syncs", ["favorite", live])
+        let sent = Date()
+        try photoledger(anna, ["sync", "--quiet"])
+        let arrived = try watch.line(containing: "asset \(live) updated by \(anna.name)")
+        let after = Date().timeIntervalSince(sent)
+        print("ben: " + arrived.replacingOccurrences(of: live, with: name(live)))
+        print("It arrived \(Int((after * 1000).rounded())) ms after Anna's sync began: Ben's waiting pull was answered as her push committed.")
+        let status = watch.interrupt()
+        print("ben: Ctrl-C ends the watch (exit status \(status)).")
+
+        heading("10. Done")
         stopServer()
         print("The server stopped. Libraries, photos, server database and log are in \(folder.path)")
     }

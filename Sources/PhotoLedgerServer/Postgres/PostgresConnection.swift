@@ -58,6 +58,27 @@ final class PostgresConnection: @unchecked Sendable {
     /// Whether the connection can be lent again: open, and outside any transaction.
     var isReusable: Bool { PQstatus(handle) == CONNECTION_OK && PQtransactionStatus(handle) == PQTRANS_IDLE }
 
+    // MARK: Notifications
+
+    /// The connection's socket, to wait on for notifications.
+    var socket: Int32 { PQsocket(handle) }
+
+    /// Reads what has arrived on the socket and returns the payloads of the notifications
+    /// received (`NOTIFY channel, 'payload'` of channels this session listens on), oldest first.
+    ///
+    /// - Throws: ``PostgresError`` when the connection is lost.
+    func receivedNotifications() throws -> [String] {
+        guard PQconsumeInput(handle) == 1 else {
+            throw PostgresError(.unreachable, "the notification connection was lost: \(lastMessage)", database: database)
+        }
+        var payloads: [String] = []
+        while let notification = PQnotifies(handle) {
+            payloads.append(notification.pointee.extra.map { String(cString: $0) } ?? "")
+            PQfreemem(notification)
+        }
+        return payloads
+    }
+
     private var lastMessage: String {
         String(cString: PQerrorMessage(handle)).trimmingCharacters(in: .whitespacesAndNewlines)
     }

@@ -148,6 +148,12 @@ final class PostgresPushTransaction: PushTransaction {
         try flush()
         _ = try connection.query(
             "UPDATE libraries SET last_seq = $1, last_hash = $2 WHERE library_id = $3", [.int64(head.sequence), .bytes(head.chainHash), .int64(library)])
+        if head.sequence > self.head.sequence {
+            // Delivered to every listening server process when the transaction commits (and
+            // never if it rolls back): their waiting pulls of this library wake up.
+            _ = try connection.query(
+                "SELECT pg_notify($1, $2)", [.text(PostgresCommitListener.channel), .text("\(library) \(head.sequence)")])
+        }
         _ = try connection.query(
             "UPDATE devices SET last_device_seq = $1, last_seen_at = $2 WHERE library_id = $3 AND device_id = $4",
             [.int64(lastDeviceSequence), .int64(receivedAt), .int64(library), .text(device.rawValue)])

@@ -101,6 +101,18 @@ public final class PostgresServerStore: ServerStore {
         return "postgresql://\(user)\(fields["host"] ?? fields["hostaddr"] ?? "localhost")\(port)/\(fields["dbname"] ?? "")"
     }
 
+    /// Listens for the commits of every server process on this database (`LISTEN`/`NOTIFY`)
+    /// on a connection of its own, outside the pool.
+    public func watchCommits(_ handler: @escaping @Sendable (StoreCommit?) -> Void) throws -> (any CommitWatch)? {
+        let settings = pool.settings
+        return PostgresCommitListener(
+            connect: {
+                try PostgresConnection(
+                    conninfo: settings.conninfo, database: settings.database, connectTimeoutSeconds: settings.connectTimeoutSeconds,
+                    settings: [("client_min_messages", "warning")])
+            }, handler: handler)
+    }
+
     private func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         try pool.withConnection(body)
     }
