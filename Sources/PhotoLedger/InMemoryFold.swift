@@ -90,7 +90,8 @@ package struct InMemoryFold: Sendable {
                 .init(
                     mediaType: .video, mediaSubtypes: [], pixelWidth: 1920, pixelHeight: 1080, duration: 12.5, creationDate: nil,
                     location: nil, isFavorite: false, isHidden: true, resources: [])),
-            .assetChanged(.init(creationDate: .some(Date(timeIntervalSince1970: 86_400)), location: .some(place), isFavorite: true, isHidden: false)),
+            .assetChanged(
+                .init(creationDate: .some(Date(timeIntervalSince1970: 86_400)), location: .some(place), isFavorite: true, isHidden: false)),
             .assetChanged(.init(creationDate: .some(nil), location: .some(nil))),
             .assetDeleted(causalLength: 2), .assetRecovered(causalLength: 3), .assetPurged,
             .assetContentEdited(.init(rendered: photo, adjustment: adjustment, adjustmentFormat: "com.example.filters")),

@@ -16,12 +16,12 @@ enum MovieDecoder {
     static func inspect(path: String, format: MediaFormat) throws -> MediaInfo {
         try withVideoStream(path: path, format: format) { context, streams, video in
             try checkIndex(streams, context: context, format: format)
-            let declared = (Int(video.pointee.codecpar.pointee.width), Int(video.pointee.codecpar.pointee.height))
-            guard MediaInfo.fits(width: declared.0, height: declared.1) else { throw MediaInfo.tooLarge(format, width: declared.0, height: declared.1) }
+            var width = Int(video.pointee.codecpar.pointee.width), height = Int(video.pointee.codecpar.pointee.height)
+            // Checked before the decoder allocates the frame, and again for the size it decoded.
+            guard MediaInfo.fits(width: width, height: height) else { throw MediaInfo.tooLarge(format, width: width, height: height) }
             let decoded = try decodeFirstFrame(of: video, in: context, format: format) { frame in
                 (Int(frame.pointee.width), Int(frame.pointee.height))
             }
-            var width = Int(video.pointee.codecpar.pointee.width), height = Int(video.pointee.codecpar.pointee.height)
             if width <= 0 || height <= 0 { (width, height) = decoded }
             guard MediaInfo.fits(width: width, height: height) else { throw MediaInfo.tooLarge(format, width: width, height: height) }
             let orientation = orientation(of: video)
@@ -235,7 +235,9 @@ enum ISO6709 {
         }
         if !current.isEmpty, let last = Double(current) { numbers.append(last) }
         // A number of hundreds of digits reads as infinity.
-        guard numbers.count >= 2, numbers.allSatisfy(\.isFinite), abs(numbers[0]) <= 90, abs(numbers[1]) <= 180, numbers[0] != 0 || numbers[1] != 0 else { return nil }
+        guard numbers.count >= 2, numbers.allSatisfy(\.isFinite), abs(numbers[0]) <= 90, abs(numbers[1]) <= 180,
+            numbers[0] != 0 || numbers[1] != 0
+        else { return nil }
         return Location(latitude: numbers[0], longitude: numbers[1], altitude: numbers.count >= 3 ? numbers[2] : nil)
     }
 }

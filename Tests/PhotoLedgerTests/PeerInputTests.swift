@@ -2,6 +2,7 @@ import Foundation
 import LedgerCore
 import PhotoMedia
 import Testing
+
 @testable import PhotoLedger
 
 /// Inputs from other devices that once trapped or hung this one (found by the fuzzers in
@@ -56,7 +57,8 @@ struct PeerInputTests {
     func keyWithoutRoom() {
         for (lower, upper) in [("V", "V"), ("a", "V"), ("V", ""), ("", "")] as [(String?, String?)] + [(nil, "")] {
             let key = FractionalIndex.key(between: lower, and: upper)
-            #expect(FractionalIndex.isValid(key) && (lower ?? "") < key, "\(String(describing: lower)) … \(String(describing: upper)): \(key)")
+            #expect(
+                FractionalIndex.isValid(key) && (lower ?? "") < key, "\(String(describing: lower)) … \(String(describing: upper)): \(key)")
         }
         #expect(FractionalIndex.key(between: "V", and: "W") == "V" + "V")
     }

@@ -57,8 +57,11 @@ struct MetadataTests {
         let info = try MediaInspector.inspect(try Samples.still("jpeg", options: .init(exif: exif)), name: "far.jpg")
         #expect(info.creationDate == nil)
         #expect(MediaInspector.date(text: "0001:01:01 00:30:00", offset: "+01:00") == nil)
-        #expect(MediaInspector.date(text: "0001:01:01 01:00:00", offset: "+01:00") == Date(timeIntervalSince1970: MediaInfo.dateRange.lowerBound))
-        #expect(MediaInspector.date(text: "9999-12-31T23:59:59Z", offset: nil) == Date(timeIntervalSince1970: MediaInfo.dateRange.upperBound))
+        #expect(
+            MediaInspector.date(text: "0001:01:01 01:00:00", offset: "+01:00")
+                == Date(timeIntervalSince1970: MediaInfo.dateRange.lowerBound))
+        #expect(
+            MediaInspector.date(text: "9999-12-31T23:59:59Z", offset: nil) == Date(timeIntervalSince1970: MediaInfo.dateRange.upperBound))
     }
 
     @Test("EXIF orientation 6 (written by exiftool) turns the size: width and height are as shown", arguments: ["jpeg", "png", "webp"])
@@ -135,7 +138,8 @@ struct MetadataTests {
         let bytes = try SyntheticMedia.movie(width: 64, height: 48, duration: 1, quickTime: true, metadata: ["location": text])
         #expect(try MediaInspector.inspect(bytes, name: "far.mov").location == nil)
         #expect(MediaInspector.location(iso6709: text) == nil)
-        #expect(MediaInspector.location(iso6709: "+48.8583+002.2945+035.5/") == Location(latitude: 48.8583, longitude: 2.2945, altitude: 35.5))
+        #expect(
+            MediaInspector.location(iso6709: "+48.8583+002.2945+035.5/") == Location(latitude: 48.8583, longitude: 2.2945, altitude: 35.5))
     }
 
     @Test("a QuickTime movie with Apple's keys (ISO 6709 location, capture date with its offset) has both")

@@ -47,10 +47,11 @@ extension FuzzTarget {
         FuzzerEntry.run = run
         var argc = CommandLine.argc
         var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
-        exit(LLVMFuzzerRunDriver(&argc, &argv) { data, size in
-            FuzzerEntry.run?(size > 0 && data != nil ? Array(UnsafeBufferPointer(start: data, count: size)) : [])
-            return 0
-        })
+        exit(
+            LLVMFuzzerRunDriver(&argc, &argv) { data, size in
+                FuzzerEntry.run?(size > 0 && data != nil ? Array(UnsafeBufferPointer(start: data, count: size)) : [])
+                return 0
+            })
     }
 
     /// Writes the seed corpus into `directory`; false when a seed is not accepted as expected or

@@ -15,16 +15,19 @@ public enum SampleEvents {
     /// Four events, one of each envelope form.
     public static let all: [Event] = [
         Event(
-            id: identifier(1), device: "anna-phone", deviceSequence: 1, timestamp: HLCTimestamp(milliseconds: 1_764_483_790_000, counter: 0),
+            id: identifier(1), device: "anna-phone", deviceSequence: 1,
+            timestamp: HLCTimestamp(milliseconds: 1_764_483_790_000, counter: 0),
             changeBlock: identifier(100), object: identifier(200), type: EventType.assetCreated.rawValue, schemaVersion: 1,
             payload: [1, 4, 0xC0, 0x1F, 0xE0, 0x17], format: .v1),
         Event(
-            id: identifier(2), device: "anna-phone", deviceSequence: 2, timestamp: HLCTimestamp(milliseconds: 1_764_483_790_001, counter: 3),
+            id: identifier(2), device: "anna-phone", deviceSequence: 2,
+            timestamp: HLCTimestamp(milliseconds: 1_764_483_790_001, counter: 3),
             changeBlock: identifier(101), object: identifier(201), type: EventType.albumRenamed.rawValue, schemaVersion: 2,
             payload: Array("\u{04}Trip\u{00}".utf8)),
         Event(
             id: identifier(3), library: library, device: "ben-laptop", deviceSequence: 7,
-            timestamp: HLCTimestamp(milliseconds: 1_764_483_791_000, counter: 0xFFFF), changeBlock: identifier(102), object: identifier(202),
+            timestamp: HLCTimestamp(milliseconds: 1_764_483_791_000, counter: 0xFFFF), changeBlock: identifier(102),
+            object: identifier(202),
             type: EventType.albumMembersChanged.rawValue, schemaVersion: 2, payload: [2, 1] + identifier(203).bytes + [1, 1, 0x56, 0]),
         Event(
             id: identifier(4), library: library, device: "cleo_tablet.2", deviceSequence: Int64.max,

@@ -14,7 +14,9 @@ enum CompressionTarget: FuzzTarget {
 
     static func seeds() -> [Seed] {
         let page = EventPage.encode(
-            PullResponse(events: SampleEvents.all.map { WireEvent($0, serverSequence: 1, chainHash: $0.contentHash) }, nextCursor: 1, hasMore: false))
+            PullResponse(
+                events: SampleEvents.all.map { WireEvent($0, serverSequence: 1, chainHash: $0.contentHash) }, nextCursor: 1, hasMore: false)
+        )
         let json = PushRequest(device: "anna-phone", events: SampleEvents.all).encoded()
         let zeros = [UInt8](repeating: 0, count: limit)
         var seeds: [Seed] = []

@@ -33,7 +33,11 @@ enum JSONTarget: FuzzTarget {
                         PushResult(id: id, status: .gap(expectedDeviceSequence: 7)),
                     ], lastDeviceSequence: 9)
             ),
-            ("library", LibraryInfo(library: "family", libraryID: SampleEvents.library, device: "anna-phone", scope: .readWrite, lastServerSequence: 1042)),
+            (
+                "library",
+                LibraryInfo(
+                    library: "family", libraryID: SampleEvents.library, device: "anna-phone", scope: .readWrite, lastServerSequence: 1042)
+            ),
             ("chain", ChainSummary(count: 3, headHash: [UInt8](repeating: 0x4B, count: 32), lastServerSequence: 3)),
             ("verify-intact", ChainVerification.intact(count: 12)),
             ("verify-broken", ChainVerification.broken(serverSequence: 5, eventID: id)),
@@ -80,7 +84,9 @@ enum JSONTarget: FuzzTarget {
         if let push = try? ReceivedPush.decode(input) {
             // Writing keeps only the valid events.
             let valid = push.events.filter { if case .valid = $0 { true } else { false } }
-            require((try? ReceivedPush.decode(push.encoded())) == ReceivedPush(device: push.device, events: valid), "ReceivedPush does not read back")
+            require(
+                (try? ReceivedPush.decode(push.encoded())) == ReceivedPush(device: push.device, events: valid),
+                "ReceivedPush does not read back")
         }
         for reader in readers { reader.check(input) }
     }

@@ -41,16 +41,19 @@ enum MediaTarget: FuzzTarget {
         }
         func movie(quickTime: Bool, metadata: [String: String], arguments: [String] = []) -> [UInt8] {
             do {
-                return try SyntheticMedia.movie(width: 32, height: 24, duration: 0.2, quickTime: quickTime, metadata: metadata, arguments: arguments)
+                return try SyntheticMedia.movie(
+                    width: 32, height: 24, duration: 0.2, quickTime: quickTime, metadata: metadata, arguments: arguments)
             } catch {
                 preconditionFailure("\(error)")
             }
         }
         let hex = exif.map { String(format: "%02x", $0) }.joined()
-        let profile = "\nexif\n\(exif.count)\n" + stride(from: 0, to: hex.count, by: 72).map { start in
-            let from = hex.index(hex.startIndex, offsetBy: start)
-            return String(hex[from..<(hex.index(from, offsetBy: 72, limitedBy: hex.endIndex) ?? hex.endIndex)])
-        }.joined(separator: "\n")
+        let profile =
+            "\nexif\n\(exif.count)\n"
+            + stride(from: 0, to: hex.count, by: 72).map { start in
+                let from = hex.index(hex.startIndex, offsetBy: start)
+                return String(hex[from..<(hex.index(from, offsetBy: 72, limitedBy: hex.endIndex) ?? hex.endIndex)])
+            }.joined(separator: "\n")
         let files: [(String, [UInt8])] = [
             ("photo.jpg", JPEGEncoder(quality: 40).encode(scene, creationDate: date, location: place, orientation: 6)),
             ("photo.png", still("png", exif: exif)),
@@ -80,7 +83,8 @@ enum MediaTarget: FuzzTarget {
     static func accepts(_ input: [UInt8]) -> Bool {
         switch Part(input) {
         case .exif(let payload): return MediaInspector.exifMetadata(payload) != (nil, nil)
-        case .textProfile(let text): return MediaInspector.exifPayload(textProfile: text).map(MediaInspector.exifMetadata) ?? (nil, nil) != (nil, nil)
+        case .textProfile(let text):
+            return MediaInspector.exifPayload(textProfile: text).map(MediaInspector.exifMetadata) ?? (nil, nil) != (nil, nil)
         case .date(let text, let offset): return MediaInspector.date(text: text, offset: offset) != nil
         case .location(let text): return MediaInspector.location(iso6709: text) != nil
         case .file(let file): return (try? MediaInspector.inspect(file, name: "input")) != nil

@@ -55,7 +55,9 @@ enum PayloadsTarget: FuzzTarget {
         return true
     }
 
-    private static func write(_ type: EventType, _ version: Int, _ payload: [UInt8], flags: UInt8, milliseconds: UInt16, into writer: inout FuzzInputWriter) {
+    private static func write(
+        _ type: EventType, _ version: Int, _ payload: [UInt8], flags: UInt8, milliseconds: UInt16, into writer: inout FuzzInputWriter
+    ) {
         writer.byte(UInt8(EventType.allCases.firstIndex(of: type)!))
         writer.byte(UInt8(version))
         writer.byte(flags)
