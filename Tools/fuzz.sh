@@ -104,7 +104,7 @@ for target in "${selected[@]}"; do
 done
 
 for target in "${selected[@]}"; do
-    rm -rf "$BUILD/seeds/$target"
+    rm -rf "$BUILD/seeds/$target" && mkdir -p "$BUILD/seeds"
     if ! PHOTOLEDGER_FUZZ_WRITE_SEEDS="$BUILD/seeds/$target" ASAN_OPTIONS=detect_leaks=0 "$BUILD/release/fuzz-$target" > "$BUILD/seeds/$target.log" 2>&1; then
         echo "Error: the $target target could not write its seeds:" >&2
         grep -v '^INFO:' "$BUILD/seeds/$target.log" >&2
