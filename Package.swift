@@ -17,6 +17,10 @@ let package = Package(
         .executable(name: "photoledger-bench", targets: ["photoledger-bench"]),
         .executable(name: "photoledger-demo", targets: ["photoledger-demo"]),
         .executable(name: "photoledger", targets: ["photoledger"]),
+        // libphotoledger for C, C++, Lua, Python and other hosts: the C interface of photoledger.h
+        // (`Sources/CPhotoLedger/include`). SwiftPM names the file libPhotoLedgerC.so; its SONAME is
+        // libphotoledger.so.1, the name to install it under (the README says how).
+        .library(name: "PhotoLedgerC", type: .dynamic, targets: ["PhotoLedgerC"]),
     ],
     targets: [
         // C libraries from Debian packages.
@@ -88,6 +92,29 @@ let package = Package(
         // The sync engine: push, pull, blobs, conflict handling through the library's fold.
         .target(name: "PhotoLedgerSync", dependencies: ["LedgerCore", "LedgerStore", "PhotoLedger", "SyncProtocol", "SyncTransport"]),
 
+        // The JSON shapes of the listings (assets, albums, history, sync, status) that the CLI prints
+        // and the C interface returns, so every tool and binding gives the same bytes.
+        .target(name: "PhotoLedgerJSON", dependencies: ["PhotoLedger", "PhotoLedgerSync"]),
+
+        // The C interface: photoledger.h (its version, status names and string release in C) and
+        // its functions, written in Swift over the public API of PhotoLedger and PhotoLedgerSync.
+        // Only the functions of the header are exported, each with the ELF symbol version of the
+        // linker version script (PHOTOLEDGER_1.0).
+        .target(name: "CPhotoLedger", exclude: ["photoledger.map"]),
+        .target(
+            name: "PhotoLedgerC",
+            dependencies: ["CPhotoLedger", "PhotoLedger", "PhotoLedgerSync", "PhotoLedgerJSON"],
+            linkerSettings: [
+                .unsafeFlags([
+                    "-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/CPhotoLedger/photoledger.map",
+                    "-Xlinker", "-soname=libphotoledger.so.1",
+                    // Swift code cannot be unloaded (the runtime keeps its type metadata), and the
+                    // library's threads may still be ending: dlclose leaves it loaded.
+                    "-Xlinker", "-z", "-Xlinker", "nodelete",
+                ])
+            ]
+        ),
+
         .executableTarget(
             name: "photoledger-server",
             dependencies: ["CommandLineParsing", "LedgerCore", "LedgerStore", "PhotoLedgerServer", "SyncProtocol"],
@@ -123,7 +150,7 @@ let package = Package(
         .target(name: "CommandLineParsing", path: "Tools/CommandLineParsing"),
         .executableTarget(
             name: "photoledger",
-            dependencies: ["CommandLineParsing", "LedgerCore", "PhotoLedger", "PhotoMedia", "PhotoLedgerSync"],
+            dependencies: ["CommandLineParsing", "LedgerCore", "PhotoLedger", "PhotoLedgerJSON", "PhotoMedia", "PhotoLedgerSync"],
             path: "Tools/photoledger"
         ),
         .executableTarget(
@@ -176,7 +203,15 @@ let package = Package(
         .testTarget(
             name: "PhotoLedgerServerTests", dependencies: ["LedgerCore", "LedgerStore", "PhotoLedgerServer", "SyncProtocol", "TestSupportKit", "photoledger-server"]
         ),
-        .testTarget(name: "ToolTests", dependencies: ["photoledger", "photoledger-server", "photoledger-demo", "LedgerCore", "LedgerStore", "PhotoMedia", "MediaSynthesis"]),
+        .testTarget(
+            name: "ToolTests",
+            dependencies: [
+                "photoledger", "photoledger-server", "photoledger-demo", "LedgerCore", "LedgerStore", "PhotoMedia", "MediaSynthesis", "PhotoLedger",
+                "CPhotoLedger",
+            ],
+            // The C, C++, Lua and Python programs the host-language tests compile and run.
+            exclude: ["HostLanguages"]
+        ),
         .testTarget(
             name: "PhotoLedgerSyncTests",
             dependencies: [

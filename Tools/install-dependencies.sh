@@ -11,8 +11,12 @@ cd "$(dirname "$0")/.."
 # RGB), libexiv2-dev reads the EXIF blocks libexif cannot; libvips-tools, ffmpeg and exiftool make
 # and edit the media of tests, demo and benchmarks (vipsthumbnail is the thumbnail bench's baseline);
 # libsodium-dev seals end-to-end encrypted libraries; libpq-dev is the PostgreSQL server store's.
+# liblua5.4-dev builds the Lua module over libphotoledger; lua5.4, python3 (with pip), gcc, g++,
+# make and binutils (readelf) run the host-language tests: C and C++ programs, Lua and Python
+# scripts, the package installed with pip, the library's exported symbols.
 packages=(libsqlite3-dev libssl-dev zlib1g-dev libzstd-dev libcurl4-openssl-dev libmicrohttpd-dev libexif-dev libpq-dev pkg-config openssl
-    libsodium-dev libvips-dev libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libexiv2-dev libvips-tools ffmpeg libimage-exiftool-perl)
+    libsodium-dev libvips-dev libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libexiv2-dev libvips-tools ffmpeg libimage-exiftool-perl
+    liblua5.4-dev lua5.4 python3 python3-pip gcc g++ make binutils)
 test_services=false
 if [ "${1:-}" = "--test-services" ]; then
     test_services=true

@@ -15,11 +15,15 @@
 # others, so nothing else on a small machine delays them.
 #
 # The server's PostgreSQL and S3 tests get a throwaway PostgreSQL cluster and a local
-# S3-compatible server (Tools/test-services.sh), stopped at the end, also on failure. Set
-# PHOTOLEDGER_TEST_SERVICES=0 to run without them: those tests then say they were skipped.
+# S3-compatible server (Tools/test-services.sh), stopped at the end, also on failure: with
+# CI=true, or when PHOTOLEDGER_TEST_SERVICES=1. Otherwise those tests say they were skipped, and
+# the default local run stays short.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ "${PHOTOLEDGER_TEST_SERVICES:-1}" = "0" ]; then
+services_default=0
+if [ "${CI:-}" = "true" ]; then services_default=1; fi
+if [ "${PHOTOLEDGER_TEST_SERVICES:-$services_default}" = "0" ]; then
+    echo "Skipped: the PostgreSQL and S3 services and their tests (they run when CI=true or PHOTOLEDGER_TEST_SERVICES=1)."
     bash Tools/install-dependencies.sh
 else
     test_services_python="$(bash Tools/install-dependencies.sh --test-services | tail -n 1)"

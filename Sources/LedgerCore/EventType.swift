@@ -5,6 +5,8 @@ public enum ObjectKind: String, Sendable, Hashable {
     case asset = "001"
     /// An album or smart album: `<UUID>/L0/040`.
     case album = "040"
+    /// A folder of albums and folders (PhotoKit's collection list): `<UUID>/L0/010`.
+    case collectionList = "010"
 }
 
 /// The types of library events, named once for every module: the library folds them, the server
@@ -36,16 +38,29 @@ public enum EventType: String, Sendable, Hashable, CaseIterable {
     case albumMembersChanged = "album.membersChanged"
     /// An album merged into another.
     case albumMerged = "album.merged"
+    /// An album's key asset (its cover) chosen, or cleared.
+    case albumKeyAssetSet = "album.keyAssetSet"
+    /// An album moved into a folder, or to the top level.
+    case albumMoved = "album.moved"
+    /// A new folder (collection list).
+    case collectionListCreated = "collectionList.created"
+    /// A folder's new title.
+    case collectionListRenamed = "collectionList.renamed"
+    /// A folder deleted (what it held moves to the top level).
+    case collectionListDeleted = "collectionList.deleted"
+    /// A folder moved into another folder, or to the top level.
+    case collectionListMoved = "collectionList.moved"
 
     /// The kind of object the event's object identifier names.
     public var objectKind: ObjectKind {
         switch self {
         case .assetCreated, .assetChanged, .assetDeleted, .assetRecovered, .assetPurged, .assetContentEdited: return .asset
-        case .albumCreated, .albumRenamed, .albumDeleted, .albumMembersChanged, .albumMerged: return .album
+        case .albumCreated, .albumRenamed, .albumDeleted, .albumMembersChanged, .albumMerged, .albumKeyAssetSet, .albumMoved: return .album
+        case .collectionListCreated, .collectionListRenamed, .collectionListDeleted, .collectionListMoved: return .collectionList
         }
     }
 
     /// Whether the event creates its object (the only events an addOnly device may push, and only
     /// for identifiers the library does not hold yet).
-    public var isCreation: Bool { self == .assetCreated || self == .albumCreated }
+    public var isCreation: Bool { self == .assetCreated || self == .albumCreated || self == .collectionListCreated }
 }

@@ -33,6 +33,26 @@ public final class AlbumChangeRequest {
         try changes.record(.albumRenamed(title: title), object: id)
     }
 
+    /// Chooses the album's key asset, the cover its lists show (nil: none chosen, the first asset
+    /// is the cover). The choice is a last-writer-wins field like the title; while the asset is
+    /// not a member (removed on another device, deleted or hidden) the first asset is shown, and
+    /// the choice shows again when the asset returns.
+    ///
+    /// - Throws: ``PhotoLibraryError`` `.operationInterrupted` when the asset is not in the album.
+    public func setKeyAsset(_ asset: (any ObjectReference)?) throws {
+        try changes.checkValid("an album change request")
+        var id: UUID?
+        if let asset {
+            let member = try changes.existingAsset(asset)
+            guard members.contains(where: { $0.asset == member }) else {
+                throw PhotoLibraryError(
+                    .operationInterrupted, "asset \(asset.localIdentifier) is not in the album; add it before making it the key asset")
+            }
+            id = member
+        }
+        try changes.record(.albumKeyAssetSet(asset: id), object: self.id)
+    }
+
     /// Appends assets at the end of the album; assets already in it are left where they are.
     public func addAssets(_ assets: [any ObjectReference]) throws {
         try changes.checkValid("an album change request")

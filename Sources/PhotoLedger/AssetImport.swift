@@ -55,7 +55,7 @@ public enum AssetImportResult {
     case failed(PhotoLibraryError)
 
     /// How a batch import ends for a file the media layer refused with `error`: not media,
-    /// skipped, or failed, as the error's ``MediaError/refusal`` says.
+    /// skipped, or failed, as the error's `MediaError.refusal` says.
     public static func refused(_ error: MediaError) -> AssetImportResult {
         switch error.refusal {
         case .notMedia: .notMedia(reason: error.description)

@@ -55,6 +55,9 @@ public struct ChainVerificationReport: Sendable, Hashable, CustomStringConvertib
     /// Whether every event matched its hash.
     public var isIntact: Bool { failure == nil }
 
+    /// The events checked: archived and live.
+    public var checkedEvents: Int { archivedEvents + liveEvents }
+
     public var description: String {
         failure?.description
             ?? "hash chain intact: \(archivedEvents) archived and \(liveEvents) live events"
@@ -183,14 +186,6 @@ extension PhotoLibrary {
             )
         }
         return (count, nil)
-    }
-
-    /// The chain of the archive and the live log, in the form ``EventLog/verify(after:head:pageSize:)`` reports.
-    func verifiedChain() throws -> EventLog.Verification {
-        let report = try verifyChain()
-        let count = report.archivedEvents + report.liveEvents
-        guard let failure = report.failure else { return .intact(count: count) }
-        return .broken(EventLog.ChainBreak(localSequence: failure.position, eventID: failure.eventID, verifiedCount: count))
     }
 
     // MARK: Server chain

@@ -55,9 +55,21 @@ enum ChangeEvent: Sendable, Hashable {
     case albumMembersChanged(operation: MembershipOperation, entries: [MemberChange])
     /// This album was merged into `winner`.
     case albumMerged(winner: UUID)
+    /// The album's key asset chosen (nil: cleared, the first asset is the cover again).
+    case albumKeyAssetSet(asset: UUID?)
+    /// The album moved into a folder (nil: the top level).
+    case albumMoved(parent: UUID?)
+    /// A new folder.
+    case listCreated(title: String)
+    /// A folder's new title.
+    case listRenamed(title: String)
+    /// The folder was deleted.
+    case listDeleted
+    /// The folder moved into another folder (nil: the top level).
+    case listMoved(parent: UUID?)
 
     struct AssetCreation: Sendable, Hashable {
-        var mediaType: MediaType
+        var mediaType: AssetMediaType
         var mediaSubtypes: MediaSubtypes
         var pixelWidth: Int
         var pixelHeight: Int
@@ -120,6 +132,12 @@ enum ChangeEvent: Sendable, Hashable {
         case .albumDeleted: return .albumDeleted
         case .albumMembersChanged: return .albumMembersChanged
         case .albumMerged: return .albumMerged
+        case .albumKeyAssetSet: return .albumKeyAssetSet
+        case .albumMoved: return .albumMoved
+        case .listCreated: return .collectionListCreated
+        case .listRenamed: return .collectionListRenamed
+        case .listDeleted: return .collectionListDeleted
+        case .listMoved: return .collectionListMoved
         }
     }
 
@@ -173,6 +191,13 @@ enum ChangeEvent: Sendable, Hashable {
             }
         case .albumMerged(let winner):
             w.write(uuid: winner)
+        case .albumKeyAssetSet(let asset), .albumMoved(let asset), .listMoved(let asset):
+            w.write(bool: asset != nil)
+            if let asset { w.write(uuid: asset) }
+        case .listCreated(let title), .listRenamed(let title):
+            w.write(string: title)
+        case .listDeleted:
+            break
         }
         // Version 2: the claims, after the version 1 fields, one per register written.
         for field in registers { CausalClaims.write(claims.overwritten[field] ?? nil, to: &w) }
@@ -190,6 +215,9 @@ enum ChangeEvent: Sendable, Hashable {
             ].compactMap { $0 }
         case .assetContentEdited: return [.content]
         case .albumRenamed: return [.title]
+        case .albumKeyAssetSet: return [.keyAsset]
+        case .listRenamed: return [.title]
+        case .albumMoved, .listMoved: return [.parent]
         case .albumMembersChanged(_, let entries): return entries.compactMap { $0.position == nil ? nil : .position(asset: $0.asset) }
         default: return []
         }
@@ -257,7 +285,7 @@ enum ChangeEvent: Sendable, Hashable {
             for _ in 0..<count { resources.append(try ResourceRecord.read(from: &r)) }
             return .assetCreated(
                 AssetCreation(
-                    mediaType: MediaType(rawValue: rawType)!, mediaSubtypes: MediaSubtypes(rawValue: subtypes), pixelWidth: width,
+                    mediaType: AssetMediaType(rawValue: rawType)!, mediaSubtypes: MediaSubtypes(rawValue: subtypes), pixelWidth: width,
                     pixelHeight: height, duration: duration, creationDate: date, location: location, isFavorite: favorite, isHidden: hidden,
                     resources: resources))
         case .assetChanged:
@@ -307,6 +335,12 @@ enum ChangeEvent: Sendable, Hashable {
             }
             return .albumMembersChanged(operation: operation, entries: entries)
         case .albumMerged: return .albumMerged(winner: try r.readUUID())
+        case .albumKeyAssetSet: return .albumKeyAssetSet(asset: try r.readBool() ? try r.readUUID() : nil)
+        case .albumMoved: return .albumMoved(parent: try r.readBool() ? try r.readUUID() : nil)
+        case .collectionListMoved: return .listMoved(parent: try r.readBool() ? try r.readUUID() : nil)
+        case .collectionListCreated: return .listCreated(title: try r.readBoundedString("a title", upTo: PayloadLimits.maximumTitleLength))
+        case .collectionListRenamed: return .listRenamed(title: try r.readBoundedString("a title", upTo: PayloadLimits.maximumTitleLength))
+        case .collectionListDeleted: return .listDeleted
         }
     }
 
@@ -360,6 +394,10 @@ struct PayloadError: Error, Sendable, Equatable, CustomStringConvertible {
 /// A last-writer-wins register of an object, named for causal claims.
 enum RegisterField: Hashable, Sendable {
     case creationDate, location, isFavorite, isHidden, content, title
+    /// An album's key asset.
+    case keyAsset
+    /// The folder holding an album or a folder.
+    case parent
     /// The position of `asset` in the album the change is about.
     case position(asset: UUID)
 }

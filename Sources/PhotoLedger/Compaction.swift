@@ -185,9 +185,10 @@ enum CompactionSnapshot {
             let key = object.bytes
             for (projection, condition) in [
                 ("assets", "asset_id = ?1"), ("asset_resources", "asset_id = ?1"), ("albums", "album_id = ?1"),
-                ("album_members", "asset_id = ?1 OR album_id = ?1"),
+                ("album_members", "asset_id = ?1 OR album_id = ?1"), ("collection_lists", "list_id = ?1"),
             ] {
                 let list = try columns(of: table(projection), in: db)
+                if list.isEmpty && Projection.addedAfterSnapshots.contains(projection) { continue }
                 try db.execute("DELETE FROM \(table(projection)) WHERE \(condition)", [key])
                 try db.execute("INSERT INTO \(table(projection)) (\(list)) SELECT \(list) FROM \(projection) WHERE \(condition)", [key])
             }
@@ -210,6 +211,8 @@ enum CompactionSnapshot {
         guard through > 0 else { return 0 }
         for projection in Projection.tables {
             let columns = try db.rows("SELECT name FROM pragma_table_info(?)", [table(projection)]) { "\"\($0.text(0))\"" }
+            // A snapshot taken before the table existed holds none of its rows.
+            if columns.isEmpty && Projection.addedAfterSnapshots.contains(projection) { continue }
             guard !columns.isEmpty else {
                 throw PhotoLibraryError(
                     .internalError,

@@ -135,6 +135,7 @@ extension Projection {
             try database.execute("DELETE FROM asset_resources WHERE asset_id = ?", [key])
             try database.execute("DELETE FROM assets WHERE asset_id = ?", [key])
             try database.execute("DELETE FROM albums WHERE album_id = ?", [key])
+            try database.execute("DELETE FROM collection_lists WHERE list_id = ?", [key])
             for store in [archive, database].compactMap({ $0 }) {
                 let log = EventLog(store)
                 var cursor: Int64 = 0
@@ -175,6 +176,7 @@ extension Projection {
         var touched = batch.touched
         touched.assets.formUnion(objects)
         touched.albums.formUnion(objects)
+        touched.lists.formUnion(objects)
         return touched
     }
 }

@@ -82,6 +82,9 @@ package struct EventSchema: Sendable {
         if case .albumMerged(let winner) = decoded.0, winner == object {
             return .quarantined("it merges the album into itself")
         }
+        if case .listMoved(let parent?) = decoded.0, parent == object {
+            return .quarantined("it moves the folder into itself")
+        }
         if let (field, claimed) = decoded.1?.contradiction(writtenAt: stamp) {
             return .quarantined(
                 "it claims to overwrite the \(field) written at \(claimed.hlc) by '\(claimed.device)', not before its own clock value \(stamp.hlc)")

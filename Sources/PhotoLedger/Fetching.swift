@@ -7,7 +7,7 @@ import Synchronization
 /// fetches, conditions on titles to album fetches.
 public indirect enum FetchPredicate: Sendable, Hashable {
     /// Assets of this media type.
-    case mediaType(MediaType)
+    case mediaType(AssetMediaType)
     /// Favorites (true) or non-favorites (false).
     case isFavorite(Bool)
     /// Hidden (true) or visible (false) assets; implies ``FetchOptions/includeHiddenAssets``.
@@ -18,6 +18,10 @@ public indirect enum FetchPredicate: Sendable, Hashable {
     case createdBefore(Date)
     /// Assets with (true) or without (false) a location.
     case hasLocation(Bool)
+    /// Assets taken in the interval (from its start, before its end).
+    case createdDuring(DateInterval)
+    /// Assets taken inside the region (assets without a location are not).
+    case locatedIn(LocationRegion)
     /// Assets at least this many pixels wide.
     case minimumPixelWidth(Int)
     /// Albums with exactly this title.
@@ -32,22 +36,81 @@ public indirect enum FetchPredicate: Sendable, Hashable {
     case not(FetchPredicate)
 }
 
+/// A rectangle of latitudes and longitudes, in degrees, for ``FetchPredicate/locatedIn(_:)``.
+/// A region whose `minimumLongitude` is greater than its `maximumLongitude` crosses the 180th
+/// meridian.
+public struct LocationRegion: Sendable, Hashable {
+    /// The southern edge.
+    public var minimumLatitude: Double
+    /// The northern edge.
+    public var maximumLatitude: Double
+    /// The western edge.
+    public var minimumLongitude: Double
+    /// The eastern edge.
+    public var maximumLongitude: Double
+
+    /// A rectangle between two latitudes and two longitudes (edges included).
+    public init(minimumLatitude: Double, maximumLatitude: Double, minimumLongitude: Double, maximumLongitude: Double) {
+        self.minimumLatitude = minimumLatitude
+        self.maximumLatitude = maximumLatitude
+        self.minimumLongitude = minimumLongitude
+        self.maximumLongitude = maximumLongitude
+    }
+
+    /// The rectangle that holds the circle of `radius` meters around `center` (on a sphere of
+    /// the Earth's mean radius): every asset within the distance, and some near the corners.
+    public init(center: Location, radius meters: Double) {
+        let degrees = max(0, meters) / 6_371_008.8 * 180 / .pi
+        let latitudes = (max(-90, center.latitude - degrees), min(90, center.latitude + degrees))
+        let stretch = cos(max(abs(latitudes.0), abs(latitudes.1)) * .pi / 180)
+        let spread = stretch > 1e-9 ? degrees / stretch : 360
+        if spread >= 180 {
+            self.init(minimumLatitude: latitudes.0, maximumLatitude: latitudes.1, minimumLongitude: -180, maximumLongitude: 180)
+        } else {
+            func wrap(_ longitude: Double) -> Double { longitude > 180 ? longitude - 360 : longitude < -180 ? longitude + 360 : longitude }
+            self.init(
+                minimumLatitude: latitudes.0, maximumLatitude: latitudes.1, minimumLongitude: wrap(center.longitude - spread),
+                maximumLongitude: wrap(center.longitude + spread))
+        }
+    }
+
+    /// Whether a location is inside.
+    public func contains(_ location: Location) -> Bool {
+        guard (minimumLatitude...maximumLatitude).contains(location.latitude) else { return false }
+        if minimumLongitude <= maximumLongitude { return (minimumLongitude...maximumLongitude).contains(location.longitude) }
+        return location.longitude >= minimumLongitude || location.longitude <= maximumLongitude
+    }
+}
+
 /// A sort key of a fetch.
 public enum SortKey: String, Sendable, Hashable {
     case creationDate, modificationDate, addedDate, mediaType, isFavorite, pixelWidth, pixelHeight, duration, title
+    /// The distance from ``SortDescriptor/origin`` (assets without a location last); see
+    /// ``SortDescriptor/init(distanceFrom:ascending:)``.
+    case distance
 }
 
 /// A sort order: a key and a direction.
 public struct SortDescriptor: Sendable, Hashable {
     /// What to sort by.
     public var key: SortKey
-    /// Ascending (oldest, smallest, false before true first) or descending.
+    /// Ascending (oldest, smallest, nearest, false before true first) or descending.
     public var ascending: Bool
+    /// The point distances are measured from, for ``SortKey/distance``.
+    public var origin: Location?
 
     /// Creates a sort descriptor.
     public init(_ key: SortKey, ascending: Bool = true) {
         self.key = key
         self.ascending = ascending
+    }
+
+    /// Sorts assets by their distance from `origin` (nearest first when ascending); assets
+    /// without a location come last either way.
+    public init(distanceFrom origin: Location, ascending: Bool = true) {
+        self.key = .distance
+        self.ascending = ascending
+        self.origin = origin
     }
 }
 
@@ -86,28 +149,49 @@ public struct FetchResult<Element: PhotoObject>: RandomAccessCollection, Sendabl
     /// objects instead (albums, results built from objects).
     let versions: [Int64]?
     let query: FetchQuery
+    /// The commit the result reflects (``PhotoLibrary/changeGeneration(in:)``): change details
+    /// of later commits apply to it.
+    let generation: Int64
     private let storage: FetchResultStorage<Element>
 
     /// How many objects a fetch reads with the identifiers, and a lazy read reads at once.
     public static var batchSize: Int { FetchResultStorage<Element>.batchSize }
 
     /// A result whose objects are all read.
-    init(_ objects: [Element], versions: [Int64]? = nil, query: FetchQuery) {
+    init(_ objects: [Element], versions: [Int64]? = nil, query: FetchQuery, generation: Int64 = 0, registration: QueryRegistration? = nil) {
         self.identifiers = objects.map(\.id)
         self.versions = versions
         self.query = query
-        self.storage = FetchResultStorage(objects: objects.map { $0 }, loader: nil)
+        self.generation = generation
+        self.storage = FetchResultStorage(objects: objects.map { $0 }, loader: nil, registration: registration)
     }
 
     /// A result of `identifiers` whose first objects are `loaded`; `loader` reads the others.
-    init(identifiers: [UUID], versions: [Int64], loaded: [Element], query: FetchQuery, loader: FetchResultStorage<Element>.Loader?) {
+    init(
+        identifiers: [UUID], versions: [Int64], loaded: [Element], query: FetchQuery, loader: FetchResultStorage<Element>.Loader?,
+        generation: Int64, registration: QueryRegistration?
+    ) {
+        var objects = [Element?](repeating: nil, count: identifiers.count)
+        for (index, object) in loaded.prefix(identifiers.count).enumerated() { objects[index] = object }
+        self.init(
+            identifiers: identifiers, versions: versions, objects: objects, query: query, loader: loader, generation: generation,
+            registration: registration)
+    }
+
+    /// A result of `identifiers` of which the `objects` not nil are read; `loader` reads the others.
+    init(
+        identifiers: [UUID], versions: [Int64], objects: [Element?], query: FetchQuery, loader: FetchResultStorage<Element>.Loader?,
+        generation: Int64, registration: QueryRegistration?
+    ) {
         self.identifiers = identifiers
         self.versions = versions
         self.query = query
-        var objects = [Element?](repeating: nil, count: identifiers.count)
-        for (index, object) in loaded.prefix(identifiers.count).enumerated() { objects[index] = object }
-        self.storage = FetchResultStorage(objects: objects, loader: loader)
+        self.generation = generation
+        self.storage = FetchResultStorage(objects: objects, loader: loader, registration: registration)
     }
+
+    /// The objects read so far, by index (nil: not read yet).
+    var loadedObjects: [Element?] { storage.loaded }
 
     public var startIndex: Int { 0 }
     public var endIndex: Int { identifiers.count }
@@ -146,11 +230,17 @@ final class FetchResultStorage<Element: PhotoObject>: Sendable {
 
     private let objects: Mutex<[Element?]>
     private let loader: Loader?
+    /// Keeps the result's query tracked while the result exists (for change details).
+    private let registration: QueryRegistration?
 
-    init(objects: [Element?], loader: Loader?) {
+    init(objects: [Element?], loader: Loader?, registration: QueryRegistration? = nil) {
         self.objects = Mutex(objects)
         self.loader = loader
+        self.registration = registration
     }
+
+    /// The objects read so far.
+    var loaded: [Element?] { objects.withLock { $0 } }
 
     func object(at index: Int, identifiers: [UUID]) -> Element {
         precondition(index >= 0 && index < identifiers.count, "index \(index) is out of range: the fetch result has \(identifiers.count) objects")
@@ -196,6 +286,13 @@ enum FetchQuery: Sendable, Hashable {
     case assetsInSmartAlbum(CollectionSubtype, FetchOptions)
     case collections(CollectionType?, CollectionSubtype, FetchOptions)
     case collectionsWithIdentifiers([UUID], FetchOptions)
+    case collectionsContaining(UUID, CollectionType, FetchOptions)
+    case keyAssets(UUID, FetchOptions)
+    /// The albums and folders in a folder (nil: the top level).
+    case collectionsInList(UUID?, FetchOptions)
+    /// Folders: these (in this order), or every one.
+    case collectionLists([UUID]?, FetchOptions)
+    case collectionListsContaining(UUID, FetchOptions)
 }
 
 /// SQL for fetches.
@@ -213,7 +310,7 @@ enum Fetching {
         let deleted = !CausalLength.isPresent(row.int64(14))
         return Asset(
             id: row.withBlob(0) { UUID(bytes: $0) }!,
-            mediaType: MediaType(rawValue: Int(row.int64(1))) ?? .unknown,
+            mediaType: AssetMediaType(rawValue: Int(row.int64(1))) ?? .unknown,
             mediaSubtypes: MediaSubtypes(rawValue: Int(row.int64(2))),
             pixelWidth: Int(row.int64(3)), pixelHeight: Int(row.int64(4)), duration: row.double(5),
             creationDate: row.isNull(6) ? nil : Date(timeIntervalSince1970: row.double(6)),
@@ -222,7 +319,7 @@ enum Fetching {
             location: row.isNull(9) ? nil : Location(latitude: row.double(9), longitude: row.double(10), altitude: row.isNull(11) ? nil : row.double(11)),
             isFavorite: row.int64(12) == 1, isHidden: row.int64(13) == 1, isDeleted: deleted,
             deletionDate: deleted ? HLCTimestamp(rawValue: UInt64(bitPattern: row.int64(15))).dateValue : nil,
-            sourceDevice: DeviceID(row.text(16)), hasAdjustments: row.int64(17) == 1)
+            sourceDevice: DeviceID(row.text(16)), hasAdjustments: row.int64(17) == 1, version: row.int64(7))
     }
 
     /// An SQL condition and its bound values.
@@ -240,6 +337,14 @@ enum Fetching {
         case .createdBefore(let date): return Condition(sql: "a.creation_date < ?", values: [date.timeIntervalSince1970])
         case .hasLocation(let value): return Condition(sql: value ? "a.latitude IS NOT NULL" : "a.latitude IS NULL", values: [])
         case .minimumPixelWidth(let width): return Condition(sql: "a.pixel_width >= ?", values: [width])
+        case .createdDuring(let interval):
+            return Condition(
+                sql: "(a.creation_date >= ? AND a.creation_date < ?)", values: [interval.start.timeIntervalSince1970, interval.end.timeIntervalSince1970])
+        case .locatedIn(let region):
+            let longitude = region.minimumLongitude <= region.maximumLongitude ? "AND" : "OR"
+            return Condition(
+                sql: "(a.latitude BETWEEN ? AND ? AND (a.longitude >= ? \(longitude) a.longitude <= ?))",
+                values: [region.minimumLatitude, region.maximumLatitude, region.minimumLongitude, region.maximumLongitude])
         case .title(let title): return Condition(sql: "c.title = ?", values: [title])
         case .titleContains(let text):
             let escaped = text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%").replacingOccurrences(of: "_", with: "\\_")
@@ -296,6 +401,18 @@ enum Fetching {
             case (.pixelWidth, true): column = "a.pixel_width"
             case (.pixelHeight, true): column = "a.pixel_height"
             case (.duration, true): column = "a.duration"
+            case (.distance, true):
+                guard let origin = descriptor.origin, origin.isValid else {
+                    throw PhotoLibraryError(.changeNotSupported, "a distance sort needs a valid origin: use SortDescriptor(distanceFrom:)")
+                }
+                // Assets without a location last, then the haversine of the great-circle distance
+                // (which grows with the distance), with SQLite's math functions.
+                let (latitude, longitude) = (origin.latitude * .pi / 180, origin.longitude * .pi / 180)
+                let distance =
+                    "(sin((radians(a.latitude) - (\(latitude))) / 2) * sin((radians(a.latitude) - (\(latitude))) / 2) + "
+                    + "\(cos(latitude)) * cos(radians(a.latitude)) * "
+                    + "sin((radians(a.longitude) - (\(longitude))) / 2) * sin((radians(a.longitude) - (\(longitude))) / 2))"
+                return "a.latitude IS NULL, " + distance + (descriptor.ascending ? " ASC" : " DESC")
             case (.title, false): column = "c.title"
             case (.creationDate, false): column = "c.created_hlc"
             case (.modificationDate, false): column = "c.modification_hlc"

@@ -1,8 +1,8 @@
 import Foundation
 import LedgerCore
 
-/// A local identifier in PhotoKit's form, `<UUID>/L0/001` for assets and `<UUID>/L0/040` for
-/// albums. A placeholder's identifier is the created object's final identifier, on this device
+/// A local identifier in PhotoKit's form, `<UUID>/L0/001` for assets, `<UUID>/L0/040` for
+/// albums and `<UUID>/L0/010` for folders (collection lists). A placeholder's identifier is the created object's final identifier, on this device
 /// and on every other device after sync.
 public struct LocalIdentifier: Hashable, Sendable, CustomStringConvertible {
     /// The object's UUID, shared by every device.
@@ -16,13 +16,13 @@ public struct LocalIdentifier: Hashable, Sendable, CustomStringConvertible {
         self.kind = kind
     }
 
-    /// Parses `<UUID>/L0/001` or `<UUID>/L0/040`; nil for anything else.
+    /// Parses `<UUID>/L0/001`, `<UUID>/L0/040` or `<UUID>/L0/010`; nil for anything else.
     public init?(_ text: String) {
         let utf8 = text.utf8
-        guard utf8.count == 43, text.hasSuffix("/L0/001") || text.hasSuffix("/L0/040") else { return nil }
+        guard utf8.count == 43, let kind = ObjectKind(rawValue: String(text.suffix(3))), text.dropLast(3).hasSuffix("/L0/") else { return nil }
         guard let uuid = UUID(uuidString: String(text.prefix(36))) else { return nil }
         self.uuid = uuid
-        self.kind = text.hasSuffix("001") ? .asset : .album
+        self.kind = kind
     }
 
     /// The identifier text.
@@ -53,4 +53,15 @@ public protocol ObjectReference {
 extension String: ObjectReference {
     /// The string itself, as a local identifier.
     public var localIdentifier: String { self }
+}
+
+extension ObjectKind {
+    /// The kind's name in messages.
+    var name: String {
+        switch self {
+        case .asset: return "asset"
+        case .album: return "album"
+        case .collectionList: return "folder"
+        }
+    }
 }

@@ -17,6 +17,8 @@ public final class LibraryChanges {
     private var events: [Event] = []
     private var isValid = true
     var touched = TouchedObjects()
+    /// The content stamps of the assets the block edits, as they were before it.
+    var contentBefore: [UUID: WriterStamp?] = [:]
     var afterCommit: [() -> Void] = []
     /// Whether ``commit()`` appended events (a block that changed nothing appends none).
     var committedEvents = false
@@ -53,6 +55,9 @@ public final class LibraryChanges {
             deviceSequence: nextSequence, timestamp: library.clock.now(), changeBlock: changeBlock, object: object, type: change.type.rawValue,
             schemaVersion: EventSchema.currentVersion, payload: change.encoded(claims: claims))
         nextSequence += 1
+        if case .assetContentEdited = change, contentBefore[object] == nil {
+            contentBefore[object] = try PhotoLibrary.contentStamps([object], in: database)[object] ?? nil
+        }
         touched.formUnion(try Projection(database).apply(change, of: event))
         events.append(event)
     }
@@ -60,15 +65,20 @@ public final class LibraryChanges {
     /// The stamps of the writes in effect for the registers `change` writes.
     private func causalClaims(of change: ChangeEvent, object: UUID) throws -> CausalClaims {
         var claims = CausalClaims()
+        let lists = change.type.objectKind == .collectionList
         for field in change.registers {
             let (sql, key): (String, [any SQLBindable]) =
                 switch field {
+                case .title where lists: ("SELECT title_hlc, title_device FROM collection_lists WHERE list_id = ?", [object.bytes])
+                case .parent where lists: ("SELECT parent_hlc, parent_device FROM collection_lists WHERE list_id = ?", [object.bytes])
+                case .parent: ("SELECT parent_hlc, parent_device FROM albums WHERE album_id = ?", [object.bytes])
                 case .creationDate: ("SELECT creation_date_hlc, creation_date_device FROM assets WHERE asset_id = ?", [object.bytes])
                 case .location: ("SELECT location_hlc, location_device FROM assets WHERE asset_id = ?", [object.bytes])
                 case .isFavorite: ("SELECT favorite_hlc, favorite_device FROM assets WHERE asset_id = ?", [object.bytes])
                 case .isHidden: ("SELECT hidden_hlc, hidden_device FROM assets WHERE asset_id = ?", [object.bytes])
                 case .content: ("SELECT content_hlc, content_device FROM assets WHERE asset_id = ?", [object.bytes])
                 case .title: ("SELECT title_hlc, title_device FROM albums WHERE album_id = ?", [object.bytes])
+                case .keyAsset: ("SELECT key_asset_hlc, key_asset_device FROM albums WHERE album_id = ?", [object.bytes])
                 case .position(let asset):
                     ("SELECT position_hlc, position_device FROM album_members WHERE album_id = ? AND asset_id = ?", [object.bytes, asset.bytes])
                 }

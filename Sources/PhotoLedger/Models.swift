@@ -1,8 +1,9 @@
 import Foundation
 import LedgerCore
 
-/// The kind of media an asset holds (PhotoKit's raw values).
-public enum MediaType: Int, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+/// The kind of media an asset holds (PhotoKit's `PHAssetMediaType`, with its raw values). Named apart from
+/// PhotoMedia's `MediaType` (a file format's kind), so that a file may import both modules.
+public enum AssetMediaType: Int, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     case unknown = 0
     case image = 1
     case video = 2
@@ -99,7 +100,7 @@ public struct Asset: Hashable, Sendable, ObjectReference, CustomStringConvertibl
     /// The asset's local identifier (`<UUID>/L0/001`).
     public var localIdentifier: String { LocalIdentifier(uuid: id, kind: .asset).description }
     /// The kind of media.
-    public let mediaType: MediaType
+    public let mediaType: AssetMediaType
     /// Further details of the media.
     public let mediaSubtypes: MediaSubtypes
     /// Width in pixels.
@@ -128,6 +129,8 @@ public struct Asset: Hashable, Sendable, ObjectReference, CustomStringConvertibl
     public let sourceDevice: DeviceID
     /// Whether it has a content edit.
     public let hasAdjustments: Bool
+    /// The asset's modification clock value when read: what change details compare.
+    var version: Int64 = 0
 
     /// Hashes the identifier only: snapshots of one asset hash alike; `==` compares every property.
     public func hash(into hasher: inout Hasher) { hasher.combine(id) }
@@ -154,8 +157,15 @@ public struct CollectionSubtype: RawRepresentable, Hashable, Sendable, CustomStr
     public static let smartAlbumVideos = CollectionSubtype(rawValue: 202)
     /// Every favorite.
     public static let smartAlbumFavorites = CollectionSubtype(rawValue: 203)
+    /// Every hidden asset (PhotoKit's `smartAlbumAllHidden`): the one place hidden assets are
+    /// listed without asking for them.
+    public static let smartAlbumAllHidden = CollectionSubtype(rawValue: 205)
     /// Assets added in the last 30 days.
     public static let smartAlbumRecentlyAdded = CollectionSubtype(rawValue: 206)
+    /// Live Photos: photos created with a paired video.
+    public static let smartAlbumLivePhotos = CollectionSubtype(rawValue: 213)
+    /// Animated images (GIF, animated WebP).
+    public static let smartAlbumAnimated = CollectionSubtype(rawValue: 214)
     /// All Photos: every asset not deleted or hidden.
     public static let smartAlbumUserLibrary = CollectionSubtype(rawValue: 209)
     /// Recently Deleted (PhotoKit has no public subtype for it).
@@ -166,6 +176,7 @@ public struct CollectionSubtype: RawRepresentable, Hashable, Sendable, CustomStr
     /// The smart albums every library has.
     public static let smartAlbums: [CollectionSubtype] = [
         .smartAlbumUserLibrary, .smartAlbumFavorites, .smartAlbumRecentlyAdded, .smartAlbumVideos, .smartAlbumRecentlyDeleted,
+        .smartAlbumAllHidden, .smartAlbumLivePhotos, .smartAlbumAnimated,
     ]
 
     public var description: String {
@@ -176,6 +187,9 @@ public struct CollectionSubtype: RawRepresentable, Hashable, Sendable, CustomStr
         case .smartAlbumRecentlyAdded: return "smartAlbumRecentlyAdded"
         case .smartAlbumUserLibrary: return "smartAlbumUserLibrary"
         case .smartAlbumRecentlyDeleted: return "smartAlbumRecentlyDeleted"
+        case .smartAlbumAllHidden: return "smartAlbumAllHidden"
+        case .smartAlbumLivePhotos: return "smartAlbumLivePhotos"
+        case .smartAlbumAnimated: return "smartAlbumAnimated"
         case .any: return "any"
         default: return "subtype\(rawValue)"
         }
@@ -188,6 +202,9 @@ public struct CollectionSubtype: RawRepresentable, Hashable, Sendable, CustomStr
         case .smartAlbumRecentlyAdded: return "Recently Added"
         case .smartAlbumUserLibrary: return "All Photos"
         case .smartAlbumRecentlyDeleted: return "Recently Deleted"
+        case .smartAlbumAllHidden: return "Hidden"
+        case .smartAlbumLivePhotos: return "Live Photos"
+        case .smartAlbumAnimated: return "Animated"
         default: return "Smart Album"
         }
     }

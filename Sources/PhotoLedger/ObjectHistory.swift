@@ -282,6 +282,16 @@ struct HistoryFold {
             return [("title", title, .register, .title)]
         case .albumDeleted:
             return [("isDeleted", "true", .plain, nil)]
+        case .albumMoved(let parent), .listMoved(let parent):
+            return [("parent", parent.map { LocalIdentifier(uuid: $0, kind: .collectionList).description } ?? "top level", .register, .parent)]
+        case .listCreated(let title):
+            return [("title", title, .register, .title)]
+        case .listRenamed(let title):
+            return [("title", title, .register, .title)]
+        case .listDeleted:
+            return [("isDeleted", "true", .plain, nil)]
+        case .albumKeyAssetSet(let asset):
+            return [("keyAsset", asset.map { LocalIdentifier(uuid: $0, kind: .asset).description }, .register, .keyAsset)]
         case .albumMerged(let winner):
             return event.object == object.uuid
                 ? [("mergedInto", LocalIdentifier(uuid: winner, kind: .album).description, .plain, nil)]

@@ -172,7 +172,8 @@ struct PersistentChangeBuilder {
         case .assetRecovered: Self.mark(&assets, object, .alive)
         case .assetDeleted, .assetPurged: Self.mark(&assets, object, .deleted)
         case .albumCreated: Self.mark(&albums, object, .inserted)
-        case .albumRenamed, .albumMembersChanged: Self.mark(&albums, object, .touched)
+        case .albumRenamed, .albumMembersChanged, .albumKeyAssetSet, .albumMoved: Self.mark(&albums, object, .touched)
+        case .collectionListCreated, .collectionListRenamed, .collectionListDeleted, .collectionListMoved: break
         case .albumDeleted: Self.mark(&albums, object, .deleted)
         case .albumMerged:
             Self.mark(&albums, object, .deleted)

@@ -1,6 +1,7 @@
 import Foundation
 import LedgerCore
 import LedgerStore
+import PhotoMedia
 
 /// An object a fetch can return: an asset or an album.
 public protocol PhotoObject: Hashable, Sendable, ObjectReference {
@@ -54,11 +55,32 @@ extension PhotoLibrary {
         return try fetch(.collectionsWithIdentifiers(ids, options))
     }
 
-    /// The resources an asset was created with.
+    /// The key asset of a collection (PhotoKit's `fetchKeyAssets(in:options:)`): for an album, the
+    /// asset chosen with ``AlbumChangeRequest/setKeyAsset(_:)`` while the album's fetch returns
+    /// it, otherwise the first asset; for a smart album, its first asset. Empty for an empty
+    /// collection.
+    public func fetchKeyAssets(in collection: AssetCollection, options: FetchOptions = FetchOptions()) throws -> FetchResult<Asset> {
+        try fetch(.keyAssets(collection.id, options))
+    }
+
+    /// The albums (`.album`) or smart albums (`.smartAlbum`) that hold `asset`, as PhotoKit's
+    /// `fetchAssetCollectionsContaining(_:with:options:)`: an album merged into another is
+    /// reported as the album it was merged into; a smart album holds the asset when its own
+    /// fetch returns it.
+    public func fetchAssetCollectionsContaining(
+        _ asset: any ObjectReference, with type: CollectionType, options: FetchOptions = FetchOptions()
+    ) throws -> FetchResult<AssetCollection> {
+        try fetch(.collectionsContaining(try Self.parse(asset, kind: .asset), type, options))
+    }
+
+    /// The resources of an asset (PhotoKit's `PHAssetResource.assetResources(for:)`): the ones
+    /// it was created with (its photo or video, a Live Photo's paired video, …) and, while it has
+    /// an edit, the edit's rendition (`.fullSizePhoto` or `.fullSizeVideo`, named
+    /// `FullSizeRender.<ext>`) and its adjustment data (`.adjustmentData`).
     public func resources(for asset: any ObjectReference) throws -> [AssetResource] {
         let id = try Self.parse(asset, kind: .asset)
         return try read { db, _ in
-            try db.rows(
+            var resources = try db.rows(
                 "SELECT type, sha256, size, uniform_type, original_filename FROM asset_resources WHERE asset_id = ? ORDER BY resource_index",
                 [id.bytes]
             ) { row in
@@ -66,7 +88,27 @@ extension PhotoLibrary {
                     type: ResourceType(rawValue: Int(row.int64(0))), sha256: Hex.encode(row.blob(1)), size: row.int64(2),
                     uniformTypeIdentifier: row.text(3), originalFilename: row.text(4))
             }
+            try db.forEachRow(
+                """
+                SELECT a.media_type, r.sha256, r.size, r.uniform_type, a.content_sha256 = r.sha256 FROM assets a
+                JOIN referenced_resources r ON r.sha256 IN (a.content_sha256, a.adjustment_sha256)
+                WHERE a.asset_id = ? ORDER BY a.content_sha256 = r.sha256 DESC
+                """, [id.bytes]
+            ) { row in
+                let rendered = row.int64(4) == 1
+                let type: ResourceType = rendered ? (row.int64(0) == AssetMediaType.video.rawValue ? .fullSizeVideo : .fullSizePhoto) : .adjustmentData
+                let uniformType = row.text(3)
+                let name = rendered ? "FullSizeRender." + Self.filenameExtension(forUniformType: uniformType) : "Adjustments.data"
+                resources.append(
+                    AssetResource(type: type, sha256: Hex.encode(row.blob(1)), size: row.int64(2), uniformTypeIdentifier: uniformType, originalFilename: name))
+            }
+            return resources
         }
+    }
+
+    /// The usual extension of a file of `uniformType`.
+    static func filenameExtension(forUniformType uniformType: String) -> String {
+        MediaFormat.allCases.first { $0.uniformTypeIdentifier == uniformType }?.preferredFilenameExtension ?? "bin"
     }
 
     // MARK: Running queries
@@ -81,23 +123,44 @@ extension PhotoLibrary {
     }
 
     func fetch(_ query: FetchQuery) throws -> FetchResult<Asset> {
-        let found = try read { db, access in try Self.assets(query, db: db, access: access, now: options.clock()) }
-        // A result read whole at the fetch needs no loader.
-        var loader: FetchResultStorage<Asset>.Loader?
-        if found.loaded.count < found.identifiers.count {
-            loader = { [storage] ids in
-                do {
-                    return try storage.read { db in try Self.assets(withIDs: ids, db: db) }
-                } catch {
-                    throw PhotoLibrary.translate(error, doing: "read the library")
-                }
-            }
+        let registration = try register(query)
+        let (found, generation) = try read { db, access in
+            (try Self.assets(query, db: db, access: access, now: options.clock()), try Self.changeGeneration(in: db))
         }
-        return FetchResult(identifiers: found.identifiers, versions: found.versions, loaded: found.loaded, query: query, loader: loader)
+        // A result read whole at the fetch needs no loader.
+        let loader = found.loaded.count < found.identifiers.count ? assetLoader : nil
+        return FetchResult(
+            identifiers: found.identifiers, versions: found.versions, loaded: found.loaded, query: query, loader: loader, generation: generation,
+            registration: registration)
     }
 
     func fetch(_ query: FetchQuery) throws -> FetchResult<AssetCollection> {
-        FetchResult(try read { db, access in try Self.collections(query, db: db, access: access, now: options.clock()) }, query: query)
+        let registration = try register(query)
+        let (found, generation) = try read { db, access in
+            (try Self.collections(query, db: db, access: access, now: options.clock()), try Self.changeGeneration(in: db))
+        }
+        return FetchResult(found, query: query, generation: generation, registration: registration)
+    }
+
+    /// Tracks `query` for change details before it is read (a fetch inside a change block fails
+    /// first, with the error ``read(_:)`` gives).
+    func register(_ query: FetchQuery) throws -> QueryRegistration {
+        if storage.isWritingOnCurrentThread {
+            throw PhotoLibraryError(
+                .changeNotSupported, "fetches cannot run inside a change block; use the change requests' own state, or fetch after the block")
+        }
+        return tracker.register(query)
+    }
+
+    /// Reads the assets of a fetch result that were not read at the fetch.
+    var assetLoader: FetchResultStorage<Asset>.Loader {
+        { [storage] ids in
+            do {
+                return try storage.read { db in try Self.assets(withIDs: ids, db: db) }
+            } catch {
+                throw PhotoLibrary.translate(error, doing: "read the library")
+            }
+        }
     }
 
     /// What an asset fetch read: every identifier and version, the first objects.
@@ -166,7 +229,8 @@ extension PhotoLibrary {
         "SELECT \(Fetching.assetColumns) FROM assets a WHERE a.asset_id IN ("
             + Array(repeating: "?", count: FetchResult<Asset>.batchSize).joined(separator: ", ") + ")")
 
-    static func assets(_ query: FetchQuery, db: Database, access: Access, now: UInt64) throws -> AssetFetch {
+    /// The assets `query` returns; with `only`, at most that asset (whether the query returns it).
+    static func assets(_ query: FetchQuery, db: Database, access: Access, now: UInt64, only: UUID? = nil) throws -> AssetFetch {
         var conditions = ["a.created = 1", "a.purged = 0"]
         var values: [any SQLBindable] = []
         let options: FetchOptions
@@ -187,6 +251,8 @@ extension PhotoLibrary {
             }
         case .assetsInAlbum(let album, let o):
             return try assets(inAlbum: album, options: o, db: db, access: access)
+        case .keyAssets(let collection, let o):
+            return try keyAssets(of: collection, options: o, db: db, access: access, now: now)
         case .assetsInSmartAlbum(let subtype, let o):
             options = o
             switch subtype {
@@ -194,18 +260,27 @@ extension PhotoLibrary {
                 conditions.append(CausalLength.absent("a.trash_cl"))
                 defaultOrder = "a.trashed_hlc DESC, a.asset_id"
             case .smartAlbumFavorites: conditions += [CausalLength.present("a.trash_cl"), "a.favorite = 1"]
-            case .smartAlbumVideos: conditions += [CausalLength.present("a.trash_cl"), "a.media_type = \(MediaType.video.rawValue)"]
+            case .smartAlbumVideos: conditions += [CausalLength.present("a.trash_cl"), "a.media_type = \(AssetMediaType.video.rawValue)"]
             case .smartAlbumRecentlyAdded:
                 conditions += [CausalLength.present("a.trash_cl"), "a.created_hlc >= ?"]
                 values.append(Int64(bitPattern: HLCTimestamp(milliseconds: now &- 30 * 86_400_000, counter: 0).rawValue))
                 defaultOrder = "a.created_hlc DESC, a.asset_id"
             case .smartAlbumUserLibrary: conditions.append(CausalLength.present("a.trash_cl"))
+            case .smartAlbumAllHidden: conditions += [CausalLength.present("a.trash_cl"), "a.hidden = 1"]
+            case .smartAlbumLivePhotos:
+                conditions += [CausalLength.present("a.trash_cl"), "a.media_subtypes & \(MediaSubtypes.photoLive.rawValue) <> 0"]
+            case .smartAlbumAnimated:
+                conditions += [CausalLength.present("a.trash_cl"), "a.media_subtypes & \(MediaSubtypes.photoAnimation.rawValue) <> 0"]
             default: return .empty
             }
-        case .collections, .collectionsWithIdentifiers:
+        case .collections, .collectionsWithIdentifiers, .collectionsContaining, .collectionsInList, .collectionLists, .collectionListsContaining:
             return .empty
         }
-        let hiddenAllowed = options.includeHiddenAssets || Fetching.mentionsHidden(options.predicate)
+        if let only {
+            conditions.append("a.asset_id = ?")
+            values.append(only.bytes)
+        }
+        let hiddenAllowed = options.includeHiddenAssets || Fetching.mentionsHidden(options.predicate) || query.listsHidden
         if !hiddenAllowed, !(query.isRecentlyDeleted) { conditions.append("a.hidden = 0") }
         if let condition = try assetCondition(options.predicate, access: access) {
             conditions.append(condition.sql)
@@ -256,6 +331,25 @@ extension PhotoLibrary {
         return limit(AssetFetch(sorted.map(\.0), versions: sorted.map(\.1)), o.fetchLimit)
     }
 
+    /// The key asset of a collection, as a one-asset fetch: an album's chosen key asset while
+    /// its fetch returns it, else the collection's first asset; none for an empty collection.
+    static func keyAssets(of collection: UUID, options o: FetchOptions, db: Database, access: Access, now: UInt64) throws -> AssetFetch {
+        var options = o
+        options.fetchLimit = 0
+        let members: AssetFetch
+        var chosen: UUID?
+        if let subtype = CollectionSubtype.smartAlbums.first(where: { $0.smartAlbumID == collection }) {
+            members = try assets(.assetsInSmartAlbum(subtype, options), db: db, access: access, now: now)
+        } else {
+            guard let album = try AlbumMembers.resolve(collection, in: db) else { return .empty }
+            chosen = try db.firstRow("SELECT key_asset FROM albums WHERE album_id = ?", [album.bytes]) { $0.isNull(0) ? nil : UUID(bytes: $0.blob(0)) } ?? nil
+            members = try assets(inAlbum: album, options: options, db: db, access: access)
+        }
+        guard let index = chosen.flatMap(members.identifiers.firstIndex(of:)) ?? (members.identifiers.isEmpty ? nil : 0) else { return .empty }
+        let found = try assets(withIDs: [members.identifiers[index]], db: db)
+        return AssetFetch(found, versions: [members.versions[index]])
+    }
+
     /// The condition on asset rows (alias `a`) that limited access and the predicate add, or nil.
     static func assetCondition(_ predicate: FetchPredicate?, access: Access) throws -> Fetching.Condition? {
         var parts: [Fetching.Condition] = []
@@ -291,16 +385,29 @@ extension PhotoLibrary {
             case .pixelWidth: return Double(asset.pixelWidth)
             case .pixelHeight: return Double(asset.pixelHeight)
             case .duration: return asset.duration
+            case .distance: return Self.distanceKey(asset.location, from: descriptors.first { $0.key == .distance }?.origin)
             case .title: throw PhotoLibraryError(.changeNotSupported, "cannot sort assets by title; choose another sort key")
             }
         }
         let keyed = try assets.map { asset in (asset, try descriptors.map { try key(asset.0, $0.key) }) }
         return keyed.sorted { lhs, rhs in
             for (index, descriptor) in descriptors.enumerated() where lhs.1[index] != rhs.1[index] {
+                // Without a location, last in either direction (as the SQL order puts it).
+                let (lhsNone, rhsNone) = (lhs.1[index] == .greatestFiniteMagnitude, rhs.1[index] == .greatestFiniteMagnitude)
+                if descriptor.key == .distance, lhsNone != rhsNone { return rhsNone }
                 return descriptor.ascending ? lhs.1[index] < rhs.1[index] : lhs.1[index] > rhs.1[index]
             }
             return lhs.0.0.id.bytes < rhs.0.0.id.bytes
         }.map(\.0)
+    }
+
+    /// What a distance sort compares, as its SQL computes it: the haversine of the great-circle
+    /// distance (it grows with the distance); no location sorts last.
+    static func distanceKey(_ location: Location?, from origin: Location?) -> Double {
+        guard let location, let origin else { return .greatestFiniteMagnitude }
+        let (φ1, φ2) = (origin.latitude * .pi / 180, location.latitude * .pi / 180)
+        let (dφ, dλ) = (φ2 - φ1, (location.longitude - origin.longitude) * .pi / 180)
+        return sin(dφ / 2) * sin(dφ / 2) + cos(φ1) * cos(φ2) * sin(dλ / 2) * sin(dλ / 2)
     }
 
     static func collections(_ query: FetchQuery, db: Database, access: Access, now: UInt64) throws -> [AssetCollection] {
@@ -308,6 +415,7 @@ extension PhotoLibrary {
         var wantedIDs: [UUID]?
         var includeRegular = true
         var smartSubtypes: [CollectionSubtype] = []
+        var containing: Set<UUID>?
         switch query {
         case .collections(let type, let subtype, let o):
             options = o
@@ -315,6 +423,20 @@ extension PhotoLibrary {
             if type == nil || type == .smartAlbum {
                 smartSubtypes = CollectionSubtype.smartAlbums.filter { subtype == .any || subtype == $0 }
             }
+        case .collectionsContaining(let asset, let type, let o):
+            options = o
+            includeRegular = type == .album
+            if type == .smartAlbum {
+                smartSubtypes = try CollectionSubtype.smartAlbums.filter { subtype in
+                    try !assets(.assetsInSmartAlbum(subtype, FetchOptions()), db: db, access: access, now: now, only: asset).identifiers.isEmpty
+                }
+            }
+            // The albums with a membership row that holds the asset, each followed to the album it
+            // was merged into.
+            let rows = try db.rows(
+                "SELECT album_id FROM album_members WHERE asset_id = ? AND \(CausalLength.present("cl")) AND asset_state >= 1", [asset.bytes]
+            ) { UUID(bytes: $0.blob(0))! }
+            containing = Set(try rows.compactMap { try AlbumMembers.resolve($0, in: db) })
         case .collectionsWithIdentifiers(let ids, let o):
             options = o
             wantedIDs = try ids.compactMap { id in
@@ -338,11 +460,11 @@ extension PhotoLibrary {
         if let predicate = options.predicate {
             result = result.filter { matches($0.title, predicate) }
         }
-        if includeRegular && (wantedIDs == nil || wantedIDs!.contains { id in !smartSubtypes.contains { $0.smartAlbumID == id } }) {
+        if includeRegular && containing?.isEmpty != true && (wantedIDs == nil || wantedIDs!.contains { id in !smartSubtypes.contains { $0.smartAlbumID == id } }) {
             var conditions = ["c.created = 1", "c.deleted = 0", "c.merged_into IS NULL"]
             var values: [any SQLBindable] = []
-            if let wantedIDs {
-                conditions.append("c.album_id IN (\(wantedIDs.map { "x'\(Hex.encode($0.bytes))'" }.joined(separator: ",")))")
+            if let ids = containing.map(Array.init) ?? wantedIDs {
+                conditions.append("c.album_id IN (\(ids.map { "x'\(Hex.encode($0.bytes))'" }.joined(separator: ",")))")
             }
             if let predicate = options.predicate {
                 let condition = Fetching.condition(predicate)
@@ -395,6 +517,12 @@ extension PhotoLibrary {
 }
 
 extension FetchQuery {
+    /// Whether the query lists hidden assets without being asked to (the Hidden smart album).
+    var listsHidden: Bool {
+        if case .assetsInSmartAlbum(.smartAlbumAllHidden, _) = self { return true }
+        return false
+    }
+
     var isRecentlyDeleted: Bool {
         if case .assetsInSmartAlbum(.smartAlbumRecentlyDeleted, _) = self { return true }
         return false

@@ -61,6 +61,8 @@ public final class PhotoLibrary: Sendable {
     let identifiers: UUIDv7Generator
     let randomness: RandomSource
     let observers: ObserverRegistry
+    /// The fetches the app holds results of, for change details captured at each commit.
+    let tracker = ChangeTracker()
     /// Wakes live sync engines when a change block of this device commits events.
     let commits: CommitSignal
     /// The content-addressed store of resource bytes, in a directory beside the library file.
@@ -153,8 +155,8 @@ public final class PhotoLibrary: Sendable {
                 .changeNotSupported,
                 "performChanges cannot be nested: this thread is already inside a change block; make all changes in the outer block")
         }
-        var touched = TouchedObjects()
         var afterCommit: [() -> Void] = []
+        var pending: PendingCommit?
         var committedEvents = false
         let result: T
         do {
@@ -164,17 +166,18 @@ public final class PhotoLibrary: Sendable {
                 defer { changes.invalidate() }
                 let value = try body(changes)
                 try changes.commit()
-                touched = changes.touched
                 afterCommit = changes.afterCommit
                 committedEvents = changes.committedEvents
+                pending = try beginCommit(changes.touched, contentBefore: changes.contentBefore, in: db)
                 return value
             }
         } catch {
+            abandon(pending)
             throw Self.translate(error, doing: "perform changes")
         }
         for action in afterCommit { action() }
         if committedEvents { commits.signal() }
-        notifyObservers(touched)
+        if let pending { publish(pending) }
         return result
     }
 
@@ -185,6 +188,18 @@ public final class PhotoLibrary: Sendable {
             Self.changeQueue.async {
                 continuation.resume(with: Result { try self.performChangesAndWait(body) })
             }
+        }
+    }
+
+    /// Runs a change block off the caller's thread, then calls `completionHandler` with its
+    /// outcome (PhotoKit's `performChanges(_:completionHandler:)`): `.success` with the block's
+    /// value once it has committed, `.failure` with the error when nothing was changed. The
+    /// handler runs on a queue of the library's, not the caller's.
+    public func performChanges<T: Sendable>(
+        _ body: @escaping @Sendable (LibraryChanges) throws -> T, completionHandler: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
+        Self.changeQueue.async {
+            completionHandler(Result { try self.performChangesAndWait(body) })
         }
     }
 
@@ -201,6 +216,7 @@ public final class PhotoLibrary: Sendable {
     func applyRemoteEvents(_ page: PreparedPage) throws -> AppliedPage {
         var touched = TouchedObjects()
         var applied = AppliedPage()
+        var pending: PendingCommit?
         let context = foldContext
         do {
             try withArchive { _, archive in
@@ -252,6 +268,7 @@ public final class PhotoLibrary: Sendable {
                         batch = ProjectionBatch()
                         for event in events where appended[event.id] != nil { batch.add(event, context: context) }
                     }
+                    let contentBefore = try Self.contentStamps(batch.contentEditedAssets, in: db)
                     try batch.write(to: db)
                     touched = batch.touched
                     applied.newEvents = appended.count
@@ -269,14 +286,17 @@ public final class PhotoLibrary: Sendable {
                         archive: archive)
                     if let failure = report.failure { throw ServerChainMismatch(failure: failure) }
                     if let cursor = page.cursor { try db.execute("UPDATE replica_state SET pull_cursor = ? WHERE id = 1", [cursor]) }
+                    pending = try beginCommit(touched, contentBefore: contentBefore, in: db)
                 }
             }
         } catch let mismatch as ServerChainMismatch {
+            abandon(pending)
             throw mismatch
         } catch {
+            abandon(pending)
             throw Self.translate(error, doing: "apply events from other devices")
         }
-        notifyObservers(touched)
+        if let pending { publish(pending) }
         return applied
     }
 
@@ -437,10 +457,10 @@ public final class PhotoLibrary: Sendable {
         storage.waitForBackgroundCheckpoints(timeout: timeout)
     }
 
-    /// Verifies the hash chain of the log, through the archive of a compacted library
-    /// (``verifyChain()`` says which file a failure is in).
-    public func verify() throws -> EventLog.Verification {
-        try verifiedChain()
+    /// Verifies the hash chain of the log, through the archive of a compacted library: the same
+    /// check and the same report as ``verifyChain()`` (which says which file a failure is in).
+    public func verify() throws -> ChainVerificationReport {
+        try verifyChain()
     }
 
     /// Purges assets that have been in Recently Deleted longer than the retention period.
@@ -466,7 +486,7 @@ public final class PhotoLibrary: Sendable {
         guard let identifier = LocalIdentifier(reference.localIdentifier), identifier.kind == kind else {
             throw PhotoLibraryError(
                 .identifierNotFound,
-                "'\(reference.localIdentifier)' is not a valid \(kind == .asset ? "asset" : "album") identifier "
+                "'\(reference.localIdentifier)' is not a valid \(kind.name) identifier "
                     + "(expected <UUID>/L0/\(kind.rawValue))")
         }
         return identifier.uuid

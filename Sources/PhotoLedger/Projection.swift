@@ -6,12 +6,15 @@ import LedgerStore
 struct TouchedObjects: Sendable {
     var assets: Set<UUID> = []
     var albums: Set<UUID> = []
+    /// Folders (collection lists).
+    var lists: Set<UUID> = []
 
-    var isEmpty: Bool { assets.isEmpty && albums.isEmpty }
+    var isEmpty: Bool { assets.isEmpty && albums.isEmpty && lists.isEmpty }
 
     mutating func formUnion(_ other: TouchedObjects) {
         assets.formUnion(other.assets)
         albums.formUnion(other.albums)
+        lists.formUnion(other.lists)
     }
 }
 
@@ -91,7 +94,11 @@ struct Projection {
     }
 
     /// The projection tables, in the order a dump lists them.
-    static let tables = ["assets", "asset_resources", "referenced_resources", "albums", "album_members", "quarantine"]
+    static let tables = ["assets", "asset_resources", "referenced_resources", "albums", "album_members", "collection_lists", "quarantine"]
+
+    /// Tables added after compaction snapshots were first taken: a snapshot taken before one
+    /// existed has no copy of it (it held no rows then).
+    static let addedAfterSnapshots: Set<String> = ["collection_lists"]
 
     /// How many events a rebuild folds in memory before handing them to the writing
     /// connection: small enough that folding the next batch overlaps writing this one from

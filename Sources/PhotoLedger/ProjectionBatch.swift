@@ -81,6 +81,17 @@ struct ProjectionBatch: Sendable {
         var deleted = false
         var mergedInto: UUID?
         var modificationHLC: Int64 = 0
+        var keyAsset = Register<UUID?>(nil)
+        var parent = Register<UUID?>(nil)
+    }
+
+    struct ListRow {
+        var created = false
+        var creation = WriterStamp.zero
+        var title = Register("")
+        var parent = Register<UUID?>(nil)
+        var deleted = false
+        var modificationHLC: Int64 = 0
     }
 
     struct MemberKey: Hashable {
@@ -126,6 +137,7 @@ struct ProjectionBatch: Sendable {
     private var assets = Rows<UUID, AssetRow>(empty: AssetRow())
     private var albums = Rows<UUID, AlbumRow>(empty: AlbumRow())
     private var members = Rows<MemberKey, MemberRow>(empty: MemberRow())
+    private var lists = Rows<UUID, ListRow>(empty: ListRow())
     private var resources: [(asset: UUID, index: Int, record: ResourceRecord)] = []
     private var referenced: [ResourceRecord] = []
     private var referencedHashes: Set<[UInt8]> = []
@@ -138,10 +150,12 @@ struct ProjectionBatch: Sendable {
     /// The objects the folded events touched: every object with a folded row, and the assets
     /// of the memberships.
     var touched: TouchedObjects {
-        TouchedObjects(assets: Set(assets.keys).union(members.keys.lazy.map(\.asset)), albums: Set(albums.keys))
+        TouchedObjects(assets: Set(assets.keys).union(members.keys.lazy.map(\.asset)), albums: Set(albums.keys), lists: Set(lists.keys))
     }
     /// The number of events folded.
     private(set) var eventCount = 0
+    /// The assets a folded content edit (or revert) is about.
+    private(set) var contentEditedAssets: Set<UUID> = []
 
     /// The memberships folded, by album and asset.
     var memberships: Zip2Sequence<[MemberKey], [MemberRow]> { zip(members.keys, members.rows) }
@@ -220,6 +234,7 @@ struct ProjectionBatch: Sendable {
                 row.modificationHLC = max(row.modificationHLC, hlc)
             }
         case .assetContentEdited(let edit):
+            contentEditedAssets.insert(id)
             assets.update(id) { row in
                 row.content.offer(edit, at: stamp)
                 row.modificationHLC = max(row.modificationHLC, hlc)
@@ -244,6 +259,38 @@ struct ProjectionBatch: Sendable {
         case .albumDeleted:
             albums.update(id) { row in
                 row.deleted = true
+                row.modificationHLC = max(row.modificationHLC, hlc)
+            }
+        case .albumMoved(let parent):
+            albums.update(id) { row in
+                row.parent.offer(parent, at: stamp)
+                row.modificationHLC = max(row.modificationHLC, hlc)
+            }
+        case .listCreated(let title):
+            lists.update(id) { row in
+                if !row.created || stamp < row.creation { row.creation = stamp }
+                row.created = true
+                row.title.offer(title, at: stamp)
+                row.modificationHLC = max(row.modificationHLC, hlc)
+            }
+        case .listRenamed(let title):
+            lists.update(id) { row in
+                row.title.offer(title, at: stamp)
+                row.modificationHLC = max(row.modificationHLC, hlc)
+            }
+        case .listDeleted:
+            lists.update(id) { row in
+                row.deleted = true
+                row.modificationHLC = max(row.modificationHLC, hlc)
+            }
+        case .listMoved(let parent):
+            lists.update(id) { row in
+                row.parent.offer(parent, at: stamp)
+                row.modificationHLC = max(row.modificationHLC, hlc)
+            }
+        case .albumKeyAssetSet(let asset):
+            albums.update(id) { row in
+                row.keyAsset.offer(asset, at: stamp)
                 row.modificationHLC = max(row.modificationHLC, hlc)
             }
         case .albumMerged(let winner):
@@ -359,6 +406,26 @@ struct ProjectionBatch: Sendable {
                 try statement.bind(row.deleted ? 1 : 0, at: 9)
                 if let winner = row.mergedInto { try bind(winner, at: 10, statement) }
                 try statement.bind(row.modificationHLC, at: 11)
+                if let key = row.keyAsset.value { try bind(key, at: 12, statement) }
+                try bind(row.keyAsset.stamp, at: 13, statement)
+                if let parent = row.parent.value { try bind(parent, at: 15, statement) }
+                try bind(row.parent.stamp, at: 16, statement)
+                try statement.step()
+            }
+        }
+        if !lists.isEmpty {
+            let statement = try database.cachedStatement(Self.listSQL)
+            for (id, row) in zip(lists.keys, lists.rows) {
+                defer { statement.reset() }
+                try bind(id, at: 1, statement)
+                try statement.bind(row.created ? 1 : 0, at: 2)
+                try bind(row.creation, at: 3, statement)
+                try statement.bind(row.title.value, at: 5)
+                try bind(row.title.stamp, at: 6, statement)
+                if let parent = row.parent.value { try bind(parent, at: 8, statement) }
+                try bind(row.parent.stamp, at: 9, statement)
+                try statement.bind(row.deleted ? 1 : 0, at: 11)
+                try statement.bind(row.modificationHLC, at: 12)
                 try statement.step()
             }
         }
@@ -511,19 +578,41 @@ struct ProjectionBatch: Sendable {
 
     static let albumSQL = PreparedSQL("""
         INSERT INTO albums (album_id, created, created_hlc, source_device, subtype, title, title_hlc, title_device, deleted,
-            merged_into, modification_hlc)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+            merged_into, modification_hlc, key_asset, key_asset_hlc, key_asset_device, parent, parent_hlc, parent_device)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
         ON CONFLICT (album_id) DO UPDATE SET
             created_hlc = CASE WHEN \(earlierCreation) THEN excluded.created_hlc ELSE albums.created_hlc END,
             source_device = CASE WHEN \(earlierCreation) THEN excluded.source_device ELSE albums.source_device END,
             subtype = CASE WHEN \(earlierCreation) THEN excluded.subtype ELSE albums.subtype END,
             created = max(created, excluded.created),
             \(lww(["title"], stamp: "title")),
+            \(lww(["key_asset"], stamp: "key_asset")),
+            \(lww(["parent"], stamp: "parent")),
             deleted = max(deleted, excluded.deleted),
             merged_into = CASE WHEN excluded.merged_into IS NOT NULL AND (merged_into IS NULL OR excluded.merged_into < merged_into)
                 THEN excluded.merged_into ELSE merged_into END,
             modification_hlc = max(modification_hlc, excluded.modification_hlc)
         """)
+
+    /// A folder's creation stamp is the earliest creation's, like an album's.
+    static let listSQL = PreparedSQL("""
+        INSERT INTO collection_lists (list_id, created, created_hlc, source_device, title, title_hlc, title_device, parent, parent_hlc,
+            parent_device, deleted, modification_hlc)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+        ON CONFLICT (list_id) DO UPDATE SET
+            created_hlc = CASE WHEN \(earlierListCreation) THEN excluded.created_hlc ELSE collection_lists.created_hlc END,
+            source_device = CASE WHEN \(earlierListCreation) THEN excluded.source_device ELSE collection_lists.source_device END,
+            created = max(created, excluded.created),
+            \(lww(["title"], stamp: "title")),
+            \(lww(["parent"], stamp: "parent")),
+            deleted = max(deleted, excluded.deleted),
+            modification_hlc = max(modification_hlc, excluded.modification_hlc)
+        """)
+
+    private static let earlierListCreation = """
+        excluded.created = 1 AND (collection_lists.created = 0 OR (excluded.created_hlc, excluded.source_device) < \
+        (collection_lists.created_hlc, collection_lists.source_device))
+        """
 
     /// The membership upsert, with the asset's state and version.
     static let memberUpsert = BatchInsert(

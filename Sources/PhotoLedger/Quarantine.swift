@@ -5,7 +5,7 @@ import LedgerStore
 /// An event kept in the log but not folded into the views, with why.
 ///
 /// The list is the same on every device that holds the same events: verdicts depend on the
-/// events alone (see ``EventSchema`` and the conflict rules of creations), never on the order
+/// events alone (see `EventSchema` and the conflict rules of creations), never on the order
 /// they arrived in.
 public struct QuarantineEntry: Sendable, Hashable {
     /// The event.

@@ -347,20 +347,27 @@ extension PhotoLibrary {
     /// Removes events from the views (the server rejected them): the objects they touched are
     /// refolded without them.
     func foldOut(_ events: [UUID]) throws {
-        var touched = TouchedObjects()
-        try withArchive { _, archive in
-            try withDatabase { db in
-                var objects = Set<UUID>()
-                for id in events {
-                    guard let stored = try EventLog(db).event(withID: id) else { continue }
-                    objects.insert(stored.event.object)
-                    // Memberships: the assets an album event named are refolded with the album.
+        var pending: PendingCommit?
+        do {
+            try withArchive { _, archive in
+                try withDatabase { db in
+                    var objects = Set<UUID>()
+                    for id in events {
+                        guard let stored = try EventLog(db).event(withID: id) else { continue }
+                        objects.insert(stored.event.object)
+                        // Memberships: the assets an album event named are refolded with the album.
+                    }
+                    var none: RebuildProgress?
+                    let contentBefore = try PhotoLibrary.contentStamps(objects, in: db)
+                    let touched = try Projection(db, archive: archive).refold(objects, context: foldContext, progress: &none)
+                    pending = try beginCommit(touched, contentBefore: contentBefore, in: db)
                 }
-                var none: RebuildProgress?
-                touched = try Projection(db, archive: archive).refold(objects, context: foldContext, progress: &none)
             }
+        } catch {
+            abandon(pending)
+            throw error
         }
-        notifyObservers(touched)
+        if let pending { publish(pending) }
     }
 }
 

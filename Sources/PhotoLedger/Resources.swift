@@ -126,8 +126,10 @@ extension PhotoLibrary {
     /// The bytes of an asset's photo or video: exactly the stored bytes, checked against their
     /// SHA-256 (a damaged file is an error, never wrong bytes).
     ///
-    /// - Parameter version: `.current` for the edited rendition when there is one,
-    ///   `.unadjusted` or `.original` for the bytes the asset was created with.
+    /// - Parameters:
+    ///   - asset: The asset (an ``Asset``, a placeholder or a local identifier).
+    ///   - version: `.current` for the edited rendition when there is one, `.unadjusted` or
+    ///     `.original` for the bytes the asset was created with.
     public func requestImageData(for asset: any ObjectReference, version: ImageVersion = .current) throws -> Data {
         let (hash, _) = try resourceHash(for: asset, version: version)
         return try requestData(hash: hash)
@@ -299,12 +301,10 @@ extension AssetChangeRequest {
         try changes.checkValid("an asset change request")
         let isVideo = try changes.database.firstRow("SELECT media_type FROM assets WHERE asset_id = ?", [id.bytes]) { $0.int64(0) } == 2
         let rendered = try changes.store(ResourceInput(type: isVideo ? .fullSizeVideo : .fullSizePhoto, source: output.renderedContent)).0
-        var adjustment = ByteWriter()
-        adjustment.write(string: output.adjustmentFormatIdentifier)
-        adjustment.write(string: output.adjustmentFormatVersion)
-        adjustment.write(bytes: Array(output.adjustmentData))
+        let adjustment = AdjustmentData(
+            formatIdentifier: output.adjustmentFormatIdentifier, formatVersion: output.adjustmentFormatVersion, data: output.adjustmentData)
         let adjustmentRecord = try changes.store(
-            ResourceInput(type: .adjustmentData, source: .data(Data(adjustment.bytes)), options: AssetCreationOptions(originalFilename: "Adjustments.plist"))).0
+            ResourceInput(type: .adjustmentData, source: .data(Data(adjustment.encoded)), options: AssetCreationOptions(originalFilename: "Adjustments.data"))).0
         try changes.record(
             .assetContentEdited(.init(rendered: rendered, adjustment: adjustmentRecord, adjustmentFormat: output.adjustmentFormatIdentifier)), object: id)
     }

@@ -111,6 +111,52 @@ struct LiveSyncTests {
         #expect(try anna.library.fetchAssetCollections(withLocalIdentifiers: [album]).first?.localizedTitle == "Summer")
     }
 
+    @Test("an app on a live device gets one change per pulled page, in order; applied, they give a new fetch")
+    func changeStreamOfLivePulls() async throws {
+        let server = try TestServer()
+        let directory = try TemporaryDirectory()
+        let clock = TestClock()
+        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
+        let ben = try Device("ben-tablet", server: server, directory: directory, clock: clock, seed: 2)
+        let watcher = Watcher(ben.engine.live(Self.options()))
+        _ = try await watcher.next { if case .started = $0 { true } else { false } }
+        var albums = try ben.library.fetchAssetCollections(with: .album)
+        let stream = ben.library.changeStream()
+        var created: [String] = []
+        for title in ["Spring", "Summer", "Autumn"] {
+            created.append(try anna.library.performChangesAndWait { try $0.createAlbum(title: title).localIdentifier })
+            try await anna.sync()
+            _ = try await watcher.next { if case .pulled = $0 { true } else { false } }
+        }
+        // The changes are in the stream once the pages are applied; the deadline only ends a broken run.
+        let count = created.count
+        let changes = try await withThrowingTaskGroup(of: [PhotoLibraryChange].self) { group in
+            group.addTask {
+                var changes: [PhotoLibraryChange] = []
+                for await change in stream {
+                    changes.append(change)
+                    if changes.count == count { break }
+                }
+                return changes
+            }
+            group.addTask {
+                try await Task.sleep(for: .seconds(60))
+                throw CancellationError()
+            }
+            let first = try await group.next() ?? []
+            group.cancelAll()
+            return first
+        }
+        #expect(changes.map(\.changedAlbumIdentifiers) == created.map { [$0] }, "one change per pulled page, in order")
+        for change in changes {
+            let details = try #require(change.changeDetails(for: albums))
+            #expect(details.hasIncrementalChanges && details.insertedIndexes.count == 1)
+            albums = details.fetchResultAfterChanges
+        }
+        #expect(albums.allObjects == (try ben.library.fetchAssetCollections(with: .album)).allObjects)
+        #expect(albums.map(\.title) == ["Spring", "Summer", "Autumn"])
+    }
+
     @Test("a burst of commits is pushed as few pushes, every event once")
     func burstsAreCoalesced() async throws {
         let server = try TestServer()

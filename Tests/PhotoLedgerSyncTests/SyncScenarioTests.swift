@@ -102,6 +102,91 @@ struct SyncScenarioTests {
         #expect(try anna.asset(assets[1])?.isFavorite == true && ben.asset(assets[1])?.isFavorite == true)
     }
 
+    @Test("key asset removed from its album on another device: the first asset is the cover everywhere, the choice returns with it", arguments: [true, false])
+    func keyAssetRemovedElsewhere(chooserFirst: Bool) async throws {
+        let scenario = try await twoDevices()
+        defer { withExtendedLifetime(scenario) {} }
+        let (clock, anna, ben, album, assets) = (scenario.clock, scenario.anna, scenario.ben, scenario.album, scenario.assets)
+        try anna.library.performChangesAndWait { try $0.albumChangeRequest(for: album).setKeyAsset(assets[1]) }
+        clock.advance(milliseconds: 5)
+        try ben.library.performChangesAndWait { try $0.albumChangeRequest(for: album).removeAssets([assets[1]]) }
+        if chooserFirst { try await syncBoth(anna, ben) } else { try await syncBoth(ben, anna) }
+        for device in [anna, ben] {
+            let collection = try device.library.fetchAssetCollections(withLocalIdentifiers: [album])[0]
+            #expect(try device.library.fetchKeyAssets(in: collection).map(\.localIdentifier) == [assets[0]], "\(device.library.device)")
+        }
+        // Added back on either device, the asset is the key asset again: the choice was kept.
+        try ben.library.performChangesAndWait { try $0.albumChangeRequest(for: album).addAssets([assets[1]]) }
+        try await syncBoth(ben, anna)
+        for device in [anna, ben] {
+            let collection = try device.library.fetchAssetCollections(withLocalIdentifiers: [album])[0]
+            #expect(try device.library.fetchKeyAssets(in: collection).map(\.localIdentifier) == [assets[1]], "\(device.library.device)")
+        }
+    }
+
+    @Test("key asset chosen on two devices: the later choice wins whoever syncs first", arguments: [true, false])
+    func keyAssetOnBoth(winnerFirst: Bool) async throws {
+        let scenario = try await twoDevices()
+        defer { withExtendedLifetime(scenario) {} }
+        let (clock, anna, ben, album, assets) = (scenario.clock, scenario.anna, scenario.ben, scenario.album, scenario.assets)
+        try ben.library.performChangesAndWait { try $0.albumChangeRequest(for: album).setKeyAsset(assets[0]) }
+        clock.advance(milliseconds: 5)
+        try anna.library.performChangesAndWait { try $0.albumChangeRequest(for: album).setKeyAsset(assets[1]) }
+        if winnerFirst { try await syncBoth(anna, ben) } else { try await syncBoth(ben, anna) }
+        for device in [anna, ben] {
+            let collection = try device.library.fetchAssetCollections(withLocalIdentifiers: [album])[0]
+            #expect(try device.library.fetchKeyAssets(in: collection).map(\.localIdentifier) == [assets[1]], "\(device.library.device)")
+        }
+    }
+
+    @Test("concurrent edits of one photo: the later edit wins everywhere, with its adjustment data and bytes", arguments: [true, false])
+    func concurrentEdits(winnerFirst: Bool) async throws {
+        let scenario = try await twoDevices()
+        defer { withExtendedLifetime(scenario) {} }
+        let (clock, anna, ben, assets) = (scenario.clock, scenario.anna, scenario.ben, scenario.assets)
+        func edit(_ device: Device, seed: UInt64, name: String) throws {
+            try device.library.performChangesAndWait { changes in
+                try changes.assetChangeRequest(for: assets[0]).setContentEditingOutput(
+                    ContentEditingOutput(
+                        renderedContent: .data(photo(seed)), adjustmentFormatIdentifier: "com.example.\(name)", adjustmentFormatVersion: "1",
+                        adjustmentData: Data(name.utf8)))
+            }
+        }
+        try edit(ben, seed: 70, name: "earlier")
+        clock.advance(milliseconds: 5)
+        try edit(anna, seed: 71, name: "later")
+        if winnerFirst { try await syncBoth(anna, ben) } else { try await syncBoth(ben, anna) }
+        for device in [anna, ben] {
+            #expect(try device.library.adjustmentData(for: assets[0])?.formatIdentifier == "com.example.later", "\(device.library.device)")
+            #expect(try device.library.requestImageData(for: assets[0]) == photo(71), "\(device.library.device)")
+            #expect(try device.library.requestImageData(for: assets[0], version: .unadjusted) == photo(1))
+        }
+    }
+
+    @Test("a folder moved into itself through two devices' moves: both read the same tree, the folder moved last at the top", arguments: [true, false])
+    func folderCycle(laterFirst: Bool) async throws {
+        let scenario = try await twoDevices()
+        defer { withExtendedLifetime(scenario) {} }
+        let (clock, anna, ben, album) = (scenario.clock, scenario.anna, scenario.ben, scenario.album)
+        let (outer, inner) = try anna.library.performChangesAndWait { changes in
+            let outer = try changes.createCollectionList(title: "Travel"), inner = try changes.createCollectionList(title: "Europe")
+            try inner.addChildCollections([album])
+            return (outer.localIdentifier, inner.localIdentifier)
+        }
+        try await syncBoth(anna, ben)
+        // Offline, anna puts Europe in Travel; later, ben puts Travel in Europe.
+        try anna.library.performChangesAndWait { try $0.collectionListChangeRequest(for: outer).addChildCollections([inner]) }
+        clock.advance(milliseconds: 5)
+        try ben.library.performChangesAndWait { try $0.collectionListChangeRequest(for: inner).addChildCollections([outer]) }
+        if laterFirst { try await syncBoth(ben, anna) } else { try await syncBoth(anna, ben) }
+        for device in [anna, ben] {
+            let library = device.library
+            #expect(try library.fetchTopLevelUserCollections().map(\.localIdentifier) == [outer], "\(library.device): Travel moved last")
+            #expect(try library.fetchCollectionListsContaining(inner).map(\.localIdentifier) == [outer])
+            #expect(try library.fetchCollectionListsContaining(album).map(\.localIdentifier) == [inner])
+        }
+    }
+
     @Test("add vs remove: a concurrent remove and remove-then-add keep the asset (longer history wins)", arguments: [true, false])
     func addVersusRemove(addFirst: Bool) async throws {
         let scenario = try await twoDevices()

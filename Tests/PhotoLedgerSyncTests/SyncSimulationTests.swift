@@ -52,6 +52,14 @@ struct SyncSimulationTests {
                 transport: FaultyTransport(wrapping: wire, seed: UInt64(schedule * 100 + index), faultRate: 4), options: engineOptions)
             devices.append((library, faulty, SyncEngine(library: library, remote: remote, transport: wire, options: engineOptions)))
         }
+        // An app on the first device holds fetch results and applies each change's details.
+        let app = devices[0].library
+        let observer = CollectingObserver()
+        app.register(observer)
+        var photos = try app.fetchAssets()
+        var everything = try app.fetchAssets(options: FetchOptions(includeHiddenAssets: true))
+        var albums = try app.fetchAssetCollections(with: .album)
+        var topLevel = try app.fetchTopLevelUserCollections()
         for _ in 0..<40 {
             clock.advance(milliseconds: UInt64.random(in: 0...50, using: &random))
             let device = devices.randomElement(using: &random)!
@@ -68,6 +76,18 @@ struct SyncSimulationTests {
         // Quiescence: everyone syncs twice over a healthy network.
         for _ in 0..<2 { for device in devices { try await device.healthy.sync() } }
 
+        app.observers.queue.sync {}
+        for change in observer.changes {
+            photos = change.changeDetails(for: photos)?.fetchResultAfterChanges ?? photos
+            everything = change.changeDetails(for: everything)?.fetchResultAfterChanges ?? everything
+            albums = change.changeDetails(for: albums)?.fetchResultAfterChanges ?? albums
+            topLevel = change.changeDetails(for: topLevel)?.fetchResultAfterChanges ?? topLevel
+        }
+        #expect(photos.allObjects == (try app.fetchAssets()).allObjects, "schedule \(schedule): All Photos from change details")
+        #expect(everything.allObjects == (try app.fetchAssets(options: FetchOptions(includeHiddenAssets: true))).allObjects)
+        #expect(albums.allObjects == (try app.fetchAssetCollections(with: .album)).allObjects)
+        #expect(topLevel.allObjects == (try app.fetchTopLevelUserCollections()).allObjects)
+
         let reference = try dump(devices[0].library)
         for device in devices.dropFirst() {
             #expect(try dump(device.library) == reference, "schedule \(schedule): \(device.library.device) converged")
@@ -78,15 +98,23 @@ struct SyncSimulationTests {
         for device in devices {
             #expect(try eventIDs(device.library).count == allEvents.count, "nothing lost or duplicated on \(device.library.device)")
             #expect(try device.library.replica.outboxCount() == 0)
-            #expect(try device.library.verify() == .intact(count: allEvents.count))
+            #expect(try device.library.verify().intactCount == allEvents.count)
         }
     }
 
     func dump(_ library: PhotoLibrary) throws -> [String: [[SQLValue]]] {
         try library.readDatabase { db in
             var dump: [String: [[SQLValue]]] = [:]
-            for table in ["assets", "asset_resources", "referenced_resources", "albums", "album_members"] {
+            for table in ["assets", "asset_resources", "referenced_resources", "albums", "album_members", "collection_lists"] {
                 dump[table] = try db.rows("SELECT * FROM \(table) ORDER BY 1, 2") { row in (0..<row.columnCount).map { row.value($0) } }
+            }
+            // The folder tree each device reads from its registers.
+            dump["tree"] = try PhotoLibrary.photoCollections(.collectionsInList(nil, FetchOptions()), db: db, access: .full, now: 0).map {
+                [SQLValue.text($0.localIdentifier)]
+            }
+            let tree = try CollectionTree(db)
+            dump["parents"] = tree.folders.keys.sorted { $0.uuidString < $1.uuidString }.map { id in
+                [SQLValue.text(id.uuidString), SQLValue.text(tree.folders[id]!.parent?.uuidString ?? "top")]
             }
             return dump
         }
@@ -95,4 +123,16 @@ struct SyncSimulationTests {
     func eventIDs(_ library: PhotoLibrary) throws -> [UUID] {
         try library.readDatabase { db in try db.rows("SELECT event_id FROM events") { UUID(bytes: $0.blob(0))! } }
     }
+}
+
+/// Collects every change notification, in the order they arrive.
+final class CollectingObserver: PhotoLibraryChangeObserver, @unchecked Sendable {
+    // Safe to share: `received` is touched only under `lock`.
+    private let lock = NSLock()
+    private var received: [PhotoLibraryChange] = []
+
+    func photoLibraryDidChange(_ change: PhotoLibraryChange) { lock.withLock { received.append(change) } }
+
+    /// The notifications so far.
+    var changes: [PhotoLibraryChange] { lock.withLock { received } }
 }

@@ -52,6 +52,22 @@ struct AuthorizationTests {
         #expect(error.code == .accessUserDenied && error.message.contains("requestAuthorization"))
     }
 
+    @Test("a readWrite grant also authorizes addOnly, as in PhotoKit, without asking again")
+    func readWriteAuthorizesAddOnly() async throws {
+        let directory = try TemporaryDirectory()
+        let library = try library(directory, answer: .authorized)
+        #expect(library.authorizationStatus(for: .addOnly) == .notDetermined)
+        #expect(await library.requestAuthorization(for: .readWrite) == .authorized)
+        #expect(library.authorizationStatus(for: .addOnly) == .authorized)
+        let reopened = try self.library(directory, answer: .denied)
+        #expect(await reopened.requestAuthorization(for: .addOnly) == .authorized, "not asked: the readWrite grant covers it")
+        #expect(reopened.authorizationStatus(for: .addOnly) == .authorized)
+        try library.setAuthorizationStatus(.limited, for: .readWrite)
+        #expect(library.authorizationStatus(for: .addOnly) == .authorized)
+        try library.setAuthorizationStatus(.denied, for: .readWrite)
+        #expect(library.authorizationStatus(for: .addOnly) == .notDetermined)
+    }
+
     @Test("add-only access creates assets but cannot fetch, read or change albums")
     func addOnly() async throws {
         let directory = try TemporaryDirectory()

@@ -92,7 +92,7 @@ struct ChangeBlockTests {
             #expect(Set(events[start..<start + 3].map(\.changeBlock)).count == 1)
         }
         #expect(try library.fetchAssetCollections(with: .album).count == 80)
-        #expect(try library.verify() == .intact(count: 240))
+        #expect(try library.verify().intactCount == 240)
     }
 
     @Test("the async form returns the block's result after commit")

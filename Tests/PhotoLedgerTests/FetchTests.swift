@@ -44,7 +44,7 @@ struct FetchTests {
         let videos = try library.createAssets(1, mediaType: .video)
         try library.performChangesAndWait { try $0.deleteAssets([photos[1]]) }
         let smart = try library.fetchAssetCollections(with: .smartAlbum)
-        #expect(smart.map(\.title) == ["All Photos", "Favorites", "Recently Added", "Videos", "Recently Deleted"])
+        #expect(smart.map(\.title) == ["All Photos", "Favorites", "Recently Added", "Videos", "Recently Deleted", "Hidden", "Live Photos", "Animated"])
         func members(_ subtype: CollectionSubtype) throws -> Set<String> {
             let album = try library.fetchAssetCollections(with: .smartAlbum, subtype: subtype)[0]
             return Set(try library.fetchAssets(in: album).map(\.localIdentifier))

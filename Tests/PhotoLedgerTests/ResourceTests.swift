@@ -198,7 +198,7 @@ struct ResourceTests {
         options.preauthorized = true
         let library = try PhotoLibrary(url: path, device: "checker", options: options)
         #expect(try library.allEvents().isEmpty, "no change block committed")
-        #expect(try library.verify() == .intact(count: 0))
+        #expect(try library.verify().intactCount == 0)
         let orphans = try FileManager.default.subpathsOfDirectory(atPath: library.resources.directory.path).filter { $0.count > 60 }
         #expect(orphans.count == 3)
         let kept = try library.performChangesAndWait { try $0.createAsset(from: Data(SyntheticMedia.sample(.png, width: 9, height: 9, seed: 99))).placeholderForCreatedAsset }

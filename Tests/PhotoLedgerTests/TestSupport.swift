@@ -19,7 +19,7 @@ func makeLibrary(
 
 /// Metadata for an asset created without resource bytes (projection-level tests).
 func imageCreation(width: Int = 4032, height: Int = 3024, favorite: Bool = false, hidden: Bool = false, date: Date? = nil,
-                   mediaType: MediaType = .image) -> ChangeEvent.AssetCreation {
+                   mediaType: AssetMediaType = .image) -> ChangeEvent.AssetCreation {
     ChangeEvent.AssetCreation(
         mediaType: mediaType, mediaSubtypes: [], pixelWidth: width, pixelHeight: height, duration: mediaType == .video ? 12.5 : 0,
         creationDate: date, location: nil, isFavorite: favorite, isHidden: hidden, resources: [])
@@ -28,7 +28,7 @@ func imageCreation(width: Int = 4032, height: Int = 3024, favorite: Bool = false
 extension PhotoLibrary {
     /// Creates `count` assets in one block and returns their identifiers.
     @discardableResult
-    func createAssets(_ count: Int, favorite: Bool = false, hidden: Bool = false, mediaType: MediaType = .image,
+    func createAssets(_ count: Int, favorite: Bool = false, hidden: Bool = false, mediaType: AssetMediaType = .image,
                       dates: [Date]? = nil) throws -> [String] {
         try performChangesAndWait { changes in
             try (0..<count).map { index in

@@ -30,8 +30,13 @@ enum ToolRunner {
 
     /// Runs `tool` with `arguments` and waits for it.
     static func run(_ tool: String, _ arguments: [String], environment: [String: String] = [:], directory: URL? = nil) throws -> ToolResult {
+        try run(executable: binDirectory.appendingPathComponent(tool), arguments, environment: environment, directory: directory)
+    }
+
+    /// Runs the program at `executable` with `arguments` and waits for it.
+    static func run(executable: URL, _ arguments: [String], environment: [String: String] = [:], directory: URL? = nil) throws -> ToolResult {
         let process = Process()
-        process.executableURL = binDirectory.appendingPathComponent(tool)
+        process.executableURL = executable
         process.arguments = arguments
         var merged = ProcessInfo.processInfo.environment
         merged["PHOTOLEDGER_LIBRARY"] = nil

@@ -4,6 +4,7 @@ import LedgerCore
 import PhotoLedger
 import MediaSynthesis
 import PhotoMedia
+import Synchronization
 
 /// Library figures: change-block latency, a large import in one block, projection rebuild beside
 /// a C scan-and-upsert, fetch by identifier beside a C point lookup, and a large album in order.
@@ -142,5 +143,69 @@ struct LibraryBenchmarks {
                 return count
             }
         }
+    }
+}
+
+extension LibraryBenchmarks {
+    /// Fetch latency while an import runs (`library.fetch-during-import.*`): a library of 10,000
+    /// assets imports a folder of camera JPEGs the way `photoledger import` does (staged outside
+    /// the change block, then one block), while another thread fetches the 100 newest assets
+    /// again and again. The baseline is the same fetch on the idle library, in the same run:
+    /// readers off the writer's lock should leave fetches nearly unaffected.
+    func fetchDuringImportFigures() throws -> [Figure] {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let library = try library(directory.appendingPathComponent("busy.sqlite"))
+        try library.performChangesAndWait { changes in
+            for index in 0..<10_000 {
+                _ = try changes.createImageRecord(width: 4032, height: 3024, creationDate: Date(timeIntervalSince1970: 1_700_000_000 + Double(index)))
+            }
+        }
+        let folder = directory.appendingPathComponent("camera")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let files = try (0..<(quick ? 100 : 300)).map { index in
+            let url = folder.appendingPathComponent(String(format: "IMG_%04d.JPG", index))
+            try Data(SyntheticMedia.sample(.jpeg, width: 2000, height: 1500, seed: UInt64(index))).write(to: url)
+            return url
+        }
+        var options = FetchOptions()
+        options.sortDescriptors = [SortDescriptor(.creationDate, ascending: false)]
+        options.fetchLimit = 100
+        func fetchOnce() throws -> Double {
+            try seconds { _ = try library.fetchAssets(options: options).map(\.localIdentifier) } * 1000
+        }
+        var idle: [Double] = []
+        for _ in 0..<300 { idle.append(try fetchOnce()) }
+
+        let importing = Atomic<Bool>(true)
+        let failure = Mutex<(any Error)?>(nil)
+        let busy = Mutex<[Double]>([])
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            defer { done.signal() }
+            do {
+                let staged = library.stageImport(fromFilesAt: files, options: AssetImportOptions(makesThumbnails: false))
+                try library.performChangesAndWait { _ = try $0.importAssets(staged) }
+            } catch {
+                failure.withLock { $0 = error }
+            }
+            importing.store(false, ordering: .releasing)
+        }
+        while importing.load(ordering: .acquiring) {
+            let latency = try fetchOnce()
+            busy.withLock { $0.append(latency) }
+        }
+        done.wait()
+        if let error = failure.withLock({ $0 }) { throw error }
+        let during = busy.withLock { $0 }
+        let note = "the 100 newest of 10,000 assets, fetched again and again while \(files.count) JPEGs of 2000×1500 are imported as photoledger import does (\(during.count) fetches); baseline: the same fetch on the idle library"
+        return [
+            Figure(
+                name: "library.fetch-during-import.p50", value: median(during), unit: "ms", baseline: median(idle), higherIsBetter: false,
+                target: nil, note: note),
+            Figure(
+                name: "library.fetch-during-import.p99", value: percentile(during, 99), unit: "ms", baseline: percentile(idle, 99),
+                higherIsBetter: false, target: nil, note: "the same, 99th percentiles"),
+        ]
     }
 }

@@ -52,6 +52,7 @@ struct PhotoledgerBench: ParsableCommand {
             Suite(prefixes: ["append", "read"]) { try EventLogBenchmarks(quick: quick).run() },
             Suite(prefixes: ["library.block", "library.import", "library.album", "library.fetch-by-id"]) { try LibraryBenchmarks(quick: quick).run() },
             Suite(prefixes: ["library.rebuild"]) { try LibraryBenchmarks(quick: quick).rebuildFigure() },
+            Suite(prefixes: ["library.fetch-during-import"]) { try LibraryBenchmarks(quick: quick).fetchDuringImportFigures() },
             Suite(prefixes: ["sync.push", "sync.pull", "sync.rss"]) { try SyncBenchmarks(quick: quick).run() },
             Suite(prefixes: ["sync.apply"]) { [try SyncBenchmarks(quick: quick).applyFigure()] },
             Suite(prefixes: ["sync.transfer"]) { try TransferBenchmarks(quick: quick).run() },
@@ -61,6 +62,7 @@ struct PhotoledgerBench: ParsableCommand {
             Suite(prefixes: ["scale"]) { try ScaleOutBenchmarks(quick: quick).run() },
             Suite(prefixes: ["audit"]) { try AuditBenchmarks(quick: quick).run() },
             Suite(prefixes: ["live.wake", "live.rss"]) { try LiveBenchmarks(quick: quick).run() },
+            Suite(prefixes: ["host"]) { try HostBenchmarks(quick: quick).run() },
         ]
         var figures: [Figure] = []
         for suite in suites where only.map({ prefix in suite.prefixes.contains { $0.hasPrefix(prefix) || prefix.hasPrefix($0) } }) ?? true {

@@ -2,6 +2,7 @@ import CommandLineParsing
 import Foundation
 import LedgerCore
 import PhotoLedger
+import PhotoLedgerJSON
 
 /// `photoledger album …`: create, rename, delete and merge albums, change their assets.
 struct Album: ParsableCommand {

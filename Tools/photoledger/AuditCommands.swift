@@ -2,6 +2,7 @@ import CommandLineParsing
 import Foundation
 import LedgerCore
 import PhotoLedger
+import PhotoLedgerJSON
 import PhotoLedgerSync
 
 /// `photoledger history`.
@@ -23,18 +24,11 @@ struct History: ParsableCommand {
         let context = try Context(global)
         let library = try context.openLibrary()
         let since = try since.map { try ChangeTokenText.sequence(of: $0, in: library) } ?? 0
-        var entries: [AuditCommands.Entry]
-        if let object {
-            let identifier = try AuditCommands.objectIdentifier(object, context: context, library: library)
-            entries = try AuditCommands.objectHistory(identifier, in: library)
-        } else {
-            entries = try AuditCommands.libraryHistory(library, device: device.map { DeviceID($0) }, after: since)
-        }
-        entries = entries.filter { $0.localSequence > since }
-        if let device { entries = entries.filter { $0.device == device } }
+        let identifier = try object.map { try AuditCommands.objectIdentifier($0, context: context, library: library) }
+        let entries = try AuditTrail.entries(in: library, object: identifier, device: device, after: since)
         let token = try ChangeTokenText.encode(try library.currentChangeToken)
         if context.json {
-            context.emit(.array(entries.map(AuditCommands.json)))
+            context.emit(AuditTrail.json(entries))
             return
         }
         let devices = Dictionary(entries.map { ($0.eventID, $0.device) }, uniquingKeysWith: { first, _ in first })
@@ -46,82 +40,8 @@ struct History: ParsableCommand {
     }
 }
 
-/// The audit trail of `history`, read through the library's audit API.
+/// The text of `history`: how a change is told, and how an object argument is resolved.
 enum AuditCommands {
-    /// One entry of the audit trail: an event and the fields it wrote.
-    struct Entry {
-        let localSequence: Int64
-        let eventID: UUID
-        let device: String
-        let timestamp: HLCTimestamp
-        let type: String
-        let object: String
-        let changes: [FieldChange]
-    }
-
-    /// The history of one object, with what each event changed and how conflicts were resolved.
-    static func objectHistory(_ identifier: String, in library: PhotoLibrary) throws -> [Entry] {
-        var entries: [Entry] = []
-        var cursor: ObjectHistoryCursor?
-        repeat {
-            let page = try library.history(of: identifier, after: cursor, limit: 1000)
-            entries += page.entries.map { entry in
-                Entry(
-                    localSequence: entry.localSequence, eventID: entry.eventID, device: entry.device.rawValue, timestamp: entry.timestamp,
-                    type: entry.type, object: identifier, changes: entry.changes)
-            }
-            cursor = page.next
-        } while cursor != nil
-        return entries
-    }
-
-    /// Every event of the library after the log position `since` (archived ones included) in
-    /// clock order, or one device's in device order, each with the fields it changed.
-    static func libraryHistory(_ library: PhotoLibrary, device: DeviceID?, after since: Int64) throws -> [Entry] {
-        var events: [AuditEvent] = []
-        var cursor: AuditCursor?
-        repeat {
-            let page = try device.map { try library.events(fromDevice: $0, after: cursor, limit: 1000) }
-                ?? library.events(in: HLCTimestamp.zero...HLCTimestamp(rawValue: UInt64(Int64.max)), after: cursor, limit: 1000)
-            events += page.events.filter { $0.localSequence > since }
-            cursor = page.next
-        } while cursor != nil
-        // The fields each event changed come from its object's history.
-        let objects = Dictionary(events.map { ($0.eventID, $0.localIdentifier) }, uniquingKeysWith: { first, _ in first })
-        var changes: [UUID: [FieldChange]] = [:]
-        for object in Set(events.compactMap(\.localIdentifier)) {
-            guard let history = try? objectHistory(object, in: library) else { continue }
-            for entry in history where objects[entry.eventID] == object { changes[entry.eventID] = entry.changes }
-        }
-        return events.map { event in
-            Entry(
-                localSequence: event.localSequence, eventID: event.eventID, device: event.device.rawValue, timestamp: event.timestamp,
-                type: event.type, object: event.localIdentifier ?? "", changes: changes[event.eventID] ?? [])
-        }
-    }
-
-    /// The `history --json` shape of one entry.
-    static func json(_ entry: Entry) -> JSON {
-        .object([
-            ("eventId", .string(entry.eventID.uuidString)), ("device", .string(entry.device)),
-            ("timestamp", .string(Listing.isoDate(entry.timestamp.date))), ("type", .string(entry.type)), ("object", .string(entry.object)),
-            ("changes", .array(entry.changes.map(json))),
-        ])
-    }
-
-    static func json(_ change: FieldChange) -> JSON {
-        let (outcome, by): (String, UUID?)
-        switch change.outcome {
-        case .inEffect: (outcome, by) = ("inEffect", nil)
-        case .replaced(let event): (outcome, by) = ("replaced", event)
-        case .overruled(let event): (outcome, by) = ("overruled", event)
-        }
-        return .object([
-            ("field", .string(change.field)), ("oldValue", .string(change.oldValue)), ("newValue", .string(change.newValue)),
-            ("outcome", .string(outcome)), ("by", .string(by?.uuidString)),
-        ])
-    }
-
     /// `title: "Trip" → "Lisbon"  (overruled by ben-laptop)`.
     static func describe(_ change: FieldChange, devices: [UUID: String]) -> String {
         let old = change.oldValue.map { "\"\($0)\"" } ?? "none"

@@ -3,6 +3,7 @@ import CommandLineParsing
 import Foundation
 import LedgerCore
 import PhotoLedger
+import PhotoLedgerJSON
 
 /// The library a command works on, and how it prints.
 struct Context {

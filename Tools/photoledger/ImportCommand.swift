@@ -2,6 +2,7 @@ import CommandLineParsing
 import Foundation
 import LedgerCore
 import PhotoLedger
+import PhotoLedgerJSON
 import PhotoMedia
 
 /// `photoledger import`: files and folders into the library, deduplicated by SHA-256, in change

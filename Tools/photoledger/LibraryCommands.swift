@@ -2,6 +2,7 @@ import CommandLineParsing
 import Foundation
 import LedgerCore
 import PhotoLedger
+import PhotoLedgerJSON
 import PhotoLedgerSync
 
 // `init`, `status`, the listings, the asset commands and `export`.
@@ -45,37 +46,25 @@ struct Status: ParsableCommand {
     func run() throws {
         let context = try Context(global)
         let library = try context.openLibrary()
-        let statistics = try library.statistics()
-        let visible = statistics.assets - statistics.deleted
-        let (hidden, deleted, albums) = (statistics.hidden, statistics.deleted, statistics.albums)
-        let (events, pending) = (statistics.events, statistics.pendingEvents)
-        let quarantined = statistics.quarantined[.quarantined] ?? 0
-        let newer = statistics.quarantined[.needsNewerVersion] ?? 0
-        let sealed = statistics.quarantined[.sealed] ?? 0
-        let remote = try SyncRemote.saved(in: library)
-        let engine = remote.map { SyncEngine(library: library, remote: $0) }
-        let lastSync = try engine?.lastSync().map { Date(timeIntervalSince1970: Double($0) / 1000) }
+        let status = try LibraryStatus(of: library, path: context.libraryURL.path)
         if context.json {
-            context.emit(.object([
-                ("library", .string(context.libraryURL.path)), ("device", .string(library.device.rawValue)),
-                ("assets", .int(Int64(visible))), ("hidden", .int(Int64(hidden))), ("deleted", .int(Int64(deleted))),
-                ("albums", .int(Int64(albums))), ("events", .int(Int64(events))), ("pendingEvents", .int(Int64(pending))),
-                ("remote", .string(remote?.description)), ("lastSync", .string(lastSync.map(Listing.isoDate))),
-                ("rejectedEvents", .int(Int64(statistics.rejectedEvents))), ("quarantinedEvents", .int(Int64(quarantined))),
-                ("eventsNeedingNewerVersion", .int(Int64(newer))), ("sealedEvents", .int(Int64(sealed))),
-            ]))
+            context.emit(status.json)
             return
         }
-        print("Library:        \(context.libraryURL.path)")
-        print("Device:         \(library.device.rawValue)")
-        print("Assets:         \(visible) (\(hidden) hidden), \(deleted) in Recently Deleted")
-        print("Albums:         \(albums)")
-        print("Events:         \(events), \(pending) not yet synced, \(statistics.rejectedEvents) rejected by the server")
-        if quarantined > 0 { print("Quarantined:    \(quarantined) events are invalid and not applied (see 'photoledger quarantine')") }
-        if newer > 0 { print("Newer events:   \(newer) events need a newer PhotoLedger; they are kept and applied after an upgrade") }
-        if sealed > 0 { print("Sealed events:  \(sealed) events wait for a key this device does not hold") }
-        print("Remote:         \(remote?.description ?? "none (set one with 'photoledger remote set')")")
-        print("Last sync:      \(lastSync.map(Listing.isoDate) ?? "never")")
+        print("Library:        \(status.library)")
+        print("Device:         \(status.device)")
+        print("Assets:         \(status.assets) (\(status.hidden) hidden), \(status.deleted) in Recently Deleted")
+        print("Albums:         \(status.albums)")
+        print("Events:         \(status.events), \(status.pendingEvents) not yet synced, \(status.rejectedEvents) rejected by the server")
+        if status.quarantinedEvents > 0 {
+            print("Quarantined:    \(status.quarantinedEvents) events are invalid and not applied (see 'photoledger quarantine')")
+        }
+        if status.eventsNeedingNewerVersion > 0 {
+            print("Newer events:   \(status.eventsNeedingNewerVersion) events need a newer PhotoLedger; they are kept and applied after an upgrade")
+        }
+        if status.sealedEvents > 0 { print("Sealed events:  \(status.sealedEvents) events wait for a key this device does not hold") }
+        print("Remote:         \(status.remote?.description ?? "none (set one with 'photoledger remote set')")")
+        print("Last sync:      \(status.lastSync.map(Listing.isoDate) ?? "never")")
     }
 }
 
@@ -100,23 +89,15 @@ struct Assets: ParsableCommand {
     func run() throws {
         let context = try Context(global)
         let library = try context.openLibrary()
-        var assets: [Asset]
-        if let album {
-            assets = try library.fetchAssets(in: try context.resolveAlbum(album, in: library), options: FetchOptions(includeHiddenAssets: true)).allObjects
-        } else if deleted {
-            assets = try Listing.deletedAssets(in: library)
-        } else {
-            assets = try library.fetchAssets(options: FetchOptions(includeHiddenAssets: true)).allObjects
-        }
-        if deleted { assets = assets.filter(\.isDeleted) }
-        if favorites { assets = assets.filter(\.isFavorite) }
-        let hashes = try assets.map { try Listing.primaryHash(of: $0, in: library) }
+        let album = try album.map { try context.resolveAlbum($0, in: library) }
+        let assets = try Listing.assets(in: library, album: album, favoritesOnly: favorites, deletedOnly: deleted)
         if context.json {
-            context.emit(.array(zip(assets, hashes).map { Listing.json($0, sha256: $1) }))
-        } else {
-            for (asset, hash) in zip(assets, hashes) { print(Listing.line(asset, sha256: hash)) }
-            context.say("\(assets.count) asset\(assets.count == 1 ? "" : "s")")
+            context.emit(try Listing.json(assets, in: library))
+            return
         }
+        let hashes = try assets.map { try Listing.primaryHash(of: $0, in: library) }
+        for (asset, hash) in zip(assets, hashes) { print(Listing.line(asset, sha256: hash)) }
+        context.say("\(assets.count) asset\(assets.count == 1 ? "" : "s")")
     }
 }
 
@@ -136,13 +117,12 @@ struct Albums: ParsableCommand {
     func run() throws {
         let context = try Context(global)
         let library = try context.openLibrary()
-        let albums = try library.fetchAssetCollections(with: .album).allObjects
-        let members = try albums.map { try library.fetchAssets(in: $0, options: FetchOptions(includeHiddenAssets: true)).allObjects }
+        let albums = try Listing.albums(in: library)
         if context.json {
-            context.emit(.array(zip(albums, members).map { Listing.json($0, assets: $1) }))
+            context.emit(Listing.json(albums))
             return
         }
-        for (album, assets) in zip(albums, members) {
+        for (album, assets) in albums {
             let hidden = assets.filter(\.isHidden).count
             print("\(album.localIdentifier)  \(album.title)  (\(count(assets.count, "asset"))\(hidden > 0 ? ", \(hidden) hidden" : ""))")
             for line in Listing.indexedMembers(assets) { print("    " + line) }

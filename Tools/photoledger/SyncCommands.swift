@@ -2,6 +2,7 @@
 import CommandLineParsing
 import Foundation
 import PhotoLedger
+import PhotoLedgerJSON
 import PhotoLedgerSync
 
 /// `photoledger remote …`: the server this library syncs with.
@@ -147,15 +148,7 @@ struct Sync: AsyncParsableCommand {
             context.warn("\(count(report.changedVerdicts, "earlier event")) changed verdict: an earlier creation of an object arrived")
         }
         if context.json {
-            context.emit(.object([
-                ("pushedEvents", .int(Int64(report.pushedEvents))), ("pulledEvents", .int(Int64(report.pulledEvents))),
-                ("uploadedResources", .int(Int64(report.uploadedResources))), ("uploadedBytes", .int(report.uploadedBytes)),
-                ("downloadedResources", .int(Int64(report.downloadedResources))), ("downloadedBytes", .int(report.downloadedBytes)),
-                ("rejectedEvents", .array(report.rejectedEvents.map { .string($0) })), ("cursor", .int(report.cursor)),
-                ("scope", .string(report.scope?.rawValue)), ("quarantinedEvents", .array(report.quarantinedEvents.map { .string($0) })),
-                ("changedVerdicts", .int(Int64(report.changedVerdicts))),
-                ("unavailableResources", .array(report.unavailableResources.map { .string($0) })),
-            ]))
+            context.emit(SyncJSON.json(report))
         } else {
             let scope = report.scope.map { $0 == .readWrite ? "" : " (this device's token is \($0.rawValue))" } ?? ""
             context.say(

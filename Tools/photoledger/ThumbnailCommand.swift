@@ -1,6 +1,7 @@
 import CommandLineParsing
 import Foundation
 import PhotoLedger
+import PhotoLedgerJSON
 import PhotoLedgerSync
 
 /// `photoledger thumbnail`: an asset's image from the library's image manager, written to a file.
@@ -64,12 +65,7 @@ struct Thumbnail: AsyncParsableCommand {
                 "could not write \(url.path): \(error.localizedDescription)", hint: "check the folder exists and is writable")
         }
         if context.json {
-            context.emit(
-                .object([
-                    ("localIdentifier", .string(asset)), ("file", .string(url.path)), ("pixelWidth", .int(Int64(image.pixelWidth))),
-                    ("pixelHeight", .int(Int64(image.pixelHeight))), ("uniformTypeIdentifier", .string(image.uniformTypeIdentifier)),
-                    ("bytes", .int(Int64(image.data.count))),
-                ]))
+            context.emit(ThumbnailJSON.json(asset: asset, file: url.path, image: image))
         } else {
             let kind = image.uniformTypeIdentifier == "public.png" ? "PNG" : "JPEG"
             context.say(

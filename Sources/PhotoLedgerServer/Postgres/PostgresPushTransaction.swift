@@ -50,10 +50,12 @@ final class PostgresPushTransaction: PushTransaction {
         // would all wake at every commit and race for the row again. The row lock that follows
         // is what keeps the head consistent (FOR NO KEY UPDATE: inserts that only reference the
         // library, blobs and devices of a pull, do not wait for the push).
-        _ = try connection.query("SELECT pg_advisory_xact_lock($1, $2)", [.int32(Self.advisoryLockSpace), .int32(Int32(truncatingIfNeeded: library))])
-        let row = try connection.query("SELECT last_seq, last_hash FROM libraries WHERE library_id = $1 FOR NO KEY UPDATE", [.int64(library)])
-        guard row.count > 0 else { throw ServerStoreError("library \(library) no longer exists") }
-        head = LibraryHead(sequence: row.int64(0, 0), chainHash: row.bytes(0, 1))
+        //
+        // The device's row comes first, before the library's lock, so the lock is held one round
+        // trip less: its upsert locks the row until the transaction ends, so another push of the
+        // same device (a retry through another server) waits here and then reads the position
+        // this one leaves. Every push takes the device row, then the library's locks, in that
+        // order; pulls take neither lock.
         let deviceRow = try connection.query(
             """
             INSERT INTO devices (library_id, device_id, registered_at) VALUES ($1, $2, $3)
@@ -61,6 +63,10 @@ final class PostgresPushTransaction: PushTransaction {
             RETURNING last_device_seq
             """, [.int64(library), .text(device.rawValue), .int64(receivedAt)])
         lastDeviceSequence = deviceRow.count > 0 ? deviceRow.int64(0, 0) : 0
+        _ = try connection.query("SELECT pg_advisory_xact_lock($1, $2)", [.int32(Self.advisoryLockSpace), .int32(Int32(truncatingIfNeeded: library))])
+        let row = try connection.query("SELECT last_seq, last_hash FROM libraries WHERE library_id = $1 FOR NO KEY UPDATE", [.int64(library)])
+        guard row.count > 0 else { throw ServerStoreError("library \(library) no longer exists") }
+        head = LibraryHead(sequence: row.int64(0, 0), chainHash: row.bytes(0, 1))
     }
 
     // MARK: Reading ahead
@@ -146,17 +152,21 @@ final class PostgresPushTransaction: PushTransaction {
 
     func finish(head: LibraryHead, lastDeviceSequence: Int64) throws {
         try flush()
+        // One round trip: the head, the device's position and, when events were stored, the
+        // commit's notification, delivered to every listening server process when the
+        // transaction commits (and never if it rolls back): their waiting pulls of this library
+        // wake up. Data-modifying CTEs run once whether or not the query reads them.
         _ = try connection.query(
-            "UPDATE libraries SET last_seq = $1, last_hash = $2 WHERE library_id = $3", [.int64(head.sequence), .bytes(head.chainHash), .int64(library)])
-        if head.sequence > self.head.sequence {
-            // Delivered to every listening server process when the transaction commits (and
-            // never if it rolls back): their waiting pulls of this library wake up.
-            _ = try connection.query(
-                "SELECT pg_notify($1, $2)", [.text(PostgresCommitListener.channel), .text("\(library) \(head.sequence)")])
-        }
-        _ = try connection.query(
-            "UPDATE devices SET last_device_seq = $1, last_seen_at = $2 WHERE library_id = $3 AND device_id = $4",
-            [.int64(lastDeviceSequence), .int64(receivedAt), .int64(library), .text(device.rawValue)])
+            """
+            WITH head AS (UPDATE libraries SET last_seq = $1, last_hash = $2 WHERE library_id = $3 RETURNING 1),
+            position AS (UPDATE devices SET last_device_seq = $4, last_seen_at = $5 WHERE library_id = $3 AND device_id = $6 RETURNING 1)
+            SELECT pg_notify($7, $8) FROM head WHERE $9
+            """,
+            [
+                .int64(head.sequence), .bytes(head.chainHash), .int64(library), .int64(lastDeviceSequence), .int64(receivedAt),
+                .text(device.rawValue), .text(PostgresCommitListener.channel), .text("\(library) \(head.sequence)"),
+                .bool(head.sequence > self.head.sequence),
+            ])
     }
 
     /// Stores the events and rejections kept so far: one statement each.

@@ -41,7 +41,7 @@ public enum RandomChanges {
         let albums = try library.fetchAssetCollections(with: .album)
         var r = random
         defer { random = r }
-        let choice = Int.random(in: 0..<14, using: &r)
+        let choice = Int.random(in: 0..<18, using: &r)
         do {
             switch choice {
             case 0, 1:
@@ -104,6 +104,47 @@ public enum RandomChanges {
             case 11:
                 guard let album = albums.randomElement(using: &r), Int.random(in: 0..<3, using: &r) == 0 else { return }
                 try library.performChangesAndWait { try $0.deleteAlbums([album]) }
+            case 16:
+                let title = ["Travel", "Family", "Archive"].randomElement(using: &r)!
+                try library.performChangesAndWait { _ = try $0.createCollectionList(title: title) }
+            case 17:
+                // An album or a folder moved into a folder, or to the top level: concurrent moves on
+                // several devices can make a folder hold itself.
+                let folders = try library.fetchCollectionLists().map(\.localIdentifier)
+                let children = folders + albums.map(\.localIdentifier)
+                guard let child = children.randomElement(using: &r) else { return }
+                let target = folders.randomElement(using: &r)
+                let toTop = target == nil || Int.random(in: 0..<4, using: &r) == 0
+                let parent = try library.fetchCollectionListsContaining(child).first
+                try library.performChangesAndWait { changes in
+                    if toTop {
+                        guard let parent else { return }
+                        try changes.collectionListChangeRequest(for: parent).removeChildCollections([child])
+                    } else {
+                        try changes.collectionListChangeRequest(for: target!).addChildCollections([child])
+                    }
+                }
+            case 14:
+                // An album's key asset chosen (one of its assets) or cleared.
+                guard let album = albums.randomElement(using: &r) else { return }
+                let members = try library.fetchAssets(in: album).map(\.localIdentifier)
+                let key = Int.random(in: 0..<4, using: &r) == 0 ? nil : members.randomElement(using: &r)
+                try library.performChangesAndWait { try $0.albumChangeRequest(for: album).setKeyAsset(key) }
+            case 15:
+                // A content edit (or a revert) of a photo: edits of one photo on several devices conflict.
+                guard let asset = assets.randomElement(using: &r) else { return }
+                let seed = UInt64.random(in: 0...1_000_000, using: &r), revert = Int.random(in: 0..<4, using: &r) == 0
+                try library.performChangesAndWait { changes in
+                    let request = try changes.assetChangeRequest(for: asset)
+                    if revert {
+                        try request.revertAssetContentToOriginal()
+                    } else {
+                        try request.setContentEditingOutput(
+                            ContentEditingOutput(
+                                renderedContent: .data(samplePhoto(seed)), adjustmentFormatIdentifier: "org.photoledger.test",
+                                adjustmentFormatVersion: "1", adjustmentData: Data("seed \(seed)".utf8)))
+                    }
+                }
             case 12:
                 let groups = Dictionary(grouping: albums, by: \.title).values.filter { $0.count > 1 }
                 guard let group = groups.randomElement(using: &r) else { return }
@@ -156,4 +197,9 @@ public func builtExecutable(_ name: String) throws -> URL {
         directory = directory.deletingLastPathComponent()
     }
     throw PhotoLibraryError(.internalError, "cannot find the built executable \(name); run `swift build` first")
+}
+
+extension ChainVerificationReport {
+    /// The number of events checked when the chain is intact, nil when it is not.
+    public var intactCount: Int? { isIntact ? checkedEvents : nil }
 }

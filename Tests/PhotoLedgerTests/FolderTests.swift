@@ -1,0 +1,147 @@
+import Foundation
+import LedgerCore
+import Testing
+@testable import PhotoLedger
+
+@Suite("Folders (collection lists)")
+struct FolderTests {
+    func titles(_ result: FetchResult<PhotoCollection>) -> [String] { result.map(\.title) }
+
+    @Test("folders nest; the top level holds what no folder holds; a deleted folder's contents move up")
+    func nesting() throws {
+        let directory = try TemporaryDirectory()
+        let library = try makeLibrary(directory)
+        let trip = try library.createAlbum("Trip")
+        let pets = try library.createAlbum("Pets")
+        let (travel, europe) = try library.performChangesAndWait { changes in
+            let travel = try changes.createCollectionList(title: "Travel")
+            let europe = try changes.createCollectionList(title: "Europe")
+            try travel.addChildCollections([europe.placeholderForCreatedCollectionList])
+            try europe.addChildCollections([trip])
+            return (travel.localIdentifier, europe.localIdentifier)
+        }
+        #expect(titles(try library.fetchTopLevelUserCollections()) == ["Pets", "Travel"])
+        let travelFolder = try #require(try library.fetchCollectionLists(withLocalIdentifiers: [travel]).first)
+        #expect(titles(try library.fetchCollections(in: travelFolder)) == ["Europe"])
+        let europeFolder = try #require(try library.fetchCollectionLists(withLocalIdentifiers: [europe]).first)
+        #expect(try library.fetchCollections(in: europeFolder).map(\.localIdentifier) == [trip])
+        #expect(europeFolder.parentIdentifier == travel)
+        #expect(try library.fetchCollectionListsContaining(trip).map(\.localIdentifier) == [europe])
+        #expect(try library.fetchCollectionListsContaining(pets).isEmpty)
+        #expect(try library.fetchCollectionLists(options: FetchOptions(sortDescriptors: [SortDescriptor(.title)])).map(\.title) == ["Europe", "Travel"])
+        // Moving a folder into itself, or into a folder it holds, is refused and records nothing.
+        let events = try library.allEvents().count
+        for (folder, target) in [(travel, travel), (travel, europe)] {
+            let error = try #require(throws: PhotoLibraryError.self) {
+                try library.performChangesAndWait { try $0.collectionListChangeRequest(for: target).addChildCollections([folder]) }
+            }
+            #expect(error.code == .operationInterrupted && error.message.contains("inside itself"))
+        }
+        #expect(try library.allEvents().count == events)
+        try library.performChangesAndWait { changes in
+            try changes.collectionListChangeRequest(for: europe).setTitle("Europe 2026")
+            try changes.deleteCollectionLists([travel])
+        }
+        #expect(titles(try library.fetchTopLevelUserCollections()) == ["Pets", "Europe 2026"], "a deleted folder's folder moves up")
+        try library.performChangesAndWait { try $0.collectionListChangeRequest(for: europe).removeChildCollections([trip]) }
+        #expect(titles(try library.fetchTopLevelUserCollections()) == ["Trip", "Pets", "Europe 2026"])
+        expectError(.identifierNotFound) { try library.performChangesAndWait { try $0.collectionListChangeRequest(for: travel).setTitle("x") } }
+    }
+
+    @Test("a folder moved into itself on another device: every device reads the same tree, the folder moved last at the top", arguments: [true, false])
+    func concurrentCycle(annaFirst: Bool) throws {
+        let directory = try TemporaryDirectory()
+        let clock = TestClock()
+        let anna = try makeLibrary(directory, device: "anna-phone", seed: 1, clock: clock)
+        let ben = try makeLibrary(directory, device: "ben-tablet", seed: 2, clock: clock)
+        let (a, b, c) = try anna.performChangesAndWait { changes in
+            (
+                try changes.createCollectionList(title: "A").localIdentifier, try changes.createCollectionList(title: "B").localIdentifier,
+                try changes.createCollectionList(title: "C").localIdentifier
+            )
+        }
+        let shared = try anna.allEvents()
+        try ben.applyRemoteEvents(shared)
+        // Offline: anna puts A in B, then B in C; ben, later, puts C in A. Together: A → B → C → A.
+        try anna.performChangesAndWait { try $0.collectionListChangeRequest(for: b).addChildCollections([a]) }
+        try anna.performChangesAndWait { try $0.collectionListChangeRequest(for: c).addChildCollections([b]) }
+        clock.advance(milliseconds: 10)
+        try ben.performChangesAndWait { try $0.collectionListChangeRequest(for: a).addChildCollections([c]) }
+        let fromAnna = try anna.allEvents().filter { event in !shared.contains { $0.id == event.id } }
+        let fromBen = try ben.allEvents().filter { event in !shared.contains { $0.id == event.id } }
+        if annaFirst {
+            try ben.applyRemoteEvents(fromAnna)
+            try anna.applyRemoteEvents(fromBen)
+        } else {
+            try anna.applyRemoteEvents(fromBen)
+            try ben.applyRemoteEvents(fromAnna)
+        }
+        for library in [anna, ben] {
+            // C's move was the last: C is at the top, holding B, which holds A.
+            #expect(try library.fetchTopLevelUserCollections().map(\.localIdentifier) == [c], "\(library.device)")
+            #expect(try library.fetchCollectionListsContaining(b).map(\.localIdentifier) == [c])
+            #expect(try library.fetchCollectionListsContaining(a).map(\.localIdentifier) == [b])
+            #expect(try library.fetchCollectionListsContaining(c).isEmpty)
+        }
+        #expect(try anna.projectionDump() == ben.projectionDump())
+        // The folder that holds C by its register (A) is not its folder in the tree: moving C out of
+        // A is ignored; a new move of C wins as any later write does.
+        try anna.performChangesAndWait { try $0.collectionListChangeRequest(for: a).removeChildCollections([c]) }
+        #expect(try anna.fetchTopLevelUserCollections().map(\.localIdentifier) == [c])
+        let error = try #require(throws: PhotoLibraryError.self) {
+            try anna.performChangesAndWait { try $0.collectionListChangeRequest(for: a).addChildCollections([c]) }
+        }
+        #expect(error.code == .operationInterrupted, "C holds A in the tree each device reads")
+    }
+
+    @Test("a peer's event that moves a folder into itself is quarantined; the rest of the page applies")
+    func hostileMove() throws {
+        let directory = try TemporaryDirectory()
+        let anna = try makeLibrary(directory, device: "anna-phone", seed: 1)
+        let ben = try makeLibrary(directory, device: "ben-tablet", seed: 2)
+        let (outer, inner) = try anna.performChangesAndWait { changes in
+            let outer = try changes.createCollectionList(title: "Outer"), inner = try changes.createCollectionList(title: "Inner")
+            try outer.addChildCollections([inner.placeholderForCreatedCollectionList])
+            return (outer.localIdentifier, inner.localIdentifier)
+        }
+        var events = try anna.allEvents()
+        let move = try #require(events.last { $0.type == EventType.collectionListMoved.rawValue })
+        var itself = move
+        itself.id = UUID()
+        itself.deviceSequence = 50
+        itself.payload = ChangeEvent.listMoved(parent: move.object).encoded()
+        var garbage = move
+        garbage.id = UUID()
+        garbage.deviceSequence = 51
+        garbage.payload = [1, 2, 3]
+        events += [itself, garbage]
+        try ben.applyRemoteEvents(events)
+        let quarantine = Dictionary(uniqueKeysWithValues: try ben.quarantine().map { ($0.eventID, $0.reason) })
+        #expect(quarantine[itself.id]?.contains("moves the folder into itself") == true)
+        #expect(quarantine[garbage.id]?.contains("payload is invalid") == true)
+        #expect(try ben.fetchCollectionListsContaining(inner).map(\.localIdentifier) == [outer])
+    }
+
+    @Test("a folder's changes reach observers with the top level's change details")
+    func changeDetails() throws {
+        let directory = try TemporaryDirectory()
+        let library = try makeLibrary(directory)
+        let album = try library.createAlbum("Trip")
+        let folder = try library.performChangesAndWait { try $0.createCollectionList(title: "Travel").localIdentifier }
+        let top = try library.fetchTopLevelUserCollections()
+        let list = try #require(try library.fetchCollectionLists().first)
+        let observer = RecordingObserver()
+        library.register(observer)
+        try library.performChangesAndWait { changes in
+            let request = try changes.collectionListChangeRequest(for: folder)
+            try request.addChildCollections([album])
+            try request.setTitle("Voyages")
+        }
+        let change = try #require(observer.next())
+        let details = try #require(change.changeDetails(for: top))
+        #expect(details.removedIndexes == [0] && details.changedIndexes == [0])
+        #expect(details.fetchResultAfterChanges.map(\.title) == ["Voyages"])
+        #expect(change.changeDetails(for: list)?.objectAfterChanges?.title == "Voyages")
+        #expect(change.changedCollectionListIdentifiers == [folder])
+    }
+}
