@@ -225,7 +225,7 @@ let package = Package(
 
 // The fuzz targets of Tools/Fuzz: libFuzzer executables over what a peer or a user's file can
 // feed the code. Tools/fuzz.sh declares them (PHOTOLEDGER_FUZZ=1) and builds them with
-// `--sanitize fuzzer --sanitize address` in a build directory of their own; the package's own
+// AddressSanitizer and libFuzzer's coverage in a build directory of their own; the package's own
 // builds and tests neither build nor need them.
 if Context.environment["PHOTOLEDGER_FUZZ"] == "1" {
     func fuzzer(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
