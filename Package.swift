@@ -74,7 +74,7 @@ let package = Package(
         .target(name: "PhotoMedia", dependencies: ["LedgerCore", "CExif", "CExifRecovery", "CFileSync", "CMediaDecoding", "CFFmpeg"]),
 
         // The public library API: PhotoKit semantics over the event log.
-        .target(name: "PhotoLedger", dependencies: ["LedgerCore", "LedgerStore", "PhotoMedia"]),
+        .target(name: "PhotoLedger", dependencies: ["LedgerCore", "LedgerCrypto", "LedgerStore", "PhotoMedia"]),
 
         // The sync wire format shared by client and server (JSON bodies, gzip).
         .target(name: "SyncProtocol", dependencies: ["LedgerCore", "CZlib", "CZstd"]),
@@ -90,7 +90,7 @@ let package = Package(
         ),
 
         // The sync engine: push, pull, blobs, conflict handling through the library's fold.
-        .target(name: "PhotoLedgerSync", dependencies: ["LedgerCore", "LedgerStore", "PhotoLedger", "SyncProtocol", "SyncTransport"]),
+        .target(name: "PhotoLedgerSync", dependencies: ["LedgerCore", "LedgerCrypto", "LedgerStore", "PhotoLedger", "SyncProtocol", "SyncTransport"]),
 
         // The JSON shapes of the listings (assets, albums, history, sync, status) that the CLI prints
         // and the C interface returns, so every tool and binding gives the same bytes.
@@ -194,7 +194,8 @@ let package = Package(
         .testTarget(
             name: "PhotoLedgerTests",
             dependencies: [
-                "LedgerCore", "LedgerStore", "PhotoLedger", "PhotoMedia", "MediaSynthesis", "PhotoLedgerTestSupport", "library-crash-importer",
+                "LedgerCore", "LedgerCrypto", "LedgerStore", "PhotoLedger", "PhotoMedia", "MediaSynthesis", "PhotoLedgerTestSupport",
+                "library-crash-importer",
             ]
         ),
         .testTarget(name: "SyncProtocolTests", dependencies: ["LedgerCore", "SyncProtocol"]),
@@ -215,8 +216,8 @@ let package = Package(
         .testTarget(
             name: "PhotoLedgerSyncTests",
             dependencies: [
-                "LedgerCore", "LedgerStore", "PhotoLedger", "PhotoLedgerSync", "PhotoLedgerServer", "PhotoMedia", "PhotoLedgerTestSupport", "SyncProtocol",
-                "SyncTransport", "photoledger-server",
+                "LedgerCore", "LedgerCrypto", "LedgerStore", "PhotoLedger", "PhotoLedgerSync", "PhotoLedgerServer", "PhotoMedia", "PhotoLedgerTestSupport",
+                "SyncProtocol", "SyncTransport", "MediaSynthesis", "photoledger-server",
             ]
         ),
     ],

@@ -1,6 +1,7 @@
 import CSodium
 import Foundation
 import LedgerCore
+import Synchronization
 
 /// A failure of a cryptographic operation: a wrong, missing or damaged key, or damaged
 /// ciphertext. Opening never says which, so nothing is learned from the failure itself.
@@ -22,17 +23,37 @@ enum Sodium {
         precondition(ready, "libsodium could not initialize (no source of randomness)")
     }
 
-    /// `count` random bytes from the system's source.
+    /// `count` random bytes from the system's source. Small requests (nonces, key identifiers)
+    /// are served from a pool filled 4 KiB at a time, so sealing each event costs no system call;
+    /// every byte is handed out once.
     static func random(_ count: Int) -> [UInt8] {
         require()
-        var bytes = [UInt8](repeating: 0, count: count)
-        randombytes_buf(&bytes, count)
-        return bytes
+        guard count <= 64 else {
+            var bytes = [UInt8](repeating: 0, count: count)
+            randombytes_buf(&bytes, count)
+            return bytes
+        }
+        return pool.withLock { pool in
+            if pool.used + count > pool.bytes.count {
+                pool.bytes.withUnsafeMutableBytes { randombytes_buf($0.baseAddress!, $0.count) }
+                pool.used = 0
+            }
+            defer {
+                pool.bytes.withUnsafeMutableBytes { sodium_memzero($0.baseAddress! + pool.used, count) }
+                pool.used += count
+            }
+            return Array(pool.bytes[pool.used..<pool.used + count])
+        }
     }
+
+    private static let pool = Mutex((bytes: [UInt8](repeating: 0, count: 4096), used: 4096))
 }
 
-/// A 32-byte secret key. Its bytes live in memory libsodium locks against swapping where it can,
-/// and are wiped when the key is released.
+/// A 32-byte secret key. Its bytes are wiped when the key is released.
+///
+/// They are not locked against swapping one key at a time: an encrypted library holds a key per
+/// asset, and locking each costs several system calls (a large pull took twice as long). Keep
+/// swap encrypted at the system level.
 public final class SecretKey: Sendable, Equatable {
     /// The length of every secret key, in bytes.
     public static let length = 32
@@ -57,11 +78,10 @@ public final class SecretKey: Sendable, Equatable {
     private init(unchecked bytes: [UInt8]) {
         storage = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.length, alignment: 16)
         storage.copyBytes(from: bytes)
-        _ = sodium_mlock(storage.baseAddress!, Self.length)
     }
 
     deinit {
-        sodium_munlock(storage.baseAddress!, Self.length)
+        sodium_memzero(storage.baseAddress!, Self.length)
         storage.deallocate()
     }
 

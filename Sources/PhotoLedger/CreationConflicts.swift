@@ -146,7 +146,9 @@ extension Projection {
                 let related =
                     try albums.flatMap { album in
                         try store.rows(
-                            "SELECT event_id FROM events WHERE object_id = ? AND type = ? AND instr(payload, ?) > 0",
+                            // A sealed payload cannot be searched: every sealed membership event of the
+                            // album is taken (folding the others again changes nothing).
+                            "SELECT event_id FROM events WHERE object_id = ? AND type = ? AND (instr(payload, ?) > 0 OR key_id != 0)",
                             [album, EventType.albumMembersChanged.rawValue, key]) { $0.blob(0) }
                     }
                     + losers.flatMap { album in

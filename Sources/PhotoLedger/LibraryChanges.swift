@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import LedgerCrypto
 import LedgerStore
 
 /// The changes of one change block: creates change requests, and records every change as an
@@ -23,6 +24,8 @@ public final class LibraryChanges {
     /// Whether ``commit()`` appended events (a block that changed nothing appends none).
     var committedEvents = false
     private var albumRequests: [UUID: AlbumChangeRequest] = [:]
+    /// Asset keys made in this block (an encrypted library), cached once the block commits.
+    var newAssetKeys: [UUID: (id: UInt32, key: SecretKey)] = [:]
 
     init(library: PhotoLibrary, database: Database, access: Access) throws {
         self.library = library
@@ -59,7 +62,7 @@ public final class LibraryChanges {
             contentBefore[object] = try PhotoLibrary.contentStamps([object], in: database)[object] ?? nil
         }
         touched.formUnion(try Projection(database).apply(change, of: event))
-        events.append(event)
+        events.append(try sealedIfEncrypted(event, change: change))
     }
 
     /// The stamps of the writes in effect for the registers `change` writes.
@@ -92,6 +95,17 @@ public final class LibraryChanges {
         guard !events.isEmpty else { return }
         try EventLog(database).append(events)
         committedEvents = true
+        if !newAssetKeys.isEmpty {
+            let (encryption, keys) = (library.encryption, newAssetKeys)
+            afterCommit.append { encryption.add(assetKeys: keys) }
+        }
+        // Crypto-shredding: purged assets' keys are destroyed with the purge (Shredding.swift).
+        let purged = Set(events.filter { $0.type == EventType.assetPurged.rawValue }.map(\.object))
+        if !purged.isEmpty {
+            let shredded = try library.shred(purged, in: database, archive: nil)
+            let library = library
+            afterCommit.append { library.finishShredding(shredded) }
+        }
     }
 
     // MARK: Assets

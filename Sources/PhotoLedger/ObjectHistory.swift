@@ -97,7 +97,7 @@ extension PhotoLibrary {
             try readDatabase { db in try Self.historyEvents(of: parsed, db: db, archive: archive) }
         }
         guard !events.isEmpty else { throw PhotoLibraryError.notFound(identifier) }
-        var fold = HistoryFold(object: parsed, schema: options.eventSchema)
+        var fold = HistoryFold(object: parsed, context: FoldContext(schema: options.eventSchema, library: nil, keys: encryption.payloadKeys))
         for (stored, location) in events { fold.add(stored, location: location) }
         let after = cursor.map { HistoryFold.Key(timestamp: $0.timestamp, device: $0.device, event: $0.event) }
         let remaining = fold.entries.filter { entry in after.map { HistoryFold.key(of: entry) > $0 } ?? true }
@@ -193,13 +193,13 @@ struct HistoryFold {
     }
 
     let object: LocalIdentifier
-    let schema: EventSchema
+    let context: FoldContext
     private(set) var entries: [ObjectHistoryEntry] = []
     private var holders: [String: Holder] = [:]
 
-    init(object: LocalIdentifier, schema: EventSchema) {
+    init(object: LocalIdentifier, context: FoldContext) {
         self.object = object
-        self.schema = schema
+        self.context = context
     }
 
     mutating func add(_ stored: StoredEvent, location: EventLocation) {
@@ -210,9 +210,7 @@ struct HistoryFold {
                 localSequence: stored.localSequence, serverSequence: stored.serverSequence, location: location, changes: []))
         let stamp = WriterStamp(hlc: Int64(bitPattern: event.timestamp.rawValue), device: event.device.rawValue)
         guard
-            case .fold(let change, let claims) = schema.verdict(
-                type: event.type, version: event.schemaVersion, payload: event.payload, object: event.object, stamp: stamp,
-                bound: event.library, library: nil, sealed: event.seal != nil)
+            case .fold(let change, let claims) = context.verdict(on: event, stamp: stamp)
         else { return }
         for (field, value, merge, register) in writes(of: change, event: event) {
             // nil: no claim known (a version-1 event); .some(nil): the writer had seen no write of the field.

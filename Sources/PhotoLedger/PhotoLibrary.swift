@@ -76,6 +76,8 @@ public final class PhotoLibrary: Sendable {
     /// The shared library this replica is bound to, and the token's scope (cached from
     /// `replica_state`: every fetch and change block consults the scope).
     let binding: Mutex<(library: UUID?, scope: ReplicaScope?)>
+    /// The keys of an end-to-end encrypted library, as this device holds them.
+    let encryption = EncryptionKeys()
 
     /// Opens (creating if needed) the library at `url` for `device`.
     ///
@@ -97,6 +99,8 @@ public final class PhotoLibrary: Sendable {
             let last = try storage.read { try EventLog($0).lastTimestamp() }
             let state = try storage.read { try ReplicaState.read($0) }
             binding = Mutex((state.library, state.scope))
+            let keys = encryption
+            try storage.read { try keys.load($0) }
             let drift = options.maximumClockDrift.components
             clock = HybridLogicalClock(
                 physicalClock: options.clock, last: last,
@@ -217,6 +221,7 @@ public final class PhotoLibrary: Sendable {
         var touched = TouchedObjects()
         var applied = AppliedPage()
         var pending: PendingCommit?
+        var afterCommit: () -> Void = {}
         let context = foldContext
         do {
             try withArchive { _, archive in
@@ -281,6 +286,8 @@ public final class PhotoLibrary: Sendable {
                         touched.formUnion(resolution.touched)
                         applied.changedVerdicts = resolution.changedVerdicts.count
                     }
+                    let settled = try settleShredding(appended.values.map(\.event), applied: &applied, db: db, archive: archive)
+                    afterCommit = { self.finishShredding(settled) }
                     let report = try Self.recordServerChain(
                         page.chain, appended: appended.merging(echoes) { appendedNow, _ in appendedNow }, appendedFrom: firstAppended, db: db,
                         archive: archive)
@@ -296,6 +303,7 @@ public final class PhotoLibrary: Sendable {
             abandon(pending)
             throw Self.translate(error, doing: "apply events from other devices")
         }
+        afterCommit()
         if let pending { publish(pending) }
         return applied
     }
@@ -442,7 +450,11 @@ public final class PhotoLibrary: Sendable {
         let context = foldContext
         do {
             try withArchive { _, archive in
-                try storage.write { try Projection($0, archive: archive).rebuild(context: context, batchSize: batchSize) }
+                let shredded = try storage.write { db in
+                    try Projection(db, archive: archive).rebuild(context: context, batchSize: batchSize)
+                    return try shred(Set(purgedAssets(db)), in: db, archive: archive)
+                }
+                finishShredding(shredded)
             }
         } catch {
             throw Self.translate(error, doing: "rebuild the projections")

@@ -23,6 +23,8 @@ struct TouchedObjects: Sendable {
 struct FoldContext: Sendable {
     var schema: EventSchema
     var library: UUID?
+    /// The keys that open sealed payloads (nil for a plain library).
+    var keys: PayloadKeys? = nil
 }
 
 /// Events folded in memory ahead of their apply, on another thread, so the writing connection
@@ -159,6 +161,8 @@ struct Projection {
             """)
         defer { scan.reset() }
         try scan.bind(start, at: 1)
+        let sealedRow = try database.cachedStatement("SELECT \(EventLog.columns) FROM events WHERE local_seq = ?")
+        defer { sealedRow.reset() }
         // Runs of events share their type and device: each is decoded from the column's bytes
         // only when it differs from the previous event's.
         var type = (bytes: [UInt8](), name: "")
@@ -177,10 +181,18 @@ struct Projection {
                 device = ([UInt8](bytes), String(decoding: bytes, as: UTF8.self))
             }
             let stamp = WriterStamp(hlc: scan.int64(3), device: device.name)
+            if scan.int64(9) != 0 {
+                // A sealed payload is opened with the whole envelope as associated data.
+                sealedRow.reset()
+                try sealedRow.bind(scan.int64(0), at: 1)
+                guard try sealedRow.step() else { throw DecodingError("the sealed event at local position \(scan.int64(0))", offset: 0) }
+                batch.add(context.verdict(on: try EventLog.decode(sealedRow).event, stamp: stamp), event: id, object: object, stamp: stamp)
+            } else {
             let verdict = context.schema.verdict(
                 type: type.name, version: Int(clamping: scan.int64(5)), payload: scan.blob(6), object: object, stamp: stamp,
                 bound: scan.isNull(8) ? nil : scan.withBlob(8) { UUID(bytes: $0) }, library: context.library, sealed: scan.int64(9) != 0)
             batch.add(verdict, event: id, object: object, stamp: stamp)
+            }
             if batch.eventCount >= batchSize {
                 try emit(batch)
                 batch = ProjectionBatch()

@@ -169,9 +169,7 @@ struct ProjectionBatch: Sendable {
     /// is recorded with its verdict and changes nothing else.
     mutating func add(_ event: Event, context: FoldContext) {
         let stamp = WriterStamp(hlc: Int64(bitPattern: event.timestamp.rawValue), device: event.device.rawValue)
-        let verdict = context.schema.verdict(
-            type: event.type, version: event.schemaVersion, payload: event.payload, object: event.object, stamp: stamp,
-            bound: event.library, library: context.library, sealed: event.seal != nil)
+        let verdict = context.verdict(on: event, stamp: stamp)
         add(verdict, event: event.id, object: event.object, stamp: stamp)
     }
 

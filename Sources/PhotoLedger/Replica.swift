@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import LedgerCrypto
 import LedgerStore
 import PhotoMedia
 import Synchronization
@@ -160,6 +161,7 @@ package struct Replica: Sendable {
         try library.withDatabase { db in
             try db.execute("UPDATE replica_state SET last_sync = ? WHERE id = 1", [Int64(library.options.clock())])
         }
+        library.removeSealedBlobFiles()
     }
 
     /// The library's physical clock reading, in Unix milliseconds.
@@ -268,35 +270,43 @@ package struct Replica: Sendable {
 
     // MARK: Resources
 
-    /// The resources (hex SHA-256) that `events` refer to.
-    package func resourceHashes(referencedBy events: [Event]) -> Set<String> {
+    /// The blobs (hex SHA-256 names) of the resources that `events` refer to: the resources
+    /// themselves in a plain library, their encryptions in an encrypted one
+    /// (``PhotoLibrary/encryptedBlobNames(for:)``).
+    package func resourceHashes(referencedBy events: [Event]) throws -> Set<String> {
         var hashes = Set<String>()
+        var sealed: [(asset: UUID, sha256: String)] = []
         let context = library.foldContext
         for event in events {
             let stamp = WriterStamp(hlc: Int64(bitPattern: event.timestamp.rawValue), device: event.device.rawValue)
-            let verdict = context.schema.verdict(
-                type: event.type, version: event.schemaVersion, payload: event.payload, object: event.object, stamp: stamp,
-                bound: event.library, library: context.library, sealed: event.seal != nil)
-            switch verdict {
-            case .fold(.assetCreated(let creation), _): hashes.formUnion(creation.resources.map { Hex.encode($0.sha256) })
-            case .fold(.assetContentEdited(let edit), _):
-                hashes.formUnion([edit.rendered, edit.adjustment].compactMap { $0.map { Hex.encode($0.sha256) } })
+            var referenced: [String] = []
+            switch context.verdict(on: event, stamp: stamp) {
+            case .fold(.assetCreated(let creation), _): referenced = creation.resources.map { Hex.encode($0.sha256) }
+            case .fold(.assetContentEdited(let edit), _): referenced = [edit.rendered, edit.adjustment].compactMap { $0.map { Hex.encode($0.sha256) } }
             default: break
             }
+            if let seal = event.seal, KeyKind.of(seal.keyID) == .asset {
+                sealed += referenced.map { (event.object, $0) }
+            } else {
+                hashes.formUnion(referenced)
+            }
         }
+        if !sealed.isEmpty { hashes.formUnion(try library.encryptedBlobNames(for: sealed)) }
         return hashes
     }
 
     /// Referenced resources that are not on this device yet, with their sizes.
     package func missingResources() throws -> [(hash: String, size: Int64)] {
-        try library.readDatabase { db in
+        if library.encryption.snapshot.enabled { return try library.missingEncryptedBlobs() }
+        return try library.readDatabase { db in
             try db.rows("SELECT sha256, size FROM referenced_resources ORDER BY sha256") { (Hex.encode($0.blob(0)), $0.int64(1)) }
         }.filter { !library.resources.contains($0.hash) }
     }
 
     /// The file holding a stored resource, or nil when it is not on this device.
     package func resourceFile(_ hash: String) -> URL? {
-        library.resources.contains(hash) ? library.resources.url(for: hash) : nil
+        if library.encryption.snapshot.enabled, let file = try? library.encryptedBlobFile(hash) { return file }
+        return library.resources.contains(hash) ? library.resources.url(for: hash) : nil
     }
 
     /// The resource store's directory for temporary downloads.
@@ -305,6 +315,7 @@ package struct Replica: Sendable {
     /// Takes a downloaded file into the resource store after checking it hashes to `hash`: moved
     /// in (the download directory is inside the store, on the same file system), not copied.
     package func adoptDownloadedResource(at file: URL, hash: String) throws {
+        if library.encryption.snapshot.enabled { return try library.adoptDownloadedBlob(at: file, name: hash) }
         defer { try? FileManager.default.removeItem(at: file) }
         do {
             let stored = try library.resources.ingest(fileAt: file, transfer: .move)
@@ -342,7 +353,9 @@ extension PhotoLibrary {
     package var replica: Replica { Replica(library: self) }
 
     /// The fold's context: this build's schema and the library's identifier.
-    var foldContext: FoldContext { FoldContext(schema: options.eventSchema, library: binding.withLock { $0.library }) }
+    var foldContext: FoldContext {
+        FoldContext(schema: options.eventSchema, library: binding.withLock { $0.library }, keys: encryption.payloadKeys)
+    }
 
     /// Removes events from the views (the server rejected them): the objects they touched are
     /// refolded without them.

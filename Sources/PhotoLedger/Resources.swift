@@ -163,7 +163,8 @@ extension PhotoLibrary {
         guard let fetcher = resourceFetcher.value else {
             throw PhotoLibraryError(.missingResource, "resource \(hash) is not on this device yet; sync the library to download it")
         }
-        try fetcher(hash)
+        // An encrypted library's resource travels as the blob of its encryption.
+        try fetcher(encryption.snapshot.enabled ? try encryptedBlobName(forResource: hash) ?? hash : hash)
     }
 
     /// Removes stored resources that no event refers to (left by a crash between storing a

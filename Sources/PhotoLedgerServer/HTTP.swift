@@ -22,7 +22,7 @@ public struct RequestHead: Sendable, Hashable {
     /// Whether `Accept` lists the binary event page (`EventPage.contentType`, not
     /// with `q=0`): pulls are then answered in that form rather than JSON.
     public var acceptsEventPages: Bool
-    /// The query arguments the routes use (`since`, `limit`, `wait`).
+    /// The query arguments the routes use (`since`, `limit`, `wait`, `after`).
     public var query: [String: String]
 
     /// Creates a request head.
@@ -176,13 +176,15 @@ public enum Route: Sendable, Hashable {
     case verify(library: String)
     /// `GET …/watermark`.
     case watermark(library: String)
+    /// `GET` or `POST` `…/keys`: the key store of an end-to-end encrypted library.
+    case keys(library: String, method: String)
 
     /// The library named in the path, if any.
     public var library: String? {
         switch self {
         case .health: return nil
         case .info(let library), .push(let library), .pull(let library), .blob(let library, _, _), .missingBlobs(let library),
-            .chain(let library), .verify(let library), .watermark(let library):
+            .chain(let library), .verify(let library), .watermark(let library), .keys(let library, _):
             return library
         }
     }
@@ -190,7 +192,7 @@ public enum Route: Sendable, Hashable {
     /// Whether the route takes a JSON request body.
     var takesJSONBody: Bool {
         switch self {
-        case .push, .missingBlobs: return true
+        case .push, .missingBlobs, .keys(_, "POST"): return true
         default: return false
         }
     }
@@ -219,6 +221,7 @@ public enum Route: Sendable, Hashable {
         case "verify": return try allow(["GET"], .verify(library: library))
         case "watermark": return try allow(["GET"], .watermark(library: library))
         case "blobs/missing": return try allow(["POST"], .missingBlobs(library: library))
+        case "keys": return try allow(["GET", "POST"], .keys(library: library, method: method))
         default:
             guard tail.hasPrefix("blobs/") else { throw HTTPError.notFound("no route for \(path)") }
             let hash = String(tail.dropFirst("blobs/".count))

@@ -87,7 +87,7 @@ private struct FramingFields {
 
 private func readHead(_ connection: OpaquePointer?, method: String, path: String) -> RequestHead {
     var query: [String: String] = [:]
-    for name in ["since", "limit", "wait"] {
+    for name in ["since", "limit", "wait", "after"] {
         if let value = header(connection, name, kind: .GET_ARGUMENT_KIND) { query[name] = value }
     }
     return RequestHead(

@@ -122,7 +122,7 @@ public final class SyncRequestHandler: Sendable {
         self.notifier = EventNotifier(capacity: configuration.maximumWaitingPulls)
     }
 
-    private var store: any ServerStore { configuration.store }
+    var store: any ServerStore { configuration.store }
 
     // MARK: Before the body
 
@@ -161,6 +161,9 @@ public final class SyncRequestHandler: Sendable {
         let allowed: Bool
         switch route {
         case .health, .info, .missingBlobs: allowed = true
+        // Every scope reads the key store (it holds nothing a token could open) and writes
+        // what its entry rules allow (KeyStoreRules).
+        case .keys: allowed = true
         case .push: allowed = scope.canWrite
         case .pull, .chain, .verify, .watermark: allowed = scope.canRead
         case .blob(_, _, let method):
@@ -181,6 +184,7 @@ public final class SyncRequestHandler: Sendable {
         case .watermark: return "reading the compaction watermark"
         case .missingBlobs: return "listing missing blobs"
         case .blob(_, _, let method): return method == "PUT" ? "uploading blobs" : "downloading blobs"
+        case .keys(_, let method): return method == "POST" ? "changing the key store" : "reading the key store"
         }
     }
 
@@ -280,7 +284,7 @@ public final class SyncRequestHandler: Sendable {
                 .json(
                     LibraryInfo(
                         library: credential.library, libraryID: credential.libraryUUID, device: credential.device, scope: credential.scope,
-                        lastServerSequence: summary.lastServerSequence)))
+                        lastServerSequence: summary.lastServerSequence, endToEndEncrypted: try isEndToEndEncrypted(credential))))
         case .push:
             guard case .json(let json) = body else { throw HTTPError.badRequest("a push needs a JSON body") }
             return .respond(try push(try json.finish(), credential: credential!))
@@ -295,6 +299,12 @@ public final class SyncRequestHandler: Sendable {
         case .missingBlobs:
             guard case .json(let json) = body else { throw HTTPError.badRequest("this request needs a JSON body") }
             return .respond(try missingBlobs(try json.finish(), credential: credential!))
+        case .keys(_, let method):
+            if method == "POST" {
+                guard case .json(let json) = body else { throw HTTPError.badRequest("a change of the key store needs a JSON body") }
+                return .respond(try changeKeys(try json.finish(), credential: credential!))
+            }
+            return .respond(try readKeys(request.head, credential: credential!))
         case .blob(_, let hash, let method):
             if method == "PUT" {
                 guard case .blob(let upload) = body else { throw HTTPError.badRequest("an upload needs a body") }

@@ -354,4 +354,47 @@ public final class SQLiteServerStore: ServerStore {
             }
         }
     }
+
+    // MARK: Key store
+
+    public func keyEntries(libraryID: Int64, after: Int64) throws -> (entries: [KeyEntry], last: Int64) {
+        try read { db in
+            let last = try db.firstRow("SELECT coalesce(max(seq), 0) FROM key_entries WHERE library_id = ?", [libraryID]) { $0.int64(0) } ?? 0
+            let entries = try db.rows("SELECT name, value FROM key_entries WHERE library_id = ? AND seq > ? AND seq <= ? ORDER BY name", [libraryID, after, last]) {
+                KeyEntry(name: $0.text(0), value: $0.blob(1))
+            }
+            return (entries, last)
+        }
+    }
+
+    public func keyEntry(libraryID: Int64, name: String) throws -> [UInt8]? {
+        try read { db in try db.firstRow("SELECT value FROM key_entries WHERE library_id = ? AND name = ?", [libraryID, name]) { $0.blob(0) } }
+    }
+
+    public func applyKeyChanges(libraryID: Int64, _ changes: [KeyChange], by device: DeviceID, at milliseconds: UInt64) throws -> [KeyChangeStatus] {
+        try writer.write { db in
+            // Deleted entries (destroyed keys) are overwritten in the file, not only unlinked.
+            try db.execute("PRAGMA secure_delete = ON")
+            var seq = try db.firstRow("SELECT coalesce(max(seq), 0) FROM key_entries WHERE library_id = ?", [libraryID]) { $0.int64(0) } ?? 0
+            return try changes.map { change in
+                guard let value = change.value else {
+                    try db.execute("DELETE FROM key_entries WHERE library_id = ? AND name = ?", [libraryID, change.name])
+                    return .deleted
+                }
+                if change.createOnly,
+                    let held = try db.firstRow("SELECT value FROM key_entries WHERE library_id = ? AND name = ?", [libraryID, change.name], { $0.blob(0) })
+                {
+                    return held == value ? .stored : .conflict
+                }
+                seq += 1
+                try db.execute(
+                    """
+                    INSERT INTO key_entries (library_id, name, value, written_by, written_at, seq) VALUES (?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (library_id, name) DO UPDATE SET value = excluded.value, written_by = excluded.written_by,
+                        written_at = excluded.written_at, seq = excluded.seq
+                    """, [libraryID, change.name, value, device.rawValue, Int64(milliseconds), seq])
+                return .stored
+            }
+        }
+    }
 }

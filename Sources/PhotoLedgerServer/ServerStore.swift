@@ -260,6 +260,18 @@ public protocol ServerStore: Sendable {
     func recordBlob(libraryID: Int64, hash: [UInt8], size: Int64, at milliseconds: UInt64) throws -> Bool
     /// The hashes among `hashes` that the library does not hold, in the order given.
     func missingBlobs(libraryID: Int64, hashes: [[UInt8]]) throws -> [[UInt8]]
+
+    // MARK: Key store
+
+    /// The entries of the library's key store written after position `after` (0: all), by
+    /// name, and the store's position.
+    func keyEntries(libraryID: Int64, after: Int64) throws -> (entries: [KeyEntry], last: Int64)
+    /// The bytes of one entry of the library's key store, or nil.
+    func keyEntry(libraryID: Int64, name: String) throws -> [UInt8]?
+    /// Applies `changes` in order, in one transaction, for `device`: a write replaces the entry
+    /// (unless `createOnly` and an entry with other bytes exists: `conflict`), a change without a
+    /// value deletes it. Returns the status of each.
+    func applyKeyChanges(libraryID: Int64, _ changes: [KeyChange], by device: DeviceID, at milliseconds: UInt64) throws -> [KeyChangeStatus]
 }
 
 extension ServerStore {

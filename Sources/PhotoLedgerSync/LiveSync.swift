@@ -116,6 +116,7 @@ extension SyncEngine {
             let report = try await reconnection.attempt {
                 var report = SyncReport()
                 try await self.uploadResources(&report, nil)
+                if self.replica.isEncrypted { try await self.publishKeys(&report) }  // the asset keys name the blobs just uploaded
                 try await self.push(&report, nil)
                 report.cursor = try self.cursor()
                 return report
@@ -137,6 +138,10 @@ extension SyncEngine {
                     throw SyncError.invalidResponse("the server's cursor went back from \(cursor) to \(page.cursor); was the server reset?")
                 }
                 guard page.eventCount > 0 else { return report }
+                // An encrypted library: the keys of what arrived (published before its push). A plain
+                // library learned at the first sync whether it must join an encrypted one.
+                let encrypted = self.replica.isEncrypted
+                if encrypted { try await self.exchangeKeys(&report) }
                 try self.apply(page, to: &report)
                 // More may follow at once: fetch without waiting until a page comes back empty.
                 var more = page.hasMore
@@ -147,6 +152,7 @@ extension SyncEngine {
                     try self.apply(next, to: &report)
                     (more, previous) = (next.hasMore && next.eventCount > 0, next.lastChainHash)
                 }
+                if encrypted { try await self.exchangeKeys(&report) }
                 if self.options.downloadResourcesEagerly { try await self.downloadResources(&report, nil) }
                 report.cursor = try self.cursor()
                 try self.replica.recordSync()

@@ -56,6 +56,9 @@ public struct SyncReport: Sendable, Equatable {
     public var downloadedBytes: Int64 = 0
     /// The server sequence this device has pulled up to.
     public var cursor: Int64 = 0
+    /// What an end-to-end encrypted library's key exchange has to say (awaiting enrolment,
+    /// enrolled now, a new key generation, entries the server refused).
+    public var encryptionNotes: [String] = []
 
     /// An empty report.
     public init() {}
@@ -146,12 +149,15 @@ public final class SyncEngine: Sendable {
         var report = SyncReport()
         let scope = try await bind()
         report.scope = scope
+        try await exchangeKeys(&report)
         if scope != .readOnly {
             try await uploadResources(&report, progress)
+            try await publishKeys(&report)  // the asset keys name the blobs just uploaded
             try await push(&report, progress)
         }
         if scope != .addOnly {
             try await pull(&report, progress)
+            try await exchangeKeys(&report)  // the keys of what was pulled
             if options.downloadResourcesEagerly { try await downloadResources(&report, progress) }
         }
         report.cursor = try cursor()
@@ -194,7 +200,7 @@ public final class SyncEngine: Sendable {
             let pending = try replica.outbox(afterDeviceSequence: cursor, limit: options.pushBatchSize * 4)
             guard let last = pending.last else { return }
             cursor = last.deviceSequence
-            let hashes = replica.resourceHashes(referencedBy: pending).sorted()
+            let hashes = try replica.resourceHashes(referencedBy: pending).sorted()
             guard !hashes.isEmpty else { continue }
             let missing = try await exchange(.post, SyncRoutes.missingBlobs(library: remote.libraryName), MissingBlobsRequest(hashes: hashes), as: MissingBlobsResponse.self).missing
             let files = try missing.map { hash in

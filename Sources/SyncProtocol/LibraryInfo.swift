@@ -23,11 +23,13 @@ public enum TokenScope: String, Sendable, Hashable, CaseIterable {
 /// `GET /v1/libraries/{library}`: the library as the token sees it.
 ///
 /// ```json
-/// {"library":"family","libraryId":"0193…","device":"anna-phone","scope":"readWrite","lastServerSeq":1042}
+/// {"library":"family","libraryId":"0193…","device":"anna-phone","scope":"readWrite","lastServerSeq":1042,"encryption":"endToEnd"}
 /// ```
 ///
 /// A device reads it before it syncs: `libraryId` is what its new events are bound to (and what
-/// it checks pulled events against), `scope` what it may do.
+/// it checks pulled events against), `scope` what it may do, `encryption` whether the library's
+/// payloads and blobs are end-to-end encrypted (`endToEnd`: its key store holds the library's
+/// identity key) or travel in the clear (`none`; a server that does not say is read as `none`).
 public struct LibraryInfo: WireMessage, Hashable {
     /// The library's name on the server.
     public var library: String
@@ -39,9 +41,12 @@ public struct LibraryInfo: WireMessage, Hashable {
     public var scope: TokenScope
     /// The library's last server sequence (0 for an empty log).
     public var lastServerSequence: Int64
+    /// Whether the library is end-to-end encrypted.
+    public var endToEndEncrypted: Bool
 
     /// Creates the message.
-    public init(library: String, libraryID: UUID, device: DeviceID, scope: TokenScope, lastServerSequence: Int64) {
+    public init(library: String, libraryID: UUID, device: DeviceID, scope: TokenScope, lastServerSequence: Int64, endToEndEncrypted: Bool = false) {
+        self.endToEndEncrypted = endToEndEncrypted
         self.library = library
         self.libraryID = libraryID
         self.device = device
@@ -56,12 +61,13 @@ public struct LibraryInfo: WireMessage, Hashable {
         writer.key("device"); writer.string(device.rawValue)
         writer.key("scope"); writer.string(scope.rawValue)
         writer.key("lastServerSeq"); writer.integer(lastServerSequence)
+        writer.key("encryption"); writer.string(endToEndEncrypted ? "endToEnd" : "none")
         writer.endObject()
     }
 
     /// Reads the message strictly: an unknown scope, an invalid name or identifier is malformed.
     public static func read(from reader: inout JSONReader) throws -> LibraryInfo {
-        var library: String?, libraryID: UUID?, device: String?, scope: String?, last: Int64?
+        var library: String?, libraryID: UUID?, device: String?, scope: String?, last: Int64?, encryption = "none"
         try readObject(&reader, path: "") { key, reader in
             switch key {
             case "library": library = try reading(key) { try reader.readString() }
@@ -71,6 +77,9 @@ public struct LibraryInfo: WireMessage, Hashable {
             case "device": device = try reading(key) { try reader.readString() }
             case "scope": scope = try reading(key) { try reader.readString() }
             case "lastServerSeq": last = try reading(key) { try reader.readInt64() }
+            case "encryption":
+                encryption = try reading(key) { try reader.readString() }
+                guard encryption == "none" || encryption == "endToEnd" else { throw WireFormatError(field: key, message: "must be none or endToEnd") }
             default: return false
             }
             return true
@@ -86,6 +95,6 @@ public struct LibraryInfo: WireMessage, Hashable {
         guard lastServerSequence >= 0 else { throw WireFormatError(field: "lastServerSeq", message: "must not be negative") }
         return LibraryInfo(
             library: name, libraryID: try required(libraryID, "libraryId"), device: DeviceID(deviceName), scope: tokenScope,
-            lastServerSequence: lastServerSequence)
+            lastServerSequence: lastServerSequence, endToEndEncrypted: encryption == "endToEnd")
     }
 }

@@ -24,6 +24,12 @@ public enum SyncRoutes {
     /// `POST /v1/libraries/{library}/blobs/missing`.
     public static func missingBlobs(library: String) -> String { "/v1/libraries/\(library)/blobs/missing" }
 
+    /// `GET` (every entry) or `POST` (changes) `/v1/libraries/{library}/keys`: the library's key
+    /// store for end-to-end encryption.
+    public static func keys(library: String, after: Int64? = nil) -> String {
+        "/v1/libraries/\(library)/keys" + (after.map { "?after=\($0)" } ?? "")
+    }
+
     /// `GET /v1/libraries/{library}/chain`.
     public static func chain(library: String) -> String { "/v1/libraries/\(library)/chain" }
 

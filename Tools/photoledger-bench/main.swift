@@ -63,6 +63,7 @@ struct PhotoledgerBench: ParsableCommand {
             Suite(prefixes: ["audit"]) { try AuditBenchmarks(quick: quick).run() },
             Suite(prefixes: ["live.wake", "live.rss"]) { try LiveBenchmarks(quick: quick).run() },
             Suite(prefixes: ["host"]) { try HostBenchmarks(quick: quick).run() },
+            Suite(prefixes: ["e2e"]) { try EncryptionBenchmarks(quick: quick).run() },
         ]
         var figures: [Figure] = []
         for suite in suites where only.map({ prefix in suite.prefixes.contains { $0.hasPrefix(prefix) || prefix.hasPrefix($0) } }) ?? true {

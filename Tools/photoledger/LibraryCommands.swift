@@ -14,6 +14,8 @@ struct Init: ParsableCommand {
         discussion: "The device name is recorded in the library, so later commands need no --device.")
 
     @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
+    @Flag(help: "Encrypt the library end to end: the server stores only what it cannot read. Shows the recovery key once.")
+    var encrypt = false
 
     func run() throws {
         let context = try Context(global)
@@ -28,6 +30,20 @@ struct Init: ParsableCommand {
         try FileManager.default.createDirectory(at: context.libraryURL.deletingLastPathComponent(), withIntermediateDirectories: true)
         let library = try context.open(device: device)
         try library.recordDevice()
+        if encrypt {
+            let recovery = try library.enableEncryption()
+            if context.json {
+                context.emit(.object([
+                    ("library", .string(context.libraryURL.path)), ("device", .string(device)), ("created", .bool(!existed)),
+                    ("encrypted", .bool(true)), ("recoveryKey", .string(recovery.text)),
+                ]))
+            } else {
+                context.say("Created encrypted library \(context.libraryURL.path) for device \(device).")
+                print("Recovery key (shown only now; write it down and keep it safe: it restores the library when every device is lost):")
+                print("    \(recovery.text)")
+            }
+            return
+        }
         if context.json {
             context.emit(.object([("library", .string(context.libraryURL.path)), ("device", .string(device)), ("created", .bool(!existed))]))
         } else {
@@ -63,6 +79,12 @@ struct Status: ParsableCommand {
             print("Newer events:   \(status.eventsNeedingNewerVersion) events need a newer PhotoLedger; they are kept and applied after an upgrade")
         }
         if status.sealedEvents > 0 { print("Sealed events:  \(status.sealedEvents) events wait for a key this device does not hold") }
+        switch library.encryptionStatus {
+        case .plain: print("Encryption:     none (the server can read this library)")
+        case .enrolled: print("Encryption:     end to end; this device holds the keys")
+        case .awaitingEnrolment(let code):
+            print("Encryption:     end to end; this device waits to be approved" + (code.map { " (code \($0))" } ?? ""))
+        }
         print("Remote:         \(status.remote?.description ?? "none (set one with 'photoledger remote set')")")
         print("Last sync:      \(status.lastSync.map(Listing.isoDate) ?? "never")")
     }

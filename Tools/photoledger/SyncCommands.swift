@@ -144,6 +144,7 @@ struct Sync: AsyncParsableCommand {
         for rejection in report.rejectedEvents { context.warn("rejected by the server (folded out here): \(rejection)") }
         for event in report.quarantinedEvents { context.warn("quarantined (kept, not applied): \(event)") }
         for hash in report.unavailableResources { context.warn("missing on the server (never uploaded by its device): resource \(hash)") }
+        for note in report.encryptionNotes { context.warn("encryption: \(note)") }
         if report.changedVerdicts > 0 {
             context.warn("\(count(report.changedVerdicts, "earlier event")) changed verdict: an earlier creation of an object arrived")
         }

@@ -346,4 +346,68 @@ public final class PostgresServerStore: ServerStore {
         }
         return hashes.filter { !held.contains($0) }
     }
+
+    // MARK: Key store
+
+    public func keyEntries(libraryID: Int64, after: Int64) throws -> (entries: [KeyEntry], last: Int64) {
+        try withConnection { connection in
+            try connection.inTransaction {
+                // One snapshot for the position and the entries.
+                _ = try connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                let head = try connection.query("SELECT coalesce(max(seq), 0) FROM key_entries WHERE library_id = $1", [.int64(libraryID)])
+                let last = head.int64(0, 0)
+                let result = try connection.query(
+                    "SELECT name, value FROM key_entries WHERE library_id = $1 AND seq > $2 AND seq <= $3 ORDER BY name",
+                    [.int64(libraryID), .int64(after), .int64(last)])
+                return ((0..<result.count).map { KeyEntry(name: result.text($0, 0), value: result.bytes($0, 1)) }, last)
+            }
+        }
+    }
+
+    public func keyEntry(libraryID: Int64, name: String) throws -> [UInt8]? {
+        try withConnection { connection in
+            let result = try connection.query("SELECT value FROM key_entries WHERE library_id = $1 AND name = $2", [.int64(libraryID), .text(name)])
+            return result.count > 0 ? result.bytes(0, 0) : nil
+        }
+    }
+
+    public func applyKeyChanges(libraryID: Int64, _ changes: [KeyChange], by device: DeviceID, at milliseconds: UInt64) throws -> [KeyChangeStatus] {
+        try withConnection { connection in
+            try connection.inTransaction {
+                // Writers of one library's key store take turns (the library's row), so positions
+                // commit in order and a reader never misses a write.
+                _ = try connection.query("SELECT 1 FROM libraries WHERE library_id = $1 FOR UPDATE", [.int64(libraryID)])
+                let current = try connection.query("SELECT coalesce(max(seq), 0) FROM key_entries WHERE library_id = $1", [.int64(libraryID)])
+                var seq = current.int64(0, 0)
+                return try changes.map { change -> KeyChangeStatus in
+                    guard let value = change.value else {
+                        _ = try connection.query("DELETE FROM key_entries WHERE library_id = $1 AND name = $2", [.int64(libraryID), .text(change.name)])
+                        return .deleted
+                    }
+                    if change.createOnly {
+                        let inserted = try connection.query(
+                            """
+                            INSERT INTO key_entries (library_id, name, value, written_by, written_at, seq) VALUES ($1, $2, $3, $4, $5, $6)
+                            ON CONFLICT (library_id, name) DO NOTHING
+                            """, [.int64(libraryID), .text(change.name), .bytes(value), .text(device.rawValue), .int64(Int64(milliseconds)), .int64(seq + 1)])
+                        if inserted.changes == 1 {
+                            seq += 1
+                            return .stored
+                        }
+                        let held = try connection.query(
+                            "SELECT value FROM key_entries WHERE library_id = $1 AND name = $2", [.int64(libraryID), .text(change.name)])
+                        return held.count > 0 && held.bytes(0, 0) == value ? .stored : .conflict
+                    }
+                    seq += 1
+                    _ = try connection.query(
+                        """
+                        INSERT INTO key_entries (library_id, name, value, written_by, written_at, seq) VALUES ($1, $2, $3, $4, $5, $6)
+                        ON CONFLICT (library_id, name) DO UPDATE SET value = excluded.value, written_by = excluded.written_by,
+                            written_at = excluded.written_at, seq = excluded.seq
+                        """, [.int64(libraryID), .text(change.name), .bytes(value), .text(device.rawValue), .int64(Int64(milliseconds)), .int64(seq)])
+                    return .stored
+                }
+            }
+        }
+    }
 }

@@ -1,0 +1,230 @@
+import CSodium
+import Foundation
+import LedgerCore
+
+/// What a key identifier names: its two low bits (the rest is a random 30-bit generation).
+public enum KeyKind: UInt32, Sendable, Hashable, CaseIterable {
+    /// A generation of the library key: seals album events and purges, wraps asset keys.
+    case library = 1
+    /// The key of one asset: seals the asset's events and resources; destroying it shreds them.
+    case asset = 2
+
+    /// A new random identifier of this kind: `(random 30 bits << 2) | kind`, never 0.
+    public func newIdentifier() -> UInt32 {
+        let random = Sodium.random(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        return ((random >> 2) | 1) << 2 | rawValue
+    }
+
+    /// The kind of `identifier`, or nil for one this build does not know.
+    public static func of(_ identifier: UInt32) -> KeyKind? { KeyKind(rawValue: identifier & 3) }
+}
+
+/// The keys a library's readers share: the generations of the library key (the last is the
+/// current one, which seals new events) and the library's X25519 identity, to whose public key
+/// devices are enrolled and short authentication codes are computed.
+public struct KeyRing: Sendable {
+    /// The library key generations by identifier, in the order they were made.
+    public private(set) var generations: [(id: UInt32, key: SecretKey)]
+    /// The library's X25519 identity.
+    public let identity: BoxKeyPair
+
+    /// A new ring with one generation.
+    public static func generate() -> KeyRing {
+        KeyRing(generations: [(KeyKind.library.newIdentifier(), SecretKey())], identity: BoxKeyPair())
+    }
+
+    init(generations: [(id: UInt32, key: SecretKey)], identity: BoxKeyPair) {
+        self.generations = generations
+        self.identity = identity
+    }
+
+    /// The generation that seals new events.
+    public var current: (id: UInt32, key: SecretKey) { generations[generations.count - 1] }
+
+    /// The generation `id`, or nil when this ring does not hold it.
+    public func key(_ id: UInt32) -> SecretKey? { generations.last { $0.id == id }?.key }
+
+    /// Adds a new generation and makes it current (a revocation): returns its identifier.
+    @discardableResult
+    public mutating func rotate() -> UInt32 {
+        let id = KeyKind.library.newIdentifier()
+        generations.append((id, SecretKey()))
+        return id
+    }
+
+    /// Adds a generation made elsewhere (a ring merged after a revocation on another device).
+    public mutating func add(_ generation: (id: UInt32, key: SecretKey)) {
+        guard key(generation.id) == nil else { return }
+        generations.append(generation)
+    }
+
+    /// The ring's bytes: `01`, the identity's secret key, the number of generations, then each
+    /// generation's identifier (4 bytes) and key.
+    public var serialized: [UInt8] {
+        var writer = ByteWriter(capacity: 64 + generations.count * 36)
+        writer.write(byte: 1)
+        writer.write(raw: identity.secretKey.bytes)
+        writer.write(varint: UInt64(generations.count))
+        for (id, key) in generations {
+            writer.write(raw: withUnsafeBytes(of: id.bigEndian, Array.init))
+            writer.write(raw: key.bytes)
+        }
+        return writer.bytes
+    }
+
+    /// Reads ``serialized`` bytes.
+    ///
+    /// - Throws: ``CryptoError`` for bytes that are not a key ring.
+    public init(serialized bytes: [UInt8]) throws {
+        var reader = ByteReader(bytes)
+        do {
+            guard try reader.readByte() == 1 else { throw CryptoError("the key ring has a version this build does not read") }
+            let identity = BoxKeyPair(secretKey: try SecretKey(bytes: try reader.readRaw(count: SecretKey.length)))
+            let count = try reader.readVarint()
+            guard count >= 1, count <= 100_000 else { throw CryptoError("the key ring holds \(count) generations") }
+            var generations: [(UInt32, SecretKey)] = []
+            for _ in 0..<count {
+                let id = try reader.readRaw(count: 4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+                guard KeyKind.of(id) == .library else { throw CryptoError("the key ring holds a key \(id) that is not a library key") }
+                generations.append((id, try SecretKey(bytes: try reader.readRaw(count: SecretKey.length))))
+            }
+            guard reader.isAtEnd else { throw CryptoError("the key ring has trailing bytes") }
+            self.init(generations: generations, identity: identity)
+        } catch let error as CryptoError {
+            throw error
+        } catch {
+            throw CryptoError("the key ring is damaged: \(error)")
+        }
+    }
+
+    /// The ring sealed for a device's public key (only that device opens it).
+    public func wrapped(for devicePublicKey: [UInt8]) throws -> [UInt8] {
+        try SealedBox.seal(serialized, to: devicePublicKey)
+    }
+
+    /// Opens a ring sealed for `device`.
+    ///
+    /// - Throws: ``CryptoError`` when it was sealed for another device or is damaged.
+    public init(unwrapping sealed: [UInt8], with device: BoxKeyPair) throws {
+        do {
+            try self.init(serialized: try SealedBox.open(sealed, with: device))
+        } catch {
+            throw CryptoError("the library's key ring on the server was not sealed for this device's key, or is damaged")
+        }
+    }
+
+    static let recoveryContext: [UInt8] = Array("photoledger key ring, recovery v1".utf8)
+
+    /// The ring sealed under a recovery key: a random nonce, then the ciphertext.
+    public func wrapped(for recovery: RecoveryKey) -> [UInt8] {
+        let (nonce, ciphertext) = AEAD.seal(serialized, key: recovery.key.derive("recovery"), associatedData: Self.recoveryContext)
+        return nonce + ciphertext
+    }
+
+    /// Opens a ring sealed under a recovery key.
+    ///
+    /// - Throws: ``CryptoError`` when the recovery key is not this library's, or the bytes are damaged.
+    public init(unwrapping sealed: [UInt8], with recovery: RecoveryKey) throws {
+        guard sealed.count > AEAD.nonceLength else { throw CryptoError("the recovery copy of the key ring is damaged") }
+        let plain: [UInt8]
+        do {
+            plain = try AEAD.open(
+                Array(sealed.dropFirst(AEAD.nonceLength)), key: recovery.key.derive("recovery"), nonce: Array(sealed.prefix(AEAD.nonceLength)),
+                associatedData: Self.recoveryContext)
+        } catch {
+            throw CryptoError("this recovery key does not open the library's key ring (is it the key shown when this library was made?)")
+        }
+        try self.init(serialized: plain)
+    }
+}
+
+/// A recovery key: 32 random bytes shown once as 56 characters of Crockford base32 in groups of
+/// four (the last 3 bytes a checksum, so a mistyped character is caught).
+public struct RecoveryKey: Sendable {
+    /// The key.
+    public let key: SecretKey
+
+    static let alphabet = Array("0123456789ABCDEFGHJKMNPQRSTVWXYZ".utf8)
+
+    /// A new random recovery key.
+    public static func generate() -> RecoveryKey { RecoveryKey(key: SecretKey()) }
+
+    init(key: SecretKey) { self.key = key }
+
+    /// The key as it is shown and typed: 14 groups of 4 characters.
+    public var text: String {
+        let bytes = key.bytes + Array(LedgerCore.SHA256.hash(key.bytes).prefix(3))
+        var characters: [UInt8] = []
+        var buffer = 0, bits = 0
+        for byte in bytes {
+            buffer = buffer << 8 | Int(byte)
+            bits += 8
+            while bits >= 5 {
+                bits -= 5
+                characters.append(Self.alphabet[(buffer >> bits) & 31])
+            }
+            buffer &= (1 << bits) - 1
+        }
+        var groups: [String] = []
+        var index = 0
+        while index < characters.count {
+            groups.append(String(decoding: characters[index..<min(index + 4, characters.count)], as: UTF8.self))
+            index += 4
+        }
+        return groups.joined(separator: "-")
+    }
+
+    /// Reads a recovery key as ``text`` shows it: case, spaces and dashes do not matter, and O, I
+    /// and L read as 0, 1 and 1.
+    ///
+    /// - Throws: ``CryptoError`` saying what is wrong with it.
+    public init(text: String) throws {
+        var values: [Int] = []
+        for character in text.uppercased() {
+            if character == "-" || character == " " { continue }
+            let normalized: Character = character == "O" ? "0" : (character == "I" || character == "L") ? "1" : character
+            guard let ascii = normalized.asciiValue, let value = Self.alphabet.firstIndex(of: ascii) else {
+                throw CryptoError("the recovery key contains '\(character)', which is not one of its characters (0-9, A-Z without I, L, O, U)")
+            }
+            values.append(value)
+        }
+        guard values.count == 56 else {
+            throw CryptoError("the recovery key has \(values.count) characters, not 56 (14 groups of 4); check that it was copied whole")
+        }
+        var bytes: [UInt8] = []
+        var buffer = 0, bits = 0
+        for value in values {
+            buffer = buffer << 5 | value
+            bits += 5
+            if bits >= 8 {
+                bits -= 8
+                bytes.append(UInt8((buffer >> bits) & 0xFF))
+            }
+            buffer &= (1 << bits) - 1
+        }
+        let key = Array(bytes.prefix(32))
+        guard bytes.count == 35, Array(LedgerCore.SHA256.hash(key).prefix(3)) == Array(bytes.suffix(3)) else {
+            throw CryptoError("the recovery key's checksum does not match: a character is mistyped")
+        }
+        self.key = try SecretKey(bytes: key)
+    }
+}
+
+/// The short authentication code two devices show while one enrols the other: computed from the
+/// library's identity public key and the new device's public key, so a server that substituted
+/// either key makes the two screens disagree.
+public enum ShortAuthenticationCode {
+    /// Eight digits in two groups of four, such as `4821 0937`.
+    public static func code(libraryPublicKey: [UInt8], devicePublicKey: [UInt8]) -> String {
+        let digest = LedgerCore.SHA256.hash(Array("photoledger enrolment v1".utf8) + libraryPublicKey + devicePublicKey)
+        let value = digest.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) } % 100_000_000
+        let digits = String(value).leftPadded(to: 8)
+        return "\(digits.prefix(4)) \(digits.suffix(4))"
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to length: Int) -> String {
+        count >= length ? self : String(repeating: "0", count: length - count) + self
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import LedgerCore
+import LedgerCrypto
+import LedgerStore
+import Synchronization
+
+/// The payload keys a fold may use: library key generations by identifier, asset keys by asset
+/// (with the identifier the asset's seals name). An immutable snapshot: folds run on other
+/// threads than the one that changes the keys.
+final class PayloadKeys: Sendable {
+    let generations: [UInt32: SecretKey]
+    let assets: [UUID: (id: UInt32, key: SecretKey)]
+
+    init(generations: [UInt32: SecretKey], assets: [UUID: (id: UInt32, key: SecretKey)]) {
+        self.generations = generations
+        self.assets = assets
+    }
+
+    /// The payload key that opens what `keyID` sealed about `object`.
+    func payloadKey(_ keyID: UInt32, object: UUID) -> SecretKey? {
+        if KeyKind.of(keyID) == .asset {
+            guard let held = assets[object], held.id == keyID else { return nil }
+            return held.key
+        }
+        return generations[keyID]
+    }
+}
+
+/// What a fold reads of an event's payload.
+enum OpenedPayload {
+    /// Plain, or opened with a key this device holds.
+    case plain([UInt8])
+    /// Sealed with a key this device does not hold (yet).
+    case sealed(keyID: UInt32)
+    /// Sealed with a key this device holds, but it does not open: forged or damaged.
+    case unopenable(keyID: UInt32)
+}
+
+extension FoldContext {
+    /// The payload of `event` as this device can read it.
+    func open(_ event: Event) -> OpenedPayload {
+        guard let seal = event.seal else { return .plain(event.payload) }
+        guard let key = keys?.payloadKey(seal.keyID, object: event.object) else { return .sealed(keyID: seal.keyID) }
+        guard let plain = try? PayloadSeal.open(event, payloadKey: key) else { return .unopenable(keyID: seal.keyID) }
+        return .plain(plain)
+    }
+
+    /// The verdict on `event`, its payload opened first when this device holds the key.
+    func verdict(on event: Event, stamp: WriterStamp) -> EventVerdict {
+        switch open(event) {
+        case .plain(let payload):
+            return schema.verdict(
+                type: event.type, version: event.schemaVersion, payload: payload, object: event.object, stamp: stamp, bound: event.library,
+                library: library, sealed: false)
+        case .sealed(let keyID):
+            if let bound = event.library, let library, bound != library {
+                return .quarantined("it belongs to library \(bound.uuidString), not to this library (\(library.uuidString))")
+            }
+            return .sealed("its payload is sealed with key \(keyID), which this device does not hold (yet)")
+        case .unopenable(let keyID):
+            return .quarantined("its payload does not open with key \(keyID): it was damaged or forged")
+        }
+    }
+}
+
+/// The keys of an encrypted library as this device holds them, cached from `e2e_state` and
+/// `e2e_asset_keys`.
+final class EncryptionKeys: Sendable {
+    struct State: Sendable {
+        /// Whether the library is encrypted (it has `e2e_state`).
+        var enabled = false
+        var device: BoxKeyPair?
+        var ring: KeyRing?
+        var libraryPublicKey: [UInt8]?
+        /// Asset keys held, by asset.
+        var assetKeys: [UUID: (id: UInt32, key: SecretKey)] = [:]
+        /// Payload keys of every key held (library generations and assets).
+        var payloadKeys = PayloadKeys(generations: [:], assets: [:])
+    }
+
+    private let state = Mutex(State())
+
+    var snapshot: State { state.withLock { $0 } }
+
+    /// The payload keys for folds; nil for a plain library.
+    var payloadKeys: PayloadKeys? { state.withLock { $0.enabled ? $0.payloadKeys : nil } }
+
+    /// Reads the keys from the database.
+    func load(_ db: Database) throws {
+        var loaded = State()
+        if let row = try db.firstRow("SELECT device_secret, ring, library_public FROM e2e_state WHERE id = 1", [], { row in
+            (row.blob(0), row.isNull(1) ? nil : row.blob(1), row.isNull(2) ? nil : row.blob(2))
+        }) {
+            loaded.enabled = true
+            loaded.device = BoxKeyPair(secretKey: try SecretKey(bytes: row.0))
+            loaded.ring = try row.1.map { try KeyRing(serialized: $0) }
+            loaded.libraryPublicKey = row.2 ?? loaded.ring?.identity.publicKey
+            try db.forEachRow("SELECT asset, key_id, key FROM e2e_asset_keys WHERE key IS NOT NULL") { row in
+                guard let asset = UUID(bytes: row.blob(0)) else { return }
+                loaded.assetKeys[asset] = (UInt32(truncatingIfNeeded: row.int64(1)), try SecretKey(bytes: row.blob(2)))
+            }
+        }
+        loaded.payloadKeys = Self.payloadKeys(ring: loaded.ring, assets: loaded.assetKeys)
+        state.withLock { $0 = loaded }
+    }
+
+    static func payloadKeys(ring: KeyRing?, assets: [UUID: (id: UInt32, key: SecretKey)]) -> PayloadKeys {
+        var generations: [UInt32: SecretKey] = [:]
+        for (id, key) in ring?.generations ?? [] { generations[id] = PayloadSeal.payloadKey(of: key) }
+        return PayloadKeys(generations: generations, assets: assets.mapValues { ($0.id, PayloadSeal.payloadKey(of: $0.key)) })
+    }
+
+    /// Adds asset keys to the cache (after the transaction that stored them committed).
+    func add(assetKeys: [UUID: (id: UInt32, key: SecretKey)]) {
+        guard !assetKeys.isEmpty else { return }
+        let derived = assetKeys.mapValues { ($0.id, PayloadSeal.payloadKey(of: $0.key)) }
+        state.withLock { state in
+            state.assetKeys.merge(assetKeys) { _, new in new }
+            state.payloadKeys = PayloadKeys(
+                generations: state.payloadKeys.generations, assets: state.payloadKeys.assets.merging(derived) { _, new in new })
+        }
+    }
+
+    /// Drops destroyed asset keys from the cache.
+    func remove(assetKeys: Set<UUID>) {
+        state.withLock { state in
+            for asset in assetKeys { state.assetKeys[asset] = nil }
+            state.payloadKeys = PayloadKeys(
+                generations: state.payloadKeys.generations, assets: state.payloadKeys.assets.filter { !assetKeys.contains($0.key) })
+        }
+    }
+}

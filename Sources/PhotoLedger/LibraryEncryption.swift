@@ -1,0 +1,445 @@
+import Foundation
+import LedgerCore
+import LedgerCrypto
+import LedgerStore
+
+/// Where a library stands with end-to-end encryption.
+public enum EncryptionStatus: Sendable, Hashable {
+    /// Payloads and resources travel in the clear (for a trusted server).
+    case plain
+    /// Encrypted, but this device holds no key yet: it waits to be enrolled by an enrolled device.
+    case awaitingEnrolment(code: String?)
+    /// Encrypted, and this device holds the library's key ring.
+    case enrolled
+}
+
+extension PhotoLibrary {
+    // MARK: Status
+
+    /// Whether this library is end-to-end encrypted, and whether this device holds its keys.
+    public var encryptionStatus: EncryptionStatus {
+        let state = encryption.snapshot
+        guard state.enabled else { return .plain }
+        guard state.ring != nil else {
+            let code = state.libraryPublicKey.flatMap { library in
+                state.device.map { ShortAuthenticationCode.code(libraryPublicKey: library, devicePublicKey: $0.publicKey) }
+            }
+            return .awaitingEnrolment(code: code)
+        }
+        return .enrolled
+    }
+
+    /// This device's public key in an encrypted library (nil in a plain one).
+    public var devicePublicKey: [UInt8]? { encryption.snapshot.device?.publicKey }
+
+    // MARK: Making and joining encrypted libraries
+
+    /// Makes this library end-to-end encrypted: a new key ring, this device's key pair, and a
+    /// recovery key, returned to be shown once. Only a library without events can start
+    /// encrypted (its events could not be sealed afterwards).
+    ///
+    /// - Throws: ``PhotoLibraryError`` `.changeNotSupported` when the library already holds
+    ///   events or is already encrypted.
+    public func enableEncryption() throws -> RecoveryKey {
+        let recovery = RecoveryKey.generate()
+        let ring = KeyRing.generate()
+        let device = BoxKeyPair()
+        try withDatabase { db in
+            guard try db.firstRow("SELECT 1 FROM e2e_state", [], { _ in true }) == nil else {
+                throw PhotoLibraryError(.changeNotSupported, "this library is already end-to-end encrypted")
+            }
+            guard try EventLog(db).count() == 0 else {
+                throw PhotoLibraryError(
+                    .changeNotSupported,
+                    "this library already holds events, which cannot be encrypted afterwards; make a new library with encryption and import into it")
+            }
+            try db.execute(
+                "INSERT INTO e2e_state (id, device_secret, ring, library_public) VALUES (1, ?, ?, ?)",
+                [device.secretKey.bytes, ring.serialized, ring.identity.publicKey])
+            try Self.queue(db, KeyStoreName.libraryPublicKey, ring.identity.publicKey, createOnly: true)
+            try Self.queue(db, KeyStoreName.recoveryRing, ring.wrapped(for: recovery), createOnly: true)
+            try Self.queue(db, KeyStoreName.device(self.device), device.publicKey)
+            try Self.queue(db, KeyStoreName.ring(for: self.device), try ring.wrapped(for: device.publicKey))
+            try encryption.load(db)
+        }
+        return recovery
+    }
+
+    /// Prepares this device to join an encrypted library: makes its key pair (kept), so its
+    /// public key can be published for an enrolled device to approve. Returns the public key.
+    ///
+    /// - Throws: ``PhotoLibraryError`` `.changeNotSupported` when the library holds changes of
+    ///   its own (a device joins with a new, empty library).
+    @discardableResult
+    public func prepareEnrolment() throws -> [UInt8] {
+        if let key = encryption.snapshot.device?.publicKey { return key }
+        let device = BoxKeyPair()
+        try withDatabase { db in
+            let own = try db.firstRow("SELECT count(*) FROM events WHERE device_id = ?", [self.device.rawValue]) { $0.int64(0) } ?? 0
+            guard own == 0 else {
+                throw PhotoLibraryError(
+                    .changeNotSupported,
+                    "this library holds \(own) changes of its own that were made without encryption; join the encrypted library with a new library")
+            }
+            try db.execute("INSERT INTO e2e_state (id, device_secret) VALUES (1, ?)", [device.secretKey.bytes])
+            try Self.queue(db, KeyStoreName.device(self.device), device.publicKey)
+            try encryption.load(db)
+        }
+        return device.publicKey
+    }
+
+    /// The short authentication code an enrolled device shows for `devicePublicKey`: the new
+    /// device shows the same code when no one substituted a key on the way.
+    ///
+    /// - Throws: ``PhotoLibraryError`` `.accessRestricted` when this device is not enrolled.
+    public func enrolmentCode(for devicePublicKey: [UInt8]) throws -> String {
+        let ring = try enrolledRing("compute an enrolment code")
+        return ShortAuthenticationCode.code(libraryPublicKey: ring.identity.publicKey, devicePublicKey: devicePublicKey)
+    }
+
+    /// Approves `device`, whose public key is `devicePublicKey`: the key ring is sealed for it and
+    /// queued for the server (the next sync publishes it). Call it only after the user confirmed
+    /// that both devices show the same ``enrolmentCode(for:)``.
+    public func approveEnrolment(of device: DeviceID, publicKey devicePublicKey: [UInt8]) throws {
+        let ring = try enrolledRing("approve a device")
+        try withDatabase { db in
+            try Self.queue(db, KeyStoreName.ring(for: device), try ring.wrapped(for: devicePublicKey))
+        }
+    }
+
+    /// Revokes `device`: a new library key generation seals every event from now on, and the
+    /// ring (with it) is sealed again for each remaining device in `remaining` (name and public
+    /// key) and for the recovery key when given; the revoked device's ring and key are deleted
+    /// from the server at the next sync. Events and assets made before stay readable to the
+    /// revoked device if it kept its copy: revocation protects what comes after it.
+    public func revoke(_ device: DeviceID, remaining: [(DeviceID, [UInt8])], recovery: RecoveryKey?) throws {
+        guard device != self.device else {
+            throw PhotoLibraryError(.changeNotSupported, "a device cannot revoke itself; revoke it from another enrolled device")
+        }
+        var ring = try enrolledRing("revoke a device")
+        ring.rotate()
+        try withDatabase { db in
+            try db.execute("UPDATE e2e_state SET ring = ? WHERE id = 1", [ring.serialized])
+            for (name, key) in remaining where name != device {
+                try Self.queue(db, KeyStoreName.ring(for: name), try ring.wrapped(for: key))
+            }
+            if let recovery { try Self.queue(db, KeyStoreName.recoveryRing, ring.wrapped(for: recovery)) }
+            try Self.queue(db, KeyStoreName.ring(for: device), nil)
+            try Self.queue(db, KeyStoreName.device(device), nil)
+            try encryption.load(db)
+        }
+    }
+
+    /// Takes a key ring that another device sealed for this one (or that the recovery key
+    /// opened): generations this device lacks are added, and events sealed with them fold.
+    ///
+    /// - Throws: ``PhotoLibraryError`` `.accessRestricted` when the ring is for another library.
+    @discardableResult
+    func adopt(_ ring: KeyRing) throws -> Bool {
+        let state = encryption.snapshot
+        var merged = ring
+        if let held = state.ring {
+            guard held.identity.publicKey == ring.identity.publicKey else {
+                throw PhotoLibraryError(
+                    .accessRestricted, "the key ring offered for this device belongs to another library (its identity key differs); nothing was changed")
+            }
+            guard ring.generations.contains(where: { held.key($0.id) == nil }) else { return false }
+            merged = held
+            for generation in ring.generations where held.key(generation.id) == nil { merged.add(generation) }
+        } else if let expected = state.libraryPublicKey, expected != ring.identity.publicKey {
+            throw PhotoLibraryError(
+                .accessRestricted, "the key ring offered for this device belongs to another library (its identity key differs); nothing was changed")
+        }
+        try withDatabase { db in
+            if try db.firstRow("SELECT 1 FROM e2e_state", [], { _ in true }) == nil {
+                throw PhotoLibraryError(.changeNotSupported, "this library has no encryption keys; run `photoledger device enroll` first")
+            }
+            try db.execute("UPDATE e2e_state SET ring = ?, library_public = ? WHERE id = 1", [merged.serialized, merged.identity.publicKey])
+            try encryption.load(db)
+        }
+        try refoldSealed()
+        return true
+    }
+
+    /// Restores access with the recovery key: opens the recovery copy of the ring that the
+    /// server keeps (`sealedRing`), and enrols this device with it.
+    ///
+    /// - Throws: ``PhotoLibraryError`` `.accessRestricted` when the recovery key does not open it.
+    public func restore(with recovery: RecoveryKey, sealedRing: [UInt8]) throws {
+        let ring: KeyRing
+        do {
+            ring = try KeyRing(unwrapping: sealedRing, with: recovery)
+        } catch let error as CryptoError {
+            throw PhotoLibraryError(.accessRestricted, "could not restore the library's keys: \(error.message); nothing was changed")
+        }
+        try prepareEnrolment()
+        try adopt(ring)
+        let device = encryption.snapshot.device!
+        try withDatabase { try Self.queue($0, KeyStoreName.ring(for: self.device), try ring.wrapped(for: device.publicKey)) }
+    }
+
+    func enrolledRing(_ action: String) throws -> KeyRing {
+        let state = encryption.snapshot
+        guard state.enabled else {
+            throw PhotoLibraryError(.changeNotSupported, "could not \(action): this library is not end-to-end encrypted")
+        }
+        guard let ring = state.ring else {
+            throw PhotoLibraryError(
+                .accessRestricted,
+                "could not \(action): this device holds no key of the encrypted library yet; run `photoledger device enroll` and approve it on an enrolled device")
+        }
+        return ring
+    }
+
+    // MARK: Keys arriving and leaving
+
+    /// Asset keys that arrived from the server's key store (still sealed under a library key
+    /// generation): those that open are stored, and events sealed with them fold; for a key held
+    /// already, the names of its resources' blobs are taken (they are added once the resources
+    /// are uploaded). Keys this device destroyed (purged assets) are never taken back. Returns
+    /// how many keys were new.
+    @discardableResult
+    func adoptAssetKeys(_ sealed: [(asset: UUID, value: [UInt8])]) throws -> Int {
+        let state = encryption.snapshot
+        guard let ring = state.ring else { return 0 }
+        var opened: [UUID: (id: UInt32, key: SecretKey)] = [:]
+        // The keys of assets made here (this device's record of their blobs is the one that
+        // counts) and keys destroyed here (never taken back).
+        let settled = Set(try readDatabase { db in
+            try db.rows("SELECT asset FROM e2e_asset_keys WHERE own = 1 OR key IS NULL") { UUID(bytes: $0.blob(0)) }.compactMap { $0 }
+        })
+        let arriving = sealed.filter { !settled.contains($0.asset) }
+        guard !arriving.isEmpty else { return 0 }
+        var wrappingKeys: [UInt32: SecretKey] = [:]
+        for (id, key) in ring.generations { wrappingKeys[id] = WrappedAssetKey.wrappingKey(of: key) }
+        try withDatabase { db in
+            for (asset, value) in arriving {
+                guard let wrapping = WrappedAssetKey.identifiers(of: value).flatMap({ wrappingKeys[$0.generation] }),
+                    let record = try? WrappedAssetKey(asset: asset, unsealing: value, wrappingKey: wrapping)
+                else { continue }
+                let blobs = Self.blobColumn(record.blobs)
+                if let held = state.assetKeys[asset], held.id == record.keyID {
+                    try db.execute("UPDATE e2e_asset_keys SET blobs = ? WHERE asset = ? AND key IS NOT NULL", [blobs, asset.bytes])
+                    continue
+                }
+                try db.execute(
+                    """
+                    INSERT INTO e2e_asset_keys (asset, key_id, key, blobs) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (asset) DO UPDATE SET key_id = excluded.key_id, key = excluded.key, blobs = excluded.blobs
+                    WHERE e2e_asset_keys.key IS NOT NULL AND e2e_asset_keys.own = 0
+                    """, [asset.bytes, Int64(record.keyID), record.key.bytes, blobs])
+                opened[asset] = (record.keyID, record.key)
+            }
+        }
+        guard !opened.isEmpty else { return 0 }
+        encryption.add(assetKeys: opened)
+        try refoldSealed()
+        return opened.count
+    }
+
+    /// Folds again, when events wait sealed with keys that this device now holds.
+    func refoldSealed() throws {
+        let keys = encryption.payloadKeys
+        guard let keys else { return }
+        let sealed = try readDatabase { db in
+            try db.rows(
+                "SELECT DISTINCT e.key_id, e.object_id FROM quarantine q JOIN events e ON e.event_id = q.event_id WHERE q.kind = ?",
+                [Int64(QuarantineKind.sealed.rawValue)]
+            ) { (UInt32(truncatingIfNeeded: $0.int64(0)), UUID(bytes: $0.blob(1))) }
+        }
+        guard sealed.contains(where: { id, object in object.map { keys.payloadKey(id, object: $0) != nil } ?? false }) else { return }
+        try rebuild()
+    }
+
+    // MARK: The server's key store
+
+    /// Entries of the server's key store this device has to write (a value) or delete (nil).
+    package func pendingKeyEntries() throws -> [(name: String, value: [UInt8]?, createOnly: Bool)] {
+        try readDatabase { db in
+            try db.rows("SELECT name, value, create_only FROM e2e_outbox ORDER BY name") {
+                ($0.text(0), $0.isNull(1) ? nil : $0.blob(1), $0.int64(2) != 0)
+            }
+        }
+    }
+
+    /// Forgets entries the server has taken (unless they were queued again since).
+    package func keyEntriesPublished(_ entries: [(name: String, value: [UInt8]?)]) throws {
+        try withDatabase { db in
+            for (name, value) in entries {
+                try db.execute("DELETE FROM e2e_outbox WHERE name = ? AND value IS ?", [name, value.map { SQLValue.blob($0) } ?? .null])
+            }
+        }
+    }
+
+    static func queue(_ db: Database, _ name: String, _ value: [UInt8]?, createOnly: Bool = false) throws {
+        try db.execute(
+            "INSERT INTO e2e_outbox (name, value, create_only) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value, create_only = excluded.create_only",
+            [name, value.map { SQLValue.blob($0) } ?? .null, Int64(createOnly ? 1 : 0)])
+    }
+
+    /// Reads what the server's key store says about this device and the library: a ring
+    /// sealed for this device is adopted (enrolment, or a new generation after a revocation),
+    /// asset keys this device lacks are opened and stored. Returns what changed.
+    package func absorbKeyStore(_ entries: [String: [UInt8]]) throws -> KeyStoreAbsorption {
+        var result = KeyStoreAbsorption()
+        var state = encryption.snapshot
+        if !state.enabled {
+            result.serverEncrypted = entries[KeyStoreName.libraryPublicKey] != nil
+            return result
+        }
+        result.serverEncrypted = true
+        if let published = entries[KeyStoreName.libraryPublicKey], state.libraryPublicKey == nil {
+            try withDatabase { db in
+                try db.execute("UPDATE e2e_state SET library_public = ? WHERE id = 1 AND library_public IS NULL", [published])
+                try encryption.load(db)
+            }
+            state = encryption.snapshot
+        }
+        if let sealed = entries[KeyStoreName.ring(for: device)], let pair = state.device {
+            do {
+                let ring = try KeyRing(unwrapping: sealed, with: pair)
+                result.enrolled = state.ring == nil
+                result.newGenerations = try adopt(ring)
+            } catch let error as CryptoError {
+                result.problems.append(error.message)
+            } catch let error as PhotoLibraryError {
+                result.problems.append(error.message)
+            }
+        }
+        var assets: [(asset: UUID, value: [UInt8])] = []
+        for (name, value) in entries {
+            guard let asset = KeyStoreName.asset(in: name) else { continue }
+            assets.append((asset, value))
+        }
+        result.assetKeys = try adoptAssetKeys(assets)
+        return result
+    }
+}
+
+/// What reading the server's key store changed.
+package struct KeyStoreAbsorption: Sendable {
+    /// Whether the server's library is encrypted (its identity key is published).
+    package var serverEncrypted = false
+    /// Whether this device was enrolled now.
+    package var enrolled = false
+    /// Whether a ring with new generations was adopted.
+    package var newGenerations = false
+    /// Asset keys taken.
+    package var assetKeys = 0
+    /// Entries that did not open, with why.
+    package var problems: [String] = []
+}
+
+/// The names of the server key store's entries.
+package enum KeyStoreName {
+    /// The library identity's public key (written once, by the device that made the library).
+    package static let libraryPublicKey = "library/public"
+    /// The key ring sealed under the recovery key.
+    package static let recoveryRing = "ring/recovery"
+    /// A device's public key, published by the device itself.
+    package static func device(_ device: DeviceID) -> String { "device/\(device.rawValue)" }
+    /// The key ring sealed for a device.
+    package static func ring(for device: DeviceID) -> String { "ring/\(device.rawValue)" }
+    /// An asset's key, sealed under a library key generation: `asset/` and the asset's UUID in
+    /// lowercase.
+    package static func asset(_ asset: UUID) -> String { "asset/\(asset.uuidString.lowercased())" }
+
+    /// The asset of an asset key's entry, or nil for another entry.
+    package static func asset(in name: String) -> UUID? {
+        guard name.hasPrefix("asset/") else { return nil }
+        return UUID(uuidString: String(name.dropFirst(6)))
+    }
+}
+
+// MARK: Sealing in change blocks
+
+extension LibraryChanges {
+    /// `event` as the log keeps it: sealed in an encrypted library (an asset's events with the
+    /// asset's key, made now for a new asset; album events and purges with the current library
+    /// key generation), unchanged in a plain one.
+    func sealedIfEncrypted(_ event: Event, change: ChangeEvent) throws -> Event {
+        let keys = library.encryption.snapshot
+        guard keys.enabled else { return event }
+        guard let ring = keys.ring else {
+            throw PhotoLibraryError(
+                .accessRestricted,
+                "this device holds no key of the encrypted library yet, so it cannot make changes; run `photoledger device enroll` and approve it on an enrolled device")
+        }
+        switch change {
+        case .assetCreated, .assetChanged, .assetDeleted, .assetRecovered, .assetContentEdited:
+            let (id, key) = try assetKey(for: event.object, creating: { if case .assetCreated = change { true } else { false } }(), ring: ring, held: keys)
+            return PayloadSeal.seal(event, keyID: id, payloadKey: key)
+        default:
+            let current = ring.current
+            return PayloadSeal.seal(
+                event, keyID: current.id, payloadKey: keys.payloadKeys.payloadKey(current.id, object: event.object) ?? PayloadSeal.payloadKey(of: current.key))
+        }
+    }
+
+    /// The identifier and payload key of `asset`'s key: a new key for a new asset (stored in this
+    /// transaction, queued for the server's key store), the held one otherwise.
+    private func assetKey(for asset: UUID, creating: Bool, ring: KeyRing, held: EncryptionKeys.State) throws -> (UInt32, SecretKey) {
+        if let (id, stored) = try database.firstRow(
+            "SELECT key_id, key FROM e2e_asset_keys WHERE asset = ? AND key IS NOT NULL", [asset.bytes], { ($0.int64(0), $0.blob(1)) })
+        {
+            let keyID = UInt32(truncatingIfNeeded: id)
+            if let key = held.payloadKeys.payloadKey(keyID, object: asset) { return (keyID, key) }
+            return (keyID, PayloadSeal.payloadKey(of: try SecretKey(bytes: stored)))
+        }
+        guard creating else {
+            throw PhotoLibraryError(
+                .accessRestricted,
+                "this device does not hold the key of asset \(LocalIdentifier(uuid: asset, kind: .asset)); sync, then try again")
+        }
+        let keyID = KeyKind.asset.newIdentifier()
+        let key = SecretKey()
+        try database.execute("INSERT INTO e2e_asset_keys (asset, key_id, key, own) VALUES (?, ?, ?, 1)", [asset.bytes, Int64(keyID), key.bytes])
+        try PhotoLibrary.queue(database, KeyStoreName.asset(asset), WrappedAssetKey(asset: asset, keyID: keyID, key: key).sealed(under: ring.current))
+        newAssetKeys[asset] = (keyID, key)
+        return (keyID, PayloadSeal.payloadKey(of: key))
+    }
+}
+
+// MARK: For the sync engine
+
+extension Replica {
+    /// Whether the library is end-to-end encrypted here.
+    package var isEncrypted: Bool { library.encryption.snapshot.enabled }
+
+    /// Whether this device holds the library's key ring.
+    package var isEnrolled: Bool { library.encryption.snapshot.ring != nil }
+
+    /// The server key store's position this device has read up to.
+    package func keyStoreCursor() throws -> Int64 {
+        try library.readDatabase { try $0.firstRow("SELECT key_cursor FROM e2e_state WHERE id = 1") { $0.int64(0) } ?? 0 }
+    }
+
+    /// Records the key store's position read up to.
+    package func setKeyStoreCursor(_ cursor: Int64) throws {
+        try library.withDatabase { try $0.execute("UPDATE e2e_state SET key_cursor = ? WHERE id = 1", [cursor]) }
+    }
+
+    /// Joins the server's encrypted library from a plain library that holds no changes of its
+    /// own: makes this device's key pair and queues its public key. Returns false when the
+    /// library holds changes of its own (they were made without encryption and cannot join).
+    package func prepareToJoinEncryptedLibrary() throws -> Bool {
+        do {
+            try library.prepareEnrolment()
+            return true
+        } catch let error as PhotoLibraryError where error.code == .changeNotSupported {
+            return false
+        }
+    }
+
+    /// The entries this device still has to write to the server's key store.
+    package func pendingKeyEntries() throws -> [(name: String, value: [UInt8]?, createOnly: Bool)] { try library.pendingKeyEntries() }
+
+    /// Forgets entries the server took or refused for good.
+    package func keyEntriesPublished(_ entries: [(name: String, value: [UInt8]?)]) throws { try library.keyEntriesPublished(entries) }
+
+    /// Takes what the server's key store holds for this device.
+    package func absorbKeyStore(_ entries: [String: [UInt8]]) throws -> KeyStoreAbsorption { try library.absorbKeyStore(entries) }
+
+    /// What `photoledger status` and the sync summary say of the encryption.
+    package var encryptionStatus: EncryptionStatus { library.encryptionStatus }
+}

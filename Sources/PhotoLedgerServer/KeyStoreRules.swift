@@ -1,0 +1,97 @@
+import Foundation
+import LedgerCore
+import SyncProtocol
+
+/// Who may change which entry of a library's key store. The server cannot open any entry; the
+/// rules only keep a token from replacing what other devices rely on:
+///
+/// - `library/public` (the library's identity key): written once, by a readWrite device, never
+///   deleted.
+/// - `device/NAME` (a device's public key): written by that device only; deleted by readWrite
+///   devices (revocation).
+/// - `ring/NAME` (the key ring sealed for a device): written by readWrite devices (enrolment,
+///   rotation) or by the device itself (a restore with the recovery key); deleted by readWrite.
+/// - `ring/recovery`: written by readWrite devices.
+/// - `asset/UUID` (an asset's key sealed under a library key): written by devices that may write;
+///   an addOnly device only creates; deleted (crypto-shredding) by readWrite devices.
+public enum KeyStoreRules {
+    /// Why `credential` may not make `change`, or nil when it may.
+    public static func problem(with change: KeyChange, for credential: Credential) -> String? {
+        let name = change.name
+        let own = credential.device.rawValue
+        let readWrite = credential.scope == .readWrite
+        let parts = name.split(separator: "/", maxSplits: 1).map(String.init)
+        guard parts.count == 2, !parts[1].isEmpty else { return "'\(name)' is not an entry of the key store" }
+        switch parts[0] {
+        case "library":
+            guard parts[1] == "public" else { return "'\(name)' is not an entry of the key store" }
+            guard readWrite else { return "only a readWrite device may publish the library's identity key" }
+            guard change.value != nil, change.createOnly else { return "the library's identity key is written once and never replaced or deleted" }
+        case "device":
+            if change.value == nil {
+                guard readWrite || parts[1] == own else { return "only a readWrite device may delete another device's key" }
+            } else {
+                guard parts[1] == own else { return "a device publishes only its own key ('device/\(own)')" }
+            }
+        case "ring":
+            guard readWrite || (parts[1] == own && change.value != nil) else {
+                return "only a readWrite device may seal the key ring for another device or for the recovery key"
+            }
+        case "asset":
+            guard let asset = UUID(uuidString: parts[1]), asset.uuidString.lowercased() == parts[1] else {
+                return "'\(name)' is not an entry of the key store (an asset key is named asset/ and the asset's UUID in lowercase)"
+            }
+            if change.value == nil {
+                guard readWrite else { return "only a readWrite device may destroy an asset key" }
+            } else {
+                guard credential.scope.canWrite else { return "a readOnly device may not write asset keys" }
+                guard readWrite || change.createOnly else { return "an addOnly device may only create asset keys, not replace them" }
+            }
+        default:
+            return "'\(name)' is not an entry of the key store"
+        }
+        return nil
+    }
+}
+
+extension SyncRequestHandler {
+    /// Whether the library's key store holds its identity key: the library is end-to-end encrypted.
+    func isEndToEndEncrypted(_ credential: Credential) throws -> Bool {
+        try store.keyEntry(libraryID: credential.libraryID, name: "library/public") != nil
+    }
+
+    func readKeys(_ head: RequestHead, credential: Credential) throws -> HTTPResponse {
+        var after: Int64 = 0
+        if let text = head.query["after"] {
+            guard let value = Int64(text), value >= 0 else { throw HTTPError.badRequest("field 'after': must be a non-negative integer") }
+            after = value
+        }
+        let (entries, last) = try store.keyEntries(libraryID: credential.libraryID, after: after)
+        return .json(KeyEntriesResponse(entries: entries, last: last))
+    }
+
+    func changeKeys(_ bytes: [UInt8], credential: Credential) throws -> HTTPResponse {
+        let request: KeyChangesRequest
+        do {
+            request = try KeyChangesRequest.decode(bytes)
+        } catch let error as WireFormatError {
+            throw HTTPError.badRequest("\(error)")
+        }
+        var results: [KeyChangesResponse.Result?] = []
+        var allowed: [KeyChange] = []
+        for change in request.changes {
+            if let problem = KeyStoreRules.problem(with: change, for: credential) {
+                results.append(KeyChangesResponse.Result(name: change.name, status: .forbidden, reason: problem))
+            } else {
+                results.append(nil)
+                allowed.append(change)
+            }
+        }
+        var statuses = try store.applyKeyChanges(libraryID: credential.libraryID, allowed, by: credential.device, at: configuration.clock())
+            .makeIterator()
+        let answered = request.changes.indices.map { index in
+            results[index] ?? KeyChangesResponse.Result(name: request.changes[index].name, status: statuses.next() ?? .conflict)
+        }
+        return .json(KeyChangesResponse(results: answered))
+    }
+}

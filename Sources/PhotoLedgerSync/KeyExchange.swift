@@ -1,0 +1,189 @@
+import Foundation
+import LedgerCore
+import PhotoLedger
+import LedgerCrypto
+import SyncProtocol
+
+/// The key store steps of a sync in an end-to-end encrypted library (see `PhotoLedger`'s
+/// encryption): publish what this device queued (its public key, rings it sealed for devices it
+/// enrolled, its assets' keys with their blob names, destroyed keys), then read what changed on
+/// the server since the last look (a ring sealed for this device, other devices' asset keys).
+extension SyncEngine {
+    /// Publishes queued entries, then reads the key store's changes. In a plain library it only
+    /// checks that the server's library is plain too: a plain library with changes of its own
+    /// never syncs with an encrypted one (its changes would reach the server in the clear), and
+    /// an empty one joins it (its public key is published, to be approved).
+    ///
+    /// - Throws: ``SyncError/invalidRemote(_:)`` when the libraries cannot sync, saying what to do.
+    func exchangeKeys(_ report: inout SyncReport) async throws {
+        if !replica.isEncrypted {
+            guard try await serverIsEncrypted() else { return }
+            guard try replica.prepareToJoinEncryptedLibrary() else {
+                throw SyncError.invalidRemote(
+                    "the library on the server is end-to-end encrypted, but this library is not and holds changes of its own, which would "
+                        + "reach the server in the clear; nothing was sent. Join the encrypted library with a new library "
+                        + "(`photoledger init`, `photoledger remote`, `photoledger device enroll`)")
+            }
+        }
+        try await publishKeys(&report)
+        let cursor = try replica.keyStoreCursor()
+        let response = try await exchange(
+            .get, SyncRoutes.keys(library: remote.libraryName, after: cursor), nil as KeyChangesRequest?, as: KeyEntriesResponse.self)
+        var entries: [String: [UInt8]] = [:]
+        for entry in response.entries { entries[entry.name] = entry.value }
+        let absorbed: KeyStoreAbsorption
+        do {
+            absorbed = try replica.absorbKeyStore(entries)
+        } catch let error as PhotoLibraryError {
+            throw SyncError.invalidRemote(error.message)
+        }
+        report.encryptionNotes += absorbed.problems
+        if absorbed.enrolled { report.encryptionNotes.append("this device was enrolled: it now reads the library") }
+        if absorbed.newGenerations && !absorbed.enrolled { report.encryptionNotes.append("a new library key generation arrived (a device was revoked)") }
+        if replica.isEnrolled {
+            // Entries read before this device held the ring could not be opened: read them again later.
+            if response.last > cursor { try replica.setKeyStoreCursor(response.last) }
+        } else if case .awaitingEnrolment(let code) = replica.encryptionStatus {
+            report.encryptionNotes.append(
+                "this device holds no key of the encrypted library yet: approve it on an enrolled device (`photoledger device approve "
+                    + "\(library.device.rawValue)`)" + (code.map { " and check that it shows the code \($0)" } ?? ""))
+        }
+    }
+
+    /// Writes the entries this device queued to the server's key store.
+    func publishKeys(_ report: inout SyncReport) async throws {
+        let pending = try replica.pendingKeyEntries()
+        guard !pending.isEmpty else { return }
+        var start = 0
+        while start < pending.count {
+            try Task.checkCancellation()
+            let chunk = Array(pending[start..<min(start + KeyChangesRequest.maximumChanges, pending.count)])
+            start += chunk.count
+            let response = try await exchange(
+                .post, SyncRoutes.keys(library: remote.libraryName),
+                KeyChangesRequest(changes: chunk.map { KeyChange(name: $0.name, value: $0.value, createOnly: $0.createOnly) }),
+                as: KeyChangesResponse.self)
+            var done: [(name: String, value: [UInt8]?)] = []
+            for (entry, result) in zip(chunk, response.results) {
+                switch result.status {
+                case .stored, .deleted:
+                    done.append((entry.name, entry.value))
+                case .conflict where entry.name == "library/public":
+                    throw SyncError.invalidRemote(
+                        "the library on the server is already end-to-end encrypted with other keys; this library cannot join it as it is. "
+                            + "Join it with a new, empty library (`photoledger init`, `photoledger remote set`, then `photoledger device enroll`)")
+                case .conflict, .forbidden:
+                    report.encryptionNotes.append("the server refused the key entry '\(entry.name)': \(result.reason ?? "it exists with other bytes")")
+                    done.append((entry.name, entry.value))
+                }
+            }
+            try replica.keyEntriesPublished(done)
+        }
+    }
+
+    /// Whether the server says the library is end-to-end encrypted.
+    private func serverIsEncrypted() async throws -> Bool {
+        do {
+            let info = try await exchange(
+                .get, SyncRoutes.library(remote.libraryName), nil as KeyChangesRequest?, as: LibraryInfo.self, notFound: .invalidResponse("legacy"))
+            return info.endToEndEncrypted
+        } catch SyncError.invalidResponse("legacy") {
+            return false
+        }
+    }
+}
+
+/// A device that asked to join an encrypted library: its public key is on the server, and no
+/// ring is sealed for it yet.
+public struct EnrolmentRequest: Sendable, Hashable {
+    /// The device's name.
+    public var device: DeviceID
+    /// Its public key, as the server holds it.
+    public var publicKey: [UInt8]
+    /// The short authentication code the approving device shows; the new device must show the same.
+    public var code: String
+}
+
+extension SyncEngine {
+    /// Every entry of the server's key store, by name.
+    func keyStoreEntries() async throws -> [String: [UInt8]] {
+        let response = try await exchange(.get, SyncRoutes.keys(library: remote.libraryName, after: 0), nil as KeyChangesRequest?, as: KeyEntriesResponse.self)
+        var entries: [String: [UInt8]] = [:]
+        for entry in response.entries { entries[entry.name] = entry.value }
+        return entries
+    }
+
+    /// The devices waiting to be enrolled, with the code to compare.
+    ///
+    /// - Throws: `PhotoLibraryError` `.accessRestricted` when this device is not enrolled.
+    public func enrolmentRequests() async throws -> [EnrolmentRequest] {
+        let entries = try await keyStoreEntries()
+        return try entries.keys.sorted().compactMap { name in
+            guard name.hasPrefix("device/"), let key = entries[name], key.count == 32 else { return nil }
+            let device = DeviceID(String(name.dropFirst("device/".count)))
+            guard entries["ring/\(device.rawValue)"] == nil, device != library.device else { return nil }
+            return EnrolmentRequest(device: device, publicKey: key, code: try library.enrolmentCode(for: key))
+        }
+    }
+
+    /// Approves a device (after the user confirmed the codes match) and publishes its ring.
+    public func approve(_ request: EnrolmentRequest) async throws {
+        try library.approveEnrolment(of: request.device, publicKey: request.publicKey)
+        try await publishKeysOrThrow()
+    }
+
+    /// Revokes `device`: a new library key generation, sealed for every other enrolled device
+    /// (and for `recovery` when given), published at once; the device's ring and key are deleted
+    /// from the server. Revoke the device's token on the server as well (`photoledger-server
+    /// admin revoke-token`), so it cannot even fetch the ciphertext.
+    public func revoke(_ device: DeviceID, recovery: RecoveryKeyText? = nil) async throws {
+        let entries = try await keyStoreEntries()
+        guard entries["device/\(device.rawValue)"] != nil || entries["ring/\(device.rawValue)"] != nil else {
+            throw SyncError.invalidRemote("no device named '\(device.rawValue)' is enrolled in this library; `photoledger device list` shows them")
+        }
+        let remaining: [(DeviceID, [UInt8])] = entries.compactMap { name, value in
+            guard name.hasPrefix("device/"), value.count == 32 else { return nil }
+            let other = DeviceID(String(name.dropFirst("device/".count)))
+            return other == device || entries["ring/\(other.rawValue)"] == nil ? nil : (other, value)
+        }
+        try library.revoke(device, remaining: remaining, recovery: try recovery.map { try $0.key() })
+        try await publishKeysOrThrow()
+    }
+
+    /// Restores this (new, empty) library's access to the server's encrypted library with the
+    /// recovery key shown when the library was made.
+    public func restore(with recovery: RecoveryKeyText) async throws {
+        let entries = try await keyStoreEntries()
+        guard let sealed = entries["ring/recovery"] else {
+            throw SyncError.invalidRemote("the server's library has no recovery copy of its keys: it is not end-to-end encrypted, or was made without one")
+        }
+        try library.restore(with: try recovery.key(), sealedRing: sealed)
+        try await publishKeysOrThrow()
+    }
+}
+
+extension SyncEngine {
+    /// Publishes queued entries now; an entry the server refused is an error saying why.
+    func publishKeysOrThrow() async throws {
+        var report = SyncReport()
+        try await publishKeys(&report)
+        if !report.encryptionNotes.isEmpty {
+            throw SyncError.invalidRemote(report.encryptionNotes.joined(separator: "; ") + " (a readWrite device must do this)")
+        }
+    }
+}
+
+/// A recovery key as the user typed it.
+public struct RecoveryKeyText: Sendable {
+    /// The text.
+    public var text: String
+
+    /// Wraps typed text.
+    public init(_ text: String) { self.text = text }
+
+    func key() throws -> RecoveryKey {
+        do { return try RecoveryKey(text: text) } catch let error as CryptoError {
+            throw PhotoLibraryError(.accessRestricted, "the recovery key is not valid: \(error.message); nothing was changed")
+        }
+    }
+}

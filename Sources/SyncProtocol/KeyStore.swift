@@ -1,0 +1,266 @@
+import Foundation
+import LedgerCore
+
+/// The names of a library's key store entries: 1–160 characters of lowercase letters, digits,
+/// `-`, `.`, `_` and `/` (for example `asset/1234` or `ring/anna-phone`).
+public enum KeyEntryName {
+    /// The longest name, in bytes.
+    public static let maximumLength = 160
+    /// The largest value of one entry, in bytes.
+    public static let maximumValueBytes = 1 << 20
+
+    /// Why `name` cannot name an entry, or nil.
+    public static func problem(with name: String) -> String? {
+        let utf8 = name.utf8
+        guard !utf8.isEmpty, utf8.count <= maximumLength,
+            utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D || $0 == 0x2E || $0 == 0x5F || $0 == 0x2F })
+        else { return "must be 1 to \(maximumLength) characters of a-z, 0-9, '-', '.', '_' and '/'" }
+        return nil
+    }
+}
+
+/// One entry of a library's key store: opaque bytes the server keeps for the devices (public
+/// keys, key rings and asset keys sealed for devices or under library keys). The server cannot
+/// open any of them.
+public struct KeyEntry: Sendable, Hashable {
+    /// The entry's name.
+    public var name: String
+    /// Its bytes.
+    public var value: [UInt8]
+
+    /// Creates an entry.
+    public init(name: String, value: [UInt8]) {
+        self.name = name
+        self.value = value
+    }
+}
+
+/// `GET /v1/libraries/{library}/keys?after=N`: the entries of the library's key store written
+/// after position N (0: all of them), and the position to ask from next time.
+///
+/// ```json
+/// {"entries":[{"name":"library/public","value":"<base64>"}, …],"last":42}
+/// ```
+public struct KeyEntriesResponse: WireMessage, Hashable {
+    /// The entries, by name.
+    public var entries: [KeyEntry]
+    /// The store's position after them.
+    public var last: Int64
+
+    /// Creates the response.
+    public init(entries: [KeyEntry], last: Int64) {
+        self.entries = entries
+        self.last = last
+    }
+
+    public func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("entries")
+        writer.beginArray()
+        for entry in entries {
+            writer.beginObject()
+            writer.key("name"); writer.string(entry.name)
+            writer.key("value"); writer.base64(entry.value)
+            writer.endObject()
+        }
+        writer.endArray()
+        writer.key("last"); writer.integer(last)
+        writer.endObject()
+    }
+
+    public static func read(from reader: inout JSONReader) throws -> KeyEntriesResponse {
+        var entries: [KeyEntry]?, last: Int64?
+        try readObject(&reader, path: "") { key, reader in
+            if key == "last" {
+                last = try reading(key) { try reader.readInt64() }
+                return true
+            }
+            guard key == "entries" else { return false }
+            var list: [KeyEntry] = []
+            try reading(key) { try reader.beginArray() }
+            while try reading(key, { try reader.nextElement() }) {
+                let path = "entries[\(list.count)]"
+                let change = try KeyChange.read(from: &reader, path: path)
+                guard let value = change.value else { throw WireFormatError(field: "\(path).value", message: "is missing") }
+                list.append(KeyEntry(name: change.name, value: value))
+            }
+            entries = list
+            return true
+        }
+        return KeyEntriesResponse(entries: try required(entries, "entries"), last: try required(last, "last"))
+    }
+}
+
+/// One change of a key store entry: write `value` (only when the entry does not exist yet, with
+/// `createOnly`), or delete the entry (no value).
+public struct KeyChange: Sendable, Hashable {
+    /// The entry's name.
+    public var name: String
+    /// The new bytes, or nil to delete the entry.
+    public var value: [UInt8]?
+    /// Write only if no entry of this name exists.
+    public var createOnly: Bool
+
+    /// Creates a change.
+    public init(name: String, value: [UInt8]?, createOnly: Bool = false) {
+        self.name = name
+        self.value = value
+        self.createOnly = createOnly
+    }
+
+    func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("name"); writer.string(name)
+        if let value { writer.key("value"); writer.base64(value) }
+        if createOnly { writer.key("createOnly"); writer.bool(true) }
+        writer.endObject()
+    }
+
+    static func read(from reader: inout JSONReader, path: String) throws -> KeyChange {
+        var name: String?, value: [UInt8]?, createOnly = false
+        try readObject(&reader, path: path) { key, reader in
+            switch key {
+            case "name":
+                let text = try reading("\(path).name") { try reader.readString() }
+                if let problem = KeyEntryName.problem(with: text) { throw WireFormatError(field: "\(path).name", message: problem) }
+                name = text
+            case "value":
+                value = try reading("\(path).value") { try reader.withStringBytes { Base64.decode($0) } }
+                guard let bytes = value else { throw WireFormatError(field: "\(path).value", message: "not valid base64") }
+                if bytes.count > KeyEntryName.maximumValueBytes {
+                    throw WireFormatError(field: "\(path).value", message: "must be at most \(KeyEntryName.maximumValueBytes) bytes")
+                }
+            case "createOnly": createOnly = try reading("\(path).createOnly") { try reader.readBool() }
+            default: return false
+            }
+            return true
+        }
+        return KeyChange(name: try required(name, "\(path).name"), value: value, createOnly: createOnly)
+    }
+}
+
+/// `POST /v1/libraries/{library}/keys`: changes of the key store, applied one by one.
+///
+/// ```json
+/// {"changes":[{"name":"device/ben-tablet","value":"<base64>"},{"name":"asset/1234"}]}
+/// ```
+public struct KeyChangesRequest: WireMessage, Hashable {
+    /// The changes, in order.
+    public var changes: [KeyChange]
+
+    /// The most changes in one request.
+    public static let maximumChanges = 1000
+
+    /// Creates the request.
+    public init(changes: [KeyChange]) { self.changes = changes }
+
+    public func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("changes")
+        writer.beginArray()
+        for change in changes { change.write(to: &writer) }
+        writer.endArray()
+        writer.endObject()
+    }
+
+    public static func read(from reader: inout JSONReader) throws -> KeyChangesRequest {
+        var changes: [KeyChange]?
+        try readObject(&reader, path: "") { key, reader in
+            guard key == "changes" else { return false }
+            var list: [KeyChange] = []
+            try reading(key) { try reader.beginArray() }
+            while try reading(key, { try reader.nextElement() }) {
+                guard list.count < maximumChanges else { throw WireFormatError(field: "changes", message: "must hold at most \(maximumChanges) changes") }
+                list.append(try KeyChange.read(from: &reader, path: "changes[\(list.count)]"))
+            }
+            changes = list
+            return true
+        }
+        return KeyChangesRequest(changes: try required(changes, "changes"))
+    }
+}
+
+/// What became of one ``KeyChange``.
+public enum KeyChangeStatus: String, Sendable, Hashable {
+    /// Written.
+    case stored
+    /// Deleted (or there was nothing to delete).
+    case deleted
+    /// Not written: `createOnly`, and an entry with other bytes exists.
+    case conflict
+    /// Not allowed for this token (the reason is in the result).
+    case forbidden
+}
+
+/// The answer to ``KeyChangesRequest``: `{"results":[{"name":…,"status":"stored"}, …]}` in
+/// request order, with a `reason` for a forbidden change.
+public struct KeyChangesResponse: WireMessage, Hashable {
+    /// One result.
+    public struct Result: Sendable, Hashable {
+        /// The entry's name.
+        public var name: String
+        /// What became of the change.
+        public var status: KeyChangeStatus
+        /// Why it was forbidden.
+        public var reason: String?
+
+        /// Creates a result.
+        public init(name: String, status: KeyChangeStatus, reason: String? = nil) {
+            self.name = name
+            self.status = status
+            self.reason = reason
+        }
+    }
+
+    /// The results, in request order.
+    public var results: [Result]
+
+    /// Creates the response.
+    public init(results: [Result]) { self.results = results }
+
+    public func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("results")
+        writer.beginArray()
+        for result in results {
+            writer.beginObject()
+            writer.key("name"); writer.string(result.name)
+            writer.key("status"); writer.string(result.status.rawValue)
+            if let reason = result.reason { writer.key("reason"); writer.string(reason) }
+            writer.endObject()
+        }
+        writer.endArray()
+        writer.endObject()
+    }
+
+    public static func read(from reader: inout JSONReader) throws -> KeyChangesResponse {
+        var results: [Result]?
+        try readObject(&reader, path: "") { key, reader in
+            guard key == "results" else { return false }
+            var list: [Result] = []
+            try reading(key) { try reader.beginArray() }
+            while try reading(key, { try reader.nextElement() }) {
+                let path = "results[\(list.count)]"
+                var name: String?, status: KeyChangeStatus?, reason: String?
+                try readObject(&reader, path: path) { key, reader in
+                    switch key {
+                    case "name": name = try reading("\(path).name") { try reader.readString() }
+                    case "status":
+                        let text = try reading("\(path).status") { try reader.readString() }
+                        guard let value = KeyChangeStatus(rawValue: text) else {
+                            throw WireFormatError(field: "\(path).status", message: "must be stored, deleted, conflict or forbidden")
+                        }
+                        status = value
+                    case "reason": reason = try reading("\(path).reason") { try reader.readString() }
+                    default: return false
+                    }
+                    return true
+                }
+                list.append(Result(name: try required(name, "\(path).name"), status: try required(status, "\(path).status"), reason: reason))
+            }
+            results = list
+            return true
+        }
+        return KeyChangesResponse(results: try required(results, "results"))
+    }
+}

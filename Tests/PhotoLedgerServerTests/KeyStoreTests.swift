@@ -1,0 +1,100 @@
+import Foundation
+import LedgerCore
+import PhotoLedgerServer
+import SyncProtocol
+import Testing
+
+@Suite("Key store: every backend keeps entries the same way; the endpoint enforces who may write what")
+struct KeyStoreTests {
+    @Test("entries are written, replaced, created once, deleted, and read from a position on", arguments: StoreBackend.all)
+    func contract(backend: StoreBackend) throws {
+        let fixture = try ContractFixture(backend)
+        let library = try fixture.credential(0).libraryID
+        let store = fixture.store
+        #expect(try store.keyEntries(libraryID: library, after: 0).entries.isEmpty)
+        #expect(try store.keyEntries(libraryID: library, after: 0).last == 0)
+        let first = try store.applyKeyChanges(
+            libraryID: library,
+            [KeyChange(name: "library/public", value: [1, 2, 3], createOnly: true), KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000006", value: [9])], by: "anna-phone", at: 5)
+        #expect(first == [.stored, .stored])
+        let (entries, last) = try store.keyEntries(libraryID: library, after: 0)
+        #expect(entries == [KeyEntry(name: "asset/0193a5b2-7c00-7000-8000-000000000006", value: [9]), KeyEntry(name: "library/public", value: [1, 2, 3])])
+        // Created once: the same bytes again are fine, other bytes conflict and change nothing.
+        #expect(try store.applyKeyChanges(libraryID: library, [KeyChange(name: "library/public", value: [1, 2, 3], createOnly: true)], by: "ben", at: 6) == [.stored])
+        #expect(try store.applyKeyChanges(libraryID: library, [KeyChange(name: "library/public", value: [7], createOnly: true)], by: "ben", at: 6) == [.conflict])
+        #expect(try store.keyEntry(libraryID: library, name: "library/public") == [1, 2, 3])
+        // Later writes are read from the position on; deletions remove the entry.
+        #expect(try store.applyKeyChanges(libraryID: library, [KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000006", value: [10]), KeyChange(name: "ring/ben", value: [4])], by: "anna-phone", at: 7) == [.stored, .stored])
+        let later = try store.keyEntries(libraryID: library, after: last)
+        #expect(later.entries == [KeyEntry(name: "asset/0193a5b2-7c00-7000-8000-000000000006", value: [10]), KeyEntry(name: "ring/ben", value: [4])])
+        #expect(later.last > last)
+        #expect(try store.applyKeyChanges(libraryID: library, [KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000006", value: nil)], by: "anna-phone", at: 8) == [.deleted])
+        #expect(try store.keyEntry(libraryID: library, name: "asset/0193a5b2-7c00-7000-8000-000000000006") == nil)
+        #expect(try store.keyEntries(libraryID: library, after: later.last).entries.isEmpty)
+        // Another library's store is its own.
+        let work = try #require(try store.authenticate(tokenHash: SHA256.hash([0]))).libraryID
+        #expect(work == library)
+        #expect(try store.keyEntry(libraryID: library + 1, name: "ring/ben") == nil)
+    }
+
+    @Test("the rules: identity key once by readWrite, a device's key by itself, asset keys created by addOnly, deleted by readWrite only")
+    func rules() throws {
+        let library = UUID()
+        func credential(_ device: String, _ scope: TokenScope) -> Credential {
+            Credential(libraryID: 1, library: "family", libraryUUID: library, device: DeviceID(device), scope: scope)
+        }
+        let anna = credential("anna", .readWrite), kiosk = credential("kiosk", .addOnly), frame = credential("frame", .readOnly)
+        #expect(KeyStoreRules.problem(with: KeyChange(name: "library/public", value: [1], createOnly: true), for: anna) == nil)
+        #expect(KeyStoreRules.problem(with: KeyChange(name: "library/public", value: [1]), for: anna) != nil)
+        #expect(KeyStoreRules.problem(with: KeyChange(name: "library/public", value: nil), for: anna) != nil)
+        #expect(KeyStoreRules.problem(with: KeyChange(name: "library/public", value: [1], createOnly: true), for: kiosk) != nil)
+        #expect(KeyStoreRules.problem(with: KeyChange(name: "device/frame", value: [1]), for: frame) == nil)
+        #expect(KeyStoreRules.problem(with: KeyChange(name: "device/anna", value: [1]), for: frame)?.contains("only its own key") == true)
+        #expect(KeyStoreRules.problem(with: KeyChange(name: "device/frame", value: nil), for: anna) == nil)
+        #expect(KeyStoreRules.problem(with: KeyChange(name: "ring/frame", value: [1]), for: anna) == nil)
+        #expect(KeyStoreRules.problem(with: KeyChange(name: "ring/anna", value: [1]), for: frame) != nil)
+        #expect(KeyStoreRules.problem(with: KeyChange(name: "ring/frame", value: [1]), for: frame) == nil)
+        #expect(KeyStoreRules.problem(with: KeyChange(name: "ring/recovery", value: [1]), for: kiosk) != nil)
+        #expect(KeyStoreRules.problem(with: KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000010", value: [1], createOnly: true), for: kiosk) == nil)
+        #expect(KeyStoreRules.problem(with: KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000010", value: [1]), for: kiosk)?.contains("only create") == true)
+        #expect(KeyStoreRules.problem(with: KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000010", value: nil), for: kiosk) != nil)
+        #expect(KeyStoreRules.problem(with: KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000010", value: [1]), for: frame) != nil)
+        #expect(KeyStoreRules.problem(with: KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000010", value: nil), for: anna) == nil)
+        #expect(KeyStoreRules.problem(with: KeyChange(name: "asset/x", value: [1]), for: anna) != nil)
+        #expect(KeyStoreRules.problem(with: KeyChange(name: "other/thing", value: [1]), for: anna) != nil)
+    }
+
+    @Test("over HTTP: changes answer per entry, reads go from a position, the library says it is encrypted, bad bodies are refused")
+    func endpoint() async throws {
+        let fixture = try ServerFixture()
+        let anna = fixture.client(), kiosk = fixture.client("kiosk"), frame = fixture.client("frame")
+        let path = SyncRoutes.keys(library: "family")
+        var info = try await anna.send("GET", SyncRoutes.library("family")).decode(LibraryInfo.self)
+        #expect(!info.endToEndEncrypted)
+        let changes = KeyChangesRequest(changes: [
+            KeyChange(name: "library/public", value: Array(repeating: 1, count: 32), createOnly: true),
+            KeyChange(name: "device/ben-laptop", value: [2]),
+            KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000006", value: [3]),
+        ])
+        let answer = try await anna.send("POST", path, body: changes.encoded()).decode(KeyChangesResponse.self)
+        #expect(answer.results.map(\.status) == [.stored, .forbidden, .stored])
+        #expect(answer.results[1].reason?.contains("only its own key") == true)
+        info = try await frame.send("GET", SyncRoutes.library("family")).decode(LibraryInfo.self)
+        #expect(info.endToEndEncrypted)
+        let all = try await kiosk.send("GET", path).decode(KeyEntriesResponse.self)
+        #expect(all.entries.map(\.name) == ["asset/0193a5b2-7c00-7000-8000-000000000006", "library/public"])
+        let none = try await kiosk.send("GET", SyncRoutes.keys(library: "family", after: all.last)).decode(KeyEntriesResponse.self)
+        #expect(none.entries.isEmpty && none.last == all.last)
+        let shred = try await kiosk.send("POST", path, body: KeyChangesRequest(changes: [KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000006", value: nil)]).encoded())
+        #expect(try shred.decode(KeyChangesResponse.self).results.map(\.status) == [.forbidden])
+        let badName = try await anna.send("POST", path, body: Array(#"{"changes":[{"name":"Asset/6","value":"AA=="}]}"#.utf8))
+        #expect(badName.status == 400)
+        #expect(String(decoding: badName.body, as: UTF8.self).contains("changes[0].name"))
+        let badAfter = try await anna.send("GET", path + "?after=-1")
+        #expect(badAfter.status == 400)
+        let noToken = try await fixture.client(nil).send("GET", path)
+        #expect(noToken.status == 401)
+        let put = try await anna.send("PUT", path, body: [])
+        #expect(put.status == 405)
+    }
+}

@@ -1,0 +1,324 @@
+import Foundation
+import LedgerCore
+import LedgerCrypto
+import LedgerStore
+import MediaSynthesis
+import PhotoMedia
+import SyncProtocol
+import Testing
+@testable import PhotoLedger
+@testable import PhotoLedgerSync
+
+/// End-to-end encrypted libraries through a real server on loopback: what the server holds,
+/// enrolment by code, revocation, and devices without keys.
+@Suite("Encryption through the server")
+struct EncryptionSyncTests {
+    static let titles = ["Grandma's Secret Garden", "Villa Rosalind Holidays"]
+    static let fileNames = ["IMG_grandma_birthday.jpg", "beach-at-sunset-lisbon.jpg", "family-tree-scan.png", "first-steps-movie.mp4"]
+
+    /// Photos with EXIF and GPS, a PNG and a movie, under names that must not reach the server.
+    func media(in directory: TemporaryDirectory) throws -> [URL] {
+        let encoder = JPEGEncoder()
+        let files: [[UInt8]] = [
+            encoder.encode(
+                RGBImage.scene(width: 320, height: 240, seed: 1), creationDate: Date(timeIntervalSince1970: 1_600_000_000),
+                location: Location(latitude: 38.7223, longitude: -9.1393)),
+            encoder.encode(
+                RGBImage.scene(width: 300, height: 200, seed: 2), creationDate: Date(timeIntervalSince1970: 1_650_000_000),
+                location: Location(latitude: 51.5007, longitude: -0.1246)),
+            SyntheticMedia.sample(.png, width: 64, height: 48, seed: 3),
+            SyntheticMedia.sample(.mp4, width: 64, height: 48, seed: 4),
+        ]
+        return try zip(Self.fileNames, files).map { name, bytes in
+            let url = directory.file(name)
+            try Data(bytes).write(to: url)
+            return url
+        }
+    }
+
+    @Test("after a two-device sync the server holds no title, file name, media signature or EXIF, and nothing it holds decrypts")
+    func serverLearnsNothing() async throws {
+        let server = try TestServer()
+        let clock = TestClock()
+        let directory = try TemporaryDirectory()
+        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
+        let ben = try Device("ben-tablet", server: server, directory: directory, clock: clock, seed: 2)
+        _ = try anna.library.enableEncryption()
+        let files = try media(in: directory)
+        try await anna.library.performChanges { changes in
+            let assets = try changes.importAssets(fromFilesAt: files).compactMap { result -> String? in
+                if case .created(let request) = result { return request.placeholderForCreatedAsset.localIdentifier }
+                return nil
+            }
+            #expect(assets.count == 4)
+            for title in Self.titles { try changes.createAlbum(title: title).addAssets(assets) }
+        }
+        try await anna.sync()
+
+        // Ben's empty library joins: it publishes its key and waits; it reads nothing yet.
+        let waiting = try await ben.sync()
+        #expect(waiting.encryptionNotes.contains { $0.contains("photoledger device approve ben-tablet") })
+        #expect(try ben.library.fetchAssets().count == 0)
+        #expect(try ben.library.statistics().quarantined[.sealed] ?? 0 > 0)
+        guard case .awaitingEnrolment(let benCode?) = ben.library.encryptionStatus else {
+            Issue.record("ben should await enrolment with a code")
+            return
+        }
+        let requests = try await anna.engine.enrolmentRequests()
+        #expect(requests.map(\.device) == ["ben-tablet"])
+        #expect(requests.first?.code == benCode)
+        try await anna.engine.approve(try #require(requests.first))
+        let enrolled = try await ben.sync()
+        #expect(enrolled.encryptionNotes.contains { $0.contains("enrolled") })
+        #expect(try ben.library.statistics().quarantined.isEmpty)
+        #expect(try ben.library.fetchAssets().count == 4)
+        #expect(Set(try ben.library.fetchAssetCollections(with: .album).map(\.localizedTitle)) == Set(Self.titles))
+        for asset in try anna.library.fetchAssets() {
+            let resource = try #require(try anna.library.resources(for: asset).first)
+            let theirs = try #require(try ben.library.resources(for: asset).first)
+            #expect(try ben.library.requestData(for: theirs) == anna.library.requestData(for: resource))
+            #expect(theirs.originalFilename == resource.originalFilename)
+        }
+        // Ben's own change reaches Anna.
+        _ = try ben.library.createAlbumForTests("Ben's Private Album")
+        try await ben.sync()
+        try await anna.sync()
+        #expect(try anna.library.fetchAssetCollections(with: .album).contains { $0.localizedTitle == "Ben's Private Album" })
+
+        // The scan of everything the server stores.
+        let stored = try everything(under: server.directory.url)
+        #expect(!stored.isEmpty)
+        var needles: [(String, [UInt8])] = (Self.titles + Self.fileNames + ["Ben's Private Album"]).map { ($0, Array($0.utf8)) }
+        needles += [
+            ("a PNG signature", [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]), ("an EXIF marker", Array("Exif\0\0".utf8)),
+            ("a JFIF marker", Array("JFIF\0".utf8)), ("an MP4 signature", Array("ftypisom".utf8)),
+        ]
+        for asset in try anna.library.fetchAssets() {
+            for resource in try anna.library.resources(for: asset) {
+                let plainHash = try #require(Hex.decode(resource.sha256))
+                needles.append(("the SHA-256 of \(resource.originalFilename)", plainHash))
+                needles.append(("the SHA-256 of \(resource.originalFilename) in hex", Array(resource.sha256.utf8)))
+            }
+        }
+        for (path, bytes) in stored {
+            for (what, needle) in needles {
+                #expect(bytes.firstRange(of: needle) == nil, "\(path) holds \(what)")
+            }
+        }
+        let blobs = stored.filter { $0.path.contains("/blobs/") }
+        #expect(blobs.count == 4)
+        for (path, bytes) in blobs {
+            #expect(!bytes.starts(with: [0xFF, 0xD8, 0xFF]) && !(bytes.count > 8 && bytes[4..<8].elementsEqual(Array("ftyp".utf8))), "\(path)")
+        }
+
+        // Nothing the server holds opens a payload: no key-sized run of bytes of any key store entry.
+        let entries = try server.store.keyEntries(libraryID: 1, after: 0).entries
+        #expect(entries.contains { $0.name == "library/public" } && entries.contains { $0.name == "ring/ben-tablet" })
+        let sealed = try Array(anna.library.allEventsForTests().prefix(12))
+        #expect(sealed.allSatisfy { $0.seal != nil })
+        for entry in entries {
+            for start in stride(from: 0, through: max(0, entry.value.count - SecretKey.length), by: 4) where entry.value.count >= SecretKey.length {
+                let candidate = try SecretKey(bytes: Array(entry.value[start..<start + SecretKey.length]))
+                for event in sealed {
+                    #expect((try? PayloadSeal.open(event, payloadKey: PayloadSeal.payloadKey(of: candidate))) == nil)
+                    #expect((try? PayloadSeal.open(event, payloadKey: candidate)) == nil)
+                }
+            }
+        }
+        #expect(try ben.library.verify() == anna.library.verify())
+    }
+
+    @Test("a revoked device cannot read what is made after its revocation; the remaining devices read everything")
+    func revocation() async throws {
+        let server = try TestServer()
+        let clock = TestClock()
+        let directory = try TemporaryDirectory()
+        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
+        let ben = try Device("ben-tablet", server: server, directory: directory, clock: clock, seed: 2)
+        let cara = try Device("cara-laptop", server: server, directory: directory, clock: clock, seed: 3)
+        _ = try anna.library.enableEncryption()
+        _ = try anna.library.createAlbumForTests("Before")
+        try await anna.sync()
+        for device in [ben, cara] {
+            try await device.sync()
+            for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }
+            try await device.sync()
+        }
+        #expect(try cara.library.fetchAssetCollections(with: .album).map(\.localizedTitle) == ["Before"])
+
+        try await anna.engine.revoke("cara-laptop")
+        _ = try anna.library.createAlbumForTests("After the revocation")
+        try await anna.sync()
+        try await ben.sync()
+        let caraReport = try await cara.sync()
+        #expect(Set(try ben.library.fetchAssetCollections(with: .album).map(\.localizedTitle)) == ["Before", "After the revocation"])
+        #expect(try cara.library.fetchAssetCollections(with: .album).map(\.localizedTitle) == ["Before"])
+        #expect(try cara.library.statistics().quarantined[.sealed] == 1)
+        #expect(caraReport.encryptionNotes.allSatisfy { !$0.contains("new library key generation") })
+        // Ben's own new events use the new generation too, and Anna reads them.
+        _ = try ben.library.createAlbumForTests("Ben after")
+        try await ben.sync()
+        try await anna.sync()
+        #expect(try anna.library.fetchAssetCollections(with: .album).contains { $0.localizedTitle == "Ben after" })
+        let revoke = await #expect(throws: SyncError.self) { try await anna.engine.revoke("nobody") }
+        #expect(revoke?.description.contains("no device named 'nobody'") == true)
+    }
+
+    @Test("a readOnly device reads an encrypted library but cannot enrol others: the server's refusal is the error")
+    func readOnlyCannotApprove() async throws {
+        let server = try TestServer()
+        let clock = TestClock()
+        let directory = try TemporaryDirectory()
+        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
+        let frame = try Device("frame", server: server, directory: directory, clock: clock, seed: 2, scope: .readOnly)
+        let dave = try Device("dave-phone", server: server, directory: directory, clock: clock, seed: 3)
+        _ = try anna.library.enableEncryption()
+        _ = try anna.library.createAlbumForTests("Visible to the frame")
+        try await anna.sync()
+        try await frame.sync()
+        for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }
+        try await frame.sync()
+        #expect(try frame.library.fetchAssetCollections(with: .album).map(\.localizedTitle) == ["Visible to the frame"])
+        try await dave.sync()
+        let request = try #require(try await frame.engine.enrolmentRequests().first)
+        let refused = await #expect(throws: SyncError.self) { try await frame.engine.approve(request) }
+        #expect(refused?.description.contains("only a readWrite device may seal the key ring") == true)
+        try await dave.sync()
+        if case .awaitingEnrolment = dave.library.encryptionStatus {} else { Issue.record("dave should still wait") }
+    }
+
+    @Test("a plain library with changes of its own refuses to sync with an encrypted one, and sends nothing")
+    func plainWithChangesRefused() async throws {
+        let server = try TestServer()
+        let clock = TestClock()
+        let directory = try TemporaryDirectory()
+        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
+        let ben = try Device("ben-tablet", server: server, directory: directory, clock: clock, seed: 2)
+        _ = try anna.library.enableEncryption()
+        _ = try anna.library.createAlbumForTests("Encrypted")
+        try await anna.sync()
+        _ = try ben.library.createAlbumForTests("Plain Title Never Sent")
+        let error = await #expect(throws: SyncError.self) { try await ben.sync() }
+        #expect(error?.description.contains("nothing was sent") == true)
+        let stored = try everything(under: server.directory.url)
+        #expect(stored.allSatisfy { $0.bytes.firstRange(of: Array("Plain Title Never Sent".utf8)) == nil })
+        #expect(try ben.library.statistics().pendingEvents == 1)
+    }
+
+    @Test("purging an asset destroys its key on every device and on the server: its payloads and bytes stay sealed, verify passes, rebuild gives the same views")
+    func cryptoShredding() async throws {
+        let server = try TestServer()
+        let clock = TestClock()
+        let directory = try TemporaryDirectory()
+        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
+        let ben = try Device("ben-tablet", server: server, directory: directory, clock: clock, seed: 2)
+        _ = try anna.library.enableEncryption()
+        let files = Array(try media(in: directory).prefix(2))
+        let assets = try await anna.library.performChanges { changes in
+            let assets = try changes.importAssets(fromFilesAt: files).compactMap { result -> String? in
+                if case .created(let request) = result { return request.placeholderForCreatedAsset.localIdentifier }
+                return nil
+            }
+            try changes.createAlbum(title: "Kept Album").addAssets(assets)
+            return assets
+        }
+        try await anna.sync()
+        try await ben.sync()
+        for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }
+        try await ben.sync()
+        #expect(try ben.library.fetchAssets().count == 2)
+        let doomed = try #require(LocalIdentifier(assets[0])).uuid
+        let resource = try #require(try anna.library.resources(for: assets[0]).first)
+        let doomedEvents = try anna.library.allEventsForTests().filter { $0.object == doomed && $0.type != EventType.assetPurged.rawValue }
+        let assetKeyID = try #require(doomedEvents.first?.seal?.keyID)
+        #expect(KeyKind.of(assetKeyID) == .asset)
+        let entry = "asset/\(doomed.uuidString.lowercased())"
+        #expect(try server.store.keyEntry(libraryID: 1, name: entry) != nil)
+
+        try anna.library.performChangesAndWait { try $0.deleteAssets([assets[0]]) }
+        try anna.library.performChangesAndWait { try $0.purgeAssets([assets[0]]) }
+        try await anna.sync()
+        try await ben.sync()
+
+        // The key is gone everywhere; what any device still holds opens none of the asset's payloads or bytes.
+        #expect(try server.store.keyEntry(libraryID: 1, name: entry) == nil)
+        for device in [anna, ben] {
+            #expect(device.library.encryption.snapshot.assetKeys[doomed] == nil)
+            #expect(try device.library.readDatabase { try $0.firstRow("SELECT key IS NULL FROM e2e_asset_keys WHERE asset = ?", [doomed.bytes]) { $0.int64(0) } } == 1)
+            #expect(!device.library.resources.contains(resource.sha256))
+            #expect(try device.library.fetchAssets().count == 1)
+            #expect(try device.library.statistics().quarantined.isEmpty)
+            let held = device.library.encryption.snapshot
+            var keys = held.assetKeys.values.map(\.key) + (held.ring?.generations.map(\.key) ?? [])
+            keys += keys.map(PayloadSeal.payloadKey(of:))
+            for event in doomedEvents {
+                for key in keys { #expect((try? PayloadSeal.open(event, payloadKey: key)) == nil) }
+            }
+            // Of the two blobs, only the kept asset's opens with any key still held.
+            let blobs = try everything(under: server.directory.url).filter { $0.path.contains("/blobs/") }
+            #expect(blobs.count == 2)
+            let opening = blobs.filter { blob in
+                (held.assetKeys.values.map(\.key) + (held.ring?.generations.map(\.key) ?? [])).contains { key in
+                    (try? ResourceCipher.decrypt(
+                        fileAt: URL(fileURLWithPath: blob.path), to: directory.file("attempt"), key: PhotoLibrary.resourceKey(of: key))) != nil
+                }
+            }
+            #expect(opening.count == 1)
+        }
+        // The chains verify, a rebuild gives the same views, and both devices hold the same views.
+        #expect(try anna.library.verify() == ben.library.verify())
+        let annaViews = try anna.library.viewsForTests()
+        try anna.library.rebuild()
+        try ben.library.rebuild()
+        #expect(try anna.library.viewsForTests() == annaViews)
+        #expect(try ben.library.viewsForTests() == annaViews)
+        // The history says the asset existed and who purged it, nothing of its content.
+        let history = try ben.library.history(of: assets[0]).entries
+        #expect(history.map(\.type) == ["asset.created", "asset.deleted", "asset.purged"])
+        #expect(history.last?.device == "anna-phone")
+        #expect(history.prefix(2).allSatisfy { $0.changes.isEmpty })
+
+        // A device enrolled afterwards folds the same views.
+        let cara = try Device("cara-laptop", server: server, directory: directory, clock: clock, seed: 3)
+        try await cara.sync()
+        for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }
+        try await cara.sync()
+        #expect(try cara.library.viewsForTests() == annaViews)
+    }
+
+    /// Every file under `directory`, with its bytes.
+    func everything(under directory: URL) throws -> [(path: String, bytes: [UInt8])] {
+        var files: [(String, [UInt8])] = []
+        let enumerator = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: [.isRegularFileKey])
+        while let url = enumerator?.nextObject() as? URL {
+            guard (try url.resourceValues(forKeys: [.isRegularFileKey])).isRegularFile == true else { continue }
+            files.append((url.path, try [UInt8](Data(contentsOf: url))))
+        }
+        return files
+    }
+}
+
+extension PhotoLibrary {
+    func allEventsForTests() throws -> [Event] {
+        try readDatabase { db in
+            var events: [Event] = []
+            try EventLog(db).forEach { events.append($0.event) }
+            return events
+        }
+    }
+
+    /// The projection tables, row by row.
+    func viewsForTests() throws -> [String: [[SQLValue]]] {
+        try readDatabase { db in
+            var dump: [String: [[SQLValue]]] = [:]
+            for table in Projection.tables {
+                dump[table] = try db.rows("SELECT * FROM \(table) ORDER BY 1, 2") { row in (0..<row.columnCount).map { row.value($0) } }
+            }
+            return dump
+        }
+    }
+
+    func createAlbumForTests(_ title: String) throws -> String {
+        try performChangesAndWait { try $0.createAlbum(title: title).placeholderForCreatedAssetCollection.localIdentifier }
+    }
+}

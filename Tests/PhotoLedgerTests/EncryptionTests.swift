@@ -1,0 +1,196 @@
+import Foundation
+import LedgerCore
+import LedgerCrypto
+import LedgerStore
+import Testing
+@testable import PhotoLedger
+
+/// An end-to-end encrypted library on one device: what the log holds, what the views show, and
+/// what a wrong, missing or damaged key does.
+@Suite("Encryption")
+struct EncryptionTests {
+    @Test("an encrypted library seals every payload in its log, folds the same views, and rebuilds and verifies")
+    func sealedLog() throws {
+        let directory = try TemporaryDirectory()
+        let library = try makeLibrary(directory)
+        let recovery = try library.enableEncryption()
+        #expect(library.encryptionStatus == .enrolled)
+        #expect(recovery.text.count == 69)
+        let assets = try library.createAssets(3, favorite: true)
+        _ = try library.createAlbum("Secret Holiday Album", assets: assets)
+        try library.performChangesAndWait { try $0.assetChangeRequest(for: assets[0]).setHidden(true) }
+        let events = try library.allEvents()
+        #expect(events.allSatisfy { $0.seal != nil })
+        let title = Array("Secret Holiday Album".utf8)
+        #expect(!events.contains { $0.payload.firstRange(of: title) != nil })
+        // Asset events use the asset's key, album events a library key generation.
+        #expect(events.filter { $0.type.hasPrefix("asset.") }.allSatisfy { KeyKind.of($0.seal!.keyID) == .asset })
+        #expect(events.filter { $0.type.hasPrefix("album.") }.allSatisfy { KeyKind.of($0.seal!.keyID) == .library })
+        let reference = try library.projectionDump()
+        try library.rebuild()
+        #expect(try library.projectionDump() == reference)
+        let verification = try library.verify()
+        #expect(verification.isIntact && verification.checkedEvents == events.count)
+        #expect(try library.fetchAssetCollections(with: .album).first?.localizedTitle == "Secret Holiday Album")
+        #expect(try library.statistics().quarantined.isEmpty)
+    }
+
+    @Test("a library that holds events cannot start encrypted, and an encrypted one cannot be encrypted again")
+    func enableOnlyOnEmpty() throws {
+        let directory = try TemporaryDirectory()
+        let library = try makeLibrary(directory)
+        _ = try library.createAssets(1)
+        #expect(throws: PhotoLibraryError.self) { try library.enableEncryption() }
+        let fresh = try makeLibrary(directory, name: "fresh")
+        _ = try fresh.enableEncryption()
+        let error = #expect(throws: PhotoLibraryError.self) { try fresh.enableEncryption() }
+        #expect(error?.message.contains("already end-to-end encrypted") == true)
+    }
+
+    @Test("a device that holds no key keeps sealed events sealed, changes nothing, and folds them when the ring arrives")
+    func sealedUntilKeyArrives() throws {
+        let directory = try TemporaryDirectory()
+        let anna = try makeLibrary(directory)
+        let recovery = try anna.enableEncryption()
+        let assets = try anna.createAssets(2)
+        _ = try anna.createAlbum("Trip", assets: assets)
+        let events = try anna.allEvents()
+
+        let ben = try makeLibrary(directory, device: "ben-tablet", seed: 2, name: "ben")
+        let benKey = try ben.prepareEnrolment()
+        if case .awaitingEnrolment = ben.encryptionStatus {} else { Issue.record("ben should await enrolment") }
+        try ben.applyRemoteEvents(events)
+        #expect(try ben.statistics().quarantined[.sealed] == events.count)
+        #expect(try ben.fetchAssets().count == 0)
+        let blocked = #expect(throws: PhotoLibraryError.self) { try ben.createAlbum("Mine") }
+        #expect(blocked?.message.contains("photoledger device enroll") == true)
+        #expect(try ben.allEvents().count == events.count)
+
+        // A ring sealed for another key, and a damaged one, change nothing.
+        let stranger = BoxKeyPair()
+        let ring = try KeyRing(unwrapping: try #require(try anna.pendingKeyEntries().first { $0.name == "ring/anna-phone" }?.value),
+                               with: BoxKeyPair(secretKey: try annaDeviceKey(anna)))
+        let wrong = try ben.absorbKeyStore(["library/public": ring.identity.publicKey, "ring/ben-tablet": try ring.wrapped(for: stranger.publicKey)])
+        #expect(!wrong.problems.isEmpty && !wrong.enrolled)
+        var damaged = try ring.wrapped(for: benKey)
+        damaged[damaged.count - 1] ^= 1
+        #expect(!(try ben.absorbKeyStore(["library/public": ring.identity.publicKey, "ring/ben-tablet": damaged])).problems.isEmpty)
+        #expect(try ben.statistics().quarantined[.sealed] == events.count)
+
+        // The code both devices show agrees; the approved ring folds the album events, and the asset keys the assets.
+        #expect(try anna.enrolmentCode(for: benKey) == { if case .awaitingEnrolment(let code) = ben.encryptionStatus { code } else { nil } }())
+        try anna.approveEnrolment(of: "ben-tablet", publicKey: benKey)
+        var entries: [String: [UInt8]] = [:]
+        for entry in try anna.pendingKeyEntries() { entries[entry.name] = entry.value }
+        let absorbed = try ben.absorbKeyStore(entries)
+        #expect(absorbed.enrolled && absorbed.assetKeys == 2 && absorbed.problems.isEmpty)
+        #expect(try ben.statistics().quarantined.isEmpty)
+        #expect(try ben.fetchAssets().count == 2)
+        #expect(try ben.projectionDump()["albums"] == anna.projectionDump()["albums"])
+
+        // The recovery key opens the recovery copy; a wrong one says so.
+        let third = try makeLibrary(directory, device: "cara-laptop", seed: 3, name: "cara")
+        let sealedRing = try #require(entries["ring/recovery"])
+        let wrongKey = #expect(throws: PhotoLibraryError.self) { try third.restore(with: RecoveryKey.generate(), sealedRing: sealedRing) }
+        #expect(wrongKey?.message.contains("recovery key does not open") == true)
+        try third.restore(with: recovery, sealedRing: sealedRing)
+        #expect(third.encryptionStatus == .enrolled)
+    }
+
+    @Test("recovery keys read back, and a mistyped or short one is refused with the reason")
+    func recoveryKeyText() throws {
+        let key = RecoveryKey.generate()
+        #expect(try RecoveryKey(text: key.text.lowercased().replacingOccurrences(of: "-", with: " ")).key == key.key)
+        var typo = Array(key.text)
+        typo[5] = typo[5] == "7" ? "8" : "7"
+        #expect(throws: CryptoError("the recovery key's checksum does not match: a character is mistyped")) { try RecoveryKey(text: String(typo)) }
+        #expect(throws: CryptoError.self) { try RecoveryKey(text: String(key.text.dropLast(5))) }
+        let invalid = #expect(throws: CryptoError.self) { try RecoveryKey(text: "U" + key.text.dropFirst()) }
+        #expect(invalid?.message.contains("'U'") == true)
+    }
+
+    @Test("encrypted resources decrypt to the same bytes, cannot be reordered, cut or opened with another key, and are the same for the same key")
+    func resourceCipher() throws {
+        let directory = try TemporaryDirectory()
+        var random = SeededRandomNumberGenerator(seed: 5)
+        for size in [0, 1, ResourceCipher.chunkSize, ResourceCipher.chunkSize * 2 + 17] {
+            let plain = (0..<size).map { _ in UInt8.random(in: 0...255, using: &random) }
+            let source = directory.file("plain-\(size)")
+            try Data(plain).write(to: source)
+            let key = SecretKey()
+            let first = try ResourceCipher.encrypt(fileAt: source, to: directory.file("a"), key: key, contentID: SHA256.hash(plain))
+            let again = try ResourceCipher.encrypt(fileAt: source, to: directory.file("b"), key: key, contentID: SHA256.hash(plain))
+            #expect(first.sha256 == again.sha256 && first.size == ResourceCipher.encryptedSize(of: Int64(size)))
+            #expect(try ResourceCipher.decrypt(fileAt: directory.file("a"), to: directory.file("c"), key: key) == SHA256.hash(plain))
+            #expect(try Data(contentsOf: directory.file("c")) == Data(plain))
+            #expect(throws: CryptoError.self) { try ResourceCipher.decrypt(fileAt: directory.file("a"), to: directory.file("d"), key: SecretKey()) }
+            #expect(!FileManager.default.fileExists(atPath: directory.file("d").path))
+            var bytes = try [UInt8](Data(contentsOf: directory.file("a")))
+            bytes.removeLast(1)
+            try Data(bytes).write(to: directory.file("cut"))
+            #expect(throws: CryptoError.self) { try ResourceCipher.decrypt(fileAt: directory.file("cut"), to: directory.file("d"), key: key) }
+        }
+    }
+
+    @Test("a damaged or forged sealed payload, a damaged asset key and a damaged blob give clear verdicts and errors and change nothing else")
+    func damagedKeysAndCiphertext() throws {
+        let directory = try TemporaryDirectory()
+        let anna = try makeLibrary(directory)
+        _ = try anna.enableEncryption()
+        let assets = try anna.performChangesAndWait { [try $0.createAsset(from: samplePhoto(7)).placeholderForCreatedAsset.localIdentifier] }
+        _ = try anna.createAlbum("Trip", assets: assets)
+        let events = try anna.allEvents()
+
+        // Ben holds every key, then receives a copy of an album event whose ciphertext was changed.
+        let ben = try makeLibrary(directory, device: "ben-tablet", seed: 2, name: "ben")
+        let benKey = try ben.prepareEnrolment()
+        try anna.approveEnrolment(of: "ben-tablet", publicKey: benKey)
+        var entries: [String: [UInt8]] = [:]
+        for entry in try anna.pendingKeyEntries() { entries[entry.name] = entry.value }
+        // A damaged asset key entry is not taken: the asset's events stay sealed.
+        var damagedEntries = entries
+        for (name, value) in entries where name.hasPrefix("asset/") { damagedEntries[name] = value.dropLast() + [value.last! ^ 1] }
+        let absorbed = try ben.absorbKeyStore(damagedEntries)
+        #expect(absorbed.enrolled && absorbed.assetKeys == 0)
+        try ben.applyRemoteEvents(events)
+        #expect(try ben.statistics().quarantined[.sealed] == 1)  // the asset's creation
+        #expect(try ben.fetchAssets().count == 0)
+        #expect(try ben.absorbKeyStore(entries).assetKeys == 1)
+        #expect(try ben.fetchAssets().count == 1)
+        #expect(try ben.statistics().quarantined.isEmpty)
+
+        let album = try #require(events.first { $0.type == EventType.albumCreated.rawValue })
+        var forged = album
+        forged.id = UUID()
+        forged.object = UUID()
+        forged.deviceSequence = 99
+        forged.payload[0] ^= 0xFF
+        let before = try ben.projectionDump()
+        try ben.applyRemoteEvents([forged])
+        let listed = try ben.quarantine()
+        #expect(listed.count == 1 && listed.first?.reason.contains("does not open with key") == true && listed.first?.kind == .quarantined)
+        var after = try ben.projectionDump()
+        after["quarantine"] = before["quarantine"]
+        #expect(after == before)
+
+        // A blob that does not decrypt is refused and not stored.
+        let resource = try #require(try anna.resources(for: assets[0]).first)
+        let created = try #require(events.first { $0.type == EventType.assetCreated.rawValue }?.object)
+        let names = try anna.encryptedBlobNames(for: [(asset: created, sha256: resource.sha256)])
+        let name = try #require(names.first)
+        var bytes = try [UInt8](Data(contentsOf: anna.sealedBlobFile(name)))
+        bytes[bytes.count / 2] ^= 1
+        try FileManager.default.createDirectory(at: ben.resources.directory.appendingPathComponent("tmp"), withIntermediateDirectories: true)
+        let download = ben.resources.directory.appendingPathComponent("tmp/download")
+        try Data(bytes).write(to: download)
+        for entry in try anna.pendingKeyEntries() { entries[entry.name] = entry.value }
+        _ = try ben.absorbKeyStore(entries)
+        let refused = #expect(throws: PhotoLibraryError.self) { try ben.adoptDownloadedBlob(at: download, name: name) }
+        #expect(refused?.message.contains("does not decrypt") == true)
+        #expect(!ben.resources.contains(resource.sha256))
+    }
+
+    func annaDeviceKey(_ library: PhotoLibrary) throws -> SecretKey {
+        try library.readDatabase { db in try SecretKey(bytes: try #require(try db.firstRow("SELECT device_secret FROM e2e_state", []) { $0.blob(0) })) }
+    }
+}
