@@ -236,3 +236,23 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// The fuzz targets of Tools/Fuzz: libFuzzer executables over what a peer or a user's file can
+// feed the code. Tools/fuzz.sh declares them (PHOTOLEDGER_FUZZ=1) and builds them with
+// AddressSanitizer and libFuzzer's coverage in a build directory of their own; the package's own
+// builds and tests neither build nor need them.
+if Context.environment["PHOTOLEDGER_FUZZ"] == "1" {
+    func fuzzer(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
+        .executableTarget(name: "fuzz-\(name)", dependencies: ["FuzzSupport", "LedgerCore"] + dependencies, path: "Tools/Fuzz/\(name)")
+    }
+    package.targets += [
+        .target(name: "CFuzzing", path: "Tools/Fuzz/CFuzzing"),
+        .target(name: "FuzzSupport", dependencies: ["CFuzzing", "LedgerCore"], path: "Tools/Fuzz/FuzzSupport"),
+        fuzzer("payloads", ["PhotoLedger"]),
+        fuzzer("canonical", []),
+        fuzzer("pages", ["SyncProtocol"]),
+        fuzzer("json", ["SyncProtocol"]),
+        fuzzer("compression", ["SyncProtocol"]),
+        fuzzer("media", ["PhotoLedger", "PhotoMedia", "MediaSynthesis"]),
+    ]
+}

@@ -8,6 +8,9 @@
 # as errors, and the fuzzers run briefly. PHOTOLEDGER_SIMULATION_SCHEDULES sets the simulation's
 # count alone.
 #
+# The fuzzers (Tools/fuzz.sh): with CI=true, PHOTOLEDGER_FULL_TESTS=1 or PHOTOLEDGER_FUZZ_SECONDS=N
+# every fuzz target is built and run for N seconds (default 15), and a crash fails the run.
+#
 # The transport's timeout tests compare elapsed time with a timeout: they run alone, after the
 # others, so nothing else on a small machine delays them.
 #
@@ -41,4 +44,9 @@ if $full; then
     bash Tools/docs.sh
 else
     echo "Skipped: the DocC catalogs (they are built when CI=true or PHOTOLEDGER_FULL_TESTS=1)."
+fi
+if $full || [ -n "${PHOTOLEDGER_FUZZ_SECONDS:-}" ]; then
+    bash Tools/fuzz.sh --seconds "${PHOTOLEDGER_FUZZ_SECONDS:-15}"
+else
+    echo "Skipped: the fuzzers (every target runs briefly when CI=true, PHOTOLEDGER_FULL_TESTS=1 or PHOTOLEDGER_FUZZ_SECONDS=N)."
 fi

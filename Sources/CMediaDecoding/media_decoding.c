@@ -162,6 +162,12 @@ static int attempt(const char *path, const char *loader, int level, int reduce, 
     photoledger_still_free(result);
     read_header(header, result);
     result->checksum_mismatch = checksum_warnings > 0;
+    if ((long long)result->width * result->height > PHOTOLEDGER_MAX_PIXELS || result->width > PHOTOLEDGER_MAX_SIDE
+        || result->height > PHOTOLEDGER_MAX_SIDE) {
+        result->too_large = 1;
+        g_object_unref(header);
+        return 0;
+    }
     int status = 0;
     int previews = preview > 0 && (strcmp(loader, "jpegload") == 0 || strcmp(loader, "webpload") == 0);
     if (previews) reduce = preview_reduction(result->width, result->height, reduce, preview);

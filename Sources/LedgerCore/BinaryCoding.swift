@@ -109,13 +109,14 @@ public struct ByteReader {
         return bytes[offset]
     }
 
-    /// Reads an unsigned varint.
+    /// Reads an unsigned varint; one whose value does not fit 64 bits is an error.
     public mutating func readVarint() throws -> UInt64 {
         var result: UInt64 = 0
         var shift: UInt64 = 0
         while true {
             let byte = try readByte()
-            guard shift < 64 else { throw DecodingError("an overlong varint", offset: offset) }
+            // The tenth byte holds bit 63 only: more would be cut off.
+            guard shift < 63 || byte <= 1 else { throw DecodingError("a varint beyond 64 bits", offset: offset - 1) }
             result |= UInt64(byte & 0x7F) << shift
             if byte < 0x80 { return result }
             shift += 7

@@ -16,7 +16,7 @@ import LedgerCore
 /// versions its build reads grew, ``fingerprint``).
 package struct EventSchema: Sendable {
     /// The version this build writes.
-    static let currentVersion = 2
+    package static let currentVersion = 2
 
     /// Converts a payload of a version newer than ``currentVersion`` to the current one: what a
     /// newer build's reader does. Registered only by tests that simulate an upgrade.

@@ -25,10 +25,15 @@ enum FractionalIndex {
     }
 
     /// A key strictly between `lower` and `upper` (nil means the start or the end of the album).
+    ///
+    /// The bounds are the keys of neighbouring members, which other devices wrote: they may leave
+    /// no room (two members at the same key, or a member whose events gave it none). An upper
+    /// bound that is not above the lower one is then ignored, and the key lands just above
+    /// `lower`.
     static func key(between lower: String?, and upper: String?) -> String {
-        precondition(lower == nil || upper == nil || lower! < upper!, "fractional keys out of order: \(lower!) ≥ \(upper!)")
         let low = lower.map { Array($0.utf8) } ?? []
         var high = upper.map { Array($0.utf8) }
+        if let bound = high, !low.lexicographicallyPrecedes(bound) { high = nil }
         var result: [UInt8] = []
         var index = 0
         while true {

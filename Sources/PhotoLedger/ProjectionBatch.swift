@@ -157,6 +157,9 @@ struct ProjectionBatch: Sendable {
     /// The assets a folded content edit (or revert) is about.
     private(set) var contentEditedAssets: Set<UUID> = []
 
+    /// The memberships folded, by album and asset.
+    var memberships: Zip2Sequence<[MemberKey], [MemberRow]> { zip(members.keys, members.rows) }
+
     var isEmpty: Bool { eventCount == 0 }
 
 

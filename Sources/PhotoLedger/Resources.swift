@@ -232,16 +232,7 @@ extension LibraryChanges {
     /// Records a new asset whose resources are stored: its properties come from what its photo
     /// or video holds.
     func createAsset(primary info: MediaInfo, resources records: [ResourceRecord], isLivePhoto: Bool) throws -> AssetCreationRequest {
-        var subtypes: MediaSubtypes = []
-        if info.isAnimated { subtypes.insert(.photoAnimation) }
-        if isLivePhoto { subtypes.insert(.photoLive) }
-        return try createAsset(
-            ChangeEvent.AssetCreation(
-                mediaType: info.mediaType == .video ? .video : .image, mediaSubtypes: subtypes,
-                pixelWidth: info.pixelWidth, pixelHeight: info.pixelHeight, duration: info.duration ?? 0,
-                creationDate: info.creationDate,
-                location: info.location.map { Location(latitude: $0.latitude, longitude: $0.longitude, altitude: $0.altitude) },
-                isFavorite: false, isHidden: false, resources: records))
+        try createAsset(ChangeEvent.AssetCreation(primary: info, resources: records, isLivePhoto: isLivePhoto))
     }
 
     /// Validates and stores one resource; returns its record and, for media, what it holds.
@@ -323,5 +314,18 @@ extension AssetChangeRequest {
     public func revertAssetContentToOriginal() throws {
         try changes.checkValid("an asset change request")
         try changes.record(.assetContentEdited(.init(rendered: nil, adjustment: nil, adjustmentFormat: nil)), object: id)
+    }
+}
+
+extension ChangeEvent.AssetCreation {
+    /// The creation of an asset whose properties come from what its primary photo or video holds.
+    init(primary info: MediaInfo, resources: [ResourceRecord], isLivePhoto: Bool) {
+        var subtypes: MediaSubtypes = []
+        if info.isAnimated { subtypes.insert(.photoAnimation) }
+        if isLivePhoto { subtypes.insert(.photoLive) }
+        self.init(
+            mediaType: info.mediaType == .video ? .video : .image, mediaSubtypes: subtypes, pixelWidth: info.pixelWidth,
+            pixelHeight: info.pixelHeight, duration: info.duration ?? 0, creationDate: info.creationDate, location: info.location,
+            isFavorite: false, isHidden: false, resources: resources)
     }
 }

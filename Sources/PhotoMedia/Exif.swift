@@ -148,7 +148,8 @@ enum Exif {
     /// A date from EXIF text `YYYY:MM:DD HH:MM:SS` and an optional offset `±HH:MM`. Without an
     /// offset the time is read as UTC, so that every device derives the same instant. Text that
     /// some writers put there instead, ISO 8601 (`2015-06-29T18:19:12+01:00`, `…Z`, fractions of
-    /// a second), is read too; an offset in the text wins over the separate tag.
+    /// a second), is read too; an offset in the text wins over the separate tag. Nil when the
+    /// instant falls outside the years 1 to 9999 (`MediaInfo.dateRange`).
     static func date(text: String?, offset: String?) -> Date? {
         guard var text else { return nil }
         var offset = offset
@@ -177,8 +178,10 @@ enum Exif {
         time.tm_hour = Int32(hour)
         time.tm_min = Int32(minute)
         time.tm_sec = Int32(second)
-        let seconds = timegm(&time)
-        return Date(timeIntervalSince1970: TimeInterval(seconds - offsetSeconds(offset)))
+        let seconds = TimeInterval(timegm(&time) - offsetSeconds(offset))
+        // The offset can carry the first and last seconds out of the years 1 to 9999.
+        guard MediaInfo.dateRange.contains(seconds) else { return nil }
+        return Date(timeIntervalSince1970: seconds)
     }
 
     private static func offsetSeconds(_ text: String?) -> Int {

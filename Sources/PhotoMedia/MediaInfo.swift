@@ -1,3 +1,4 @@
+import CMediaDecoding
 import Foundation
 import LedgerCore
 
@@ -38,6 +39,11 @@ public enum ImageOrientation: Int, Sendable, Hashable, CaseIterable {
 /// the picture as shown, its orientation applied (EXIF orientation for stills, the HEIF
 /// rotation, a video's display matrix), counted in stored pixels (an anamorphic video's
 /// sample aspect ratio does not stretch them).
+///
+/// Whatever the file, the values stay within what an asset's events may record: sides of 1 to
+/// 2^20 pixels (and at most 2^28 pixels a frame: larger media are refused), a duration of 0 to
+/// 10^9 seconds (0 when unknown or beyond), a date within the years 1 to 9999, a valid location
+/// (`Location.isValid`).
 public struct MediaInfo: Sendable, Hashable {
     /// The container format, detected from the bytes.
     public var format: MediaFormat
@@ -75,5 +81,30 @@ public struct MediaInfo: Sendable, Hashable {
         self.creationDate = creationDate
         self.location = location
         self.isAnimated = isAnimated
+    }
+}
+
+extension MediaInfo {
+    /// The most pixels along one side of a photo or video.
+    package static let largestSide = Int(PHOTOLEDGER_MAX_SIDE)
+    /// The most pixels in one frame of a photo or video.
+    package static let largestFrame = Int(PHOTOLEDGER_MAX_PIXELS)
+    /// The longest duration a movie is read with, in seconds (about 31 years): a container that
+    /// claims more gives a duration of 0, unknown.
+    package static let longestDuration = 1e9
+    /// The dates a file's metadata may give, in seconds since 1970: the years 1 to 9999 (UTC).
+    package static let dateRange = -62_135_596_800.0...253_402_300_799.0
+
+    /// Why media of `width × height` pixels, more than ``largestFrame`` or a side of more than
+    /// ``largestSide``, is refused.
+    static func tooLarge(_ format: MediaFormat, width: Int, height: Int) -> InvalidMedia {
+        InvalidMedia(
+            "a \(format.name) of \(width) × \(height) pixels is larger than supported (at most \(largestFrame / 1_000_000) megapixels "
+                + "a frame, \(largestSide) pixels a side); scale it down to import it", .notMedia)
+    }
+
+    /// Whether media of `width × height` pixels is within ``largestFrame`` and ``largestSide``.
+    static func fits(width: Int, height: Int) -> Bool {
+        width <= largestSide && height <= largestSide && width * height <= largestFrame
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 
 /// Recognises photos and videos from their bytes, validates them by decoding them with the
 /// field's own decoders, and reads the metadata PhotoKit sets on a new asset: format, pixel size
@@ -92,4 +93,34 @@ public enum MediaInspector {
     }
 
     private static let supported = "supported: JPEG, PNG, GIF, WebP, HEIC, AVIF, MP4 and QuickTime"
+}
+
+/// The readers of metadata text and blocks that ``MediaInspector/inspect(_:name:)`` applies to what
+/// the decoders hand it, for tools that feed them bytes from elsewhere, such as the media fuzzer
+/// (`Tools/Fuzz`, target `media`).
+extension MediaInspector {
+    /// The creation date and location in an EXIF payload (with or without its `Exif\0\0`
+    /// header), read as ``inspect(_:name:)`` reads the EXIF of a container; nil fields when the
+    /// payload lacks them or cannot be read.
+    package static func exifMetadata(_ payload: [UInt8]) -> (creationDate: Date?, location: Location?) {
+        let metadata = Exif.metadata(from: payload)
+        return (metadata.creationDate, metadata.location)
+    }
+
+    /// The EXIF payload of a PNG `Raw profile type exif` text, as a PNG without `eXIf` keeps it;
+    /// nil when the text is not such a profile.
+    package static func exifPayload(textProfile text: String) -> [UInt8]? {
+        Exif.payload(fromTextProfile: text)
+    }
+
+    /// A date as EXIF (`2015:06:29 18:19:12` with an `OffsetTime*` tag) or a movie's metadata
+    /// (ISO 8601) writes it; nil when the text is not one.
+    package static func date(text: String, offset: String?) -> Date? {
+        Exif.date(text: text, offset: offset)
+    }
+
+    /// A movie's ISO 6709 location (`+48.8583+002.2945+035.000/`); nil when the text is not one.
+    package static func location(iso6709 text: String) -> Location? {
+        ISO6709.location(text)
+    }
 }

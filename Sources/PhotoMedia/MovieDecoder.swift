@@ -16,11 +16,14 @@ enum MovieDecoder {
     static func inspect(path: String, format: MediaFormat) throws -> MediaInfo {
         try withVideoStream(path: path, format: format) { context, streams, video in
             try checkIndex(streams, context: context, format: format)
+            var width = Int(video.pointee.codecpar.pointee.width), height = Int(video.pointee.codecpar.pointee.height)
+            // Checked before the decoder allocates the frame, and again for the size it decoded.
+            guard MediaInfo.fits(width: width, height: height) else { throw MediaInfo.tooLarge(format, width: width, height: height) }
             let decoded = try decodeFirstFrame(of: video, in: context, format: format) { frame in
                 (Int(frame.pointee.width), Int(frame.pointee.height))
             }
-            var width = Int(video.pointee.codecpar.pointee.width), height = Int(video.pointee.codecpar.pointee.height)
             if width <= 0 || height <= 0 { (width, height) = decoded }
+            guard MediaInfo.fits(width: width, height: height) else { throw MediaInfo.tooLarge(format, width: width, height: height) }
             let orientation = orientation(of: video)
             let metadata = context.pointee.metadata
             return MediaInfo(
@@ -165,11 +168,15 @@ enum MovieDecoder {
         return degrees.isFinite ? degrees : 0
     }
 
+    /// The container's duration, else the stream's; 0 when neither is known or it is beyond
+    /// `MediaInfo.longestDuration`.
     private static func duration(_ context: UnsafeMutablePointer<AVFormatContext>, _ stream: UnsafeMutablePointer<AVStream>) -> Double {
-        if context.pointee.duration > 0 { return Double(context.pointee.duration) / Double(AV_TIME_BASE) }
         let base = stream.pointee.time_base
-        guard stream.pointee.duration > 0, base.den > 0 else { return 0 }
-        return Double(stream.pointee.duration) * Double(base.num) / Double(base.den)
+        let seconds =
+            context.pointee.duration > 0
+            ? Double(context.pointee.duration) / Double(AV_TIME_BASE)
+            : stream.pointee.duration > 0 && base.den > 0 ? Double(stream.pointee.duration) * Double(base.num) / Double(base.den) : 0
+        return seconds.isFinite && (0...MediaInfo.longestDuration).contains(seconds) ? seconds : 0
     }
 
     private static func value(_ dictionary: OpaquePointer?, _ key: String) -> String? {
@@ -227,7 +234,10 @@ enum ISO6709 {
             }
         }
         if !current.isEmpty, let last = Double(current) { numbers.append(last) }
-        guard numbers.count >= 2, abs(numbers[0]) <= 90, abs(numbers[1]) <= 180, numbers[0] != 0 || numbers[1] != 0 else { return nil }
+        // A number of hundreds of digits reads as infinity.
+        guard numbers.count >= 2, numbers.allSatisfy(\.isFinite), abs(numbers[0]) <= 90, abs(numbers[1]) <= 180,
+            numbers[0] != 0 || numbers[1] != 0
+        else { return nil }
         return Location(latitude: numbers[0], longitude: numbers[1], altitude: numbers.count >= 3 ? numbers[2] : nil)
     }
 }

@@ -40,6 +40,7 @@ enum StillImageDecoder {
                     + "copy the file again from its source")
         }
         guard result.width > 0, result.height > 0 else { throw InvalidMedia("damaged \(format.name): the decoder found no pixels") }
+        if result.too_large != 0 { throw MediaInfo.tooLarge(format, width: Int(result.width), height: Int(result.height)) }
         var metadata = Exif.Metadata()
         if let exif = result.exif, result.exif_length > 0 {
             metadata = Exif.metadata(from: Array(UnsafeBufferPointer(start: exif, count: result.exif_length)))

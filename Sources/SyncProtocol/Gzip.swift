@@ -137,6 +137,14 @@ public final class GzipInflater {
 
     /// Decompresses a chunk of input.
     public func append(_ chunk: UnsafeRawBufferPointer) throws {
+        // zlib counts its input in 32 bits: a larger chunk goes in in pieces.
+        let piece = Int(uInt.max)
+        guard chunk.count <= piece else {
+            for start in stride(from: 0, to: chunk.count, by: piece) {
+                try append(UnsafeRawBufferPointer(rebasing: chunk[start..<min(chunk.count, start + piece)]))
+            }
+            return
+        }
         guard chunk.count > 0 else { return }
         guard !ended else { throw GzipError(.invalidData("data after the end of the gzip stream")) }
         stream.pointee.next_in = UnsafeMutablePointer(mutating: chunk.baseAddress?.assumingMemoryBound(to: Bytef.self))

@@ -300,6 +300,20 @@ struct EventLogTests {
         _ = try truncated.readInt()
         #expect(throws: DecodingError.self) { try truncated.readString() }
     }
+
+    @Test("a varint reads up to 2^64-1 and refuses bits beyond 64, which would otherwise be cut off")
+    func varintBounds() throws {
+        let nines = [UInt8](repeating: 0xFF, count: 9)
+        var largest = ByteReader(nines + [0x01])
+        #expect(try largest.readVarint() == UInt64.max)
+        var writer = ByteWriter()
+        writer.write(varint: .max)
+        #expect(writer.bytes == nines + [0x01])
+        for tenth: UInt8 in [0x02, 0x7F, 0x81] {
+            var reader = ByteReader(nines + [tenth, 0x00])
+            #expect(throws: DecodingError("a varint beyond 64 bits", offset: 9)) { try reader.readVarint() }
+        }
+    }
 }
 
 /// A scripted physical clock.

@@ -49,6 +49,21 @@ struct MetadataTests {
         #expect(info.creationDate == Date(timeIntervalSince1970: 1_435_598_352))
     }
 
+    @Test("a date that its offset carries past the year 9999 or before the year 1 is no date, as an asset's events could not record it")
+    func dateOutsideTheYears() throws {
+        let exif = ExifWriter.payload(entries: [
+            .text(ifd: 2, tag: 0x9003, "9999:12:31 23:30:00"), .text(ifd: 2, tag: 0x9011, "-01:00"),
+        ])
+        let info = try MediaInspector.inspect(try Samples.still("jpeg", options: .init(exif: exif)), name: "far.jpg")
+        #expect(info.creationDate == nil)
+        #expect(MediaInspector.date(text: "0001:01:01 00:30:00", offset: "+01:00") == nil)
+        #expect(
+            MediaInspector.date(text: "0001:01:01 01:00:00", offset: "+01:00")
+                == Date(timeIntervalSince1970: MediaInfo.dateRange.lowerBound))
+        #expect(
+            MediaInspector.date(text: "9999-12-31T23:59:59Z", offset: nil) == Date(timeIntervalSince1970: MediaInfo.dateRange.upperBound))
+    }
+
     @Test("EXIF orientation 6 (written by exiftool) turns the size: width and height are as shown", arguments: ["jpeg", "png", "webp"])
     func orientationSix(format: String) throws {
         let bytes = try Samples.exiftool(try Samples.still(format, width: 80, height: 60), extension: format, ["-Orientation#=6"])
@@ -115,6 +130,16 @@ struct MetadataTests {
             width: 64, height: 48, duration: 1, quickTime: true, metadata: ["location": "+48.8583+002.2945/"])
         let location = try #require(try MediaInspector.inspect(bytes, name: "paris.mov").location)
         #expect(abs(location.latitude - 48.8583) < 1e-9 && abs(location.longitude - 2.2945) < 1e-9)
+    }
+
+    @Test("a movie location whose altitude has hundreds of digits (infinite when read) is no location")
+    func movieLocationOverflowing() throws {
+        let text = "+48.8583+002.2945+" + String(repeating: "9", count: 400) + "/"
+        let bytes = try SyntheticMedia.movie(width: 64, height: 48, duration: 1, quickTime: true, metadata: ["location": text])
+        #expect(try MediaInspector.inspect(bytes, name: "far.mov").location == nil)
+        #expect(MediaInspector.location(iso6709: text) == nil)
+        #expect(
+            MediaInspector.location(iso6709: "+48.8583+002.2945+035.5/") == Location(latitude: 48.8583, longitude: 2.2945, altitude: 35.5))
     }
 
     @Test("a QuickTime movie with Apple's keys (ISO 6709 location, capture date with its offset) has both")

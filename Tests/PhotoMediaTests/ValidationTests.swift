@@ -236,4 +236,35 @@ struct ValidationTests {
             }
         }
     }
+
+    @Test("a still whose header claims more than 268 megapixels is refused before its pixels are decoded")
+    func pixelBomb() throws {
+        // A 16 × 12 GIF whose frame claims 65535 × 65484 pixels: decoding it would fill a 17 GB canvas.
+        var bytes = try Samples.still("gif", width: 16, height: 12)
+        let descriptor = try #require(Self.gifImageDescriptor(bytes))
+        bytes.replaceSubrange(descriptor + 5..<descriptor + 9, with: [0xFF, 0xFF, 0xCC, 0xFF])
+        let error = Samples.mediaError { _ = try MediaInspector.inspect(bytes, name: "bomb.gif") }
+        #expect(error?.kind == .invalidResource && error?.refusal == .notMedia)
+        #expect(
+            error?.description
+                == "bomb.gif: a GIF of 65535 × 65484 pixels is larger than supported (at most 268 megapixels a frame, 1048576 pixels a side); "
+                + "scale it down to import it")
+    }
+
+    /// The offset of the first image descriptor of a GIF, after its screen, colour table and
+    /// extensions.
+    static func gifImageDescriptor(_ bytes: [UInt8]) -> Int? {
+        var offset = 13 + (bytes[10] & 0x80 != 0 ? 3 << (Int(bytes[10] & 7) + 1) : 0)
+        while offset < bytes.count {
+            switch bytes[offset] {
+            case 0x2C: return offset
+            case 0x21:
+                offset += 2
+                while offset < bytes.count, bytes[offset] != 0 { offset += Int(bytes[offset]) + 1 }
+                offset += 1
+            default: return nil
+            }
+        }
+        return nil
+    }
 }

@@ -263,6 +263,16 @@ struct CodingTests {
         #expect(throws: GzipError(.limitExceeded(limit: 1 << 20))) { try Gzip.decompress(bomb, limit: 1 << 20) }
     }
 
+    @Test("a gzip body of more than 4 GiB, more than zlib counts at once, is read in pieces")
+    func gzipHugeChunk() throws {
+        // Zero pages that are never written take no memory; zeros are no gzip header.
+        let count = Int(UInt32.max) + 2
+        let memory = mmap(nil, count, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+        try #require(memory != nil && memory != UnsafeMutableRawPointer(bitPattern: -1))
+        defer { munmap(memory, count) }
+        #expect(throws: GzipError.self) { try GzipInflater(limit: 1 << 20).append(UnsafeRawBufferPointer(start: memory, count: count)) }
+    }
+
     @Test("zstd round-trips; truncated, damaged and oversized frames are refused")
     func zstd() throws {
         var random = SeededRandomNumberGenerator(seed: 11)

@@ -25,6 +25,9 @@ typedef struct {
     /// Whether the decoder reported a chunk whose checksum does not match (a libpng CRC warning
     /// about an ancillary chunk, which libpng otherwise skips).
     int checksum_mismatch;
+    /// Whether a frame has more than `PHOTOLEDGER_MAX_PIXELS` pixels, or a side more than
+    /// `PHOTOLEDGER_MAX_SIDE`: its pixels were then not decoded.
+    int too_large;
     /// The EXIF payload libvips found (`exif-data`), copied with malloc, or NULL.
     unsigned char *exif;
     size_t exif_length;
@@ -46,6 +49,14 @@ enum {
     PHOTOLEDGER_DECODE_PIXELS = 1,
 };
 
+/// The most pixels one frame of a still may have for its pixels to be decoded: 2^28 (268
+/// megapixels, more than any camera's sensor). A decoder may hold every pixel of a frame at
+/// once whatever the file's size (a GIF's canvas takes 4 bytes a pixel, so a 2 KB GIF that
+/// claims 65535 × 65535 pixels asks for 17 GB), so larger images are refused from their header.
+/// A side may have at most `PHOTOLEDGER_MAX_SIDE` pixels (2^20), as many as an asset's events
+/// may record.
+enum { PHOTOLEDGER_MAX_PIXELS = 1 << 28, PHOTOLEDGER_MAX_SIDE = 1 << 20 };
+
 /// Starts libvips once per process (later calls return at once): no operation cache (a file
 /// changed on disk must be read again), one worker thread per decode, and its GLib warnings
 /// routed to `photoledger_still_check` instead of the standard error. Returns 0, or -1 with a
@@ -62,7 +73,8 @@ int photoledger_vips_start(char *error, size_t error_size);
 /// as `result->preview`: the same decode validates the file and gives the picture its small
 /// renditions are made from. Returns 0 with `result` filled, or -1 with `result->message` set.
 /// Free `result` with `photoledger_still_free` either way. Safe to call from several threads at
-/// once.
+/// once. An image with more than `PHOTOLEDGER_MAX_PIXELS` pixels in a frame, or more than
+/// `PHOTOLEDGER_MAX_SIDE` on a side, is read to its header only and marked `too_large`.
 int photoledger_still_check(const char *path, const char *loader, int level, int reduce, int preview, photoledger_still *result);
 
 /// Frees what `photoledger_still_check` allocated in `result`.

@@ -1,0 +1,101 @@
+import Foundation
+import FuzzSupport
+import LedgerCore
+import SyncProtocol
+
+/// The JSON bodies of the sync protocol through `JSONReader`: every input is read as each
+/// message the server reads from clients (`ReceivedPush`, `PushRequest`, `MissingBlobsRequest`)
+/// and the clients read from the server, and as a plain `JSONValue`. A message that decodes must
+/// encode to JSON that decodes to the same message; a value must serialize to a fixed point.
+///
+/// Input that is not JSON is given to one message's reader only (chosen by its length), as
+/// every reader refuses it the same way after reading as far as it goes.
+@main
+enum JSONTarget: FuzzTarget {
+    static func seeds() -> [Seed] {
+        let events = SampleEvents.all.enumerated().map { index, event in
+            WireEvent(event, serverSequence: Int64(index + 1), chainHash: [UInt8](repeating: UInt8(index), count: 32))
+        }
+        let id = SampleEvents.identifier(9)
+        let hash = String(repeating: "ab", count: 32)
+        var invalid = String(decoding: PushRequest(device: "anna-phone", events: [SampleEvents.all[1]]).encoded(), as: UTF8.self)
+        invalid = invalid.replacingOccurrences(of: "\"asset.", with: "\"asset .")
+        let messages: [(String, any WireMessage)] = [
+            ("push", PushRequest(device: "anna-phone", events: SampleEvents.all)),
+            ("pull", PullResponse(events: events, nextCursor: 4, hasMore: true)),
+            ("pull-empty", PullResponse(events: [], nextCursor: 0, hasMore: false)),
+            (
+                "push-response",
+                PushResponse(
+                    results: [
+                        PushResult(id: id, status: .stored(serverSequence: 12)), PushResult(id: id, status: .duplicate(serverSequence: 5)),
+                        PushResult(id: id, status: .rejected(reason: "the type \"x\"\tis unknown\u{1}")),
+                        PushResult(id: id, status: .gap(expectedDeviceSequence: 7)),
+                    ], lastDeviceSequence: 9)
+            ),
+            (
+                "library",
+                LibraryInfo(
+                    library: "family", libraryID: SampleEvents.library, device: "anna-phone", scope: .readWrite, lastServerSequence: 1042)
+            ),
+            ("chain", ChainSummary(count: 3, headHash: [UInt8](repeating: 0x4B, count: 32), lastServerSequence: 3)),
+            ("verify-intact", ChainVerification.intact(count: 12)),
+            ("verify-broken", ChainVerification.broken(serverSequence: 5, eventID: id)),
+            ("watermark", CompactionWatermark(watermark: 120, lastServerSequence: 135, deviceCount: 3)),
+            ("health", HealthResponse(version: "1.2.3")),
+            ("error", ErrorResponse(code: .clockSkew, message: "ahead by 10 min — « fix the clock »", serverTime: 1_764_483_790_000)),
+            ("error-plain", ErrorResponse(code: .badRequest, message: "field 'events[0].id': not a valid UUID")),
+            ("missing-request", MissingBlobsRequest(hashes: [hash, String(repeating: "0", count: 64)])),
+            ("missing-response", MissingBlobsResponse(missing: [hash])),
+        ]
+        return messages.map { Seed(name: "\($0.0).json", bytes: $0.1.encoded()) } + [
+            Seed(name: "push-invalid-type.json", bytes: Array(invalid.utf8)),
+            Seed(
+                name: "value.json",
+                bytes: Array(#"{"a":[1,-2.5e-3,true,false,null,"\u00e9\ud83d\ude00\n"],"b":{"c":{}},"d":9007199254740993,"e":-0.0}"#.utf8),
+                refused: true),
+        ]
+    }
+
+    /// Whether some message of the protocol decodes `input`.
+    static func accepts(_ input: [UInt8]) -> Bool {
+        let messages: [any WireMessage.Type] = [ReceivedPush.self] + readers.map(\.message)
+        return messages.contains { (try? $0.decode(input)) != nil }
+    }
+
+    /// Each message but `ReceivedPush`, with what `run` checks of it.
+    static let readers: [(message: any WireMessage.Type, check: @Sendable ([UInt8]) -> Void)] = [
+        (PushRequest.self, roundTrip(PushRequest.self)), (PullResponse.self, roundTrip(PullResponse.self)),
+        (PushResponse.self, roundTrip(PushResponse.self)), (LibraryInfo.self, roundTrip(LibraryInfo.self)),
+        (ChainSummary.self, roundTrip(ChainSummary.self)), (ChainVerification.self, roundTrip(ChainVerification.self)),
+        (CompactionWatermark.self, roundTrip(CompactionWatermark.self)), (HealthResponse.self, roundTrip(HealthResponse.self)),
+        (ErrorResponse.self, roundTrip(ErrorResponse.self)), (MissingBlobsRequest.self, roundTrip(MissingBlobsRequest.self)),
+        (MissingBlobsResponse.self, roundTrip(MissingBlobsResponse.self)),
+    ]
+
+    static func run(_ input: [UInt8]) {
+        guard let value = try? JSONValue.parse(input) else {
+            let index = input.count % (readers.count + 1)
+            if index < readers.count { readers[index].check(input) } else { _ = try? ReceivedPush.decode(input) }
+            return
+        }
+        let text = value.serialized
+        require((try? JSONValue.parse(text))?.serialized == text, "a JSON value does not serialize to a fixed point")
+        if let push = try? ReceivedPush.decode(input) {
+            // Writing keeps only the valid events.
+            let valid = push.events.filter { if case .valid = $0 { true } else { false } }
+            require(
+                (try? ReceivedPush.decode(push.encoded())) == ReceivedPush(device: push.device, events: valid),
+                "ReceivedPush does not read back")
+        }
+        for reader in readers { reader.check(input) }
+    }
+
+    /// Decodes `input` as `Message`; a message decoded must read back from its own encoding.
+    private static func roundTrip<Message: WireMessage & Equatable>(_ type: Message.Type) -> @Sendable ([UInt8]) -> Void {
+        { input in
+            guard let message = try? Message.decode(input) else { return }
+            require((try? Message.decode(message.encoded())) == message, "\(Message.self) does not read back: \(message)")
+        }
+    }
+}
