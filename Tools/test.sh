@@ -34,6 +34,7 @@ else
     trap stop_test_services EXIT
     start_test_services
 fi
+swift format lint --strict --recursive Sources Tools Tests
 swift build --build-tests -Xswiftc -warnings-as-errors --explicit-target-dependency-import-check error
 full=false
 if [ "${CI:-}" = "true" ] || [ "${PHOTOLEDGER_FULL_TESTS:-}" = "1" ]; then full=true; fi

@@ -189,7 +189,9 @@ public enum SealedBox {
         Sodium.require()
         guard publicKey.count == Int(crypto_box_PUBLICKEYBYTES) else { throw CryptoError("a public key has 32 bytes") }
         var sealed = [UInt8](repeating: 0, count: message.count + overhead)
-        guard crypto_box_seal(&sealed, message, UInt64(message.count), publicKey) == 0 else { throw CryptoError("the message could not be sealed") }
+        guard crypto_box_seal(&sealed, message, UInt64(message.count), publicKey) == 0 else {
+            throw CryptoError("the message could not be sealed")
+        }
         return sealed
     }
 

@@ -129,7 +129,8 @@ public struct KeyRing: Sendable {
         let plain: [UInt8]
         do {
             plain = try AEAD.open(
-                Array(sealed.dropFirst(AEAD.nonceLength)), key: recovery.key.derive("recovery"), nonce: Array(sealed.prefix(AEAD.nonceLength)),
+                Array(sealed.dropFirst(AEAD.nonceLength)), key: recovery.key.derive("recovery"),
+                nonce: Array(sealed.prefix(AEAD.nonceLength)),
                 associatedData: Self.recoveryContext)
         } catch {
             throw CryptoError("this recovery key does not open the library's key ring (is it the key shown when this library was made?)")
@@ -184,7 +185,8 @@ public struct RecoveryKey: Sendable {
             if character == "-" || character == " " { continue }
             let normalized: Character = character == "O" ? "0" : (character == "I" || character == "L") ? "1" : character
             guard let ascii = normalized.asciiValue, let value = Self.alphabet.firstIndex(of: ascii) else {
-                throw CryptoError("the recovery key contains '\(character)', which is not one of its characters (0-9, A-Z without I, L, O, U)")
+                throw CryptoError(
+                    "the recovery key contains '\(character)', which is not one of its characters (0-9, A-Z without I, L, O, U)")
             }
             values.append(value)
         }

@@ -76,7 +76,8 @@ public struct WrappedAssetKey: Sendable {
         }
         let (nonce, ciphertext) = AEAD.seal(
             writer.bytes, key: generation.key.derive("assetkey"), associatedData: Self.context(asset, keyID, generation: generation.id))
-        return withUnsafeBytes(of: generation.id.bigEndian, Array.init) + withUnsafeBytes(of: keyID.bigEndian, Array.init) + nonce + ciphertext
+        return withUnsafeBytes(of: generation.id.bigEndian, Array.init) + withUnsafeBytes(of: keyID.bigEndian, Array.init) + nonce
+            + ciphertext
     }
 
     /// The library key generation and the key identifier a sealed record names.
@@ -103,14 +104,17 @@ public struct WrappedAssetKey: Sendable {
     ///
     /// - Throws: ``CryptoError`` for a wrong key, a record of another asset, or damaged bytes.
     public init(asset: UUID, unsealing sealed: [UInt8], wrappingKey: SecretKey) throws {
-        guard let (generation, keyID) = Self.identifiers(of: sealed) else { throw CryptoError("the wrapped key of asset \(asset) is too short") }
+        guard let (generation, keyID) = Self.identifiers(of: sealed) else {
+            throw CryptoError("the wrapped key of asset \(asset) is too short")
+        }
         let plain: [UInt8]
         do {
             plain = try AEAD.open(
                 Array(sealed.dropFirst(8 + AEAD.nonceLength)), key: wrappingKey,
                 nonce: Array(sealed[8..<(8 + AEAD.nonceLength)]), associatedData: Self.context(asset, keyID, generation: generation))
         } catch {
-            throw CryptoError("the wrapped key of asset \(asset) does not open with library key \(generation) (another asset's, or damaged)")
+            throw CryptoError(
+                "the wrapped key of asset \(asset) does not open with library key \(generation) (another asset's, or damaged)")
         }
         var reader = ByteReader(plain)
         do {

@@ -29,7 +29,9 @@ public enum ResourceCipher {
     /// plaintext's SHA-256. Returns the SHA-256 of the written ciphertext and its size.
     ///
     /// - Throws: ``CryptoError`` when a file cannot be read or written.
-    public static func encrypt(fileAt source: URL, to destination: URL, key: SecretKey, contentID: [UInt8]) throws -> (sha256: [UInt8], size: Int64) {
+    public static func encrypt(fileAt source: URL, to destination: URL, key: SecretKey, contentID: [UInt8]) throws -> (
+        sha256: [UInt8], size: Int64
+    ) {
         let input = try open(source, forWriting: false)
         defer { fclose(input) }
         let output = try open(destination, forWriting: true)

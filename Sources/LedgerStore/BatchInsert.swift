@@ -154,7 +154,10 @@ public struct BatchInsert: Sendable {
             for buffer in values.buffers {
                 let code: Int32
                 if buffer.count == 0 {
-                    code = buffer.isText ? sqlite3_bind_text(handle, buffer.parameter, "", 0, csqlite_transient()) : sqlite3_bind_zeroblob(handle, buffer.parameter, 0)
+                    code =
+                        buffer.isText
+                        ? sqlite3_bind_text(handle, buffer.parameter, "", 0, csqlite_transient())
+                        : sqlite3_bind_zeroblob(handle, buffer.parameter, 0)
                 } else if buffer.isText {
                     let start = (bytes.baseAddress! + buffer.offset).assumingMemoryBound(to: CChar.self)
                     code = sqlite3_bind_text(handle, buffer.parameter, start, Int32(buffer.count), nil)

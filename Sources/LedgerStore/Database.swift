@@ -51,7 +51,8 @@ public final class Database {
     ///   corrupt, or stays locked beyond the busy timeout.
     public init(path: String, options: Options = Options()) throws {
         var connection: OpaquePointer?
-        let flags = (options.readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        let flags =
+            (options.readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
             | SQLITE_OPEN_NOMUTEX
         let code = sqlite3_open_v2(path, &connection, flags, nil)
         guard code == SQLITE_OK, let connection else {
@@ -62,7 +63,8 @@ public final class Database {
         self.handle = connection
         self.path = path
         sqlite3_extended_result_codes(connection, 1)
-        let milliseconds = options.busyTimeout.components.seconds * 1000
+        let milliseconds =
+            options.busyTimeout.components.seconds * 1000
             + options.busyTimeout.components.attoseconds / 1_000_000_000_000_000
         sqlite3_busy_timeout(connection, Int32(clamping: milliseconds))
         // Reading the schema fails at once for a file that is not a database or is damaged.

@@ -114,7 +114,8 @@ public struct EventLog {
                     return try database.inTransaction {
                         try appendAllNew(
                             events, serverSequences: serverSequences, serverChainHashes: serverChainHashes, after: last?.localSequence ?? 0,
-                            head: head, precomputed: precomputed.flatMap { $0.head == head && $0.hashes.count == events.count ? $0.hashes : nil })
+                            head: head,
+                            precomputed: precomputed.flatMap { $0.head == head && $0.hashes.count == events.count ? $0.hashes : nil })
                     }
                 } catch is DuplicateInBatch {}
             }
@@ -358,7 +359,8 @@ public struct EventLog {
         }
         let keyID = row.int64(14)
         guard let key = UInt32(exactly: keyID), format == .v2 || (key == 0 && row.isNull(13) && row.isNull(15)) else {
-            throw DecodingError("an envelope that format \(format.rawValue) cannot have in the event at local position \(row.int64(0))", offset: 0)
+            throw DecodingError(
+                "an envelope that format \(format.rawValue) cannot have in the event at local position \(row.int64(0))", offset: 0)
         }
         let event = Event(
             id: try uuid(1),

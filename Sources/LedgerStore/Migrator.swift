@@ -184,7 +184,8 @@ public struct Migrator: Sendable {
             guard id == migrations.count + 1 else {
                 throw MigrationError(
                     set: set, path: "-",
-                    reason: .invalidFile(name: file.name, problem: "expected number \(migrations.count + 1); numbers must be 1, 2, 3, … without gaps"))
+                    reason: .invalidFile(
+                        name: file.name, problem: "expected number \(migrations.count + 1); numbers must be 1, 2, 3, … without gaps"))
             }
             migrations.append(Migration(id: id, name: String(parts[1]), sql: file.sql))
         }
@@ -212,7 +213,8 @@ public struct Migrator: Sendable {
                     try database.apply(migration, at: Int64(WallClock.milliseconds()))
                 } catch {
                     throw MigrationError(
-                        set: set, path: database.migrationLocation, reason: .failed(id: migration.id, name: migration.name, cause: "\(error)"))
+                        set: set, path: database.migrationLocation,
+                        reason: .failed(id: migration.id, name: migration.name, cause: "\(error)"))
                 }
                 appliedNow.append(migration.id)
             }

@@ -88,7 +88,8 @@ public final class AlbumChangeRequest {
         try changes.checkValid("an album change request")
         let ids = try Set(assets.map { try changes.existingAsset($0, allowDeleted: true) })
         let group = try AlbumMembers.group(of: id, in: changes.database)
-        let removed = members.filter { ids.contains($0.asset) }.map(\.asset)
+        let removed =
+            members.filter { ids.contains($0.asset) }.map(\.asset)
             + (try ids.filter { id in !members.contains { $0.asset == id } }.filter { try isHiddenMember($0, group: group) })
         try recordRemovals(.remove, removed)
         members.removeAll { ids.contains($0.asset) }
@@ -225,7 +226,8 @@ public final class AlbumChangeRequest {
         var byAlbum: [UUID: [ChangeEvent.MemberChange]] = [:]
         for asset in assets {
             for row in try AlbumMembers.memberRows(of: asset, in: group, db: changes.database) {
-                byAlbum[row.album, default: []].append(ChangeEvent.MemberChange(asset: asset, causalLength: row.causalLength + 1, position: nil))
+                byAlbum[row.album, default: []].append(
+                    ChangeEvent.MemberChange(asset: asset, causalLength: row.causalLength + 1, position: nil))
             }
         }
         for album in group where byAlbum[album] != nil {

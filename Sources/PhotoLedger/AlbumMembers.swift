@@ -10,9 +10,10 @@ enum AlbumMembers {
     static func resolve(_ id: UUID, in db: Database) throws -> UUID? {
         var current = id
         for _ in 0..<64 {
-            guard let (created, deleted, mergedInto) = try db.firstRow(
-                "SELECT created, deleted, merged_into FROM albums WHERE album_id = ?", [current.bytes],
-                { ($0.int64(0) == 1, $0.int64(1) == 1, $0.isNull(2) ? nil : UUID(bytes: $0.blob(2))) })
+            guard
+                let (created, deleted, mergedInto) = try db.firstRow(
+                    "SELECT created, deleted, merged_into FROM albums WHERE album_id = ?", [current.bytes],
+                    { ($0.int64(0) == 1, $0.int64(1) == 1, $0.isNull(2) ? nil : UUID(bytes: $0.blob(2))) })
             else { return nil }
             if let mergedInto {
                 current = mergedInto
@@ -127,8 +128,10 @@ enum AlbumMembers {
     /// The membership causal length of `asset` in each album of `group` where it is a member.
     static func memberRows(of asset: UUID, in group: [UUID], db: Database) throws -> [(album: UUID, causalLength: Int64)] {
         try group.compactMap { album in
-            let cl = try db.firstRow(
-                "SELECT cl FROM album_members WHERE album_id = ? AND asset_id = ?", [album.bytes, asset.bytes]) { $0.int64(0) } ?? 0
+            let cl =
+                try db.firstRow(
+                    "SELECT cl FROM album_members WHERE album_id = ? AND asset_id = ?", [album.bytes, asset.bytes]
+                ) { $0.int64(0) } ?? 0
             return CausalLength.isPresent(cl) ? (album, cl) : nil
         }
     }

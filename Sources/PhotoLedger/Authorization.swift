@@ -118,7 +118,8 @@ extension PhotoLibrary {
         case .limited: return .limited
         default:
             if try storedStatus(.addOnly, in: db) == .authorized {
-                throw PhotoLibraryError(.accessUserDenied, "add-only access can create assets but not fetch or read them; request readWrite access")
+                throw PhotoLibraryError(
+                    .accessUserDenied, "add-only access can create assets but not fetch or read them; request readWrite access")
             }
             throw denial(readWrite)
         }
@@ -156,11 +157,13 @@ extension PhotoLibrary {
     static func denial(_ status: AuthorizationStatus) -> PhotoLibraryError {
         switch status {
         case .restricted:
-            return PhotoLibraryError(.accessRestricted, "access to the photo library is restricted on this device and cannot be granted by the user")
+            return PhotoLibraryError(
+                .accessRestricted, "access to the photo library is restricted on this device and cannot be granted by the user")
         case .denied:
             return PhotoLibraryError(.accessUserDenied, "the user denied access to the photo library; they can allow it in the settings")
         default:
-            return PhotoLibraryError(.accessUserDenied, "access to the photo library has not been granted; call requestAuthorization(for:) first")
+            return PhotoLibraryError(
+                .accessUserDenied, "access to the photo library has not been granted; call requestAuthorization(for:) first")
         }
     }
 }

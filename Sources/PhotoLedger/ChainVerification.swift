@@ -154,9 +154,11 @@ extension PhotoLibrary {
                     return ChainVerificationReport(archivedEvents: archivedEvents, liveEvents: count, failure: nil)
                 }
             }
-            report.unboundEvents = unbound + (try readDatabase { db in
-                Int(try db.firstRow("SELECT count(*) FROM events WHERE library IS NULL") { $0.int64(0) } ?? 0)
-            })
+            report.unboundEvents =
+                unbound
+                + (try readDatabase { db in
+                    Int(try db.firstRow("SELECT count(*) FROM events WHERE library IS NULL") { $0.int64(0) } ?? 0)
+                })
             return report
         }
     }

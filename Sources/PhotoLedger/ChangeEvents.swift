@@ -23,7 +23,8 @@ struct ResourceRecord: Sendable, Hashable {
         let size = try reader.readCount("a resource size", upTo: Int(PayloadLimits.maximumResourceSize))
         let uniformType = try reader.readBoundedString("a uniform type", upTo: PayloadLimits.maximumNameLength)
         let filename = try reader.readBoundedString("a file name", upTo: PayloadLimits.maximumNameLength)
-        return ResourceRecord(type: ResourceType(rawValue: type), sha256: sha256, size: Int64(size), uniformType: uniformType, filename: filename)
+        return ResourceRecord(
+            type: ResourceType(rawValue: type), sha256: sha256, size: Int64(size), uniformType: uniformType, filename: filename)
     }
 
     var resource: AssetResource {
@@ -310,7 +311,8 @@ enum ChangeEvent: Sendable, Hashable {
             let rendered = try r.readBool() ? try ResourceRecord.read(from: &r) : nil
             let adjustment = try r.readBool() ? try ResourceRecord.read(from: &r) : nil
             let format = try r.readBoundedString("an adjustment format", upTo: PayloadLimits.maximumNameLength)
-            return .assetContentEdited(ContentEdit(rendered: rendered, adjustment: adjustment, adjustmentFormat: format.isEmpty ? nil : format))
+            return .assetContentEdited(
+                ContentEdit(rendered: rendered, adjustment: adjustment, adjustmentFormat: format.isEmpty ? nil : format))
         case .albumCreated:
             let title = try r.readBoundedString("a title", upTo: PayloadLimits.maximumTitleLength)
             let subtype = try r.readCount("an album subtype", upTo: Int(Int32.max))
@@ -319,7 +321,9 @@ enum ChangeEvent: Sendable, Hashable {
         case .albumDeleted: return .albumDeleted
         case .albumMembersChanged:
             let rawOperation = try r.readCount("a membership operation", upTo: 255)
-            guard let operation = MembershipOperation(rawValue: rawOperation) else { throw PayloadError("a membership operation of \(rawOperation)") }
+            guard let operation = MembershipOperation(rawValue: rawOperation) else {
+                throw PayloadError("a membership operation of \(rawOperation)")
+            }
             // An entry takes at least 18 bytes: the count cannot promise more entries than that.
             let count = try r.readCount("an entry count", upTo: min(PayloadLimits.maximumEntries, payload.count / 18))
             guard count > 0 else { throw PayloadError("a membership change without entries") }
@@ -329,7 +333,9 @@ enum ChangeEvent: Sendable, Hashable {
                 let asset = try r.readUUID()
                 let cl = try r.readCount("a causal length", upTo: Int(Int64.max))
                 let position = try r.readBoundedString("a position key", upTo: PayloadLimits.maximumPositionLength)
-                guard position.isEmpty || FractionalIndex.isValid(position) else { throw PayloadError("an invalid position key '\(position)'") }
+                guard position.isEmpty || FractionalIndex.isValid(position) else {
+                    throw PayloadError("an invalid position key '\(position)'")
+                }
                 guard cl > 0 || !position.isEmpty else { throw PayloadError("an entry that changes nothing") }
                 entries.append(MemberChange(asset: asset, causalLength: Int64(cl), position: position.isEmpty ? nil : position))
             }
@@ -453,7 +459,9 @@ extension ByteReader {
     mutating func readBoundedString(_ what: @autoclosure () -> String, upTo limit: Int) throws -> String {
         let offset = self.offset
         let value = try readString()
-        guard value.utf8.count <= limit else { throw DecodingError("\(what()) of \(value.utf8.count) bytes (at most \(limit))", offset: offset) }
+        guard value.utf8.count <= limit else {
+            throw DecodingError("\(what()) of \(value.utf8.count) bytes (at most \(limit))", offset: offset)
+        }
         return value
     }
 }

@@ -59,7 +59,8 @@ public struct PhotoLibraryChange: Sendable {
                 let touched = Set(records.lazy.filter { $0.generation > fetchResult.generation }.flatMap(\.touched.assets))
                 guard
                     let after = library.result(
-                        from: snapshot, query: query, generation: last.generation, carrying: fetchResult, touched: touched, records: records)
+                        from: snapshot, query: query, generation: last.generation, carrying: fetchResult, touched: touched, records: records
+                    )
                 else { return nil }
                 let details = FetchResultChangeDetails(before: fetchResult, after: after, touched: touched)
                 return details.hasChanges ? details : nil
@@ -77,7 +78,8 @@ public struct PhotoLibraryChange: Sendable {
     /// How `asset` changed, or nil when the commit did not touch it.
     public func changeDetails(for asset: Asset) -> ObjectChangeDetails<Asset>? {
         guard let record = records.last(where: { $0.touched.assets.contains(asset.id) }) else { return nil }
-        let after = record.objectsCaptured ? record.assets[asset.id] : try? library.fetchAssets(withLocalIdentifiers: [asset.localIdentifier]).first
+        let after =
+            record.objectsCaptured ? record.assets[asset.id] : try? library.fetchAssets(withLocalIdentifiers: [asset.localIdentifier]).first
         return ObjectChangeDetails(
             objectBeforeChanges: asset, objectAfterChanges: after,
             assetContentChanged: records.contains { $0.contentChanged.contains(asset.id) })
@@ -86,7 +88,9 @@ public struct PhotoLibraryChange: Sendable {
     /// How `folder` changed (its title, its place), or nil when the commit did not touch it.
     public func changeDetails(for folder: CollectionList) -> ObjectChangeDetails<CollectionList>? {
         guard let record = records.last(where: { $0.touched.lists.contains(folder.id) }) else { return nil }
-        let after = record.objectsCaptured ? record.lists[folder.id] : try? library.fetchCollectionLists(withLocalIdentifiers: [folder.localIdentifier]).first
+        let after =
+            record.objectsCaptured
+            ? record.lists[folder.id] : try? library.fetchCollectionLists(withLocalIdentifiers: [folder.localIdentifier]).first
         return ObjectChangeDetails(objectBeforeChanges: folder, objectAfterChanges: after, assetContentChanged: false)
     }
 
@@ -96,7 +100,9 @@ public struct PhotoLibraryChange: Sendable {
         let after =
             record.objectsCaptured
             ? record.albums[album.id]
-            : (try? library.fetchAssetCollections(withLocalIdentifiers: [album.localIdentifier]).first).flatMap { $0.id == album.id ? $0 : nil }
+            : (try? library.fetchAssetCollections(withLocalIdentifiers: [album.localIdentifier]).first).flatMap {
+                $0.id == album.id ? $0 : nil
+            }
         return ObjectChangeDetails(objectBeforeChanges: album, objectAfterChanges: after, assetContentChanged: false)
     }
 }
@@ -126,7 +132,8 @@ extension PhotoLibrary {
         let registration = tracker.register(query)
         switch snapshot {
         case .collections(let collections):
-            return FetchResult<AssetCollection>(collections, query: query, generation: generation, registration: registration) as? FetchResult<T>
+            return FetchResult<AssetCollection>(collections, query: query, generation: generation, registration: registration)
+                as? FetchResult<T>
         case .items(let items):
             return FetchResult<PhotoCollection>(items, query: query, generation: generation, registration: registration) as? FetchResult<T>
         case .lists(let lists):
@@ -209,7 +216,9 @@ public struct FetchResultChangeDetails<T: PhotoObject>: Sendable {
         for move in moves { body(move.from, move.to) }
     }
 
-    var hasChanges: Bool { !hasIncrementalChanges || !removedIndexes.isEmpty || !insertedIndexes.isEmpty || !changedIndexes.isEmpty || !moves.isEmpty }
+    var hasChanges: Bool {
+        !hasIncrementalChanges || !removedIndexes.isEmpty || !insertedIndexes.isEmpty || !changedIndexes.isEmpty || !moves.isEmpty
+    }
 
     /// Details without indexes: the view reloads from `after`.
     init(before: FetchResult<T>, reloading after: FetchResult<T>) {

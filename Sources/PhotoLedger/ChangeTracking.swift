@@ -146,7 +146,9 @@ extension PhotoLibrary {
         }
     }
 
-    private func capture(_ touched: TouchedObjects, generation: Int64, contentBefore: [UUID: WriterStamp?], in db: Database) throws -> PendingCommit {
+    private func capture(_ touched: TouchedObjects, generation: Int64, contentBefore: [UUID: WriterStamp?], in db: Database) throws
+        -> PendingCommit
+    {
         let after = try Self.contentStamps(contentBefore.keys, in: db)
         let edited = Set(contentBefore.keys.filter { touched.assets.contains($0) && contentBefore[$0]! != after[$0] ?? nil })
         let now = options.clock()
@@ -157,7 +159,8 @@ extension PhotoLibrary {
         let access = try? readAccess(in: db)
         if let access {
             let everything = FetchOptions(includeHiddenAssets: true)
-            for asset in try Self.assets(.assetsWithIdentifiers(Array(touched.assets), everything), db: db, access: access, now: now).loaded {
+            for asset in try Self.assets(.assetsWithIdentifiers(Array(touched.assets), everything), db: db, access: access, now: now).loaded
+            {
                 assets[asset.id] = asset
             }
             let wanted = Array(touched.albums)

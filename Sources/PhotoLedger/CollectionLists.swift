@@ -121,7 +121,9 @@ struct CollectionTree {
         }
         for (id, folder) in folders where folder.parent.map({ folders[$0] == nil }) ?? false { folders[id]!.parent = nil }
         breakCycles()
-        try db.forEachRow("SELECT album_id, parent FROM albums WHERE parent IS NOT NULL AND created = 1 AND deleted = 0 AND merged_into IS NULL") { row in
+        try db.forEachRow(
+            "SELECT album_id, parent FROM albums WHERE parent IS NOT NULL AND created = 1 AND deleted = 0 AND merged_into IS NULL"
+        ) { row in
             let parent = UUID(bytes: row.blob(1))!
             if folders[parent] != nil { albumParents[UUID(bytes: row.blob(0))!] = parent }
         }
@@ -210,7 +212,8 @@ extension PhotoLibrary {
     {
         guard let identifier = LocalIdentifier(collection.localIdentifier), identifier.kind != .asset else {
             throw PhotoLibraryError(
-                .identifierNotFound, "'\(collection.localIdentifier)' is not an album or folder identifier (<UUID>/L0/040 or <UUID>/L0/010)")
+                .identifierNotFound, "'\(collection.localIdentifier)' is not an album or folder identifier (<UUID>/L0/040 or <UUID>/L0/010)"
+            )
         }
         return try fetch(.collectionListsContaining(identifier.uuid, options))
     }
@@ -239,7 +242,8 @@ extension PhotoLibrary {
             .filter { tree.albumParents[$0.id] == parent }
         let folders = tree.folders.compactMap { id, folder in folder.parent == parent ? tree.list(id) : nil }
             .filter { folder in options.predicate.map { matches(folder.title, $0) } ?? true }
-        var items: [(PhotoCollection, Date)] = albums.map { (.album($0), $0.creationDate ?? .distantPast) } + folders.map { (.folder($0), $0.creationDate) }
+        var items: [(PhotoCollection, Date)] =
+            albums.map { (.album($0), $0.creationDate ?? .distantPast) } + folders.map { (.folder($0), $0.creationDate) }
         items.sort { lhs, rhs in
             for descriptor in options.sortDescriptors where descriptor.key == .title && lhs.0.title != rhs.0.title {
                 return descriptor.ascending ? lhs.0.title < rhs.0.title : lhs.0.title > rhs.0.title
@@ -262,7 +266,8 @@ extension PhotoLibrary {
         case .collectionLists(nil, let o):
             options = o
             result = tree.folders.keys.compactMap { tree.list($0) }.sorted { lhs, rhs in
-                lhs.creationDate != rhs.creationDate ? lhs.creationDate < rhs.creationDate : lhs.id.bytes.lexicographicallyPrecedes(rhs.id.bytes)
+                lhs.creationDate != rhs.creationDate
+                    ? lhs.creationDate < rhs.creationDate : lhs.id.bytes.lexicographicallyPrecedes(rhs.id.bytes)
             }
         case .collectionListsContaining(let child, let o):
             options = o
@@ -307,7 +312,9 @@ extension LibraryChanges {
     /// The UUID of a live folder.
     func existingList(_ reference: any ObjectReference) throws -> UUID {
         let id = try PhotoLibrary.parse(reference, kind: .collectionList)
-        guard try CollectionTree(database).folders[id] != nil else { throw PhotoLibraryError.notFound(reference.localIdentifier, kind: "folder") }
+        guard try CollectionTree(database).folders[id] != nil else {
+            throw PhotoLibraryError.notFound(reference.localIdentifier, kind: "folder")
+        }
         return id
     }
 }
@@ -323,7 +330,9 @@ public final class CollectionListChangeRequest {
     }
 
     /// The placeholder of the folder: for a created folder, its final identifier.
-    public var placeholderForCreatedCollectionList: ObjectPlaceholder { ObjectPlaceholder(LocalIdentifier(uuid: id, kind: .collectionList)) }
+    public var placeholderForCreatedCollectionList: ObjectPlaceholder {
+        ObjectPlaceholder(LocalIdentifier(uuid: id, kind: .collectionList))
+    }
 
     /// The folder's identifier.
     public var localIdentifier: String { LocalIdentifier(uuid: id, kind: .collectionList).description }
@@ -345,7 +354,8 @@ public final class CollectionListChangeRequest {
         for reference in collections {
             guard let identifier = LocalIdentifier(reference.localIdentifier), identifier.kind != .asset else {
                 throw PhotoLibraryError(
-                    .identifierNotFound, "'\(reference.localIdentifier)' is not an album or folder identifier (<UUID>/L0/040 or <UUID>/L0/010)")
+                    .identifierNotFound,
+                    "'\(reference.localIdentifier)' is not an album or folder identifier (<UUID>/L0/040 or <UUID>/L0/010)")
             }
             if identifier.kind == .album {
                 moves.append((.albumMoved(parent: id), try changes.existingAlbum(reference)))

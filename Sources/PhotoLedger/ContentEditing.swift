@@ -118,7 +118,8 @@ extension PhotoLibrary {
         let (hash, uniformType) = try resourceHash(for: asset, version: version)
         try ensureResource(hash)
         guard let file = resources.url(for: hash) else {
-            throw PhotoLibraryError(.missingResource, "resource \(hash) of asset \(asset.localIdentifier) is not on this device; sync the library")
+            throw PhotoLibraryError(
+                .missingResource, "resource \(hash) of asset \(asset.localIdentifier) is not on this device; sync the library")
         }
         let snapshot = edit.asset
         return ContentEditingInput(
@@ -136,7 +137,8 @@ extension PhotoLibrary {
                     """
                     SELECT a.content_sha256, a.adjustment_sha256, a.asset_id IN (SELECT asset_id FROM limited_selection)
                     FROM assets a WHERE a.asset_id = ? AND a.created = 1 AND a.purged = 0
-                    """, [id.bytes], { ($0.isNull(0) ? nil : Hex.encode($0.blob(0)), $0.isNull(1) ? nil : Hex.encode($0.blob(1)), $0.int64(2) == 1) }),
+                    """, [id.bytes],
+                    { ($0.isNull(0) ? nil : Hex.encode($0.blob(0)), $0.isNull(1) ? nil : Hex.encode($0.blob(1)), $0.int64(2) == 1) }),
                 access != .limited || row.2, let snapshot = try Self.assets(withIDs: [id], db: db).first
             else { throw PhotoLibraryError.notFound(asset.localIdentifier, kind: "asset") }
             return (snapshot, row.0, row.1)

@@ -28,7 +28,8 @@ extension Projection {
     /// resolves each. `progress` is a rebuild's (refolded rows count as written).
     func resolveConflicts(context: FoldContext, progress: inout RebuildProgress?) throws -> ConflictResolution {
         // Assets that folded two different creations: the partial index holds only these.
-        var objects = Set(try database.rows("SELECT asset_id FROM assets WHERE created_twice = 1") { UUID(bytes: $0.blob(0)) }.compactMap { $0 })
+        var objects = Set(
+            try database.rows("SELECT asset_id FROM assets WHERE created_twice = 1") { UUID(bytes: $0.blob(0)) }.compactMap { $0 })
         // Identifiers created as both kinds: one probe of the assets per album.
         objects.formUnion(
             try database.rows(
@@ -109,8 +110,12 @@ extension Projection {
     private func excludedEvents(_ events: [UUID], rule: Int) throws -> Set<UUID> {
         var result = Set<UUID>()
         for id in events {
-            let quarantined = try database.firstRow("SELECT 1 FROM quarantine WHERE event_id = ? AND rule = ?", [id.bytes, Int64(rule)]) { _ in true } ?? false
-            let rejected = rule == 0 ? try database.firstRow("SELECT 1 FROM sync_rejections WHERE event_id = ?", [id.bytes]) { _ in true } ?? false : false
+            let quarantined =
+                try database.firstRow("SELECT 1 FROM quarantine WHERE event_id = ? AND rule = ?", [id.bytes, Int64(rule)]) { _ in true }
+                ?? false
+            let rejected =
+                rule == 0
+                ? try database.firstRow("SELECT 1 FROM sync_rejections WHERE event_id = ?", [id.bytes]) { _ in true } ?? false : false
             if quarantined || rejected { result.insert(id) }
         }
         return result
@@ -149,11 +154,13 @@ extension Projection {
                             // A sealed payload cannot be searched: every sealed membership event of the
                             // album is taken (folding the others again changes nothing).
                             "SELECT event_id FROM events WHERE object_id = ? AND type = ? AND (instr(payload, ?) > 0 OR key_id != 0)",
-                            [album, EventType.albumMembersChanged.rawValue, key]) { $0.blob(0) }
+                            [album, EventType.albumMembersChanged.rawValue, key]
+                        ) { $0.blob(0) }
                     }
                     + losers.flatMap { album in
                         try store.rows(
-                            "SELECT event_id FROM events WHERE object_id = ? AND type = ?", [album, EventType.albumMerged.rawValue]) { $0.blob(0) }
+                            "SELECT event_id FROM events WHERE object_id = ? AND type = ?", [album, EventType.albumMerged.rawValue]
+                        ) { $0.blob(0) }
                     }
                 for id in related.compactMap(UUID.init(bytes:)) where events[id] == nil {
                     if let stored = try log.event(withID: id) { events[id] = stored.event }

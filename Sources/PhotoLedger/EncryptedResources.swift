@@ -47,7 +47,8 @@ extension PhotoLibrary {
         var maps = try readDatabase { db in
             var maps: [UUID: [[UInt8]: [UInt8]]] = [:]
             for asset in byAsset.keys {
-                maps[asset] = Self.blobMap(try db.firstRow("SELECT blobs FROM e2e_asset_keys WHERE asset = ?", [asset.bytes]) { $0.blob(0) } ?? [])
+                maps[asset] = Self.blobMap(
+                    try db.firstRow("SELECT blobs FROM e2e_asset_keys WHERE asset = ?", [asset.bytes]) { $0.blob(0) } ?? [])
             }
             return maps
         }
@@ -55,7 +56,8 @@ extension PhotoLibrary {
         for (asset, hashes) in byAsset {
             guard let assetKey = state.assetKeys[asset]?.key else {
                 throw PhotoLibraryError(
-                    .internalError, "the key of pending asset \(asset.uuidString) is missing on this device; its resources cannot be encrypted")
+                    .internalError,
+                    "the key of pending asset \(asset.uuidString) is missing on this device; its resources cannot be encrypted")
             }
             var map = maps[asset] ?? [:]
             var updated = false
@@ -66,12 +68,14 @@ extension PhotoLibrary {
                     continue
                 }
                 guard resources.contains(hash), let source = resources.url(for: hash) else {
-                    throw PhotoLibraryError(.missingResource, "resource \(hash) of a pending change is missing on this device; it cannot be uploaded")
+                    throw PhotoLibraryError(
+                        .missingResource, "resource \(hash) of a pending change is missing on this device; it cannot be uploaded")
                 }
                 let temporary = resources.directory.appendingPathComponent("tmp/sealing-\(UUID().uuidString)")
                 let sealed: (sha256: [UInt8], size: Int64)
                 do {
-                    sealed = try ResourceCipher.encrypt(fileAt: source, to: temporary, key: Self.resourceKey(of: assetKey), contentID: plain)
+                    sealed = try ResourceCipher.encrypt(
+                        fileAt: source, to: temporary, key: Self.resourceKey(of: assetKey), contentID: plain)
                 } catch let error as CryptoError {
                     try? FileManager.default.removeItem(at: temporary)
                     throw PhotoLibraryError(.internalError, "could not encrypt resource \(hash): \(error.message)")
@@ -94,7 +98,8 @@ extension PhotoLibrary {
                     guard let (keyID, key) = state.assetKeys[asset], let map = maps[asset] else { continue }
                     try db.execute("UPDATE e2e_asset_keys SET blobs = ? WHERE asset = ?", [Self.blobColumn(map), asset.bytes])
                     try Self.queue(
-                        db, KeyStoreName.asset(asset), WrappedAssetKey(asset: asset, keyID: keyID, key: key, blobs: map).sealed(under: ring.current))
+                        db, KeyStoreName.asset(asset),
+                        WrappedAssetKey(asset: asset, keyID: keyID, key: key, blobs: map).sealed(under: ring.current))
                 }
             }
         }
@@ -162,7 +167,8 @@ extension PhotoLibrary {
     func adoptDownloadedBlob(at file: URL, name: String) throws {
         defer { try? FileManager.default.removeItem(at: file) }
         guard let (asset, plain) = try blobOwner(name), let key = encryption.snapshot.assetKeys[asset]?.key else {
-            throw PhotoLibraryError(.missingResource, "blob \(name) belongs to no asset key this device holds; sync again once its key has arrived")
+            throw PhotoLibraryError(
+                .missingResource, "blob \(name) belongs to no asset key this device holds; sync again once its key has arrived")
         }
         let opened = file.appendingPathExtension("plain")
         defer { try? FileManager.default.removeItem(at: opened) }
@@ -170,11 +176,14 @@ extension PhotoLibrary {
             let sha = try ResourceCipher.decrypt(fileAt: file, to: opened, key: Self.resourceKey(of: key))
             guard sha == plain else {
                 throw PhotoLibraryError(
-                    .networkError, "the downloaded blob \(name) decrypted to other bytes (\(Hex.encode(sha))) than resource \(Hex.encode(plain)); sync again")
+                    .networkError,
+                    "the downloaded blob \(name) decrypted to other bytes (\(Hex.encode(sha))) than resource \(Hex.encode(plain)); sync again"
+                )
             }
             _ = try resources.ingest(fileAt: opened, transfer: .move)
         } catch let error as CryptoError {
-            throw PhotoLibraryError(.networkError, "the downloaded blob \(name) does not decrypt with its asset's key (\(error.message)); sync again")
+            throw PhotoLibraryError(
+                .networkError, "the downloaded blob \(name) does not decrypt with its asset's key (\(error.message)); sync again")
         } catch let error as MediaError {
             throw Self.translate(error)
         }

@@ -88,9 +88,12 @@ final class EncryptionKeys: Sendable {
     /// Reads the keys from the database.
     func load(_ db: Database) throws {
         var loaded = State()
-        if let row = try db.firstRow("SELECT device_secret, ring, library_public FROM e2e_state WHERE id = 1", [], { row in
-            (row.blob(0), row.isNull(1) ? nil : row.blob(1), row.isNull(2) ? nil : row.blob(2))
-        }) {
+        if let row = try db.firstRow(
+            "SELECT device_secret, ring, library_public FROM e2e_state WHERE id = 1", [],
+            { row in
+                (row.blob(0), row.isNull(1) ? nil : row.blob(1), row.isNull(2) ? nil : row.blob(2))
+            })
+        {
             loaded.enabled = true
             loaded.device = BoxKeyPair(secretKey: try SecretKey(bytes: row.0))
             loaded.ring = try row.1.map { try KeyRing(serialized: $0) }

@@ -87,7 +87,8 @@ package struct EventSchema: Sendable {
         }
         if let (field, claimed) = decoded.1?.contradiction(writtenAt: stamp) {
             return .quarantined(
-                "it claims to overwrite the \(field) written at \(claimed.hlc) by '\(claimed.device)', not before its own clock value \(stamp.hlc)")
+                "it claims to overwrite the \(field) written at \(claimed.hlc) by '\(claimed.device)', not before its own clock value \(stamp.hlc)"
+            )
         }
         return .fold(decoded.0, decoded.1)
     }

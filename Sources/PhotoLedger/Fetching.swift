@@ -126,7 +126,9 @@ public struct FetchOptions: Sendable, Hashable {
     public var includeHiddenAssets = false
 
     /// Default options.
-    public init(predicate: FetchPredicate? = nil, sortDescriptors: [SortDescriptor] = [], fetchLimit: Int = 0, includeHiddenAssets: Bool = false) {
+    public init(
+        predicate: FetchPredicate? = nil, sortDescriptors: [SortDescriptor] = [], fetchLimit: Int = 0, includeHiddenAssets: Bool = false
+    ) {
         self.predicate = predicate
         self.sortDescriptors = sortDescriptors
         self.fetchLimit = fetchLimit
@@ -243,7 +245,8 @@ final class FetchResultStorage<Element: PhotoObject>: Sendable {
     var loaded: [Element?] { objects.withLock { $0 } }
 
     func object(at index: Int, identifiers: [UUID]) -> Element {
-        precondition(index >= 0 && index < identifiers.count, "index \(index) is out of range: the fetch result has \(identifiers.count) objects")
+        precondition(
+            index >= 0 && index < identifiers.count, "index \(index) is out of range: the fetch result has \(identifiers.count) objects")
         if let object = objects.withLock({ $0[index] }) { return object }
         do {
             let start = index - index % Self.batchSize
@@ -272,7 +275,8 @@ final class FetchResultStorage<Element: PhotoObject>: Sendable {
             if let absent {
                 throw PhotoLibraryError(
                     .internalError,
-                    "object \(absent) of a fetch result is no longer in the library's projections; rebuild the views with `photoledger rebuild`")
+                    "object \(absent) of a fetch result is no longer in the library's projections; rebuild the views with `photoledger rebuild`"
+                )
             }
         }
     }
@@ -316,7 +320,8 @@ enum Fetching {
             creationDate: row.isNull(6) ? nil : Date(timeIntervalSince1970: row.double(6)),
             modificationDate: HLCTimestamp(rawValue: UInt64(bitPattern: row.int64(7))).dateValue,
             addedDate: HLCTimestamp(rawValue: UInt64(bitPattern: row.int64(8))).dateValue,
-            location: row.isNull(9) ? nil : Location(latitude: row.double(9), longitude: row.double(10), altitude: row.isNull(11) ? nil : row.double(11)),
+            location: row.isNull(9)
+                ? nil : Location(latitude: row.double(9), longitude: row.double(10), altitude: row.isNull(11) ? nil : row.double(11)),
             isFavorite: row.int64(12) == 1, isHidden: row.int64(13) == 1, isDeleted: deleted,
             deletionDate: deleted ? HLCTimestamp(rawValue: UInt64(bitPattern: row.int64(15))).dateValue : nil,
             sourceDevice: DeviceID(row.text(16)), hasAdjustments: row.int64(17) == 1, version: row.int64(7))
@@ -339,7 +344,8 @@ enum Fetching {
         case .minimumPixelWidth(let width): return Condition(sql: "a.pixel_width >= ?", values: [width])
         case .createdDuring(let interval):
             return Condition(
-                sql: "(a.creation_date >= ? AND a.creation_date < ?)", values: [interval.start.timeIntervalSince1970, interval.end.timeIntervalSince1970])
+                sql: "(a.creation_date >= ? AND a.creation_date < ?)",
+                values: [interval.start.timeIntervalSince1970, interval.end.timeIntervalSince1970])
         case .locatedIn(let region):
             let longitude = region.minimumLongitude <= region.maximumLongitude ? "AND" : "OR"
             return Condition(
@@ -347,7 +353,8 @@ enum Fetching {
                 values: [region.minimumLatitude, region.maximumLatitude, region.minimumLongitude, region.maximumLongitude])
         case .title(let title): return Condition(sql: "c.title = ?", values: [title])
         case .titleContains(let text):
-            let escaped = text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%").replacingOccurrences(of: "_", with: "\\_")
+            let escaped = text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%").replacingOccurrences(
+                of: "_", with: "\\_")
             return Condition(sql: "c.title LIKE ? ESCAPE '\\'", values: ["%" + escaped + "%"])
         case .and(let parts), .or(let parts):
             guard !parts.isEmpty else { return Condition(sql: "1", values: []) }
@@ -418,7 +425,8 @@ enum Fetching {
             case (.modificationDate, false): column = "c.modification_hlc"
             default:
                 throw PhotoLibraryError(
-                    .changeNotSupported, "cannot sort \(forAssets ? "assets" : "albums") by \(descriptor.key.rawValue); choose another sort key")
+                    .changeNotSupported,
+                    "cannot sort \(forAssets ? "assets" : "albums") by \(descriptor.key.rawValue); choose another sort key")
             }
             return column + (descriptor.ascending ? " ASC" : " DESC")
         }

@@ -19,7 +19,9 @@ public struct LocalIdentifier: Hashable, Sendable, CustomStringConvertible {
     /// Parses `<UUID>/L0/001`, `<UUID>/L0/040` or `<UUID>/L0/010`; nil for anything else.
     public init?(_ text: String) {
         let utf8 = text.utf8
-        guard utf8.count == 43, let kind = ObjectKind(rawValue: String(text.suffix(3))), text.dropLast(3).hasSuffix("/L0/") else { return nil }
+        guard utf8.count == 43, let kind = ObjectKind(rawValue: String(text.suffix(3))), text.dropLast(3).hasSuffix("/L0/") else {
+            return nil
+        }
         guard let uuid = UUID(uuidString: String(text.prefix(36))) else { return nil }
         self.uuid = uuid
         self.kind = kind

@@ -55,7 +55,8 @@ public final class LibraryChanges {
         let claims = try causalClaims(of: change, object: object)
         let event = Event(
             id: library.identifiers.next(), library: library.binding.withLock { $0.library }, device: library.device,
-            deviceSequence: nextSequence, timestamp: library.clock.now(), changeBlock: changeBlock, object: object, type: change.type.rawValue,
+            deviceSequence: nextSequence, timestamp: library.clock.now(), changeBlock: changeBlock, object: object,
+            type: change.type.rawValue,
             schemaVersion: EventSchema.currentVersion, payload: change.encoded(claims: claims))
         nextSequence += 1
         if case .assetContentEdited = change, contentBefore[object] == nil {
@@ -83,7 +84,10 @@ public final class LibraryChanges {
                 case .title: ("SELECT title_hlc, title_device FROM albums WHERE album_id = ?", [object.bytes])
                 case .keyAsset: ("SELECT key_asset_hlc, key_asset_device FROM albums WHERE album_id = ?", [object.bytes])
                 case .position(let asset):
-                    ("SELECT position_hlc, position_device FROM album_members WHERE album_id = ? AND asset_id = ?", [object.bytes, asset.bytes])
+                    (
+                        "SELECT position_hlc, position_device FROM album_members WHERE album_id = ? AND asset_id = ?",
+                        [object.bytes, asset.bytes]
+                    )
                 }
             let stamp = try database.firstRow(sql, key) { WriterStamp(hlc: $0.int64(0), device: $0.text(1)) }
             claims.overwritten[field] = stamp.flatMap { $0.hlc == 0 ? nil : $0 }

@@ -51,7 +51,8 @@ extension PhotoLibrary {
             guard try EventLog(db).count() == 0 else {
                 throw PhotoLibraryError(
                     .changeNotSupported,
-                    "this library already holds events, which cannot be encrypted afterwards; make a new library with encryption and import into it")
+                    "this library already holds events, which cannot be encrypted afterwards; make a new library with encryption and import into it"
+                )
             }
             try db.execute(
                 "INSERT INTO e2e_state (id, device_secret, ring, library_public) VALUES (1, ?, ?, ?)",
@@ -79,7 +80,8 @@ extension PhotoLibrary {
             guard own == 0 else {
                 throw PhotoLibraryError(
                     .changeNotSupported,
-                    "this library holds \(own) changes of its own that were made without encryption; join the encrypted library with a new library")
+                    "this library holds \(own) changes of its own that were made without encryption; join the encrypted library with a new library"
+                )
             }
             try db.execute("INSERT INTO e2e_state (id, device_secret) VALUES (1, ?)", [device.secretKey.bytes])
             try Self.queue(db, KeyStoreName.device(self.device), device.publicKey)
@@ -141,20 +143,23 @@ extension PhotoLibrary {
         if let held = state.ring {
             guard held.identity.publicKey == ring.identity.publicKey else {
                 throw PhotoLibraryError(
-                    .accessRestricted, "the key ring offered for this device belongs to another library (its identity key differs); nothing was changed")
+                    .accessRestricted,
+                    "the key ring offered for this device belongs to another library (its identity key differs); nothing was changed")
             }
             guard ring.generations.contains(where: { held.key($0.id) == nil }) else { return false }
             merged = held
             for generation in ring.generations where held.key(generation.id) == nil { merged.add(generation) }
         } else if let expected = state.libraryPublicKey, expected != ring.identity.publicKey {
             throw PhotoLibraryError(
-                .accessRestricted, "the key ring offered for this device belongs to another library (its identity key differs); nothing was changed")
+                .accessRestricted,
+                "the key ring offered for this device belongs to another library (its identity key differs); nothing was changed")
         }
         try withDatabase { db in
             if try db.firstRow("SELECT 1 FROM e2e_state", [], { _ in true }) == nil {
                 throw PhotoLibraryError(.changeNotSupported, "this library has no encryption keys; run `photoledger device enroll` first")
             }
-            try db.execute("UPDATE e2e_state SET ring = ?, library_public = ? WHERE id = 1", [merged.serialized, merged.identity.publicKey])
+            try db.execute(
+                "UPDATE e2e_state SET ring = ?, library_public = ? WHERE id = 1", [merged.serialized, merged.identity.publicKey])
             try encryption.load(db)
         }
         try refoldSealed()
@@ -186,7 +191,8 @@ extension PhotoLibrary {
         guard let ring = state.ring else {
             throw PhotoLibraryError(
                 .accessRestricted,
-                "could not \(action): this device holds no key of the encrypted library yet; run `photoledger device enroll` and approve it on an enrolled device")
+                "could not \(action): this device holds no key of the encrypted library yet; run `photoledger device enroll` and approve it on an enrolled device"
+            )
         }
         return ring
     }
@@ -205,9 +211,10 @@ extension PhotoLibrary {
         var opened: [UUID: (id: UInt32, key: SecretKey)] = [:]
         // The keys of assets made here (this device's record of their blobs is the one that
         // counts) and keys destroyed here (never taken back).
-        let settled = Set(try readDatabase { db in
-            try db.rows("SELECT asset FROM e2e_asset_keys WHERE own = 1 OR key IS NULL") { UUID(bytes: $0.blob(0)) }.compactMap { $0 }
-        })
+        let settled = Set(
+            try readDatabase { db in
+                try db.rows("SELECT asset FROM e2e_asset_keys WHERE own = 1 OR key IS NULL") { UUID(bytes: $0.blob(0)) }.compactMap { $0 }
+            })
         let arriving = sealed.filter { !settled.contains($0.asset) }
         guard !arriving.isEmpty else { return 0 }
         var wrappingKeys: [UInt32: SecretKey] = [:]
@@ -363,16 +370,19 @@ extension LibraryChanges {
         guard let ring = keys.ring else {
             throw PhotoLibraryError(
                 .accessRestricted,
-                "this device holds no key of the encrypted library yet, so it cannot make changes; run `photoledger device enroll` and approve it on an enrolled device")
+                "this device holds no key of the encrypted library yet, so it cannot make changes; run `photoledger device enroll` and approve it on an enrolled device"
+            )
         }
         switch change {
         case .assetCreated, .assetChanged, .assetDeleted, .assetRecovered, .assetContentEdited:
-            let (id, key) = try assetKey(for: event.object, creating: { if case .assetCreated = change { true } else { false } }(), ring: ring, held: keys)
+            let (id, key) = try assetKey(
+                for: event.object, creating: { if case .assetCreated = change { true } else { false } }(), ring: ring, held: keys)
             return PayloadSeal.seal(event, keyID: id, payloadKey: key)
         default:
             let current = ring.current
             return PayloadSeal.seal(
-                event, keyID: current.id, payloadKey: keys.payloadKeys.payloadKey(current.id, object: event.object) ?? PayloadSeal.payloadKey(of: current.key))
+                event, keyID: current.id,
+                payloadKey: keys.payloadKeys.payloadKey(current.id, object: event.object) ?? PayloadSeal.payloadKey(of: current.key))
         }
     }
 
@@ -393,8 +403,10 @@ extension LibraryChanges {
         }
         let keyID = KeyKind.asset.newIdentifier()
         let key = SecretKey()
-        try database.execute("INSERT INTO e2e_asset_keys (asset, key_id, key, own) VALUES (?, ?, ?, 1)", [asset.bytes, Int64(keyID), key.bytes])
-        try PhotoLibrary.queue(database, KeyStoreName.asset(asset), WrappedAssetKey(asset: asset, keyID: keyID, key: key).sealed(under: ring.current))
+        try database.execute(
+            "INSERT INTO e2e_asset_keys (asset, key_id, key, own) VALUES (?, ?, ?, 1)", [asset.bytes, Int64(keyID), key.bytes])
+        try PhotoLibrary.queue(
+            database, KeyStoreName.asset(asset), WrappedAssetKey(asset: asset, keyID: keyID, key: key).sealed(under: ring.current))
         newAssetKeys[asset] = (keyID, key)
         return (keyID, PayloadSeal.payloadKey(of: key))
     }

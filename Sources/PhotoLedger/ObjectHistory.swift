@@ -97,7 +97,8 @@ extension PhotoLibrary {
             try readDatabase { db in try Self.historyEvents(of: parsed, db: db, archive: archive) }
         }
         guard !events.isEmpty else { throw PhotoLibraryError.notFound(identifier) }
-        var fold = HistoryFold(object: parsed, context: FoldContext(schema: options.eventSchema, library: nil, keys: encryption.payloadKeys))
+        var fold = HistoryFold(
+            object: parsed, context: FoldContext(schema: options.eventSchema, library: nil, keys: encryption.payloadKeys))
         for (stored, location) in events { fold.add(stored, location: location) }
         let after = cursor.map { HistoryFold.Key(timestamp: $0.timestamp, device: $0.device, event: $0.event) }
         let remaining = fold.entries.filter { entry in after.map { HistoryFold.key(of: entry) > $0 } ?? true }
@@ -227,7 +228,8 @@ struct HistoryFold {
         var causalLength: Int64 = 0
         if case .causalLength(let length, let odd, let even) = merge {
             causalLength = length
-            change = FieldChange(field: field, oldValue: holder?.value, newValue: CausalLength.isPresent(length) ? odd : even, outcome: .inEffect)
+            change = FieldChange(
+                field: field, oldValue: holder?.value, newValue: CausalLength.isPresent(length) ? odd : even, outcome: .inEffect)
             if let holder, length <= holder.causalLength {
                 change.outcome = .overruled(by: entries[holder.entry].eventID)
                 entries[index].changes.append(change)
@@ -254,7 +256,8 @@ struct HistoryFold {
         case .assetCreated(let c):
             var writes: [(String, String?, Merge, RegisterField?)] = [
                 ("mediaType", "\(c.mediaType)", .plain, nil), ("pixelSize", "\(c.pixelWidth)×\(c.pixelHeight)", .plain, nil),
-                ("creationDate", Self.text(c.creationDate), .register, .creationDate), ("location", Self.text(c.location), .register, .location),
+                ("creationDate", Self.text(c.creationDate), .register, .creationDate),
+                ("location", Self.text(c.location), .register, .location),
                 ("isFavorite", "\(c.isFavorite)", .register, .isFavorite), ("isHidden", "\(c.isHidden)", .register, .isHidden),
                 ("isDeleted", nil, .causalLength(1, odd: "false", even: "true"), nil),
             ]
@@ -281,7 +284,9 @@ struct HistoryFold {
         case .albumDeleted:
             return [("isDeleted", "true", .plain, nil)]
         case .albumMoved(let parent), .listMoved(let parent):
-            return [("parent", parent.map { LocalIdentifier(uuid: $0, kind: .collectionList).description } ?? "top level", .register, .parent)]
+            return [
+                ("parent", parent.map { LocalIdentifier(uuid: $0, kind: .collectionList).description } ?? "top level", .register, .parent)
+            ]
         case .listCreated(let title):
             return [("title", title, .register, .title)]
         case .listRenamed(let title):

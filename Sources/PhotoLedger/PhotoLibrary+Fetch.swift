@@ -96,11 +96,14 @@ extension PhotoLibrary {
                 """, [id.bytes]
             ) { row in
                 let rendered = row.int64(4) == 1
-                let type: ResourceType = rendered ? (row.int64(0) == AssetMediaType.video.rawValue ? .fullSizeVideo : .fullSizePhoto) : .adjustmentData
+                let type: ResourceType =
+                    rendered ? (row.int64(0) == AssetMediaType.video.rawValue ? .fullSizeVideo : .fullSizePhoto) : .adjustmentData
                 let uniformType = row.text(3)
                 let name = rendered ? "FullSizeRender." + Self.filenameExtension(forUniformType: uniformType) : "Adjustments.data"
                 resources.append(
-                    AssetResource(type: type, sha256: Hex.encode(row.blob(1)), size: row.int64(2), uniformTypeIdentifier: uniformType, originalFilename: name))
+                    AssetResource(
+                        type: type, sha256: Hex.encode(row.blob(1)), size: row.int64(2), uniformTypeIdentifier: uniformType,
+                        originalFilename: name))
             }
             return resources
         }
@@ -117,7 +120,8 @@ extension PhotoLibrary {
     func read<T>(_ body: (Database, Access) throws -> T) throws -> T {
         if storage.isWritingOnCurrentThread {
             throw PhotoLibraryError(
-                .changeNotSupported, "fetches cannot run inside a change block; use the change requests' own state, or fetch after the block")
+                .changeNotSupported,
+                "fetches cannot run inside a change block; use the change requests' own state, or fetch after the block")
         }
         return try readDatabase { db in try body(db, try self.readAccess(in: db)) }
     }
@@ -130,7 +134,8 @@ extension PhotoLibrary {
         // A result read whole at the fetch needs no loader.
         let loader = found.loaded.count < found.identifiers.count ? assetLoader : nil
         return FetchResult(
-            identifiers: found.identifiers, versions: found.versions, loaded: found.loaded, query: query, loader: loader, generation: generation,
+            identifiers: found.identifiers, versions: found.versions, loaded: found.loaded, query: query, loader: loader,
+            generation: generation,
             registration: registration)
     }
 
@@ -147,7 +152,8 @@ extension PhotoLibrary {
     func register(_ query: FetchQuery) throws -> QueryRegistration {
         if storage.isWritingOnCurrentThread {
             throw PhotoLibraryError(
-                .changeNotSupported, "fetches cannot run inside a change block; use the change requests' own state, or fetch after the block")
+                .changeNotSupported,
+                "fetches cannot run inside a change block; use the change requests' own state, or fetch after the block")
         }
         return tracker.register(query)
     }
@@ -194,7 +200,8 @@ extension PhotoLibrary {
             self.identifiers = identifiers
             self.versions = versions
             let first = identifiers.prefix(FetchResult<Asset>.batchSize)
-            let byID = Dictionary(try PhotoLibrary.assets(withIDs: Array(first), db: db).map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+            let byID = Dictionary(
+                try PhotoLibrary.assets(withIDs: Array(first), db: db).map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
             loaded = first.compactMap { byID[$0] }
             guard loaded.count == first.count else {
                 throw PhotoLibraryError(
@@ -273,7 +280,8 @@ extension PhotoLibrary {
                 conditions += [CausalLength.present("a.trash_cl"), "a.media_subtypes & \(MediaSubtypes.photoAnimation.rawValue) <> 0"]
             default: return .empty
             }
-        case .collections, .collectionsWithIdentifiers, .collectionsContaining, .collectionsInList, .collectionLists, .collectionListsContaining:
+        case .collections, .collectionsWithIdentifiers, .collectionsContaining, .collectionsInList, .collectionLists,
+            .collectionListsContaining:
             return .empty
         }
         if let only {
@@ -288,7 +296,9 @@ extension PhotoLibrary {
         }
         var sql = "SELECT \(Fetching.assetColumns) FROM assets a WHERE " + conditions.joined(separator: " AND ")
         if case .assetsWithIdentifiers(let ids, _) = query, ids.count > 1 {
-            let rows = try withTemporaryIDs(ids, in: db) { try db.rows(sql, values) { (Fetching.asset($0), $0.int64(Fetching.versionColumn)) } }
+            let rows = try withTemporaryIDs(ids, in: db) {
+                try db.rows(sql, values) { (Fetching.asset($0), $0.int64(Fetching.versionColumn)) }
+            }
             if !options.sortDescriptors.isEmpty {
                 let sorted = try sort(rows, by: options.sortDescriptors)
                 return limit(AssetFetch(sorted.map(\.0), versions: sorted.map(\.1)), options.fetchLimit)
@@ -342,10 +352,15 @@ extension PhotoLibrary {
             members = try assets(.assetsInSmartAlbum(subtype, options), db: db, access: access, now: now)
         } else {
             guard let album = try AlbumMembers.resolve(collection, in: db) else { return .empty }
-            chosen = try db.firstRow("SELECT key_asset FROM albums WHERE album_id = ?", [album.bytes]) { $0.isNull(0) ? nil : UUID(bytes: $0.blob(0)) } ?? nil
+            chosen =
+                try db.firstRow("SELECT key_asset FROM albums WHERE album_id = ?", [album.bytes]) {
+                    $0.isNull(0) ? nil : UUID(bytes: $0.blob(0))
+                } ?? nil
             members = try assets(inAlbum: album, options: options, db: db, access: access)
         }
-        guard let index = chosen.flatMap(members.identifiers.firstIndex(of:)) ?? (members.identifiers.isEmpty ? nil : 0) else { return .empty }
+        guard let index = chosen.flatMap(members.identifiers.firstIndex(of:)) ?? (members.identifiers.isEmpty ? nil : 0) else {
+            return .empty
+        }
         let found = try assets(withIDs: [members.identifiers[index]], db: db)
         return AssetFetch(found, versions: [members.versions[index]])
     }
@@ -353,7 +368,9 @@ extension PhotoLibrary {
     /// The condition on asset rows (alias `a`) that limited access and the predicate add, or nil.
     static func assetCondition(_ predicate: FetchPredicate?, access: Access) throws -> Fetching.Condition? {
         var parts: [Fetching.Condition] = []
-        if access == .limited { parts.append(Fetching.Condition(sql: "a.asset_id IN (SELECT asset_id FROM limited_selection)", values: [])) }
+        if access == .limited {
+            parts.append(Fetching.Condition(sql: "a.asset_id IN (SELECT asset_id FROM limited_selection)", values: []))
+        }
         if let predicate {
             guard !Fetching.mentionsTitle(predicate) else {
                 throw PhotoLibraryError(.changeNotSupported, "assets have no title: use a title condition when fetching albums")
@@ -428,13 +445,15 @@ extension PhotoLibrary {
             includeRegular = type == .album
             if type == .smartAlbum {
                 smartSubtypes = try CollectionSubtype.smartAlbums.filter { subtype in
-                    try !assets(.assetsInSmartAlbum(subtype, FetchOptions()), db: db, access: access, now: now, only: asset).identifiers.isEmpty
+                    try !assets(.assetsInSmartAlbum(subtype, FetchOptions()), db: db, access: access, now: now, only: asset).identifiers
+                        .isEmpty
                 }
             }
             // The albums with a membership row that holds the asset, each followed to the album it
             // was merged into.
             let rows = try db.rows(
-                "SELECT album_id FROM album_members WHERE asset_id = ? AND \(CausalLength.present("cl")) AND asset_state >= 1", [asset.bytes]
+                "SELECT album_id FROM album_members WHERE asset_id = ? AND \(CausalLength.present("cl")) AND asset_state >= 1",
+                [asset.bytes]
             ) { UUID(bytes: $0.blob(0))! }
             containing = Set(try rows.compactMap { try AlbumMembers.resolve($0, in: db) })
         case .collectionsWithIdentifiers(let ids, let o):
@@ -460,7 +479,9 @@ extension PhotoLibrary {
         if let predicate = options.predicate {
             result = result.filter { matches($0.title, predicate) }
         }
-        if includeRegular && containing?.isEmpty != true && (wantedIDs == nil || wantedIDs!.contains { id in !smartSubtypes.contains { $0.smartAlbumID == id } }) {
+        if includeRegular && containing?.isEmpty != true
+            && (wantedIDs == nil || wantedIDs!.contains { id in !smartSubtypes.contains { $0.smartAlbumID == id } })
+        {
             var conditions = ["c.created = 1", "c.deleted = 0", "c.merged_into IS NULL"]
             var values: [any SQLBindable] = []
             if let ids = containing.map(Array.init) ?? wantedIDs {
@@ -484,7 +505,8 @@ extension PhotoLibrary {
                     id: UUID(bytes: row.blob(0))!, collectionType: .album, subtype: CollectionSubtype(rawValue: Int(row.int64(1))),
                     title: row.text(2), estimatedAssetCount: Int(row.int64(6)),
                     creationDate: HLCTimestamp(rawValue: UInt64(bitPattern: row.int64(3))).dateValue,
-                    modificationDate: HLCTimestamp(rawValue: UInt64(bitPattern: row.int64(4))).dateValue, sourceDevice: DeviceID(row.text(5)))
+                    modificationDate: HLCTimestamp(rawValue: UInt64(bitPattern: row.int64(4))).dateValue,
+                    sourceDevice: DeviceID(row.text(5)))
             }
         }
         if let wantedIDs, options.sortDescriptors.isEmpty {

@@ -111,7 +111,8 @@ public final class PhotoLibrary: Sendable {
         let seed = options.randomSeed
         identifiers = UUIDv7Generator(
             clock: options.clock,
-            random: seed.map { SeededRandomNumberGenerator(seed: $0) as any RandomNumberGenerator & Sendable } ?? SystemRandomNumberGenerator())
+            random: seed.map { SeededRandomNumberGenerator(seed: $0) as any RandomNumberGenerator & Sendable }
+                ?? SystemRandomNumberGenerator())
         randomness = RandomSource(seed: seed.map { $0 ^ 0x5DEE_CE66_D1CE_4E5B })
         do {
             resources = try ResourceStore(directory: Self.resourceDirectory(for: url))
@@ -228,8 +229,10 @@ public final class PhotoLibrary: Sendable {
                 try storage.write { db in
                     // This device's own events coming back are confirmed, not appended again.
                     let state = try AuditState.read(db)
-                    let echoes = try Self.confirmEchoes(page, device: device, db: db, archivedHash: (state.archivedThrough, state.archivedHash))
-                    let kept = echoes.isEmpty ? Array(page.events.indices) : page.events.indices.filter { echoes[page.events[$0].id] == nil }
+                    let echoes = try Self.confirmEchoes(
+                        page, device: device, db: db, archivedHash: (state.archivedThrough, state.archivedHash))
+                    let kept =
+                        echoes.isEmpty ? Array(page.events.indices) : page.events.indices.filter { echoes[page.events[$0].id] == nil }
                     let events = echoes.isEmpty ? page.events : kept.map { page.events[$0] }
                     let sequences = page.serverSequences.map { all in echoes.isEmpty ? all : kept.map { all[$0] } }
                     let entries = echoes.isEmpty || page.chain.count != page.events.count ? page.chain : kept.map { page.chain[$0] }
@@ -239,14 +242,18 @@ public final class PhotoLibrary: Sendable {
                     }
                     // The server's chain value reported with each event (a pull page's entries follow its
                     // events), kept in the event's row when it is appended now; checked below.
-                    let reported: [[UInt8]?]? = entries.isEmpty ? nil : events.indices.map { index in
-                        guard index < entries.count, entries[index].eventID == events[index].id,
-                            let sequence = sequences?[index], entries[index].serverSequence == sequence
-                        else { return nil }
-                        return entries[index].chainHash
-                    }
+                    let reported: [[UInt8]?]? =
+                        entries.isEmpty
+                        ? nil
+                        : events.indices.map { index in
+                            guard index < entries.count, entries[index].eventID == events[index].id,
+                                let sequence = sequences?[index], entries[index].serverSequence == sequence
+                            else { return nil }
+                            return entries[index].chainHash
+                        }
                     let result = try EventLog(db).appendLinking(
-                        events, serverSequences: sequences, serverChainHashes: reported, precomputed: echoes.isEmpty ? page.localChain : nil)
+                        events, serverSequences: sequences, serverChainHashes: reported, precomputed: echoes.isEmpty ? page.localChain : nil
+                    )
                     var appended: [UUID: AppendedEvent] = [:]
                     appended.reserveCapacity(events.count)
                     var firstAppended: Int64?
@@ -261,12 +268,15 @@ public final class PhotoLibrary: Sendable {
                             // Held already (a repeated delivery): acknowledge it.
                             guard let sequences else { continue }
                             try db.execute(
-                                "UPDATE events SET server_seq = ? WHERE event_id = ? AND server_seq IS NULL", [sequences[index], events[index].id.bytes])
+                                "UPDATE events SET server_seq = ? WHERE event_id = ? AND server_seq IS NULL",
+                                [sequences[index], events[index].id.bytes])
                         }
                     }
                     let projection = Projection(db, archive: archive)
                     var batch: ProjectionBatch
-                    if page.folded.eventCount == events.count, appended.count == events.count, page.folded.context.library == context.library {
+                    if page.folded.eventCount == events.count, appended.count == events.count,
+                        page.folded.context.library == context.library
+                    {
                         // Every event is new here, so the page's fold is the fold of what was appended.
                         batch = page.folded.batch
                     } else {
@@ -289,7 +299,8 @@ public final class PhotoLibrary: Sendable {
                     let settled = try settleShredding(appended.values.map(\.event), applied: &applied, db: db, archive: archive)
                     afterCommit = { self.finishShredding(settled) }
                     let report = try Self.recordServerChain(
-                        page.chain, appended: appended.merging(echoes) { appendedNow, _ in appendedNow }, appendedFrom: firstAppended, db: db,
+                        page.chain, appended: appended.merging(echoes) { appendedNow, _ in appendedNow }, appendedFrom: firstAppended,
+                        db: db,
                         archive: archive)
                     if let failure = report.failure { throw ServerChainMismatch(failure: failure) }
                     if let cursor = page.cursor { try db.execute("UPDATE replica_state SET pull_cursor = ? WHERE id = 1", [cursor]) }
@@ -311,7 +322,8 @@ public final class PhotoLibrary: Sendable {
     /// Applies events from other devices as a pull page would, with server sequences and chain
     /// values when given, folded ahead when `prefolded` (for tests of the apply and the fold).
     @discardableResult
-    func applyRemoteEvents(_ events: [Event], serverSequences: [Int64]? = nil, chain: [ServerChainEntry] = [], prefolded: Bool = false) throws
+    func applyRemoteEvents(_ events: [Event], serverSequences: [Int64]? = nil, chain: [ServerChainEntry] = [], prefolded: Bool = false)
+        throws
         -> Int
     {
         let page = PreparedPage(
@@ -359,7 +371,8 @@ public final class PhotoLibrary: Sendable {
     ) throws -> [UUID: AppendedEvent] {
         guard let sequences = page.serverSequences else { return [:] }
         let own = page.events.indices.filter { page.events[$0].device == device }
-        guard let low = own.map({ page.events[$0].deviceSequence }).min(), let high = own.map({ page.events[$0].deviceSequence }).max() else {
+        guard let low = own.map({ page.events[$0].deviceSequence }).min(), let high = own.map({ page.events[$0].deviceSequence }).max()
+        else {
             return [:]
         }
         var held: [Int64: (localSequence: Int64, id: [UInt8], serverSequence: Int64?, hash: [UInt8])] = [:]
@@ -383,7 +396,8 @@ public final class PhotoLibrary: Sendable {
                     failure: ChainFailure(chain: .server, position: position, eventID: event.id, location: .live, reason: reason))
             }
             if let acknowledged = row.serverSequence, acknowledged != position {
-                throw mismatch("this device's event is acknowledged here at server position \(acknowledged) but the server now has it at \(position)")
+                throw mismatch(
+                    "this device's event is acknowledged here at server position \(acknowledged) but the server now has it at \(position)")
             }
             let before = row.localSequence - 1
             let previous: [UInt8]
@@ -394,7 +408,9 @@ public final class PhotoLibrary: Sendable {
             } else if before == 0 {
                 previous = HashChain.origin
             } else {
-                guard let stored = try db.firstRow("SELECT hash FROM events WHERE local_seq = ?", [before], { $0.blob(0) }) else { continue }
+                guard let stored = try db.firstRow("SELECT hash FROM events WHERE local_seq = ?", [before], { $0.blob(0) }) else {
+                    continue
+                }
                 previous = stored
             }
             chain.advance(to: previous)
@@ -402,7 +418,8 @@ public final class PhotoLibrary: Sendable {
                 throw mismatch("the server's copy of this device's event differs from the one this device made: the server changed it")
             }
             confirmed[event.id] = AppendedEvent(
-                event: event, localSequence: row.localSequence, link: EventLog.ChainLink(previous: previous, hash: row.hash), serverChainHash: nil)
+                event: event, localSequence: row.localSequence, link: EventLog.ChainLink(previous: previous, hash: row.hash),
+                serverChainHash: nil)
             if row.serverSequence == nil { acknowledgements.append((event.deviceSequence, position)) }
         }
         try acknowledge(acknowledgements, device: device, db: db)

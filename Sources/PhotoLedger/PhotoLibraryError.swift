@@ -74,7 +74,8 @@ public struct PhotoLibraryError: Error, Sendable, Equatable, CustomStringConvert
     public var description: String { "\(code) (\(code.rawValue)): \(message)" }
 
     static func notFound(_ identifier: String, kind: String = "object") -> PhotoLibraryError {
-        PhotoLibraryError(.identifierNotFound, "no \(kind) with identifier \(identifier) in this library; fetch it again, it may have been deleted")
+        PhotoLibraryError(
+            .identifierNotFound, "no \(kind) with identifier \(identifier) in this library; fetch it again, it may have been deleted")
     }
 
     static func outsideChangeBlock(_ what: String) -> PhotoLibraryError {

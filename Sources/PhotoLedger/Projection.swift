@@ -131,8 +131,11 @@ struct Projection {
         let start = try CompactionSnapshot.restore(into: database)
         if start > 0 { try database.execute(ProjectionBatch.allMemberAssetsSQL) }
         // Without a snapshot, the tables are empty: the batches keep track of what they wrote.
-        var progress = try start > 0 ? nil : RebuildProgress(
-            objects: Int(database.firstRow("SELECT coalesce(max(local_seq), 0) FROM events") { $0.int64(0) } ?? 0))
+        var progress =
+            try start > 0
+            ? nil
+            : RebuildProgress(
+                objects: Int(database.firstRow("SELECT coalesce(max(local_seq), 0) FROM events") { $0.int64(0) } ?? 0))
         let path = database.path
         let folder = FoldingThread { emit in
             var options = Database.Options()
@@ -188,10 +191,11 @@ struct Projection {
                 guard try sealedRow.step() else { throw DecodingError("the sealed event at local position \(scan.int64(0))", offset: 0) }
                 batch.add(context.verdict(on: try EventLog.decode(sealedRow).event, stamp: stamp), event: id, object: object, stamp: stamp)
             } else {
-            let verdict = context.schema.verdict(
-                type: type.name, version: Int(clamping: scan.int64(5)), payload: scan.blob(6), object: object, stamp: stamp,
-                bound: scan.isNull(8) ? nil : scan.withBlob(8) { UUID(bytes: $0) }, library: context.library, sealed: scan.int64(9) != 0)
-            batch.add(verdict, event: id, object: object, stamp: stamp)
+                let verdict = context.schema.verdict(
+                    type: type.name, version: Int(clamping: scan.int64(5)), payload: scan.blob(6), object: object, stamp: stamp,
+                    bound: scan.isNull(8) ? nil : scan.withBlob(8) { UUID(bytes: $0) }, library: context.library, sealed: scan.int64(9) != 0
+                )
+                batch.add(verdict, event: id, object: object, stamp: stamp)
             }
             if batch.eventCount >= batchSize {
                 try emit(batch)

@@ -68,7 +68,8 @@ struct ProjectionBatch: Sendable {
         /// them from a stored row equal to this one.
         var carried: AssetState {
             AssetState(
-                state: MemberAssetState.of(created: created, purged: purged, trashCausalLength: trashCausalLength, hidden: hidden.value).rawValue,
+                state: MemberAssetState.of(created: created, purged: purged, trashCausalLength: trashCausalLength, hidden: hidden.value)
+                    .rawValue,
                 version: modificationHLC)
         }
     }
@@ -161,7 +162,6 @@ struct ProjectionBatch: Sendable {
     var memberships: Zip2Sequence<[MemberKey], [MemberRow]> { zip(members.keys, members.rows) }
 
     var isEmpty: Bool { eventCount == 0 }
-
 
     // MARK: Folding
 
@@ -433,7 +433,8 @@ struct ProjectionBatch: Sendable {
         var carried: [(index: Int, state: AssetState)] = [], unknown: [Int] = []
         for (index, key) in members.keys.enumerated() {
             if let progress, !progress.assets.mayContain(key.asset) {
-                carried.append((index, assets.row(for: key.asset)?.carried ?? AssetState(state: MemberAssetState.notShown.rawValue, version: 0)))
+                carried.append(
+                    (index, assets.row(for: key.asset)?.carried ?? AssetState(state: MemberAssetState.notShown.rawValue, version: 0)))
             } else {
                 unknown.append(index)
             }
@@ -468,7 +469,6 @@ struct ProjectionBatch: Sendable {
         var state: Int64
         var version: Int64
     }
-
 
     private func append(_ key: MemberKey, _ row: MemberRow, to values: inout BatchInsert.Values) {
         values.append(uuid: key.album)
@@ -534,7 +534,8 @@ struct ProjectionBatch: Sendable {
     static let assetUpsert = BatchInsert(assetColumns, columns: 34, tail: assetMerge)
 
     /// A verdict on the event alone (rule 0): it never changes, so a repeated fold keeps it.
-    static let quarantineSQL = PreparedSQL("INSERT INTO quarantine (event_id, kind, rule, reason) VALUES (?, ?, 0, ?) ON CONFLICT DO NOTHING")
+    static let quarantineSQL = PreparedSQL(
+        "INSERT INTO quarantine (event_id, kind, rule, reason) VALUES (?, ?, 0, ?) ON CONFLICT DO NOTHING")
 
     /// An asset's state as its memberships carry it (0 not shown, 1 hidden, 2 shown), from the
     /// asset row's columns with the given prefix (NULL columns, a missing row, give 0).
@@ -562,19 +563,22 @@ struct ProjectionBatch: Sendable {
     private static let assetOfMember =
         "SELECT \(assetState("a.")), a.modification_hlc FROM assets AS a WHERE a.asset_id = album_members.asset_id"
 
-    static let resourceSQL = PreparedSQL("""
+    static let resourceSQL = PreparedSQL(
+        """
         INSERT INTO asset_resources (asset_id, resource_index, type, sha256, size, uniform_type, original_filename)
         VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
         """)
 
-    static let referenceSQL = PreparedSQL("INSERT INTO referenced_resources (sha256, size, uniform_type) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
+    static let referenceSQL = PreparedSQL(
+        "INSERT INTO referenced_resources (sha256, size, uniform_type) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
 
     /// An album's creation stamp is the earliest creation's (two devices may create the same
     /// album: named system albums have deterministic identifiers); its subtype comes with it.
     private static let earlierCreation =
         "excluded.created = 1 AND (albums.created = 0 OR (excluded.created_hlc, excluded.source_device) < (albums.created_hlc, albums.source_device))"
 
-    static let albumSQL = PreparedSQL("""
+    static let albumSQL = PreparedSQL(
+        """
         INSERT INTO albums (album_id, created, created_hlc, source_device, subtype, title, title_hlc, title_device, deleted,
             merged_into, modification_hlc, key_asset, key_asset_hlc, key_asset_device, parent, parent_hlc, parent_device)
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
@@ -593,7 +597,8 @@ struct ProjectionBatch: Sendable {
         """)
 
     /// A folder's creation stamp is the earliest creation's, like an album's.
-    static let listSQL = PreparedSQL("""
+    static let listSQL = PreparedSQL(
+        """
         INSERT INTO collection_lists (list_id, created, created_hlc, source_device, title, title_hlc, title_device, parent, parent_hlc,
             parent_device, deleted, modification_hlc)
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)

@@ -197,7 +197,8 @@ package struct Replica: Sendable {
                 """
                 SELECT EXISTS (SELECT 1 FROM events INDEXED BY events_pending WHERE server_seq IS NULL AND device_id = ?
                 AND event_id NOT IN (SELECT event_id FROM sync_rejections))
-                """, [library.device.rawValue]) { $0.int64(0) } == 1
+                """, [library.device.rawValue]
+            ) { $0.int64(0) } == 1
         }
     }
 
@@ -282,7 +283,8 @@ package struct Replica: Sendable {
             var referenced: [String] = []
             switch context.verdict(on: event, stamp: stamp) {
             case .fold(.assetCreated(let creation), _): referenced = creation.resources.map { Hex.encode($0.sha256) }
-            case .fold(.assetContentEdited(let edit), _): referenced = [edit.rendered, edit.adjustment].compactMap { $0.map { Hex.encode($0.sha256) } }
+            case .fold(.assetContentEdited(let edit), _):
+                referenced = [edit.rendered, edit.adjustment].compactMap { $0.map { Hex.encode($0.sha256) } }
             default: break
             }
             if let seal = event.seal, KeyKind.of(seal.keyID) == .asset {
@@ -320,7 +322,8 @@ package struct Replica: Sendable {
         do {
             let stored = try library.resources.ingest(fileAt: file, transfer: .move)
             guard stored.hash == hash else {
-                throw PhotoLibraryError(.networkError, "the downloaded resource \(hash) arrived with other bytes (\(stored.hash)); sync again")
+                throw PhotoLibraryError(
+                    .networkError, "the downloaded resource \(hash) arrived with other bytes (\(stored.hash)); sync again")
             }
         } catch let error as MediaError {
             throw PhotoLibrary.translate(error)
@@ -406,11 +409,13 @@ public struct LibraryStatistics: Sendable, Hashable {
 
 enum ReplicaStatistics {
     static func outboxCount(_ db: Database, device: DeviceID) throws -> Int {
-        Int(try db.firstRow(
-            """
-            SELECT count(*) FROM events INDEXED BY events_pending WHERE server_seq IS NULL AND device_id = ?
-            AND event_id NOT IN (SELECT event_id FROM sync_rejections)
-            """, [device.rawValue]) { $0.int64(0) } ?? 0)
+        Int(
+            try db.firstRow(
+                """
+                SELECT count(*) FROM events INDEXED BY events_pending WHERE server_seq IS NULL AND device_id = ?
+                AND event_id NOT IN (SELECT event_id FROM sync_rejections)
+                """, [device.rawValue]
+            ) { $0.int64(0) } ?? 0)
     }
 }
 
@@ -431,7 +436,9 @@ extension PhotoLibrary {
                 statistics.deleted = Int(row.int64(2))
             }
             statistics.albums = Int(
-                try db.firstRow("SELECT count(*) FROM albums WHERE created = 1 AND deleted = 0 AND merged_into IS NULL AND subtype = \(CollectionSubtype.albumRegular.rawValue)") {
+                try db.firstRow(
+                    "SELECT count(*) FROM albums WHERE created = 1 AND deleted = 0 AND merged_into IS NULL AND subtype = \(CollectionSubtype.albumRegular.rawValue)"
+                ) {
                     $0.int64(0)
                 } ?? 0)
             let live = try db.firstRow("SELECT count(*), coalesce(min(local_seq), 0) FROM events") { ($0.int64(0), $0.int64(1)) } ?? (0, 0)

@@ -1,7 +1,7 @@
 import Foundation
 import LedgerCore
-import Synchronization
 import PhotoMedia
+import Synchronization
 
 /// Options of an asset creation from a file or data.
 public struct AssetCreationOptions: Sendable {
@@ -65,7 +65,9 @@ public struct ContentEditingOutput: Sendable {
     public var adjustmentData: Data
 
     /// Describes an edit.
-    public init(renderedContent: ResourceInput.Source, adjustmentFormatIdentifier: String, adjustmentFormatVersion: String, adjustmentData: Data) {
+    public init(
+        renderedContent: ResourceInput.Source, adjustmentFormatIdentifier: String, adjustmentFormatVersion: String, adjustmentData: Data
+    ) {
         self.renderedContent = renderedContent
         self.adjustmentFormatIdentifier = adjustmentFormatIdentifier
         self.adjustmentFormatVersion = adjustmentFormatVersion
@@ -105,14 +107,21 @@ extension PhotoLibrary {
     func resourceHash(for asset: any ObjectReference, version: ImageVersion) throws -> (hash: String, uniformType: String) {
         let id = try Self.parse(asset, kind: .asset)
         return try read { db, access in
-            guard let row = try db.firstRow(
-                """
-                SELECT a.content_sha256, (SELECT uniform_type FROM referenced_resources r WHERE r.sha256 = a.content_sha256),
-                    (SELECT sha256 FROM asset_resources WHERE asset_id = a.asset_id AND type IN \(ResourceType.primarySQL) ORDER BY resource_index LIMIT 1),
-                    (SELECT uniform_type FROM asset_resources WHERE asset_id = a.asset_id AND type IN \(ResourceType.primarySQL) ORDER BY resource_index LIMIT 1),
-                    a.asset_id IN (SELECT asset_id FROM limited_selection)
-                FROM assets a WHERE a.asset_id = ? AND a.created = 1 AND a.purged = 0
-                """, [id.bytes], { row in (row.isNull(0) ? nil : row.blob(0), row.optionalText(1), row.isNull(2) ? nil : row.blob(2), row.optionalText(3), row.int64(4) == 1) }),
+            guard
+                let row = try db.firstRow(
+                    """
+                    SELECT a.content_sha256, (SELECT uniform_type FROM referenced_resources r WHERE r.sha256 = a.content_sha256),
+                        (SELECT sha256 FROM asset_resources WHERE asset_id = a.asset_id AND type IN \(ResourceType.primarySQL) ORDER BY resource_index LIMIT 1),
+                        (SELECT uniform_type FROM asset_resources WHERE asset_id = a.asset_id AND type IN \(ResourceType.primarySQL) ORDER BY resource_index LIMIT 1),
+                        a.asset_id IN (SELECT asset_id FROM limited_selection)
+                    FROM assets a WHERE a.asset_id = ? AND a.created = 1 AND a.purged = 0
+                    """, [id.bytes],
+                    { row in
+                        (
+                            row.isNull(0) ? nil : row.blob(0), row.optionalText(1), row.isNull(2) ? nil : row.blob(2), row.optionalText(3),
+                            row.int64(4) == 1
+                        )
+                    }),
                 access != .limited || row.4
             else { throw PhotoLibraryError.notFound(asset.localIdentifier, kind: "asset") }
             if version == .current, let edited = row.0 { return (Hex.encode(edited), row.1 ?? "public.data") }
@@ -262,10 +271,12 @@ extension LibraryChanges {
                 stored = try store.ingest(data, name: name)
             }
             let uniformType = info?.format.uniformTypeIdentifier ?? "public.data"
-            let filename = input.options.originalFilename
+            let filename =
+                input.options.originalFilename
                 ?? (name == "resource" ? "resource.\(info?.format.preferredFilenameExtension ?? "bin")" : name)
             return (
-                ResourceRecord(type: input.type, sha256: Hex.decode(stored.hash)!, size: stored.size, uniformType: uniformType, filename: filename),
+                ResourceRecord(
+                    type: input.type, sha256: Hex.decode(stored.hash)!, size: stored.size, uniformType: uniformType, filename: filename),
                 info
             )
         } catch let error as MediaError {
@@ -305,9 +316,13 @@ extension AssetChangeRequest {
         let adjustment = AdjustmentData(
             formatIdentifier: output.adjustmentFormatIdentifier, formatVersion: output.adjustmentFormatVersion, data: output.adjustmentData)
         let adjustmentRecord = try changes.store(
-            ResourceInput(type: .adjustmentData, source: .data(Data(adjustment.encoded)), options: AssetCreationOptions(originalFilename: "Adjustments.data"))).0
+            ResourceInput(
+                type: .adjustmentData, source: .data(Data(adjustment.encoded)),
+                options: AssetCreationOptions(originalFilename: "Adjustments.data"))
+        ).0
         try changes.record(
-            .assetContentEdited(.init(rendered: rendered, adjustment: adjustmentRecord, adjustmentFormat: output.adjustmentFormatIdentifier)), object: id)
+            .assetContentEdited(
+                .init(rendered: rendered, adjustment: adjustmentRecord, adjustmentFormat: output.adjustmentFormatIdentifier)), object: id)
     }
 
     /// Discards the content edit: the current rendition is the original again.

@@ -23,7 +23,8 @@ extension PhotoLibrary {
     func shred(_ assets: Set<UUID>, in db: Database, archive: Database?) throws -> (keys: Set<UUID>, resources: Set<String>) {
         guard encryption.snapshot.enabled, !assets.isEmpty else { return ([], []) }
         var purged: [UUID] = []
-        for asset in assets where try db.firstRow("SELECT 1 FROM assets WHERE asset_id = ? AND purged = 1", [asset.bytes], { _ in true }) == true {
+        for asset in assets
+        where try db.firstRow("SELECT 1 FROM assets WHERE asset_id = ? AND purged = 1", [asset.bytes], { _ in true }) == true {
             purged.append(asset)
         }
         guard !purged.isEmpty else { return ([], []) }
@@ -38,7 +39,10 @@ extension PhotoLibrary {
                 // A row without a key: destroyed here, never taken back from the server.
                 var keyID: Int64 = 0
                 for store in [archive, db].compactMap({ $0 }) where keyID == 0 {
-                    keyID = try store.firstRow("SELECT key_id FROM events WHERE object_id = ? AND key_id % 4 = 2 LIMIT 1", [asset.bytes]) { $0.int64(0) } ?? 0
+                    keyID =
+                        try store.firstRow("SELECT key_id FROM events WHERE object_id = ? AND key_id % 4 = 2 LIMIT 1", [asset.bytes]) {
+                            $0.int64(0)
+                        } ?? 0
                 }
                 try db.execute(
                     """
@@ -48,7 +52,8 @@ extension PhotoLibrary {
                 try Self.queue(db, KeyStoreName.asset(asset), nil)
                 destroyed.insert(asset)
             }
-            resources.formUnion(try db.rows("SELECT sha256 FROM asset_resources WHERE asset_id = ?", [asset.bytes]) { Hex.encode($0.blob(0)) })
+            resources.formUnion(
+                try db.rows("SELECT sha256 FROM asset_resources WHERE asset_id = ?", [asset.bytes]) { Hex.encode($0.blob(0)) })
         }
         // Fold the assets again with what can still be read.
         var context = foldContext
@@ -104,7 +109,9 @@ extension PhotoLibrary {
 extension PhotoLibrary {
     /// After a pull page folded: purges among the new events shred their assets, and new events
     /// of assets purged already wait for no key (they are dropped from the page's verdicts).
-    func settleShredding(_ events: [Event], applied: inout AppliedPage, db: Database, archive: Database?) throws -> (keys: Set<UUID>, resources: Set<String>) {
+    func settleShredding(_ events: [Event], applied: inout AppliedPage, db: Database, archive: Database?) throws -> (
+        keys: Set<UUID>, resources: Set<String>
+    ) {
         guard encryption.snapshot.enabled else { return ([], []) }
         let purges = Set(events.filter { $0.type == EventType.assetPurged.rawValue }.map(\.object))
         let result = try shred(purges, in: db, archive: archive)
@@ -114,7 +121,8 @@ extension PhotoLibrary {
         for entry in sealed {
             guard try db.firstRow("SELECT 1 FROM assets WHERE asset_id = ? AND purged = 1", [entry.object.bytes], { _ in true }) == true
             else { continue }
-            try db.execute("DELETE FROM quarantine WHERE event_id = ? AND kind = ?", [entry.eventID.bytes, Int64(QuarantineKind.sealed.rawValue)])
+            try db.execute(
+                "DELETE FROM quarantine WHERE event_id = ? AND kind = ?", [entry.eventID.bytes, Int64(QuarantineKind.sealed.rawValue)])
             forgotten.insert(entry.eventID)
         }
         applied.quarantined.removeAll { forgotten.contains($0.eventID) }

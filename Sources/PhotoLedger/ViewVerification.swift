@@ -74,7 +74,8 @@ extension PhotoLibrary {
                         rowsCompared: compared,
                         difference: ViewDifference(
                             table: table, key: key(a) < key(b) ? key(a) : key(b),
-                            detail: key(a) < key(b) ? "a stored row the log does not make (row \(index + 1))" : "a row the log makes is missing"))
+                            detail: key(a) < key(b)
+                                ? "a stored row the log does not make (row \(index + 1))" : "a row the log makes is missing"))
                 }
                 let column = zip(a, b).enumerated().first { $0.element.0 != $0.element.1 }!.offset
                 return ViewVerificationReport(

@@ -26,7 +26,9 @@ public enum KeyStoreRules {
         case "library":
             guard parts[1] == "public" else { return "'\(name)' is not an entry of the key store" }
             guard readWrite else { return "only a readWrite device may publish the library's identity key" }
-            guard change.value != nil, change.createOnly else { return "the library's identity key is written once and never replaced or deleted" }
+            guard change.value != nil, change.createOnly else {
+                return "the library's identity key is written once and never replaced or deleted"
+            }
         case "device":
             if change.value == nil {
                 guard readWrite || parts[1] == own else { return "only a readWrite device may delete another device's key" }

@@ -65,7 +65,8 @@ public struct LogRecord: Sendable, Hashable {
     }
 
     private static func quoted(_ value: String) -> String {
-        let plain = !value.isEmpty && value.utf8.allSatisfy { $0 > 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "=") && $0 < 0x7F }
+        let plain =
+            !value.isEmpty && value.utf8.allSatisfy { $0 > 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "=") && $0 < 0x7F }
         if plain { return value }
         var escaped = "\""
         for scalar in value.unicodeScalars {

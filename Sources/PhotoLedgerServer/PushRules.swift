@@ -44,7 +44,8 @@ public struct PushRules: Sendable {
             let event = wire.event
             let reject = { (reason: String) in PushCandidate.reject(id: event.id, deviceSequence: event.deviceSequence, reason: reason) }
             if event.device != credential.device {
-                return .refuse(id: event.id, reason: "the event's device '\(event.device)' is not the token's device '\(credential.device)'")
+                return .refuse(
+                    id: event.id, reason: "the event's device '\(event.device)' is not the token's device '\(credential.device)'")
             }
             if event.payload.count > maximumPayloadBytes {
                 return reject("the payload (\(event.payload.count) bytes) exceeds the limit of \(maximumPayloadBytes) bytes")
@@ -68,7 +69,8 @@ public struct PushRules: Sendable {
 
     /// Answers `candidates` in order on `transaction` (see the type's documentation), then saves
     /// the library's head and the device's last sequence.
-    public func apply(_ candidates: [PushCandidate], for credential: Credential, in transaction: any PushTransaction) throws -> PushResponse {
+    public func apply(_ candidates: [PushCandidate], for credential: Credential, in transaction: any PushTransaction) throws -> PushResponse
+    {
         var state = State(head: transaction.head, lastDeviceSequence: transaction.lastDeviceSequence)
         var results: [PushResult] = []
         results.reserveCapacity(candidates.count)
@@ -104,7 +106,10 @@ public struct PushRules: Sendable {
         if sequence < expected {
             if let stored = try duplicate(candidate, transaction) { return PushResult(id: id, status: stored) }
             if let reason = try transaction.rejectionReason(ofEvent: id) { return PushResult(id: id, status: .rejected(reason: reason)) }
-            return PushResult(id: id, status: try reject(id, sequence, "device sequence \(sequence) already used (last is \(state.lastDeviceSequence))", transaction))
+            return PushResult(
+                id: id,
+                status: try reject(
+                    id, sequence, "device sequence \(sequence) already used (last is \(state.lastDeviceSequence))", transaction))
         }
         // The next sequence. A stored duplicate shows up as a refused insert below; a rejection
         // of the same event before needs a lookup here.
@@ -145,7 +150,8 @@ public struct PushRules: Sendable {
     private func duplicate(_ candidate: PushCandidate, _ transaction: any PushTransaction) throws -> PushResult.Status? {
         guard let stored = try transaction.storedEvent(candidate.id) else { return nil }
         if case .accept(_, let hash?) = candidate, let storedHash = stored.contentHash, !constantTimeEquals(hash, storedHash) {
-            return .rejected(reason: "another event with the identifier \(candidate.id.uuidString) is stored; an identifier names one event")
+            return .rejected(
+                reason: "another event with the identifier \(candidate.id.uuidString) is stored; an identifier names one event")
         }
         return .duplicate(serverSequence: stored.serverSequence)
     }

@@ -201,14 +201,17 @@ public final class SyncRequestHandler: Sendable {
             if let length = head.contentLength, length > UInt64(configuration.maximumEventBodyBytes) {
                 throw HTTPError(
                     413, .payloadTooLarge,
-                    "the request body (\(length) bytes) is larger than the server's limit of \(configuration.maximumEventBodyBytes) bytes; send smaller batches")
+                    "the request body (\(length) bytes) is larger than the server's limit of \(configuration.maximumEventBodyBytes) bytes; send smaller batches"
+                )
             }
         } else if case .blob(_, _, "PUT") = route {
             guard encoding == nil || encoding == "identity" else {
                 throw HTTPError(415, .unsupportedMediaType, "blobs are uploaded as raw bytes, without Content-Encoding")
             }
             if let length = head.contentLength, length > UInt64(configuration.maximumBlobBytes) {
-                throw HTTPError(413, .payloadTooLarge, "the blob (\(length) bytes) is larger than the server's limit of \(configuration.maximumBlobBytes) bytes")
+                throw HTTPError(
+                    413, .payloadTooLarge,
+                    "the blob (\(length) bytes) is larger than the server's limit of \(configuration.maximumBlobBytes) bytes")
             }
         }
     }
@@ -265,7 +268,9 @@ public final class SyncRequestHandler: Sendable {
         guard head.acceptsZstd || head.acceptsGzip, case .bytes(let bytes) = response.body, bytes.count > configuration.gzipThreshold
         else { return response }
         let coding = head.acceptsZstd ? "zstd" : "gzip"
-        guard let packed = try? (head.acceptsZstd ? Zstd.compress(bytes, level: 1) : Gzip.compress(bytes, level: 1)) else { return response }
+        guard let packed = try? (head.acceptsZstd ? Zstd.compress(bytes, level: 1) : Gzip.compress(bytes, level: 1)) else {
+            return response
+        }
         var response = response
         response.body = .bytes(packed)
         response.headers += [("Content-Encoding", coding), ("Vary", "Accept-Encoding")]
@@ -365,7 +370,9 @@ public final class SyncRequestHandler: Sendable {
             return number
         }
         let since = try integer("since", default: 0, range: 0...Int64.max)
-        let limit = Int(min(try integer("limit", default: Int64(SyncRoutes.defaultPageLimit), range: 1...Int64.max), Int64(SyncRoutes.maximumPageLimit)))
+        let limit = Int(
+            min(try integer("limit", default: Int64(SyncRoutes.defaultPageLimit), range: 1...Int64.max), Int64(SyncRoutes.maximumPageLimit))
+        )
         let wait = try integer("wait", default: 0, range: 0...Int64(SyncRoutes.maximumPullWaitSeconds))
         let page = try store.pull(for: credential, since: since, limit: limit, at: configuration.clock())
         if mayWait, wait > 0, page.events.isEmpty {
@@ -384,7 +391,8 @@ public final class SyncRequestHandler: Sendable {
                     stored.event, serverSequence: stored.serverSequence, chainHash: stored.chainHash,
                     contentHash: stored.contentHash ?? stored.event.contentHash)
             }
-            return HTTPResponse(status: 200, headers: [("Content-Type", EventPage.contentType), ("Vary", "Accept")], body: .bytes(writer.bytes))
+            return HTTPResponse(
+                status: 200, headers: [("Content-Type", EventPage.contentType), ("Vary", "Accept")], body: .bytes(writer.bytes))
         }
         var writer = JSONWriter(capacity: 256 + page.events.count * 420)
         writer.beginObject()
@@ -401,7 +409,8 @@ public final class SyncRequestHandler: Sendable {
         writer.key("nextCursor"); writer.integer(nextCursor)
         writer.key("hasMore"); writer.bool(page.hasMore)
         writer.endObject()
-        return HTTPResponse(status: 200, headers: [("Content-Type", SyncRoutes.jsonContentType), ("Vary", "Accept")], body: .bytes(writer.bytes))
+        return HTTPResponse(
+            status: 200, headers: [("Content-Type", SyncRoutes.jsonContentType), ("Vary", "Accept")], body: .bytes(writer.bytes))
     }
 
     // MARK: Blobs
@@ -428,8 +437,10 @@ public final class SyncRequestHandler: Sendable {
             log(.error, "blob storage failure", [.init("error", "\(error)")])
             throw HTTPError(500, .internalError, "the server could not store the blob; retry later")
         }
-        let isNew = try store.recordBlob(libraryID: credential.libraryID, hash: Hex.decode(hash)!, size: upload.size, at: configuration.clock())
-        return HTTPResponse(status: isNew ? 201 : 200, headers: [("Content-Type", SyncRoutes.jsonContentType)], body: .bytes(Array("{}".utf8)))
+        let isNew = try store.recordBlob(
+            libraryID: credential.libraryID, hash: Hex.decode(hash)!, size: upload.size, at: configuration.clock())
+        return HTTPResponse(
+            status: isNew ? 201 : 200, headers: [("Content-Type", SyncRoutes.jsonContentType)], body: .bytes(Array("{}".utf8)))
     }
 
     private func serveBlob(_ hash: String, credential: Credential) throws -> HTTPResponse {

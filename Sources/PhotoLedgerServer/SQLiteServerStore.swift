@@ -1,8 +1,8 @@
 import Foundation
 import LedgerCore
 import LedgerStore
-import Synchronization
 import SyncProtocol
+import Synchronization
 
 /// The embedded server store: one SQLite file (WAL) with the `Server` migrations, one writer
 /// connection and a few read-only connections so pulls do not wait for pushes.
@@ -44,7 +44,8 @@ public final class SQLiteServerStore: ServerStore {
                 throw ServerStoreError("library '\(name)' already exists; choose another name")
             }
             if let other = try db.firstRow("SELECT name FROM libraries WHERE library_uuid = ?", [identifier.bytes], { $0.text(0) }) {
-                throw ServerStoreError("library '\(other)' has the identifier \(identifier.uuidString) already; a library identifier names one library")
+                throw ServerStoreError(
+                    "library '\(other)' has the identifier \(identifier.uuidString) already; a library identifier names one library")
             }
             try db.execute(
                 "INSERT INTO libraries (name, created_at, library_uuid) VALUES (?, ?, ?)", [name, Int64(milliseconds), identifier.bytes])
@@ -127,7 +128,8 @@ public final class SQLiteServerStore: ServerStore {
                 guard constantTimeEquals(row.blob(0), tokenHash), let scope = TokenScope(rawValue: row.text(4)),
                     let uuid = row.withBlob(5, { UUID(bytes: $0) })
                 else { return nil }
-                return Credential(libraryID: row.int64(1), library: row.text(2), libraryUUID: uuid, device: DeviceID(row.text(3)), scope: scope)
+                return Credential(
+                    libraryID: row.int64(1), library: row.text(2), libraryUUID: uuid, device: DeviceID(row.text(3)), scope: scope)
             } ?? nil
         }
     }
@@ -166,9 +168,10 @@ public final class SQLiteServerStore: ServerStore {
             try db.execute(
                 "INSERT INTO devices (library_id, device_id, registered_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                 [library, device.rawValue, receivedAt])
-            lastDeviceSequence = try db.firstRow(
-                "SELECT last_device_seq FROM devices WHERE library_id = ? AND device_id = ?", [library, device.rawValue]
-            ) { $0.int64(0) } ?? 0
+            lastDeviceSequence =
+                try db.firstRow(
+                    "SELECT last_device_seq FROM devices WHERE library_id = ? AND device_id = ?", [library, device.rawValue]
+                ) { $0.int64(0) } ?? 0
             insertStatement = try db.cachedStatement(
                 """
                 INSERT INTO server_events (library_id, server_seq, event_id, device_id, device_seq, hlc, change_block, object_id,
@@ -261,7 +264,8 @@ public final class SQLiteServerStore: ServerStore {
             }
             return value
         }
-        guard let format = UInt8(exactly: row.int64(12)).flatMap(Event.Format.init(rawValue:)), let keyID = UInt32(exactly: row.int64(14)) else {
+        guard let format = UInt8(exactly: row.int64(12)).flatMap(Event.Format.init(rawValue:)), let keyID = UInt32(exactly: row.int64(14))
+        else {
             throw DecodingError("an envelope this server cannot read at server sequence \(row.int64(0))", offset: 0)
         }
         let event = Event(
@@ -290,7 +294,8 @@ public final class SQLiteServerStore: ServerStore {
     public func recordPull(library: Int64, device: DeviceID, since: Int64, at milliseconds: UInt64) throws {
         let recorded = try read { db in
             try db.firstRow(
-                "SELECT last_pulled_seq FROM devices WHERE library_id = ? AND device_id = ?", [library, device.rawValue]) { $0.int64(0) }
+                "SELECT last_pulled_seq FROM devices WHERE library_id = ? AND device_id = ?", [library, device.rawValue]
+            ) { $0.int64(0) }
         }
         guard recorded != since else { return }
         try writer.write { db in
@@ -304,7 +309,9 @@ public final class SQLiteServerStore: ServerStore {
 
     public func chainSummary(libraryID: Int64) throws -> ChainSummary {
         try read { db in
-            let row = try db.firstRow("SELECT last_seq, last_hash FROM libraries WHERE library_id = ?", [libraryID]) { ($0.int64(0), $0.blob(1)) }
+            let row = try db.firstRow("SELECT last_seq, last_hash FROM libraries WHERE library_id = ?", [libraryID]) {
+                ($0.int64(0), $0.blob(1))
+            }
             guard let row else { throw ServerStoreError("library \(libraryID) no longer exists") }
             return ChainSummary(count: row.0, headHash: row.1, lastServerSequence: row.0)
         }
@@ -359,8 +366,11 @@ public final class SQLiteServerStore: ServerStore {
 
     public func keyEntries(libraryID: Int64, after: Int64) throws -> (entries: [KeyEntry], last: Int64) {
         try read { db in
-            let last = try db.firstRow("SELECT coalesce(max(seq), 0) FROM key_entries WHERE library_id = ?", [libraryID]) { $0.int64(0) } ?? 0
-            let entries = try db.rows("SELECT name, value FROM key_entries WHERE library_id = ? AND seq > ? AND seq <= ? ORDER BY name", [libraryID, after, last]) {
+            let last =
+                try db.firstRow("SELECT coalesce(max(seq), 0) FROM key_entries WHERE library_id = ?", [libraryID]) { $0.int64(0) } ?? 0
+            let entries = try db.rows(
+                "SELECT name, value FROM key_entries WHERE library_id = ? AND seq > ? AND seq <= ? ORDER BY name", [libraryID, after, last]
+            ) {
                 KeyEntry(name: $0.text(0), value: $0.blob(1))
             }
             return (entries, last)
@@ -368,21 +378,27 @@ public final class SQLiteServerStore: ServerStore {
     }
 
     public func keyEntry(libraryID: Int64, name: String) throws -> [UInt8]? {
-        try read { db in try db.firstRow("SELECT value FROM key_entries WHERE library_id = ? AND name = ?", [libraryID, name]) { $0.blob(0) } }
+        try read { db in
+            try db.firstRow("SELECT value FROM key_entries WHERE library_id = ? AND name = ?", [libraryID, name]) { $0.blob(0) }
+        }
     }
 
-    public func applyKeyChanges(libraryID: Int64, _ changes: [KeyChange], by device: DeviceID, at milliseconds: UInt64) throws -> [KeyChangeStatus] {
+    public func applyKeyChanges(libraryID: Int64, _ changes: [KeyChange], by device: DeviceID, at milliseconds: UInt64) throws
+        -> [KeyChangeStatus]
+    {
         try writer.write { db in
             // Deleted entries (destroyed keys) are overwritten in the file, not only unlinked.
             try db.execute("PRAGMA secure_delete = ON")
-            var seq = try db.firstRow("SELECT coalesce(max(seq), 0) FROM key_entries WHERE library_id = ?", [libraryID]) { $0.int64(0) } ?? 0
+            var seq =
+                try db.firstRow("SELECT coalesce(max(seq), 0) FROM key_entries WHERE library_id = ?", [libraryID]) { $0.int64(0) } ?? 0
             return try changes.map { change in
                 guard let value = change.value else {
                     try db.execute("DELETE FROM key_entries WHERE library_id = ? AND name = ?", [libraryID, change.name])
                     return .deleted
                 }
                 if change.createOnly,
-                    let held = try db.firstRow("SELECT value FROM key_entries WHERE library_id = ? AND name = ?", [libraryID, change.name], { $0.blob(0) })
+                    let held = try db.firstRow(
+                        "SELECT value FROM key_entries WHERE library_id = ? AND name = ?", [libraryID, change.name], { $0.blob(0) })
                 {
                     return held == value ? .stored : .conflict
                 }

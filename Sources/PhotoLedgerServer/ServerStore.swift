@@ -239,7 +239,8 @@ public protocol ServerStore: Sendable {
     /// Runs `body` in one transaction on the library's log, with its head locked against other
     /// pushes; `device` is registered with the library when new. Everything `body` wrote commits
     /// together, or nothing does when it throws.
-    func withPushTransaction<T>(library: Int64, device: DeviceID, at milliseconds: UInt64, _ body: (any PushTransaction) throws -> T) throws -> T
+    func withPushTransaction<T>(library: Int64, device: DeviceID, at milliseconds: UInt64, _ body: (any PushTransaction) throws -> T) throws
+        -> T
     /// Events after `since` in server order, at most `limit`.
     func events(library: Int64, after since: Int64, limit: Int) throws -> ServerPage
     /// Records `since` as the position the device has pulled to: its compaction watermark.
@@ -276,7 +277,9 @@ public protocol ServerStore: Sendable {
 
 extension ServerStore {
     /// Applies a push with `rules` in one transaction (see ``PushRules/apply(_:for:in:)``).
-    public func push(_ candidates: [PushCandidate], for credential: Credential, receivedAt milliseconds: UInt64, rules: PushRules = PushRules())
+    public func push(
+        _ candidates: [PushCandidate], for credential: Credential, receivedAt milliseconds: UInt64, rules: PushRules = PushRules()
+    )
         throws -> PushResponse
     {
         try withPushTransaction(library: credential.libraryID, device: credential.device, at: milliseconds) { transaction in
@@ -310,7 +313,8 @@ extension ServerStore {
         }
         let summary = try chainSummary(libraryID: libraryID)
         guard summary.lastServerSequence == cursor, constantTimeEquals(summary.headHash, chain.head) else {
-            return .broken(serverSequence: summary.lastServerSequence, eventID: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
+            return .broken(
+                serverSequence: summary.lastServerSequence, eventID: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
         }
         return .intact(count: cursor)
     }

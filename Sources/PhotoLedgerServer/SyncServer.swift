@@ -115,7 +115,8 @@ public final class SyncServer: @unchecked Sendable {
     public let configuration: Configuration
     let handler: SyncRequestHandler
     let deadlines = ConnectionDeadlines()
-    private let state = Mutex<(daemon: DaemonHandle?, port: UInt16, timer: PeriodicThread?, commits: (any CommitWatch)?)>((nil, 0, nil, nil))
+    private let state = Mutex<(daemon: DaemonHandle?, port: UInt16, timer: PeriodicThread?, commits: (any CommitWatch)?)>(
+        (nil, 0, nil, nil))
     let inFlight = Atomic<Int>(0)
     let held = Atomic<Int>(0)
     let requestCounter = Atomic<UInt64>(0)
@@ -255,7 +256,8 @@ public final class SyncServer: @unchecked Sendable {
     private func removeLeftoverUploads() -> [LogRecord] {
         guard let (place, removed) = handler.blobs.removeLeftoverUploads(), removed > 0 else { return [] }
         return [
-            LogRecord(level: .info, message: "removed unfinished uploads", fields: [.init("files", "\(removed)"), .init("directory", place)])
+            LogRecord(
+                level: .info, message: "removed unfinished uploads", fields: [.init("files", "\(removed)"), .init("directory", place)])
         ]
     }
 
@@ -354,4 +356,3 @@ struct DaemonHandle: @unchecked Sendable {
     // Safe to share: libmicrohttpd's daemon functions are thread-safe; only stop() takes it out.
     let pointer: OpaquePointer
 }
-

@@ -1,7 +1,7 @@
 import Foundation
 import LedgerCore
-import PhotoLedger
 import LedgerCrypto
+import PhotoLedger
 import SyncProtocol
 
 /// The key store steps of a sync in an end-to-end encrypted library (see `PhotoLedger`'s
@@ -39,7 +39,9 @@ extension SyncEngine {
         }
         report.encryptionNotes += absorbed.problems
         if absorbed.enrolled { report.encryptionNotes.append("this device was enrolled: it now reads the library") }
-        if absorbed.newGenerations && !absorbed.enrolled { report.encryptionNotes.append("a new library key generation arrived (a device was revoked)") }
+        if absorbed.newGenerations && !absorbed.enrolled {
+            report.encryptionNotes.append("a new library key generation arrived (a device was revoked)")
+        }
         if replica.isEnrolled {
             // Entries read before this device held the ring could not be opened: read them again later.
             if response.last > cursor { try replica.setKeyStoreCursor(response.last) }
@@ -71,9 +73,11 @@ extension SyncEngine {
                 case .conflict where entry.name == "library/public":
                     throw SyncError.invalidRemote(
                         "the library on the server is already end-to-end encrypted with other keys; this library cannot join it as it is. "
-                            + "Join it with a new, empty library (`photoledger init`, `photoledger remote set`, then `photoledger device enroll`)")
+                            + "Join it with a new, empty library (`photoledger init`, `photoledger remote set`, then `photoledger device enroll`)"
+                    )
                 case .conflict, .forbidden:
-                    report.encryptionNotes.append("the server refused the key entry '\(entry.name)': \(result.reason ?? "it exists with other bytes")")
+                    report.encryptionNotes.append(
+                        "the server refused the key entry '\(entry.name)': \(result.reason ?? "it exists with other bytes")")
                     done.append((entry.name, entry.value))
                 }
             }
@@ -85,7 +89,8 @@ extension SyncEngine {
     private func serverIsEncrypted() async throws -> Bool {
         do {
             let info = try await exchange(
-                .get, SyncRoutes.library(remote.libraryName), nil as KeyChangesRequest?, as: LibraryInfo.self, notFound: .invalidResponse("legacy"))
+                .get, SyncRoutes.library(remote.libraryName), nil as KeyChangesRequest?, as: LibraryInfo.self,
+                notFound: .invalidResponse("legacy"))
             return info.endToEndEncrypted
         } catch SyncError.invalidResponse("legacy") {
             return false
@@ -107,7 +112,8 @@ public struct EnrolmentRequest: Sendable, Hashable {
 extension SyncEngine {
     /// Every entry of the server's key store, by name.
     func keyStoreEntries() async throws -> [String: [UInt8]] {
-        let response = try await exchange(.get, SyncRoutes.keys(library: remote.libraryName, after: 0), nil as KeyChangesRequest?, as: KeyEntriesResponse.self)
+        let response = try await exchange(
+            .get, SyncRoutes.keys(library: remote.libraryName, after: 0), nil as KeyChangesRequest?, as: KeyEntriesResponse.self)
         var entries: [String: [UInt8]] = [:]
         for entry in response.entries { entries[entry.name] = entry.value }
         return entries
@@ -139,7 +145,8 @@ extension SyncEngine {
     public func revoke(_ device: DeviceID, recovery: RecoveryKeyText? = nil) async throws {
         let entries = try await keyStoreEntries()
         guard entries["device/\(device.rawValue)"] != nil || entries["ring/\(device.rawValue)"] != nil else {
-            throw SyncError.invalidRemote("no device named '\(device.rawValue)' is enrolled in this library; `photoledger device list` shows them")
+            throw SyncError.invalidRemote(
+                "no device named '\(device.rawValue)' is enrolled in this library; `photoledger device list` shows them")
         }
         let remaining: [(DeviceID, [UInt8])] = entries.compactMap { name, value in
             guard name.hasPrefix("device/"), value.count == 32 else { return nil }
@@ -155,7 +162,8 @@ extension SyncEngine {
     public func restore(with recovery: RecoveryKeyText) async throws {
         let entries = try await keyStoreEntries()
         guard let sealed = entries["ring/recovery"] else {
-            throw SyncError.invalidRemote("the server's library has no recovery copy of its keys: it is not end-to-end encrypted, or was made without one")
+            throw SyncError.invalidRemote(
+                "the server's library has no recovery copy of its keys: it is not end-to-end encrypted, or was made without one")
         }
         try library.restore(with: try recovery.key(), sealedRing: sealed)
         try await publishKeysOrThrow()

@@ -97,7 +97,9 @@ extension SyncEngine {
                         }
                     }
                 }
-                group.addTask { try await self.pushWhenCommitted(commits, delay: options.pushDelay, reconnection: reconnection, emit: emit) }
+                group.addTask {
+                    try await self.pushWhenCommitted(commits, delay: options.pushDelay, reconnection: reconnection, emit: emit)
+                }
             }
             if scope != .addOnly {
                 group.addTask { try await self.pullWhileWaiting(wait: wait, reconnection: reconnection, emit: emit) }
@@ -170,7 +172,11 @@ extension SyncEngine {
     /// calling task is cancelled (a waiting pull would otherwise hold on until its wait ends).
     fileprivate func fetched(since cursor: Int64, after previous: [UInt8]?, wait: Int? = nil) async throws -> PulledPage {
         let fetching = fetchPage(since: cursor, after: previous, wait: wait)
-        return try await withTaskCancellationHandler { try await fetching.value } onCancel: { fetching.cancel() }
+        return try await withTaskCancellationHandler {
+            try await fetching.value
+        } onCancel: {
+            fetching.cancel()
+        }
     }
 }
 

@@ -2,8 +2,8 @@ import Foundation
 import LedgerCore
 import PhotoLedger
 import SyncProtocol
-import Synchronization
 import SyncTransport
+import Synchronization
 
 /// What a sync is doing, for progress reports.
 public struct SyncProgress: Sendable, Equatable {
@@ -202,18 +202,24 @@ public final class SyncEngine: Sendable {
             cursor = last.deviceSequence
             let hashes = try replica.resourceHashes(referencedBy: pending).sorted()
             guard !hashes.isEmpty else { continue }
-            let missing = try await exchange(.post, SyncRoutes.missingBlobs(library: remote.libraryName), MissingBlobsRequest(hashes: hashes), as: MissingBlobsResponse.self).missing
+            let missing = try await exchange(
+                .post, SyncRoutes.missingBlobs(library: remote.libraryName), MissingBlobsRequest(hashes: hashes),
+                as: MissingBlobsResponse.self
+            ).missing
             let files = try missing.map { hash in
                 guard let file = replica.resourceFile(hash) else {
-                    throw PhotoLibraryError(.missingResource, "resource \(hash) of a pending change is missing on this device; it cannot be uploaded")
+                    throw PhotoLibraryError(
+                        .missingResource, "resource \(hash) of a pending change is missing on this device; it cannot be uploaded")
                 }
                 return (hash: hash, file: file)
             }
             var done = 0
             try await Self.concurrently(files, limit: options.transferConcurrency) { resource in
-                let response = try await self.send(HTTPRequest(
-                    method: .put, url: self.remote.url(SyncRoutes.blob(library: self.remote.libraryName, hash: resource.hash)),
-                    headers: self.authorized(["Content-Type": "application/octet-stream"]), body: .file(resource.file), timeout: .seconds(3600)))
+                let response = try await self.send(
+                    HTTPRequest(
+                        method: .put, url: self.remote.url(SyncRoutes.blob(library: self.remote.libraryName, hash: resource.hash)),
+                        headers: self.authorized(["Content-Type": "application/octet-stream"]), body: .file(resource.file),
+                        timeout: .seconds(3600)))
                 guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
                 return (try? FileManager.default.attributesOfItem(atPath: resource.file.path)[.size] as? Int64) ?? 0
             } each: { size in
@@ -254,7 +260,8 @@ public final class SyncEngine: Sendable {
         while !batch.isEmpty {
             try Task.checkCancellation()
             let (response, moved) = try await exchangeCounting(
-                .post, SyncRoutes.events(library: remote.libraryName), PushRequest(device: library.device, events: batch), as: PushResponse.self)
+                .post, SyncRoutes.events(library: remote.libraryName), PushRequest(device: library.device, events: batch),
+                as: PushResponse.self)
             bytes += moved
             var stored: [(deviceSequence: Int64, serverSequence: Int64)] = [], rejected: [(UUID, String)] = []
             var expected: Int64?
@@ -280,7 +287,8 @@ public final class SyncEngine: Sendable {
                 // The server lacks earlier events of this device (a restored server): send again from there.
                 gapRetries += 1
                 guard gapRetries <= 3 else {
-                    throw SyncError.invalidResponse("the server keeps asking for device sequence \(expected); it may have lost this device's history")
+                    throw SyncError.invalidResponse(
+                        "the server keeps asking for device sequence \(expected); it may have lost this device's history")
                 }
                 batch = try replica.ownEvents(fromDeviceSequence: expected, limit: options.pushBatchSize)
             } else {
@@ -357,17 +365,20 @@ public final class SyncEngine: Sendable {
         Task {
             let (page, bytes) = try await pullPage(since: cursor, wait: wait)
             if let bad = page.events.first(where: { !$0.hasValidHash }) {
-                throw SyncError.invalidResponse("event \(bad.id.uuidString) does not match its content hash; nothing from this page was applied")
+                throw SyncError.invalidResponse(
+                    "event \(bad.id.uuidString) does not match its content hash; nothing from this page was applied")
             }
             let events = try page.events.map { wire in
                 guard let sequence = wire.serverSequence, let chainHash = wire.chainHash else {
                     throw SyncError.invalidResponse(
-                        "event \(wire.id.uuidString) of a pull page has no server sequence or chain value; nothing from this page was applied")
+                        "event \(wire.id.uuidString) of a pull page has no server sequence or chain value; nothing from this page was applied"
+                    )
                 }
                 return SequencedEvent(event: wire.event, serverSequence: sequence, serverChainHash: chainHash)
             }
             return PulledPage(
-                prepared: replica.prepare(events, cursor: page.nextCursor, after: previous), cursor: page.nextCursor, eventCount: events.count,
+                prepared: replica.prepare(events, cursor: page.nextCursor, after: previous), cursor: page.nextCursor,
+                eventCount: events.count,
                 lastChainHash: events.last?.serverChainHash, hasMore: page.hasMore, bytes: bytes)
         }
     }
@@ -376,7 +387,8 @@ public final class SyncEngine: Sendable {
     func downloadResources(_ report: inout SyncReport, _ progress: (@Sendable (SyncProgress) -> Void)?) async throws {
         let missing = try replica.missingResources()
         var done = 0
-        try await Self.concurrently(missing, limit: options.transferConcurrency) { resource -> (hash: String, size: Int64, available: Bool) in
+        try await Self.concurrently(missing, limit: options.transferConcurrency) {
+            resource -> (hash: String, size: Int64, available: Bool) in
             do {
                 try await self.download(resource.hash)
                 return (resource.hash, resource.size, true)
@@ -401,9 +413,10 @@ public final class SyncEngine: Sendable {
     /// Downloads one resource into the library's store.
     public func download(_ hash: String) async throws {
         let temporary = replica.downloadDirectory.appendingPathComponent("download-\(UUID().uuidString)")
-        let response = try await send(HTTPRequest(
-            method: .get, url: remote.url(SyncRoutes.blob(library: remote.libraryName, hash: hash)), headers: authorized([:]),
-            responseBodyDestination: temporary, timeout: .seconds(3600)))
+        let response = try await send(
+            HTTPRequest(
+                method: .get, url: remote.url(SyncRoutes.blob(library: remote.libraryName, hash: hash)), headers: authorized([:]),
+                responseBodyDestination: temporary, timeout: .seconds(3600)))
         if response.status == 404, (try? ErrorResponse.decode(response.body.bytes))?.errorCode == .notFound {
             throw SyncError.resourceUnavailable(hash)
         }

@@ -62,10 +62,13 @@ final class WebAccess: Sendable {
         if let origin = request.header("Origin"), !allowedOrigins.contains(origin.lowercased()) {
             throw WebError(
                 403, "foreignOrigin",
-                "requests from the origin '\(origin)' are refused: only pages of this server (\(allowedOrigins.sorted().joined(separator: ", "))) may call it")
+                "requests from the origin '\(origin)' are refused: only pages of this server (\(allowedOrigins.sorted().joined(separator: ", "))) may call it"
+            )
         }
         if let site = request.header("Sec-Fetch-Site")?.lowercased(), site == "cross-site" || site == "same-site", request.method != "GET" {
-            throw WebError(403, "foreignOrigin", "a change sent by another site (Sec-Fetch-Site: \(site)) is refused; make changes from the web view's own pages")
+            throw WebError(
+                403, "foreignOrigin",
+                "a change sent by another site (Sec-Fetch-Site: \(site)) is refused; make changes from the web view's own pages")
         }
     }
 
@@ -80,7 +83,8 @@ final class WebAccess: Sendable {
         guard let session = session(of: request) else {
             throw WebError(
                 401, "noSession",
-                "no session: open the address with the token that 'photoledger web' printed (it sets a session cookie), or log in at /login")
+                "no session: open the address with the token that 'photoledger web' printed (it sets a session cookie), or log in at /login"
+            )
         }
         return session
     }
@@ -88,7 +92,8 @@ final class WebAccess: Sendable {
     /// Refuses a change without the session's CSRF token.
     func checkChange(_ request: WebRequest, session: Session) throws(WebError) {
         guard let token = request.header("X-CSRF-Token") else {
-            throw WebError(403, "missingCSRFToken", "a change needs the X-CSRF-Token header of the session; make changes from the web view's pages")
+            throw WebError(
+                403, "missingCSRFToken", "a change needs the X-CSRF-Token header of the session; make changes from the web view's pages")
         }
         guard Self.same(token, session.csrfToken) else {
             throw WebError(403, "wrongCSRFToken", "the X-CSRF-Token header does not match the session; reload the page and try again")

@@ -41,8 +41,10 @@ final class WebApplication: Sendable {
         switch (request.method, segments) {
         case ("GET", ["login"]): return logInPage(request)
         case ("POST", ["login"]): return logIn(request)
-        case ("GET", ["app.js"]): return WebResponse(contentType: "text/javascript; charset=utf-8", body: Data(WebPage.script.utf8), headers: Self.staticHeaders)
-        case ("GET", ["app.css"]): return WebResponse(contentType: "text/css; charset=utf-8", body: Data(WebPage.styles.utf8), headers: Self.staticHeaders)
+        case ("GET", ["app.js"]):
+            return WebResponse(contentType: "text/javascript; charset=utf-8", body: Data(WebPage.script.utf8), headers: Self.staticHeaders)
+        case ("GET", ["app.css"]):
+            return WebResponse(contentType: "text/css; charset=utf-8", body: Data(WebPage.styles.utf8), headers: Self.staticHeaders)
         default: break
         }
         guard let session = access.session(of: request) else {
@@ -66,7 +68,9 @@ final class WebApplication: Sendable {
         if segments == ["api", "status"] { return .json(try status()) }
         if segments == ["api", "quarantine"] { return .json(try quarantine()) }
         if segments == ["api", "events"] {
-            return WebResponse(status: 200, headers: [("Content-Type", "text/event-stream"), ("Cache-Control", "no-store")], body: .eventStream(feed.subscribe()))
+            return WebResponse(
+                status: 200, headers: [("Content-Type", "text/event-stream"), ("Cache-Control", "no-store")],
+                body: .eventStream(feed.subscribe()))
         }
         if let id = Self.match(segments, "api", "albums", "*") { return .json(try album(id[0])) }
         if let id = Self.match(segments, "api", "assets", "*") { return .json(try asset(id[0])) }
@@ -97,7 +101,10 @@ final class WebApplication: Sendable {
     private func logInPage(_ request: WebRequest) -> WebResponse {
         if let token = request.query["token"] {
             guard let session = access.logIn(launchToken: token) else {
-                return .html(WebPage.logIn(message: "This link's token is not the one of this server. Open the address 'photoledger web' printed last.", password: access.hasPassword), status: 403)
+                return .html(
+                    WebPage.logIn(
+                        message: "This link's token is not the one of this server. Open the address 'photoledger web' printed last.",
+                        password: access.hasPassword), status: 403)
             }
             return .redirect(to: "/", headers: [("Set-Cookie", access.cookie(for: session)), ("Referrer-Policy", "no-referrer")])
         }
@@ -107,7 +114,10 @@ final class WebApplication: Sendable {
     private func logIn(_ request: WebRequest) -> WebResponse {
         let form = Self.formFields(request.body)
         guard access.hasPassword else {
-            return .html(WebPage.logIn(message: "This server has no password: open the address with the token that 'photoledger web' printed.", password: false), status: 403)
+            return .html(
+                WebPage.logIn(
+                    message: "This server has no password: open the address with the token that 'photoledger web' printed.", password: false
+                ), status: 403)
         }
         guard let session = access.logIn(password: form["password"] ?? "") else {
             return .html(WebPage.logIn(message: "Wrong password. Try again.", password: true), status: 403)
@@ -137,7 +147,8 @@ final class WebApplication: Sendable {
             entries.append(album.subtype == .smartAlbumAllHidden ? try hiddenSummary() : try albumSummary(album))
         }
         if !smart.contains(where: { $0.subtype == .smartAlbumAllHidden }) { entries.append(try hiddenSummary()) }
-        let regular = try library.fetchAssetCollections(with: .album, options: FetchOptions(sortDescriptors: [SortDescriptor(.title)])).allObjects
+        let regular = try library.fetchAssetCollections(with: .album, options: FetchOptions(sortDescriptors: [SortDescriptor(.title)]))
+            .allObjects
         return .object([("smartAlbums", .array(entries)), ("albums", .array(try regular.map { try albumSummary($0) }))])
     }
 
@@ -159,7 +170,8 @@ final class WebApplication: Sendable {
     }
 
     private func hiddenAssets() throws -> FetchResult<Asset> {
-        try library.fetchAssets(options: FetchOptions(predicate: .isHidden(true), sortDescriptors: [SortDescriptor(.creationDate)], includeHiddenAssets: true))
+        try library.fetchAssets(
+            options: FetchOptions(predicate: .isHidden(true), sortDescriptors: [SortDescriptor(.creationDate)], includeHiddenAssets: true))
     }
 
     static let hiddenID = "hidden"
@@ -168,18 +180,25 @@ final class WebApplication: Sendable {
         if id == Self.hiddenID {
             let assets = try hiddenAssets()
             return .object([
-                ("album", .object([("id", .string(id)), ("title", .string("Hidden")), ("kind", .string("hidden")), ("editable", .bool(false))])),
+                (
+                    "album",
+                    .object([("id", .string(id)), ("title", .string("Hidden")), ("kind", .string("hidden")), ("editable", .bool(false))])
+                ),
                 ("assets", .array(assets.map(Self.summary))),
             ])
         }
         let album = try collection(id)
         let assets = try library.fetchAssets(in: album)
         return .object([
-            ("album", .object([
-                ("id", .string(album.id.uuidString)), ("title", .string(album.title)), ("kind", .string(Self.kind(of: album))),
-                ("editable", .bool(album.collectionType == .album)), ("localIdentifier", .string(album.localIdentifier)),
-                ("creationDate", .string(album.creationDate.map(Self.isoDate))), ("sourceDevice", .string(album.sourceDevice?.rawValue)),
-            ])),
+            (
+                "album",
+                .object([
+                    ("id", .string(album.id.uuidString)), ("title", .string(album.title)), ("kind", .string(Self.kind(of: album))),
+                    ("editable", .bool(album.collectionType == .album)), ("localIdentifier", .string(album.localIdentifier)),
+                    ("creationDate", .string(album.creationDate.map(Self.isoDate))),
+                    ("sourceDevice", .string(album.sourceDevice?.rawValue)),
+                ])
+            ),
             ("assets", .array(assets.map(Self.summary))),
         ])
     }
@@ -187,8 +206,11 @@ final class WebApplication: Sendable {
     private func asset(_ id: String) throws -> JSONValue {
         let asset = try fetchAsset(id)
         let resources = try library.resources(for: asset)
-        let containing = try library.fetchAssetCollections(with: .album, options: FetchOptions(sortDescriptors: [SortDescriptor(.title)])).allObjects
-            .filter { album in try library.fetchAssets(in: album, options: FetchOptions(includeHiddenAssets: true)).contains { $0.id == asset.id } }
+        let containing = try library.fetchAssetCollections(with: .album, options: FetchOptions(sortDescriptors: [SortDescriptor(.title)]))
+            .allObjects
+            .filter { album in
+                try library.fetchAssets(in: album, options: FetchOptions(includeHiddenAssets: true)).contains { $0.id == asset.id }
+            }
         var fields: [(String, JSONValue)] = [
             ("asset", Self.summary(asset)), ("localIdentifier", .string(asset.localIdentifier)),
             ("modificationDate", .string(Self.isoDate(asset.modificationDate))), ("addedDate", .string(Self.isoDate(asset.addedDate))),
@@ -197,19 +219,32 @@ final class WebApplication: Sendable {
         ]
         if let location = asset.location {
             let (latitude, longitude) = (location.latitude, location.longitude)
-            fields.append(("location", .object([
-                ("latitude", .double(latitude)), ("longitude", .double(longitude)), ("altitude", location.altitude.map { .double($0) } ?? .null),
-                ("map", .string("https://www.openstreetmap.org/?mlat=\(latitude)&mlon=\(longitude)#map=15/\(latitude)/\(longitude)")),
-            ])))
+            fields.append(
+                (
+                    "location",
+                    .object([
+                        ("latitude", .double(latitude)), ("longitude", .double(longitude)),
+                        ("altitude", location.altitude.map { .double($0) } ?? .null),
+                        (
+                            "map",
+                            .string("https://www.openstreetmap.org/?mlat=\(latitude)&mlon=\(longitude)#map=15/\(latitude)/\(longitude)")
+                        ),
+                    ])
+                ))
         } else {
             fields.append(("location", .null))
         }
-        fields.append(("resources", .array(resources.map { resource in
-            .object([
-                ("type", .string(resource.type.description)), ("filename", .string(resource.originalFilename)),
-                ("uniformTypeIdentifier", .string(resource.uniformTypeIdentifier)), ("size", .int(resource.size)),
-            ])
-        })))
+        fields.append(
+            (
+                "resources",
+                .array(
+                    resources.map { resource in
+                        .object([
+                            ("type", .string(resource.type.description)), ("filename", .string(resource.originalFilename)),
+                            ("uniformTypeIdentifier", .string(resource.uniformTypeIdentifier)), ("size", .int(resource.size)),
+                        ])
+                    })
+            ))
         fields.append(("albums", .array(containing.map { .object([("id", .string($0.id.uuidString)), ("title", .string($0.title))]) })))
         return .object(fields)
     }
@@ -226,14 +261,20 @@ final class WebApplication: Sendable {
         let devices = Dictionary(entries.map { ($0.eventID, $0.device.rawValue) }, uniquingKeysWith: { first, _ in first })
         return .object([
             ("object", .object([("id", .string(id)), ("localIdentifier", .string(identifier)), ("title", .string(title))])),
-            ("entries", .array(entries.map { entry in
-                .object([
-                    ("eventId", .string(entry.eventID.uuidString)), ("type", .string(entry.type)), ("device", .string(entry.device.rawValue)),
-                    ("date", .string(Self.isoDate(entry.date))), ("changeBlock", .string(entry.changeBlock.uuidString)),
-                    ("localSequence", .int(entry.localSequence)), ("serverSequence", entry.serverSequence.map { .int($0) } ?? .null),
-                    ("changes", .array(entry.changes.map { Self.fieldChange($0, devices: devices) })),
-                ])
-            })),
+            (
+                "entries",
+                .array(
+                    entries.map { entry in
+                        .object([
+                            ("eventId", .string(entry.eventID.uuidString)), ("type", .string(entry.type)),
+                            ("device", .string(entry.device.rawValue)),
+                            ("date", .string(Self.isoDate(entry.date))), ("changeBlock", .string(entry.changeBlock.uuidString)),
+                            ("localSequence", .int(entry.localSequence)),
+                            ("serverSequence", entry.serverSequence.map { .int($0) } ?? .null),
+                            ("changes", .array(entry.changes.map { Self.fieldChange($0, devices: devices) })),
+                        ])
+                    })
+            ),
         ])
     }
 
@@ -252,7 +293,9 @@ final class WebApplication: Sendable {
 
     /// The local identifier and a title of the asset or album `id` names.
     private func historyObject(_ id: String) throws -> (String, String) {
-        guard let uuid = UUID(uuidString: id) else { throw WebError.badRequest("'\(id)' is not an identifier; open history from an asset or album page") }
+        guard let uuid = UUID(uuidString: id) else {
+            throw WebError.badRequest("'\(id)' is not an identifier; open history from an asset or album page")
+        }
         let asset = LocalIdentifier(uuid: uuid, kind: .asset).description
         if try library.fetchAssets(withLocalIdentifiers: [asset], options: FetchOptions(includeHiddenAssets: true)).firstObject != nil {
             return (asset, "Asset")
@@ -271,7 +314,8 @@ final class WebApplication: Sendable {
         let position = try library.currentChangeToken.logPosition
         return .object([
             ("library", .string(library.url.path)), ("device", .string(library.device.rawValue)),
-            ("assets", .int(statistics.assets - statistics.deleted)), ("hidden", .int(statistics.hidden)), ("deleted", .int(statistics.deleted)),
+            ("assets", .int(statistics.assets - statistics.deleted)), ("hidden", .int(statistics.hidden)),
+            ("deleted", .int(statistics.deleted)),
             ("albums", .int(statistics.albums)), ("events", .int(statistics.events)), ("pendingEvents", .int(statistics.pendingEvents)),
             ("rejectedEvents", .int(statistics.rejectedEvents)), ("quarantinedEvents", .int(statistics.quarantined.values.reduce(0, +))),
             ("remote", .string(remote?.description)),
@@ -282,13 +326,16 @@ final class WebApplication: Sendable {
 
     private func quarantine() throws -> JSONValue {
         let kinds: [QuarantineKind: String] = [.quarantined: "quarantined", .needsNewerVersion: "needsNewerVersion", .sealed: "sealed"]
-        return .array(try library.quarantine().map { entry in
-            .object([
-                ("eventId", .string(entry.eventID.uuidString)), ("device", .string(entry.device.rawValue)), ("date", .string(Self.isoDate(entry.timestamp.date))),
-                ("type", .string(entry.type)), ("object", .string(entry.object.uuidString)), ("kind", .string(kinds[entry.kind] ?? "unknown")),
-                ("reason", .string(entry.reason)),
-            ])
-        })
+        return .array(
+            try library.quarantine().map { entry in
+                .object([
+                    ("eventId", .string(entry.eventID.uuidString)), ("device", .string(entry.device.rawValue)),
+                    ("date", .string(Self.isoDate(entry.timestamp.date))),
+                    ("type", .string(entry.type)), ("object", .string(entry.object.uuidString)),
+                    ("kind", .string(kinds[entry.kind] ?? "unknown")),
+                    ("reason", .string(entry.reason)),
+                ])
+            })
     }
 
     // MARK: Images
@@ -299,13 +346,16 @@ final class WebApplication: Sendable {
         let done = DispatchSemaphore(value: 0)
         let outcome = OutcomeBox()
         let options = ImageRequestOptions(deliveryMode: .highQualityFormat, isNetworkAccessAllowed: false)
-        library.imageManager.requestImage(for: asset, targetSize: CGSize(width: size, height: size), contentMode: mode, options: options) { result in
+        library.imageManager.requestImage(for: asset, targetSize: CGSize(width: size, height: size), contentMode: mode, options: options) {
+            result in
             outcome.set(result)
             done.signal()
         }
         done.wait()
         let image = try outcome.get()
-        return WebResponse(contentType: image.uniformTypeIdentifier == "public.png" ? "image/png" : "image/jpeg", body: image.data, headers: Self.imageHeaders)
+        return WebResponse(
+            contentType: image.uniformTypeIdentifier == "public.png" ? "image/png" : "image/jpeg", body: image.data,
+            headers: Self.imageHeaders)
     }
 
     private func original(_ id: String) throws -> WebResponse {
@@ -366,7 +416,9 @@ final class WebApplication: Sendable {
     private func changeAlbum(_ id: String, action: String, body: JSONBody) throws {
         let album = try collection(id)
         guard album.collectionType == .album else {
-            throw WebError(409, "changeNotSupported", "'\(album.title)' is a smart album: its contents follow from the assets; change the assets instead")
+            throw WebError(
+                409, "changeNotSupported",
+                "'\(album.title)' is a smart album: its contents follow from the assets; change the assets instead")
         }
         // Read before the change block: the album's order as it is now.
         var moving: (from: Int, to: Int)?
@@ -407,13 +459,17 @@ final class WebApplication: Sendable {
 
     private func fetchAsset(_ id: String) throws -> Asset {
         let identifier = try assetIdentifier(id)
-        if let asset = try library.fetchAssets(withLocalIdentifiers: [identifier], options: FetchOptions(includeHiddenAssets: true)).firstObject {
+        if let asset = try library.fetchAssets(withLocalIdentifiers: [identifier], options: FetchOptions(includeHiddenAssets: true))
+            .firstObject
+        {
             return asset
         }
         // A deleted asset is fetched only through Recently Deleted.
         let deleted = try library.fetchAssetCollections(with: .smartAlbum, subtype: .smartAlbumRecentlyDeleted)
         if let album = deleted.firstObject,
-            let asset = try library.fetchAssets(in: album, options: FetchOptions(includeHiddenAssets: true)).first(where: { $0.localIdentifier == identifier })
+            let asset = try library.fetchAssets(in: album, options: FetchOptions(includeHiddenAssets: true)).first(where: {
+                $0.localIdentifier == identifier
+            })
         {
             return asset
         }
@@ -423,7 +479,10 @@ final class WebApplication: Sendable {
     private func collection(_ id: String) throws -> AssetCollection {
         guard let uuid = UUID(uuidString: id) else { throw WebError.badRequest("'\(id)' is not an album identifier (a UUID)") }
         if let smart = try library.fetchAssetCollections(with: .smartAlbum).first(where: { $0.id == uuid }) { return smart }
-        guard let album = try library.fetchAssetCollections(withLocalIdentifiers: [LocalIdentifier(uuid: uuid, kind: .album).description]).firstObject else {
+        guard
+            let album = try library.fetchAssetCollections(withLocalIdentifiers: [LocalIdentifier(uuid: uuid, kind: .album).description])
+                .firstObject
+        else {
             throw WebError.notFound("the album \(id)")
         }
         return album
@@ -436,7 +495,8 @@ final class WebApplication: Sendable {
         .object([
             ("id", .string(asset.id.uuidString)), ("mediaType", .string(asset.mediaType == .video ? "video" : "image")),
             ("width", .int(asset.pixelWidth)), ("height", .int(asset.pixelHeight)),
-            ("creationDate", .string(asset.creationDate.map(isoDate))), ("favorite", .bool(asset.isFavorite)), ("hidden", .bool(asset.isHidden)),
+            ("creationDate", .string(asset.creationDate.map(isoDate))), ("favorite", .bool(asset.isFavorite)),
+            ("hidden", .bool(asset.isHidden)),
             ("deleted", .bool(asset.isDeleted)), ("version", .int(Int64(asset.modificationDate.timeIntervalSince1970 * 1000))),
             ("alt", .string(altText(asset))),
         ])
@@ -520,8 +580,10 @@ final class WebApplication: Sendable {
     private static let imageHeaders = [("Cache-Control", "private, max-age=86400")]
     static let pageHeaders = [
         ("Cache-Control", "no-store"),
-        ("Content-Security-Policy",
-         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; media-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
+        (
+            "Content-Security-Policy",
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; media-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        ),
         ("Referrer-Policy", "no-referrer"),
     ]
 }

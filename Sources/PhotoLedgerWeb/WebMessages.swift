@@ -63,7 +63,9 @@ struct WebResponse: Sendable {
 
     /// A redirection to `location` (303: the client follows with a GET).
     static func redirect(to location: String, headers: [(String, String)] = []) -> WebResponse {
-        WebResponse(status: 303, contentType: "text/plain; charset=utf-8", body: Data("See \(location)\n".utf8), headers: [("Location", location)] + headers)
+        WebResponse(
+            status: 303, contentType: "text/plain; charset=utf-8", body: Data("See \(location)\n".utf8),
+            headers: [("Location", location)] + headers)
     }
 
     /// An HTML page.

@@ -70,7 +70,9 @@ public final class WebServer: Sendable {
         let address = configuration.address
         let parts = address.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 4, parts.allSatisfy({ UInt8($0) != nil }) else {
-            throw WebServerError("'\(address)' is not an IPv4 address", hint: "listen on 127.0.0.1 (the default), or on an address of this machine such as 192.168.1.10")
+            throw WebServerError(
+                "'\(address)' is not an IPv4 address",
+                hint: "listen on 127.0.0.1 (the default), or on an address of this machine such as 192.168.1.10")
         }
         if !configuration.isLoopback, (configuration.password ?? "").isEmpty {
             throw WebServerError(
@@ -92,7 +94,8 @@ public final class WebServer: Sendable {
         port = plmhd_bound_port(handle)
         let host = "\(address):\(port)"
         url = URL(string: "http://\(host)/")!
-        let access = WebAccess(hosts: Array(Set([address, "127.0.0.1", "localhost"] + configuration.hostNames)), port: port, password: configuration.password)
+        let access = WebAccess(
+            hosts: Array(Set([address, "127.0.0.1", "localhost"] + configuration.hostNames)), port: port, password: configuration.password)
         launchURL = URL(string: "http://\(host)/login?token=\(access.launchToken)")!
         let feed = LiveChangeFeed(library: library, watchInterval: configuration.watchInterval)
         application = WebApplication(library: library, access: access, feed: feed, keepAlive: configuration.keepAlive.dispatchInterval)
@@ -102,10 +105,12 @@ public final class WebServer: Sendable {
 
     /// Stops serving: ends the live streams, closes the connections and waits for their threads.
     public func stop() {
-        guard let handle = daemon.withLock({ handle -> DaemonHandle? in
-            defer { handle = nil }
-            return handle
-        }) else { return }
+        guard
+            let handle = daemon.withLock({ handle -> DaemonHandle? in
+                defer { handle = nil }
+                return handle
+            })
+        else { return }
         application.feed.stop()
         // The closed streams end with their last chunk once their connection's thread reads the
         // end: give them a moment to go out (libmicrohttpd releases a stream's response after
@@ -179,12 +184,14 @@ private func header(_ connection: OpaquePointer?, kind: MHD_ValueKind) -> [Strin
     return collector.values
 }
 
-private let webAccessHandler: MHD_AccessHandlerCallback = { context, connection, url, method, _, uploadData, uploadSize, connectionContext in
+private let webAccessHandler: MHD_AccessHandlerCallback = {
+    context, connection, url, method, _, uploadData, uploadSize, connectionContext in
     guard let context, let connection, let connectionContext, let uploadSize else { return .NO }
     let daemon = Unmanaged<DaemonContext>.fromOpaque(context).takeUnretainedValue()
     guard let application = daemon.application.withLock({ $0 }) else { return .NO }
     guard let existing = connectionContext.pointee else {
-        let headers = Dictionary(header(connection, kind: .HEADER_KIND).map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })
+        let headers = Dictionary(
+            header(connection, kind: .HEADER_KIND).map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })
         let request = WebRequest(
             method: method.map { String(cString: $0) } ?? "GET", path: url.map { String(cString: $0) } ?? "/",
             query: header(connection, kind: .GET_ARGUMENT_KIND), headers: headers)
@@ -217,7 +224,8 @@ private let webRequestCompleted: MHD_RequestCompletedCallback = { _, _, connecti
 /// Hands a response to libmicrohttpd. Every response carries `X-Request-Id`: a process that also
 /// runs the sync server (which replaces libmicrohttpd's own error pages, those without it) leaves
 /// the web view's answers alone. Security headers go on every answer.
-private func queue(_ response: WebResponse, on connection: OpaquePointer, requestID: String, keepAlive: DispatchTimeInterval) -> MHD_Result {
+private func queue(_ response: WebResponse, on connection: OpaquePointer, requestID: String, keepAlive: DispatchTimeInterval) -> MHD_Result
+{
     let handle: OpaquePointer?
     switch response.body {
     case .bytes(let data):
@@ -252,7 +260,8 @@ private final class StreamBox {
 private let readLiveStream: MHD_ContentReaderCallback = { context, _, buffer, maximum in
     guard let context, let buffer else { return -2 }  // MHD_CONTENT_READER_END_WITH_ERROR
     let box = Unmanaged<StreamBox>.fromOpaque(context).takeUnretainedValue()
-    guard let count = box.subscription.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: maximum), keepAlive: box.keepAlive) else {
+    guard let count = box.subscription.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: maximum), keepAlive: box.keepAlive)
+    else {
         return -1  // MHD_CONTENT_READER_END_OF_STREAM
     }
     return count

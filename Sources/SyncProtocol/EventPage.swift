@@ -85,7 +85,8 @@ public enum EventPage {
     public static func encode(_ response: PullResponse) -> [UInt8] {
         var page = Writer(count: response.events.count, nextCursor: response.nextCursor, hasMore: response.hasMore)
         for event in response.events {
-            precondition(event.serverSequence != nil && event.chainHash != nil, "a pull page's events carry a server sequence and chain value")
+            precondition(
+                event.serverSequence != nil && event.chainHash != nil, "a pull page's events carry a server sequence and chain value")
             page.append(event.event, serverSequence: event.serverSequence!, chainHash: event.chainHash!, contentHash: event.hash)
         }
         return page.bytes

@@ -13,7 +13,9 @@ public enum KeyEntryName {
     public static func problem(with name: String) -> String? {
         let utf8 = name.utf8
         guard !utf8.isEmpty, utf8.count <= maximumLength,
-            utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D || $0 == 0x2E || $0 == 0x5F || $0 == 0x2F })
+            utf8.allSatisfy({
+                ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D || $0 == 0x2E || $0 == 0x5F || $0 == 0x2F
+            })
         else { return "must be 1 to \(maximumLength) characters of a-z, 0-9, '-', '.', '_' and '/'" }
         return nil
     }
@@ -170,7 +172,9 @@ public struct KeyChangesRequest: WireMessage, Hashable {
             var list: [KeyChange] = []
             try reading(key) { try reader.beginArray() }
             while try reading(key, { try reader.nextElement() }) {
-                guard list.count < maximumChanges else { throw WireFormatError(field: "changes", message: "must hold at most \(maximumChanges) changes") }
+                guard list.count < maximumChanges else {
+                    throw WireFormatError(field: "changes", message: "must hold at most \(maximumChanges) changes")
+                }
                 list.append(try KeyChange.read(from: &reader, path: "changes[\(list.count)]"))
             }
             changes = list
@@ -256,7 +260,8 @@ public struct KeyChangesResponse: WireMessage, Hashable {
                     }
                     return true
                 }
-                list.append(Result(name: try required(name, "\(path).name"), status: try required(status, "\(path).status"), reason: reason))
+                list.append(
+                    Result(name: try required(name, "\(path).name"), status: try required(status, "\(path).status"), reason: reason))
             }
             results = list
             return true

@@ -45,7 +45,9 @@ public struct LibraryInfo: WireMessage, Hashable {
     public var endToEndEncrypted: Bool
 
     /// Creates the message.
-    public init(library: String, libraryID: UUID, device: DeviceID, scope: TokenScope, lastServerSequence: Int64, endToEndEncrypted: Bool = false) {
+    public init(
+        library: String, libraryID: UUID, device: DeviceID, scope: TokenScope, lastServerSequence: Int64, endToEndEncrypted: Bool = false
+    ) {
         self.endToEndEncrypted = endToEndEncrypted
         self.library = library
         self.libraryID = libraryID
@@ -79,7 +81,9 @@ public struct LibraryInfo: WireMessage, Hashable {
             case "lastServerSeq": last = try reading(key) { try reader.readInt64() }
             case "encryption":
                 encryption = try reading(key) { try reader.readString() }
-                guard encryption == "none" || encryption == "endToEnd" else { throw WireFormatError(field: key, message: "must be none or endToEnd") }
+                guard encryption == "none" || encryption == "endToEnd" else {
+                    throw WireFormatError(field: key, message: "must be none or endToEnd")
+                }
             default: return false
             }
             return true

@@ -324,7 +324,8 @@ public struct PullResponse: WireMessage, Hashable {
             return true
         }
         return PullResponse(
-            events: try required(events, "events"), nextCursor: try required(cursor, "nextCursor"), hasMore: try required(hasMore, "hasMore"))
+            events: try required(events, "events"), nextCursor: try required(cursor, "nextCursor"),
+            hasMore: try required(hasMore, "hasMore"))
     }
 }
 
@@ -429,7 +430,9 @@ public struct ChainSummary: WireMessage, Hashable {
             }
             return true
         }
-        return ChainSummary(count: try required(count, "count"), headHash: try required(head, "headHash"), lastServerSequence: try required(last, "lastServerSeq"))
+        return ChainSummary(
+            count: try required(count, "count"), headHash: try required(head, "headHash"),
+            lastServerSequence: try required(last, "lastServerSeq"))
     }
 }
 
@@ -627,7 +630,8 @@ public struct ErrorResponse: WireMessage, Hashable, Error, CustomStringConvertib
         let value = try reader.readValue()
         let error = try required(value["error"], "error")
         return ErrorResponse(
-            code: try required(error["code"]?.stringValue, "error.code"), message: try required(error["message"]?.stringValue, "error.message"),
+            code: try required(error["code"]?.stringValue, "error.code"),
+            message: try required(error["message"]?.stringValue, "error.message"),
             serverTime: error["serverTime"]?.int64Value.map { UInt64(clamping: $0) })
     }
 }

@@ -157,7 +157,11 @@ public struct WireEvent: Sendable, Hashable {
             switch key {
             case "format":
                 let value = try reading(field) { try reader.readInt64() }
-                if let known = UInt8(exactly: value).flatMap(Event.Format.init(rawValue:)) { format = known } else { note(key, "must be 1 or 2") }
+                if let known = UInt8(exactly: value).flatMap(Event.Format.init(rawValue:)) {
+                    format = known
+                } else {
+                    note(key, "must be 1 or 2")
+                }
             case "id":
                 id = try reading(field) { try reader.withStringBytes(parseUUID) }
                 if id == nil { throw WireFormatError(field: field, message: "not a valid UUID") }
@@ -185,7 +189,11 @@ public struct WireEvent: Sendable, Hashable {
                 if let issue = Event.typeProblem(value) { note(key, issue) } else { type = value }
             case "schemaVersion":
                 let value = try reading(field) { try reader.readInt64() }
-                if (1...Int64(Int32.max)).contains(value) { schemaVersion = Int(value) } else { note(key, "must be between 1 and 2147483647") }
+                if (1...Int64(Int32.max)).contains(value) {
+                    schemaVersion = Int(value)
+                } else {
+                    note(key, "must be between 1 and 2147483647")
+                }
             case "keyId":
                 let value = try reading(field) { try reader.readInt64() }
                 if let key = UInt32(exactly: value), key > 0 { keyID = key } else { note(key, "must be between 1 and 4294967295") }

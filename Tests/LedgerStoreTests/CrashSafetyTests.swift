@@ -46,7 +46,9 @@ struct CrashSafetyTests {
                     #expect(stored.event.payload.allSatisfy { $0 == byte })
                 }
                 // Change blocks are whole: the count of each block matches a committed transaction.
-                let blocks = try db.rows("SELECT change_block, count(*), max(device_seq) - min(device_seq) + 1 FROM events GROUP BY change_block") {
+                let blocks = try db.rows(
+                    "SELECT change_block, count(*), max(device_seq) - min(device_seq) + 1 FROM events GROUP BY change_block"
+                ) {
                     ($0.int64(1), $0.int64(2))
                 }
                 #expect(blocks.allSatisfy { $0.0 == $0.1 })

@@ -21,7 +21,9 @@ struct MigratorTests {
             #expect(try migrator.currentVersion(first) == migrator.latestVersion)
             let reopened = try Database(path: path)
             #expect(try migrator.migrate(reopened) == [])
-            let recorded = try reopened.rows("SELECT id, length(checksum) FROM ledger_migrations ORDER BY id") { [$0.int64(0), $0.int64(1)] }
+            let recorded = try reopened.rows("SELECT id, length(checksum) FROM ledger_migrations ORDER BY id") {
+                [$0.int64(0), $0.int64(1)]
+            }
             #expect(recorded == (1...migrator.latestVersion).map { [Int64($0), 32] })
         }
     }

@@ -1,7 +1,7 @@
 import Foundation
-@_exported import TestSupportKit
 import LedgerCore
 import LedgerStore
+@_exported import TestSupportKit
 
 /// Makes events for tests: fixed clock, seeded identifiers.
 struct EventFactory {

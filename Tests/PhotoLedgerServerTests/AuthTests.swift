@@ -46,7 +46,8 @@ struct AuthTests {
         let fixture = try ServerFixture()
         let client = fixture.client("kiosk")
         var factory = EventFactory(device: "kiosk")
-        let created = try await client.pushResponse([factory.make(type: "asset.created"), factory.make(type: "asset.created")], device: "kiosk")
+        let created = try await client.pushResponse(
+            [factory.make(type: "asset.created"), factory.make(type: "asset.created")], device: "kiosk")
         #expect(created.results.map(\.status) == [.stored(serverSequence: 1), .stored(serverSequence: 2)])
         let rename = try await client.pushResponse([factory.make(type: "album.renamed")], device: "kiosk")
         guard case .rejected(let reason) = rename.results[0].status else { Issue.record("expected a rejection"); return }
@@ -59,7 +60,8 @@ struct AuthTests {
         #expect(try await client.send("PUT", blobPath, body: blob, contentType: nil).status == 201)
         #expect(try await client.send("HEAD", blobPath).status == 200)
         #expect(try await client.send("GET", blobPath).status == 403)
-        let missing = try await client.send("POST", SyncRoutes.missingBlobs(library: "family"), body: MissingBlobsRequest(hashes: [hash]).encoded())
+        let missing = try await client.send(
+            "POST", SyncRoutes.missingBlobs(library: "family"), body: MissingBlobsRequest(hashes: [hash]).encoded())
         #expect(try missing.decode(MissingBlobsResponse.self).missing.isEmpty)
         #expect(try await client.send("GET", SyncRoutes.chain(library: "family")).status == 403)
     }

@@ -103,7 +103,8 @@ struct BadInputTests {
     func tooLarge() async throws {
         let fixture = try ServerFixture { $0.maximumEventBodyBytes = 64 * 1024 }
         let token = fixture.tokens["anna-phone"]!
-        let head = "POST \(eventsPath) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\n"
+        let head =
+            "POST \(eventsPath) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\n"
             + "Content-Length: 1000000000\r\nConnection: close\r\n\r\n"
         let early = try rawExchange(port: fixture.server.port, Array(head.utf8))
         #expect(early.hasPrefix("HTTP/1.1 413"))
@@ -111,7 +112,8 @@ struct BadInputTests {
         let bomb = try Gzip.compress([UInt8](repeating: 0x20, count: 10 << 20), level: 9)
         let inflated = try await fixture.client().send("POST", eventsPath, body: bomb, headers: ["Content-Encoding": "gzip"])
         #expect(inflated.status == 413)
-        let chunkedHead = "POST \(eventsPath) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\n"
+        let chunkedHead =
+            "POST \(eventsPath) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\n"
             + "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
         var chunked = Array(chunkedHead.utf8)
         for _ in 0..<20 { chunked += Array("2000\r\n".utf8) + [UInt8](repeating: 0x20, count: 0x2000) + Array("\r\n".utf8) }
@@ -136,7 +138,8 @@ struct BadInputTests {
         let fixture = try ServerFixture()
         var factory = EventFactory()
         let body = PushRequest(device: "anna-phone", events: factory.make(10)).encoded()
-        let head = "POST \(eventsPath) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(fixture.tokens["anna-phone"]!)\r\n"
+        let head =
+            "POST \(eventsPath) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(fixture.tokens["anna-phone"]!)\r\n"
             + "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
         _ = try rawExchange(port: fixture.server.port, Array(head.utf8) + body.prefix(body.count / 2), timeout: 1, closeWrite: true)
         let garbage = try rawExchange(port: fixture.server.port, Array("NOT HTTP AT ALL\r\n\r\n".utf8), timeout: 2)

@@ -139,7 +139,8 @@ struct EventEndpointTests {
         var request = PushRequest(device: "anna-phone", events: mixed)
         request.events[1].event.deviceSequence = 2
         request.events[1].hash = request.events[1].event.contentHash
-        let response = try await client.send("POST", SyncRoutes.events(library: "family"), body: request.encoded()).decode(PushResponse.self)
+        let response = try await client.send("POST", SyncRoutes.events(library: "family"), body: request.encoded()).decode(
+            PushResponse.self)
         #expect(response.results[0].status == .stored(serverSequence: 1))
         guard case .rejected(let reason) = response.results[1].status else { Issue.record("expected a rejection"); return }
         #expect(reason.contains("not the token's device"))
@@ -214,7 +215,8 @@ struct EventEndpointTests {
         let expected = try json.decode(PullResponse.self)
         #expect(expected.events.count == 20 && expected.hasMore && expected.nextCursor == 25)
 
-        for accept in [EventPage.contentType, "application/json;q=0.5, \(EventPage.contentType)", "APPLICATION/VND.PHOTOLEDGER.EVENT-PAGE"] {
+        for accept in [EventPage.contentType, "application/json;q=0.5, \(EventPage.contentType)", "APPLICATION/VND.PHOTOLEDGER.EVENT-PAGE"]
+        {
             let binary = try await client.send("GET", path, headers: ["Accept": accept])
             #expect(binary.status == 200)
             #expect(binary.header("Content-Type") == EventPage.contentType, "Accept: \(accept)")
@@ -228,10 +230,12 @@ struct EventEndpointTests {
             #expect(try reply.decode(PullResponse.self) == expected)
         }
         // The end of the log is an empty page in either form.
-        let end = try await client.send("GET", "\(SyncRoutes.events(library: "family"))?since=30", headers: ["Accept": EventPage.contentType])
+        let end = try await client.send(
+            "GET", "\(SyncRoutes.events(library: "family"))?since=30", headers: ["Accept": EventPage.contentType])
         #expect(try EventPage.decode(end.body) == PullResponse(events: [], nextCursor: 30, hasMore: false))
         // Errors stay JSON whatever was accepted.
-        let bad = try await client.send("GET", "\(SyncRoutes.events(library: "family"))?since=-1", headers: ["Accept": EventPage.contentType])
+        let bad = try await client.send(
+            "GET", "\(SyncRoutes.events(library: "family"))?since=-1", headers: ["Accept": EventPage.contentType])
         #expect(bad.status == 400)
         #expect(bad.errorCode == "badRequest")
     }
@@ -243,14 +247,18 @@ struct EventEndpointTests {
         _ = try await fixture.client().pushResponse(factory.make(20))
         let blob = Array("restart".utf8)
         let hash = Hex.encode(SHA256.hash(blob))
-        #expect(try await fixture.client().send("PUT", SyncRoutes.blob(library: "family", hash: hash), body: blob, contentType: nil).status == 201)
+        #expect(
+            try await fixture.client().send("PUT", SyncRoutes.blob(library: "family", hash: hash), body: blob, contentType: nil).status
+                == 201)
         let before = try await fixture.client().pullAll()
         try fixture.restart()
         #expect(try await fixture.client().pullAll() == before)
         let next = try await fixture.client().pushResponse([factory.make()])
         #expect(next.results[0].status == .stored(serverSequence: 21))
         #expect(try await fixture.client().send("GET", SyncRoutes.blob(library: "family", hash: hash)).body == blob)
-        #expect(try await fixture.client().send("GET", SyncRoutes.verify(library: "family")).decode(ChainVerification.self) == .intact(count: 21))
+        #expect(
+            try await fixture.client().send("GET", SyncRoutes.verify(library: "family")).decode(ChainVerification.self)
+                == .intact(count: 21))
     }
 
     @Test("verify finds the first event whose stored chain value was altered")
@@ -276,7 +284,8 @@ struct EventEndpointTests {
             "POST", SyncRoutes.events(library: "family"), body: body, headers: ["Content-Encoding": "gzip"])
         #expect(reply.status == 200)
         #expect(try reply.decode(PushResponse.self).lastDeviceSequence == 50)
-        let request = "GET \(SyncRoutes.pull(library: "family", since: 0)) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(fixture.tokens["anna-phone"]!)\r\n"
+        let request =
+            "GET \(SyncRoutes.pull(library: "family", since: 0)) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(fixture.tokens["anna-phone"]!)\r\n"
             + "Accept-Encoding: gzip\r\nConnection: close\r\n\r\n"
         let raw = try rawExchangeBytes(port: fixture.server.port, Array(request.utf8))
         let split = raw.firstRange(of: Array("\r\n\r\n".utf8))!
@@ -291,8 +300,11 @@ struct EventEndpointTests {
         let fixture = try ServerFixture()
         var factory = EventFactory()
         _ = try await fixture.client().pushResponse(factory.make(50))
-        for (accept, coding) in [("zstd", "zstd"), ("deflate, gzip, br, zstd", "zstd"), ("gzip, zstd;q=0", "gzip"), ("gzip", "gzip"), ("identity", nil)] {
-            let request = "GET \(SyncRoutes.pull(library: "family", since: 0)) HTTP/1.1\r\nHost: x\r\n"
+        for (accept, coding) in [
+            ("zstd", "zstd"), ("deflate, gzip, br, zstd", "zstd"), ("gzip, zstd;q=0", "gzip"), ("gzip", "gzip"), ("identity", nil),
+        ] {
+            let request =
+                "GET \(SyncRoutes.pull(library: "family", since: 0)) HTTP/1.1\r\nHost: x\r\n"
                 + "Authorization: Bearer \(fixture.tokens["anna-phone"]!)\r\nAccept-Encoding: \(accept)\r\nConnection: close\r\n\r\n"
             let raw = try rawExchangeBytes(port: fixture.server.port, Array(request.utf8))
             let split = raw.firstRange(of: Array("\r\n\r\n".utf8))!
@@ -328,4 +340,3 @@ struct EventEndpointTests {
         for token in fixture.tokens.values { #expect(!everything.contains(token)) }
     }
 }
-

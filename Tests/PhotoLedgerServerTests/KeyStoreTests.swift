@@ -15,20 +15,41 @@ struct KeyStoreTests {
         #expect(try store.keyEntries(libraryID: library, after: 0).last == 0)
         let first = try store.applyKeyChanges(
             libraryID: library,
-            [KeyChange(name: "library/public", value: [1, 2, 3], createOnly: true), KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000006", value: [9])], by: "anna-phone", at: 5)
+            [
+                KeyChange(name: "library/public", value: [1, 2, 3], createOnly: true),
+                KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000006", value: [9]),
+            ], by: "anna-phone", at: 5)
         #expect(first == [.stored, .stored])
         let (entries, last) = try store.keyEntries(libraryID: library, after: 0)
-        #expect(entries == [KeyEntry(name: "asset/0193a5b2-7c00-7000-8000-000000000006", value: [9]), KeyEntry(name: "library/public", value: [1, 2, 3])])
+        #expect(
+            entries == [
+                KeyEntry(name: "asset/0193a5b2-7c00-7000-8000-000000000006", value: [9]),
+                KeyEntry(name: "library/public", value: [1, 2, 3]),
+            ])
         // Created once: the same bytes again are fine, other bytes conflict and change nothing.
-        #expect(try store.applyKeyChanges(libraryID: library, [KeyChange(name: "library/public", value: [1, 2, 3], createOnly: true)], by: "ben", at: 6) == [.stored])
-        #expect(try store.applyKeyChanges(libraryID: library, [KeyChange(name: "library/public", value: [7], createOnly: true)], by: "ben", at: 6) == [.conflict])
+        #expect(
+            try store.applyKeyChanges(
+                libraryID: library, [KeyChange(name: "library/public", value: [1, 2, 3], createOnly: true)], by: "ben", at: 6) == [.stored])
+        #expect(
+            try store.applyKeyChanges(
+                libraryID: library, [KeyChange(name: "library/public", value: [7], createOnly: true)], by: "ben", at: 6) == [.conflict])
         #expect(try store.keyEntry(libraryID: library, name: "library/public") == [1, 2, 3])
         // Later writes are read from the position on; deletions remove the entry.
-        #expect(try store.applyKeyChanges(libraryID: library, [KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000006", value: [10]), KeyChange(name: "ring/ben", value: [4])], by: "anna-phone", at: 7) == [.stored, .stored])
+        #expect(
+            try store.applyKeyChanges(
+                libraryID: library,
+                [KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000006", value: [10]), KeyChange(name: "ring/ben", value: [4])],
+                by: "anna-phone", at: 7) == [.stored, .stored])
         let later = try store.keyEntries(libraryID: library, after: last)
-        #expect(later.entries == [KeyEntry(name: "asset/0193a5b2-7c00-7000-8000-000000000006", value: [10]), KeyEntry(name: "ring/ben", value: [4])])
+        #expect(
+            later.entries == [
+                KeyEntry(name: "asset/0193a5b2-7c00-7000-8000-000000000006", value: [10]), KeyEntry(name: "ring/ben", value: [4]),
+            ])
         #expect(later.last > last)
-        #expect(try store.applyKeyChanges(libraryID: library, [KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000006", value: nil)], by: "anna-phone", at: 8) == [.deleted])
+        #expect(
+            try store.applyKeyChanges(
+                libraryID: library, [KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000006", value: nil)], by: "anna-phone", at: 8)
+                == [.deleted])
         #expect(try store.keyEntry(libraryID: library, name: "asset/0193a5b2-7c00-7000-8000-000000000006") == nil)
         #expect(try store.keyEntries(libraryID: library, after: later.last).entries.isEmpty)
         // Another library's store is its own.
@@ -55,8 +76,12 @@ struct KeyStoreTests {
         #expect(KeyStoreRules.problem(with: KeyChange(name: "ring/anna", value: [1]), for: frame) != nil)
         #expect(KeyStoreRules.problem(with: KeyChange(name: "ring/frame", value: [1]), for: frame) == nil)
         #expect(KeyStoreRules.problem(with: KeyChange(name: "ring/recovery", value: [1]), for: kiosk) != nil)
-        #expect(KeyStoreRules.problem(with: KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000010", value: [1], createOnly: true), for: kiosk) == nil)
-        #expect(KeyStoreRules.problem(with: KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000010", value: [1]), for: kiosk)?.contains("only create") == true)
+        #expect(
+            KeyStoreRules.problem(
+                with: KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000010", value: [1], createOnly: true), for: kiosk) == nil)
+        #expect(
+            KeyStoreRules.problem(with: KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000010", value: [1]), for: kiosk)?.contains(
+                "only create") == true)
         #expect(KeyStoreRules.problem(with: KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000010", value: nil), for: kiosk) != nil)
         #expect(KeyStoreRules.problem(with: KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000010", value: [1]), for: frame) != nil)
         #expect(KeyStoreRules.problem(with: KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000010", value: nil), for: anna) == nil)
@@ -85,7 +110,9 @@ struct KeyStoreTests {
         #expect(all.entries.map(\.name) == ["asset/0193a5b2-7c00-7000-8000-000000000006", "library/public"])
         let none = try await kiosk.send("GET", SyncRoutes.keys(library: "family", after: all.last)).decode(KeyEntriesResponse.self)
         #expect(none.entries.isEmpty && none.last == all.last)
-        let shred = try await kiosk.send("POST", path, body: KeyChangesRequest(changes: [KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000006", value: nil)]).encoded())
+        let shred = try await kiosk.send(
+            "POST", path,
+            body: KeyChangesRequest(changes: [KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000006", value: nil)]).encoded())
         #expect(try shred.decode(KeyChangesResponse.self).results.map(\.status) == [.forbidden])
         let badName = try await anna.send("POST", path, body: Array(#"{"changes":[{"name":"Asset/6","value":"AA=="}]}"#.utf8))
         #expect(badName.status == 400)

@@ -169,7 +169,8 @@ final class ShellServerProcess {
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments =
             [
-                "-c", "\(limit)db=$1 blobs=$2; shift 2; exec \"$0\" serve --db \"$db\" --blobs \"$blobs\" --listen 127.0.0.1:0 --threads 2 \"$@\"",
+                "-c",
+                "\(limit)db=$1 blobs=$2; shift 2; exec \"$0\" serve --db \"$db\" --blobs \"$blobs\" --listen 127.0.0.1:0 --threads 2 \"$@\"",
                 try builtExecutable("photoledger-server").path, database, blobs,
             ] + options
         let output = Pipe()

@@ -1,8 +1,8 @@
 import Foundation
 import LedgerCore
 import LedgerStore
-import Synchronization
 import SyncProtocol
+import Synchronization
 import Testing
 
 @testable import PhotoLedgerServer
@@ -36,7 +36,9 @@ struct PostgresStoreTests {
         try store.pool.withConnection { #expect($0.serverVersion >= PostgresServerStore.minimumServerVersion) }
     }
 
-    @Test("migrations keep their rules on PostgreSQL: order, names, checksums, newer schemas", .enabled(if: available, PostgresTestDatabase.skipReason))
+    @Test(
+        "migrations keep their rules on PostgreSQL: order, names, checksums, newer schemas",
+        .enabled(if: available, PostgresTestDatabase.skipReason))
     func migrations() throws {
         let database = try PostgresTestDatabase()
         let connection = try PostgresConnection(conninfo: database.url, database: "test", connectTimeoutSeconds: 5, settings: [])
@@ -47,7 +49,9 @@ struct PostgresStoreTests {
         #expect(try Migrator(set: "Test", files: version2).migrate(connection) == [])
 
         let edited = [(name: "0001_create.sql", sql: "CREATE TABLE albums (id bigint PRIMARY KEY, name text);"), version2[1]]
-        #expect(try #require(throws: MigrationError.self) { try Migrator(set: "Test", files: edited).migrate(connection) }.reason == .edited(id: 1, name: "create"))
+        #expect(
+            try #require(throws: MigrationError.self) { try Migrator(set: "Test", files: edited).migrate(connection) }.reason
+                == .edited(id: 1, name: "create"))
         let renamed = [(name: "0001_make.sql", sql: version1[0].sql), version2[1]]
         #expect(
             try #require(throws: MigrationError.self) { try Migrator(set: "Test", files: renamed).migrate(connection) }.reason
@@ -58,13 +62,17 @@ struct PostgresStoreTests {
 
         let broken = version2 + [(name: "0003_broken.sql", sql: "CREATE TABLE covers (id bigint); INSERT INTO nowhere VALUES (1);")]
         let failure = try #require(throws: MigrationError.self) { try Migrator(set: "Test", files: broken).migrate(connection) }
-        guard case .failed(3, "broken", let cause) = failure.reason else { Issue.record("expected a failed migration, got \(failure.reason)"); return }
+        guard case .failed(3, "broken", let cause) = failure.reason else {
+            Issue.record("expected a failed migration, got \(failure.reason)"); return
+        }
         #expect(cause.contains("nowhere"))
         #expect(try Migrator(set: "Test", files: version2).currentVersion(connection) == 2)
         #expect(try connection.query("SELECT 1 FROM pg_tables WHERE tablename = 'covers'", []).count == 0)
     }
 
-    @Test("several servers pushing into one library at once: consecutive sequences, one chain", .enabled(if: available, PostgresTestDatabase.skipReason))
+    @Test(
+        "several servers pushing into one library at once: consecutive sequences, one chain",
+        .enabled(if: available, PostgresTestDatabase.skipReason))
     func concurrentServers() throws {
         let database = try PostgresTestDatabase()
         let servers = try (0..<3).map { _ in try PostgresServerStore(url: database.url) }
@@ -124,7 +132,9 @@ struct PostgresStoreTests {
         #expect(try store.libraryNames() == ["family"])
     }
 
-    @Test("a push waiting longer than the statement timeout fails, and the store goes on", .enabled(if: available, PostgresTestDatabase.skipReason))
+    @Test(
+        "a push waiting longer than the statement timeout fails, and the store goes on",
+        .enabled(if: available, PostgresTestDatabase.skipReason))
     func statementTimeout() throws {
         let database = try PostgresTestDatabase()
         var options = PostgresServerStore.Options()
@@ -172,7 +182,8 @@ struct CrossServerWakeTests {
         var tokens: [String: String] = [:]
         for device in ["anna-phone", "ben-laptop"] {
             let token = try DeviceToken.generate()
-            try stores[0].registerToken(hash: DeviceToken.hash(token), library: "family", device: DeviceID(device), scope: .readWrite, at: 1)
+            try stores[0].registerToken(
+                hash: DeviceToken.hash(token), library: "family", device: DeviceID(device), scope: .readWrite, at: 1)
             tokens[device] = token
         }
         let servers = try stores.map { store in
@@ -203,7 +214,9 @@ struct CrossServerWakeTests {
         #expect(page.nextCursor == 3)
     }
 
-    @Test("the commit listener wakes every waiting pull after it reconnects, and stops cleanly", .enabled(if: available, PostgresTestDatabase.skipReason))
+    @Test(
+        "the commit listener wakes every waiting pull after it reconnects, and stops cleanly",
+        .enabled(if: available, PostgresTestDatabase.skipReason))
     func listenerReconnects() async throws {
         let database = try PostgresTestDatabase()
         let store = try PostgresServerStore(url: database.url)
@@ -212,14 +225,17 @@ struct CrossServerWakeTests {
         defer { watch.stop() }
         try store.createLibrary(named: "family", uuid: nil, at: 1)
         try await waitUntil("the listener listens") {
-            (try? PostgresTestDatabase.adminCount("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN photoledger_commits%'", database.url)) == 1
+            (try? PostgresTestDatabase.adminCount(
+                "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN photoledger_commits%'", database.url)) == 1
         }
         let token = try DeviceToken.generate()
         try store.registerToken(hash: DeviceToken.hash(token), library: "family", device: "anna-phone", scope: .readWrite, at: 1)
         let credential = try #require(try store.authenticate(tokenHash: DeviceToken.hash(token)))
         let rules = PushRules()
         var factory = EventFactory()
-        _ = try store.push(factory.make(2).map { rules.candidate(for: .valid(WireEvent($0)), credential: credential) }, for: credential, receivedAt: 10, rules: rules)
+        _ = try store.push(
+            factory.make(2).map { rules.candidate(for: .valid(WireEvent($0)), credential: credential) }, for: credential, receivedAt: 10,
+            rules: rules)
         try await waitUntil("the commit arrives") { received.withLock { $0 } == [StoreCommit(libraryID: credential.libraryID, through: 2)] }
 
         // The listening session is ended by the database: the listener reconnects and says that
@@ -228,7 +244,11 @@ struct CrossServerWakeTests {
             _ = try $0.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN photoledger_commits%'")
         }
         try await waitUntil("the listener reconnects") { received.withLock { $0.last == .some(nil) } }
-        _ = try store.push(factory.make(1).map { rules.candidate(for: .valid(WireEvent($0)), credential: credential) }, for: credential, receivedAt: 10, rules: rules)
-        try await waitUntil("commits arrive again") { received.withLock { $0.last == StoreCommit(libraryID: credential.libraryID, through: 3) } }
+        _ = try store.push(
+            factory.make(1).map { rules.candidate(for: .valid(WireEvent($0)), credential: credential) }, for: credential, receivedAt: 10,
+            rules: rules)
+        try await waitUntil("commits arrive again") {
+            received.withLock { $0.last == StoreCommit(libraryID: credential.libraryID, through: 3) }
+        }
     }
 }

@@ -30,12 +30,15 @@ struct S3TestBucket {
         var configuration = S3Configuration(
             endpoint: URL(string: environment[Self.endpointVariable] ?? "")!, region: "us-east-1",
             bucket: "photoledger-" + UUID().uuidString.lowercased().prefix(18), prefix: "blobs/test",
-            accessKeyID: environment["PHOTOLEDGER_TEST_S3_ACCESS_KEY_ID"] ?? "", secretAccessKey: environment["PHOTOLEDGER_TEST_S3_SECRET_ACCESS_KEY"] ?? "",
+            accessKeyID: environment["PHOTOLEDGER_TEST_S3_ACCESS_KEY_ID"] ?? "",
+            secretAccessKey: environment["PHOTOLEDGER_TEST_S3_SECRET_ACCESS_KEY"] ?? "",
             addressing: .path)
         configuration.partSize = partSize
         self.configuration = configuration
         let created = try S3Client(configuration: configuration).send("PUT", key: "", body: [])
-        guard created.status == 200 else { throw S3Error(.failed, "cannot create the test bucket: \(created.status) \(created.errorSummary)", url: url) }
+        guard created.status == 200 else {
+            throw S3Error(.failed, "cannot create the test bucket: \(created.status) \(created.errorSummary)", url: url)
+        }
     }
 }
 
@@ -96,8 +99,9 @@ struct S3BlobStoreTests {
         aws[S3Configuration.endpointVariable] = nil
         let virtual = try S3Configuration.fromEnvironment("s3://family-photos", environment: aws)
         #expect(virtual.addressing == .virtualHosted)
-        #expect(virtual.url(key: "ab/ab12", query: [("uploadId", "x/y+z"), ("partNumber", "2")])
-            == "https://family-photos.s3.eu-west-1.amazonaws.com/ab/ab12?partNumber=2&uploadId=x%2Fy%2Bz")
+        #expect(
+            virtual.url(key: "ab/ab12", query: [("uploadId", "x/y+z"), ("partNumber", "2")])
+                == "https://family-photos.s3.eu-west-1.amazonaws.com/ab/ab12?partNumber=2&uploadId=x%2Fy%2Bz")
 
         let missing = try #require(throws: S3Error.self) { try S3Configuration.fromEnvironment("s3://family-photos", environment: [:]) }
         #expect(missing.description.contains("AWS_ACCESS_KEY_ID"))
@@ -107,7 +111,9 @@ struct S3BlobStoreTests {
         #expect(throws: S3Error.self) { try S3Configuration.fromEnvironment("s3://family-photos", environment: badAddressing) }
     }
 
-    @Test("a small blob is stored under its hash once verified, found once, and streamed back", .enabled(if: S3TestBucket.available, S3TestBucket.skipReason))
+    @Test(
+        "a small blob is stored under its hash once verified, found once, and streamed back",
+        .enabled(if: S3TestBucket.available, S3TestBucket.skipReason))
     func smallBlob() throws {
         let store = try S3BlobStore(configuration: try S3TestBucket().configuration)
         let bytes = sampleBytes(300_000, seed: 1)
@@ -118,7 +124,9 @@ struct S3BlobStoreTests {
         #expect(try read(store.content(of: hash)) == bytes)
     }
 
-    @Test("a large blob goes up in parts and appears only once its hash matched", .enabled(if: S3TestBucket.available, S3TestBucket.skipReason))
+    @Test(
+        "a large blob goes up in parts and appears only once its hash matched",
+        .enabled(if: S3TestBucket.available, S3TestBucket.skipReason))
     func multipart() throws {
         let store = try S3BlobStore(configuration: try S3TestBucket(partSize: 5 << 20).configuration)
         let bytes = sampleBytes(12 << 20, seed: 2)
@@ -134,11 +142,15 @@ struct S3BlobStoreTests {
         var forged = bytes
         forged[7] ^= 0xFF
         let claimed = Hex.encode(SHA256.hash(sampleBytes(10, seed: 3)))
-        #expect(throws: BlobUploadFailure.hashMismatch(actual: Hex.encode(SHA256.hash(forged)))) { try upload(forged, as: claimed, to: store, chunk: 3 << 20) }
+        #expect(throws: BlobUploadFailure.hashMismatch(actual: Hex.encode(SHA256.hash(forged)))) {
+            try upload(forged, as: claimed, to: store, chunk: 3 << 20)
+        }
         #expect(try read(store.content(of: claimed)) == nil)
     }
 
-    @Test("wrong credentials are refused with an error that says what to check and shows no secret", .enabled(if: S3TestBucket.available, S3TestBucket.skipReason))
+    @Test(
+        "wrong credentials are refused with an error that says what to check and shows no secret",
+        .enabled(if: S3TestBucket.available, S3TestBucket.skipReason))
     func wrongCredentials() throws {
         var configuration = try S3TestBucket().configuration
         configuration.secretAccessKey = "not-the-secret"
@@ -148,7 +160,9 @@ struct S3BlobStoreTests {
         #expect(!error.description.contains("not-the-secret"))
     }
 
-    @Test("the server keeps blobs in S3: uploads checked by hash, downloads streamed", .enabled(if: S3TestBucket.available, S3TestBucket.skipReason))
+    @Test(
+        "the server keeps blobs in S3: uploads checked by hash, downloads streamed",
+        .enabled(if: S3TestBucket.available, S3TestBucket.skipReason))
     func serverEndToEnd() async throws {
         let bucket = try S3TestBucket(partSize: 5 << 20)
         let fixture = try ServerFixture { $0.blobStore = try? S3BlobStore(configuration: bucket.configuration) }
@@ -161,7 +175,8 @@ struct S3BlobStoreTests {
         #expect(fetched.body == blob)
 
         let wrongName = Hex.encode(SHA256.hash(Array("other".utf8)))
-        let refused = try await client.send("PUT", SyncRoutes.blob(library: "family", hash: wrongName), body: Array("forged".utf8), contentType: nil)
+        let refused = try await client.send(
+            "PUT", SyncRoutes.blob(library: "family", hash: wrongName), body: Array("forged".utf8), contentType: nil)
         #expect(refused.status == 400)
         #expect(try await client.send("GET", SyncRoutes.blob(library: "family", hash: wrongName)).status == 404)
         #expect(try read(S3BlobStore(configuration: bucket.configuration).content(of: wrongName)) == nil)

@@ -94,7 +94,8 @@ struct ServerStoreContractTests {
         let first = try fixture.push(events + [bad])
         guard case .rejected(let reason) = first[2] else { Issue.record("expected a rejection, got \(first[2])"); return }
         #expect(reason.contains("exceeds the limit"))
-        #expect(try fixture.push(events + [bad]) == [.duplicate(serverSequence: 1), .duplicate(serverSequence: 2), .rejected(reason: reason)])
+        #expect(
+            try fixture.push(events + [bad]) == [.duplicate(serverSequence: 1), .duplicate(serverSequence: 2), .rejected(reason: reason)])
         #expect(try fixture.all().count == 2)
     }
 
@@ -103,12 +104,15 @@ struct ServerStoreContractTests {
         let fixture = try ContractFixture(backend)
         var anna = EventFactory()
         let events = anna.make(4)
-        #expect(try fixture.push([events[0], events[2], events[3]]) == [
-            .stored(serverSequence: 1), .gap(expectedDeviceSequence: 2), .gap(expectedDeviceSequence: 2),
-        ])
+        #expect(
+            try fixture.push([events[0], events[2], events[3]]) == [
+                .stored(serverSequence: 1), .gap(expectedDeviceSequence: 2), .gap(expectedDeviceSequence: 2),
+            ])
         var tooLarge = events[1]
         tooLarge.payload = [UInt8](repeating: 1, count: 4096)
-        guard case .rejected = try fixture.push([tooLarge])[0] else { Issue.record("an event over the payload limit must be rejected"); return }
+        guard case .rejected = try fixture.push([tooLarge])[0] else {
+            Issue.record("an event over the payload limit must be rejected"); return
+        }
         // Its sequence is consumed: the next event continues after it.
         #expect(try fixture.push([events[2], events[3]]) == [.stored(serverSequence: 2), .stored(serverSequence: 3)])
         // A sequence used already, by another event, is rejected.
@@ -118,7 +122,9 @@ struct ServerStoreContractTests {
         #expect(reason.contains("already used"))
     }
 
-    @Test("another device's event is refused without touching the pusher's sequence; an identifier names one event", arguments: StoreBackend.all)
+    @Test(
+        "another device's event is refused without touching the pusher's sequence; an identifier names one event",
+        arguments: StoreBackend.all)
     func identifiersBelongToTheirEvent(backend: StoreBackend) throws {
         let fixture = try ContractFixture(backend)
         var anna = EventFactory()
@@ -195,7 +201,9 @@ struct ServerStoreContractTests {
         #expect(results[5] == .stored(serverSequence: 4))
     }
 
-    @Test("events name their library: another library's events are refused, bound and sealed events come back as pushed", arguments: StoreBackend.all)
+    @Test(
+        "events name their library: another library's events are refused, bound and sealed events come back as pushed",
+        arguments: StoreBackend.all)
     func libraryBinding(backend: StoreBackend) throws {
         let fixture = try ContractFixture(backend)
         var anna = EventFactory()
@@ -232,9 +240,13 @@ struct ServerStoreContractTests {
         #expect(second.events.map(\.serverSequence) == [6, 7])
         #expect(!second.hasMore)
         // The readOnly device never pulled: it holds the watermark at 0; the addOnly device does not count.
-        #expect(try fixture.store.compactionWatermark(libraryID: anna0.libraryID) == CompactionWatermark(watermark: 0, lastServerSequence: 7, deviceCount: 2))
+        #expect(
+            try fixture.store.compactionWatermark(libraryID: anna0.libraryID)
+                == CompactionWatermark(watermark: 0, lastServerSequence: 7, deviceCount: 2))
         _ = try fixture.store.pull(for: frame, since: 6, limit: 5, at: 22)
-        #expect(try fixture.store.compactionWatermark(libraryID: anna0.libraryID) == CompactionWatermark(watermark: 5, lastServerSequence: 7, deviceCount: 2))
+        #expect(
+            try fixture.store.compactionWatermark(libraryID: anna0.libraryID)
+                == CompactionWatermark(watermark: 5, lastServerSequence: 7, deviceCount: 2))
     }
 
     @Test("blobs are recorded once and listed as missing until then", arguments: StoreBackend.all)

@@ -1,10 +1,10 @@
 import Foundation
-@_exported import TestSupportKit
 import FoundationNetworking
 import LedgerCore
 import PhotoLedgerServer
-import Synchronization
 import SyncProtocol
+import Synchronization
+@_exported import TestSupportKit
 
 /// A clock the test moves by hand.
 final class ManualClock: Sendable {
@@ -37,7 +37,8 @@ struct EventFactory {
         milliseconds += 1
         return Event(
             id: ids.next(), device: device, deviceSequence: sequence, timestamp: HLCTimestamp(milliseconds: milliseconds, counter: 0),
-            changeBlock: ids.next(), object: ids.next(), type: type, schemaVersion: 1, payload: payload ?? Array("payload \(sequence)".utf8))
+            changeBlock: ids.next(), object: ids.next(), type: type, schemaVersion: 1, payload: payload ?? Array("payload \(sequence)".utf8)
+        )
     }
 
     mutating func make(_ count: Int, type: String = "asset.created") -> [Event] { (0..<count).map { _ in make(type: type) } }
@@ -96,7 +97,9 @@ struct TestClient: Sendable {
 
     func pushResponse(_ events: [Event], device: DeviceID = "anna-phone") async throws -> PushResponse {
         let reply = try await push(events, device: device)
-        guard reply.status == 200 else { throw ServerStoreError("push failed: \(reply.status) \(String(decoding: reply.body, as: UTF8.self))") }
+        guard reply.status == 200 else {
+            throw ServerStoreError("push failed: \(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
+        }
         return try reply.decode(PushResponse.self)
     }
 
@@ -137,14 +140,17 @@ final class ServerFixture: @unchecked Sendable {
         try store.createLibrary(named: "work", uuid: nil, at: 1)
         server = try Self.makeServer(store: store, blobs: directory.path("blobs"), clock: clock, logger: logger, configure: configure)
         try server.start()
-        for (device, scope) in [("anna-phone", TokenScope.readWrite), ("ben-laptop", .readWrite), ("kiosk", .addOnly), ("frame", .readOnly)] {
+        for (device, scope) in [
+            ("anna-phone", TokenScope.readWrite), ("ben-laptop", .readWrite), ("kiosk", .addOnly), ("frame", .readOnly),
+        ] {
             tokens[device] = try issue(device: device, scope: scope)
         }
         tokens["work-phone"] = try issue(device: "work-phone", scope: .readWrite, library: "work")
     }
 
     static func makeServer(
-        store: SQLiteServerStore, blobs: String, clock: ManualClock, logger: CapturingLogger, configure: (inout SyncServer.Configuration) -> Void
+        store: SQLiteServerStore, blobs: String, clock: ManualClock, logger: CapturingLogger,
+        configure: (inout SyncServer.Configuration) -> Void
     ) throws -> SyncServer {
         var configuration = SyncServer.Configuration(store: store, blobDirectory: blobs)
         configuration.clock = { clock.read() }

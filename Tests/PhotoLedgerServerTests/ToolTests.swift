@@ -24,7 +24,9 @@ func runTool(_ arguments: [String], environment: [String: String] = [:]) throws 
     let outputData = output.fileHandleForReading.readDataToEndOfFile()
     let errorData = error.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    return ToolRun(status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self), error: String(decoding: errorData, as: UTF8.self))
+    return ToolRun(
+        status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
+        error: String(decoding: errorData, as: UTF8.self))
 }
 
 /// `photoledger-server serve` running as a child process.
@@ -79,7 +81,9 @@ struct ToolTests {
         let created = try runTool(["admin", "create-library", "family", "--db", db])
         #expect(created.status == 0)
         #expect(created.output == "created library family\n")
-        let issued = try runTool(["admin", "issue-token", "--db", db, "--library", "family", "--device", "anna-phone", "--scope", "addOnly"])
+        let issued = try runTool([
+            "admin", "issue-token", "--db", db, "--library", "family", "--device", "anna-phone", "--scope", "addOnly",
+        ])
         #expect(issued.status == 0)
         let token = issued.output.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(token.hasPrefix("plt_"))
@@ -112,7 +116,8 @@ struct ToolTests {
             [], ["frobnicate"], ["admin"], ["admin", "create-library", "--db", db], ["admin", "create-library", "x"],
             ["admin", "issue-token", "--db", db, "--library", "family", "--device", "d", "--scope", "everything"],
             ["admin", "issue-token", "--db", db, "--library", "family", "--device", "bad name", "--scope", "readOnly"],
-            ["admin", "list-devices", "--db", db, "--library", "family", "--colour"], ["serve", "--db", db, "--blobs", db, "--listen", "nowhere"],
+            ["admin", "list-devices", "--db", db, "--library", "family", "--colour"],
+            ["serve", "--db", db, "--blobs", db, "--listen", "nowhere"],
         ]
         for arguments in usageCases {
             let run = try runTool(arguments)
@@ -173,7 +178,9 @@ struct ToolTests {
         let directory = try TemporaryDirectory()
         let db = directory.path("server.sqlite")
         _ = try runTool(["admin", "create-library", "family", "--db", db])
-        let issued = try runTool(["admin", "issue-token", "--db", db, "--library", "family", "--device", "anna-phone", "--scope", "readWrite"])
+        let issued = try runTool([
+            "admin", "issue-token", "--db", db, "--library", "family", "--device", "anna-phone", "--scope", "readWrite",
+        ])
         let token = issued.output.trimmingCharacters(in: .whitespacesAndNewlines)
         let server = try ServerProcess(database: db, blobs: directory.path("blobs"), options: ["--max-clock-skew", "31536000"])
         let client = TestClient(port: server.port, token: token)
@@ -186,7 +193,8 @@ struct ToolTests {
     func generatedHelp() throws {
         let serve = try runTool(["serve", "--help"])
         #expect(serve.status == 0)
-        let usage = "USAGE: photoledger-server serve [--db <path>] --blobs <dir> [--listen <host:port>] [--threads <n>] [--max-clock-skew <seconds>]"
+        let usage =
+            "USAGE: photoledger-server serve [--db <path>] --blobs <dir> [--listen <host:port>] [--threads <n>] [--max-clock-skew <seconds>]"
         #expect(serve.output.contains(usage))
         #expect(serve.output.contains("(default: 127.0.0.1:8080)") && serve.output.contains("(default: 300)"))
         let viaHelp = try runTool(["help", "admin", "issue-token"])
@@ -205,8 +213,10 @@ struct ToolTests {
         let directory = try TemporaryDirectory()
         let db = directory.path("server.sqlite")
         _ = try runTool(["admin", "create-library", "family", "--db", db])
-        let token = try runTool(["admin", "issue-token", "--db", db, "--library", "family", "--device", "anna-phone", "--scope", "readWrite"])
-            .output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let token = try runTool([
+            "admin", "issue-token", "--db", db, "--library", "family", "--device", "anna-phone", "--scope", "readWrite",
+        ])
+        .output.trimmingCharacters(in: .whitespacesAndNewlines)
         let server = try ServerProcess(database: db, blobs: directory.path("blobs"))
         let client = TestClient(port: server.port, token: token)
         #expect(try await client.send("GET", SyncRoutes.health).status == 200)
@@ -217,7 +227,8 @@ struct ToolTests {
         // Start an upload, signal the server half-way, then finish the upload: it must complete.
         let blob = [UInt8](repeating: 7, count: 200_000)
         let hash = Hex.encode(SHA256.hash(blob))
-        let head = "PUT \(SyncRoutes.blob(library: "family", hash: hash)) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\n"
+        let head =
+            "PUT \(SyncRoutes.blob(library: "family", hash: hash)) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\n"
             + "Content-Length: \(blob.count)\r\nConnection: close\r\n\r\n"
         let socket = try connectedSocket(port: server.port)
         defer { close(socket) }
@@ -245,7 +256,9 @@ struct ToolTests {
     func portInUse() throws {
         let directory = try TemporaryDirectory()
         let first = try ServerProcess(database: directory.path("a.sqlite"), blobs: directory.path("blobs"))
-        let run = try runTool(["serve", "--db", directory.path("b.sqlite"), "--blobs", directory.path("blobs"), "--listen", "127.0.0.1:\(first.port)"])
+        let run = try runTool([
+            "serve", "--db", directory.path("b.sqlite"), "--blobs", directory.path("blobs"), "--listen", "127.0.0.1:\(first.port)",
+        ])
         #expect(run.status == 1)
         #expect(run.error.contains("in use"))
         #expect(first.terminate().status == 0)

@@ -6,6 +6,7 @@ import MediaSynthesis
 import PhotoMedia
 import SyncProtocol
 import Testing
+
 @testable import PhotoLedger
 @testable import PhotoLedgerSync
 
@@ -108,7 +109,8 @@ struct EncryptionSyncTests {
         let blobs = stored.filter { $0.path.contains("/blobs/") }
         #expect(blobs.count == 4)
         for (path, bytes) in blobs {
-            #expect(!bytes.starts(with: [0xFF, 0xD8, 0xFF]) && !(bytes.count > 8 && bytes[4..<8].elementsEqual(Array("ftyp".utf8))), "\(path)")
+            #expect(
+                !bytes.starts(with: [0xFF, 0xD8, 0xFF]) && !(bytes.count > 8 && bytes[4..<8].elementsEqual(Array("ftyp".utf8))), "\(path)")
         }
 
         // Nothing the server holds opens a payload: no key-sized run of bytes of any key store entry.
@@ -117,7 +119,8 @@ struct EncryptionSyncTests {
         let sealed = try Array(anna.library.allEventsForTests().prefix(12))
         #expect(sealed.allSatisfy { $0.seal != nil })
         for entry in entries {
-            for start in stride(from: 0, through: max(0, entry.value.count - SecretKey.length), by: 4) where entry.value.count >= SecretKey.length {
+            for start in stride(from: 0, through: max(0, entry.value.count - SecretKey.length), by: 4)
+            where entry.value.count >= SecretKey.length {
                 let candidate = try SecretKey(bytes: Array(entry.value[start..<start + SecretKey.length]))
                 for event in sealed {
                     #expect((try? PayloadSeal.open(event, payloadKey: PayloadSeal.payloadKey(of: candidate))) == nil)
@@ -205,7 +208,9 @@ struct EncryptionSyncTests {
         #expect(try ben.library.statistics().pendingEvents == 1)
     }
 
-    @Test("purging an asset destroys its key on every device and on the server: its payloads and bytes stay sealed, verify passes, rebuild gives the same views")
+    @Test(
+        "purging an asset destroys its key on every device and on the server: its payloads and bytes stay sealed, verify passes, rebuild gives the same views"
+    )
     func cryptoShredding() async throws {
         let server = try TestServer()
         let clock = TestClock()
@@ -244,7 +249,10 @@ struct EncryptionSyncTests {
         #expect(try server.store.keyEntry(libraryID: 1, name: entry) == nil)
         for device in [anna, ben] {
             #expect(device.library.encryption.snapshot.assetKeys[doomed] == nil)
-            #expect(try device.library.readDatabase { try $0.firstRow("SELECT key IS NULL FROM e2e_asset_keys WHERE asset = ?", [doomed.bytes]) { $0.int64(0) } } == 1)
+            #expect(
+                try device.library.readDatabase {
+                    try $0.firstRow("SELECT key IS NULL FROM e2e_asset_keys WHERE asset = ?", [doomed.bytes]) { $0.int64(0) }
+                } == 1)
             #expect(!device.library.resources.contains(resource.sha256))
             #expect(try device.library.fetchAssets().count == 1)
             #expect(try device.library.statistics().quarantined.isEmpty)
@@ -260,7 +268,8 @@ struct EncryptionSyncTests {
             let opening = blobs.filter { blob in
                 (held.assetKeys.values.map(\.key) + (held.ring?.generations.map(\.key) ?? [])).contains { key in
                     (try? ResourceCipher.decrypt(
-                        fileAt: URL(fileURLWithPath: blob.path), to: directory.file("attempt"), key: PhotoLibrary.resourceKey(of: key))) != nil
+                        fileAt: URL(fileURLWithPath: blob.path), to: directory.file("attempt"), key: PhotoLibrary.resourceKey(of: key)))
+                        != nil
                 }
             }
             #expect(opening.count == 1)

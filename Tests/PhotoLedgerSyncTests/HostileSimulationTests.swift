@@ -5,6 +5,7 @@ import PhotoLedgerServer
 import SyncProtocol
 import SyncTransport
 import Testing
+
 @testable import PhotoLedger
 @testable import PhotoLedgerSync
 
@@ -72,7 +73,9 @@ struct HostileSimulationTests {
         let views = try Device.dump(reference)
         let quarantine = try reference.quarantine()
         let objects = try reference.readDatabase { db in
-            try db.rows("SELECT asset_id, 'asset' FROM assets WHERE created = 1 UNION ALL SELECT album_id, 'album' FROM albums WHERE created = 1") {
+            try db.rows(
+                "SELECT asset_id, 'asset' FROM assets WHERE created = 1 UNION ALL SELECT album_id, 'album' FROM albums WHERE created = 1"
+            ) {
                 LocalIdentifier(uuid: UUID(bytes: $0.blob(0))!, kind: $0.text(1) == "asset" ? .asset : .album).description
             }
         }
@@ -97,7 +100,9 @@ extension PhotoLibrary {
     /// Events of the log the server holds (for hostile devices to copy and mutate).
     func serverHeldEvents() throws -> [Event] {
         try readDatabase { db in
-            try db.rows("SELECT \(EventLog.columns) FROM events WHERE server_seq IS NOT NULL ORDER BY local_seq LIMIT 300", [], EventLog.decode).map(\.event)
+            try db.rows(
+                "SELECT \(EventLog.columns) FROM events WHERE server_seq IS NOT NULL ORDER BY local_seq LIMIT 300", [], EventLog.decode
+            ).map(\.event)
         }
     }
 }
@@ -136,7 +141,8 @@ struct HostileDevice {
     }
 
     private func make(known: [Event], now: UInt64, random: inout SeededRandomNumberGenerator) -> Event {
-        let stamp = HLCTimestamp(milliseconds: now - UInt64.random(in: 0...5_000, using: &random), counter: UInt16.random(in: 0...9, using: &random))
+        let stamp = HLCTimestamp(
+            milliseconds: now - UInt64.random(in: 0...5_000, using: &random), counter: UInt16.random(in: 0...9, using: &random))
         let template = known.randomElement(using: &random)
         var event = Event(
             id: UUID(), device: device, deviceSequence: sequence, timestamp: stamp, changeBlock: UUID(),
@@ -168,7 +174,8 @@ struct HostileDevice {
             // A valid change of another device's asset or album, with a claim it cannot have.
             let claims = CausalClaims(overwritten: [.isFavorite: WriterStamp(hlc: Int64(stamp.rawValue) + 1, device: "honest-0")])
             event.type = EventType.assetChanged.rawValue
-            event.payload = ChangeEvent.assetChanged(.init(isFavorite: Bool.random(using: &random))).encoded(claims: Bool.random(using: &random) ? claims : CausalClaims())
+            event.payload = ChangeEvent.assetChanged(.init(isFavorite: Bool.random(using: &random))).encoded(
+                claims: Bool.random(using: &random) ? claims : CausalClaims())
         case 7:
             // A creation aimed at an object that exists (a second creation, or the other kind).
             event.type = Bool.random(using: &random) ? EventType.assetCreated.rawValue : EventType.albumCreated.rawValue
@@ -179,7 +186,9 @@ struct HostileDevice {
             // A membership change naming an album as an asset, and a merge into an asset.
             if Bool.random(using: &random) {
                 event.type = EventType.albumMembersChanged.rawValue
-                event.payload = ChangeEvent.albumMembersChanged(operation: .add, entries: [.init(asset: event.object, causalLength: 1, position: "V")]).encoded()
+                event.payload = ChangeEvent.albumMembersChanged(
+                    operation: .add, entries: [.init(asset: event.object, causalLength: 1, position: "V")]
+                ).encoded()
             } else {
                 event.type = EventType.albumMerged.rawValue
                 event.payload = ChangeEvent.albumMerged(winner: known.randomElement(using: &random)?.object ?? UUID()).encoded()

@@ -3,6 +3,7 @@ import LedgerCore
 import SyncTransport
 import Synchronization
 import Testing
+
 @testable import PhotoLedger
 @testable import PhotoLedgerSync
 
@@ -252,7 +253,9 @@ struct LiveSyncTests {
         let watcher = Watcher(camera.engine.live(Self.options()))
         guard case .started(let first) = try await watcher.next(where: { _ in true }) else { return }
         #expect(first.scope == .addOnly)
-        let photo = try camera.library.performChangesAndWait { try $0.createAsset(from: samplePhoto(4)).placeholderForCreatedAsset.localIdentifier }
+        let photo = try camera.library.performChangesAndWait {
+            try $0.createAsset(from: samplePhoto(4)).placeholderForCreatedAsset.localIdentifier
+        }
         guard case .pushed(let sent) = try await watcher.next(where: { if case .pushed = $0 { true } else { false } }) else { return }
         #expect(sent.pushedEvents == 1 && sent.uploadedResources == 1)
         try await anna.sync()

@@ -5,6 +5,7 @@ import PhotoLedgerServer
 import SyncProtocol
 import SyncTransport
 import Testing
+
 @testable import PhotoLedger
 @testable import PhotoLedgerSync
 
@@ -42,7 +43,9 @@ struct PullFormatTests {
             directory = try TemporaryDirectory()
             anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
             try anna.library.performChangesAndWait { changes in
-                let assets = try (0..<40).map { _ in try changes.createImageRecord(width: 640, height: 480, creationDate: nil).placeholderForCreatedAsset }
+                let assets = try (0..<40).map { _ in
+                    try changes.createImageRecord(width: 640, height: 480, creationDate: nil).placeholderForCreatedAsset
+                }
                 let album = try changes.createAlbum(title: "Trip")
                 try album.addAssets(Array(assets.prefix(25)))
                 try changes.createAlbum(title: "Home").addAssets(Array(assets.suffix(10)))
@@ -77,16 +80,20 @@ struct PullFormatTests {
         let json = try fixture.library("carl-laptop", seed: 3)
         let oldServer = try fixture.library("dana-phone", seed: 4)
         // Asked for event pages, but the Accept header never reaches the server: JSON comes back.
-        let stripping = RewritingTransport(base: testTransport(), request: { request in
-            var request = request
-            request.headers["Accept"] = nil
-            return request
-        })
+        let stripping = RewritingTransport(
+            base: testTransport(),
+            request: { request in
+                var request = request
+                request.headers["Accept"] = nil
+                return request
+            })
         let seen = Formats()
-        let watching = RewritingTransport(base: testTransport(), response: { response in
-            seen.add(response.headers["Content-Type"] ?? "")
-            return response
-        })
+        let watching = RewritingTransport(
+            base: testTransport(),
+            response: { response in
+                seen.add(response.headers["Content-Type"] ?? "")
+                return response
+            })
         try await fixture.engine(binary, transport: watching).sync()
         try await fixture.engine(json, eventPages: false).sync()
         try await fixture.engine(oldServer, transport: stripping).sync()
@@ -105,17 +112,21 @@ struct PullFormatTests {
     func damagedPage(damage: String) async throws {
         let fixture = try await Fixture()
         let library = try fixture.library("ben-tablet", seed: 2)
-        let damaging = RewritingTransport(base: testTransport(), response: { response in
-            guard response.headers["Content-Type"] == EventPage.contentType, case .bytes(var bytes) = response.body else { return response }
-            switch damage {
-            case "truncated": bytes.removeLast(3)
-            case "payload": bytes[bytes.count - 1] ^= 0x40  // the last event's payload or schema version
-            default: bytes[12] ^= 0x01  // inside the first event's chain value (after 8 bytes of header and its sequence)
-            }
-            var damaged = response
-            damaged.body = .bytes(bytes)
-            return damaged
-        })
+        let damaging = RewritingTransport(
+            base: testTransport(),
+            response: { response in
+                guard response.headers["Content-Type"] == EventPage.contentType, case .bytes(var bytes) = response.body else {
+                    return response
+                }
+                switch damage {
+                case "truncated": bytes.removeLast(3)
+                case "payload": bytes[bytes.count - 1] ^= 0x40  // the last event's payload or schema version
+                default: bytes[12] ^= 0x01  // inside the first event's chain value (after 8 bytes of header and its sequence)
+                }
+                var damaged = response
+                damaged.body = .bytes(bytes)
+                return damaged
+            })
         let error = try await #require(throws: SyncError.self) { try await fixture.engine(library, transport: damaging).sync() }
         guard case .invalidResponse(let message) = error else {
             Issue.record("expected invalidResponse, got \(error)")

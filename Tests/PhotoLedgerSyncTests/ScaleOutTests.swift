@@ -2,10 +2,11 @@ import Foundation
 import LedgerCore
 import LedgerStore
 import PhotoLedgerServer
-import Synchronization
 import SyncProtocol
 import SyncTransport
+import Synchronization
 import Testing
+
 @testable import PhotoLedger
 @testable import PhotoLedgerSync
 
@@ -103,21 +104,27 @@ struct ScaleOutTests {
         psql.arguments = [admin, "-qc", "CREATE DATABASE \(name)"]
         try psql.run()
         psql.waitUntilExit()
-        guard psql.terminationStatus == 0, var components = URLComponents(string: admin) else { throw SyncError.invalidResponse("psql failed") }
+        guard psql.terminationStatus == 0, var components = URLComponents(string: admin) else {
+            throw SyncError.invalidResponse("psql failed")
+        }
         components.path = "/" + name
         return components.string!
     }
 
     @Test(
         "thirty devices through three servers at random, one killed mid-push: all converge, every chain verifies, no sequence gap",
-        .enabled(if: postgresURL != nil, "PostgreSQL tests skipped: set PHOTOLEDGER_TEST_POSTGRES_URL (Tools/test.sh starts a throwaway cluster and sets it)"))
+        .enabled(
+            if: postgresURL != nil,
+            "PostgreSQL tests skipped: set PHOTOLEDGER_TEST_POSTGRES_URL (Tools/test.sh starts a throwaway cluster and sets it)"))
     func threeServersThirtyDevices() async throws {
         let directory = try TemporaryDirectory()
         let tool = try builtExecutable("photoledger-server")
         let db = try createDatabase(admin: Self.postgresURL!)
         _ = try run(tool, ["admin", "create-library", "family", "--db", db])
         let names = (0..<30).map { DeviceID("device-\($0)") }
-        let tokens = try names.map { try run(tool, ["admin", "issue-token", "--db", db, "--library", "family", "--device", $0.rawValue, "--scope", "readWrite"]) }
+        let tokens = try names.map {
+            try run(tool, ["admin", "issue-token", "--db", db, "--library", "family", "--device", $0.rawValue, "--scope", "readWrite"])
+        }
         let blobs = directory.file("blobs").path
         let servers = try (0..<3).map { _ in try ServeProcess(tool, arguments: ["--db", db, "--blobs", blobs]) }
         let balancer = RandomServerTransport(base: CurlTransport(), ports: servers.map(\.port), seed: 7)
@@ -132,7 +139,9 @@ struct ScaleOutTests {
             let remote = try SyncRemote(libraryURL: "http://127.0.0.1:\(servers[0].port)/v1/libraries/family", token: tokens[index])
             var engineOptions = SyncEngine.Options()
             engineOptions.pushBatchSize = 5  // several pushes per sync, so the kill lands in the middle of some
-            devices.append(ScaleOutDevice(library: library, engine: SyncEngine(library: library, remote: remote, transport: transport, options: engineOptions)))
+            devices.append(
+                ScaleOutDevice(
+                    library: library, engine: SyncEngine(library: library, remote: remote, transport: transport, options: engineOptions)))
         }
 
         /// Every device changes its library, then all sync at once (eight at a time).

@@ -2,6 +2,7 @@ import Foundation
 import LedgerCore
 import PhotoLedgerServer
 import Testing
+
 @testable import PhotoLedger
 @testable import PhotoLedgerSync
 
@@ -54,7 +55,9 @@ struct SyncScenarioTests {
         #expect(try ben.members(album) == assets)
         #expect(try ben.library.requestImageData(for: assets[0], version: .original) == photo(1))
         clock.advance(milliseconds: 1000)
-        let annaNew = try anna.library.performChangesAndWait { try $0.createAsset(from: photo(3)).placeholderForCreatedAsset.localIdentifier }
+        let annaNew = try anna.library.performChangesAndWait {
+            try $0.createAsset(from: photo(3)).placeholderForCreatedAsset.localIdentifier
+        }
         let benNew = try ben.library.performChangesAndWait { try $0.createAsset(from: photo(4)).placeholderForCreatedAsset.localIdentifier }
         if annaFirst { try await syncBoth(anna, ben) } else { try await syncBoth(ben, anna) }
         for device in [anna, ben] {
@@ -102,7 +105,9 @@ struct SyncScenarioTests {
         #expect(try anna.asset(assets[1])?.isFavorite == true && ben.asset(assets[1])?.isFavorite == true)
     }
 
-    @Test("key asset removed from its album on another device: the first asset is the cover everywhere, the choice returns with it", arguments: [true, false])
+    @Test(
+        "key asset removed from its album on another device: the first asset is the cover everywhere, the choice returns with it",
+        arguments: [true, false])
     func keyAssetRemovedElsewhere(chooserFirst: Bool) async throws {
         let scenario = try await twoDevices()
         defer { withExtendedLifetime(scenario) {} }
@@ -148,7 +153,8 @@ struct SyncScenarioTests {
             try device.library.performChangesAndWait { changes in
                 try changes.assetChangeRequest(for: assets[0]).setContentEditingOutput(
                     ContentEditingOutput(
-                        renderedContent: .data(photo(seed)), adjustmentFormatIdentifier: "com.example.\(name)", adjustmentFormatVersion: "1",
+                        renderedContent: .data(photo(seed)), adjustmentFormatIdentifier: "com.example.\(name)",
+                        adjustmentFormatVersion: "1",
                         adjustmentData: Data(name.utf8)))
             }
         }
@@ -163,7 +169,9 @@ struct SyncScenarioTests {
         }
     }
 
-    @Test("a folder moved into itself through two devices' moves: both read the same tree, the folder moved last at the top", arguments: [true, false])
+    @Test(
+        "a folder moved into itself through two devices' moves: both read the same tree, the folder moved last at the top",
+        arguments: [true, false])
     func folderCycle(laterFirst: Bool) async throws {
         let scenario = try await twoDevices()
         defer { withExtendedLifetime(scenario) {} }
@@ -301,13 +309,16 @@ struct SyncScenarioTests {
         let offline = try await #require(throws: SyncError.self) { try await unreachable.sync() }
         #expect(offline.description.contains("is the server running"))
         let badToken = SyncEngine(
-            library: device.library, remote: try SyncRemote(libraryURL: "http://127.0.0.1:\(server.port)/v1/libraries/family", token: "plt_wrong"),
+            library: device.library,
+            remote: try SyncRemote(libraryURL: "http://127.0.0.1:\(server.port)/v1/libraries/family", token: "plt_wrong"),
             transport: testTransport())
         let refused = try await #require(throws: SyncError.self) { try await badToken.sync() }
         #expect(refused.description.contains("refused this device's token"))
         let otherLibrary = SyncEngine(
             library: device.library,
-            remote: try SyncRemote(libraryURL: "http://127.0.0.1:\(server.port)/v1/libraries/family", token: server.token(device: "anna-phone", library: "work")),
+            remote: try SyncRemote(
+                libraryURL: "http://127.0.0.1:\(server.port)/v1/libraries/family",
+                token: server.token(device: "anna-phone", library: "work")),
             transport: testTransport())
         let forbidden = try await #require(throws: SyncError.self) { try await otherLibrary.sync() }
         #expect(forbidden.description.contains("access refused"))

@@ -4,6 +4,7 @@ import LedgerStore
 import PhotoLedgerServer
 import SyncTransport
 import Testing
+
 @testable import PhotoLedger
 @testable import PhotoLedgerSync
 

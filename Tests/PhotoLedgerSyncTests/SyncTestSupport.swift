@@ -1,11 +1,12 @@
-@_exported import PhotoLedgerTestSupport
 import Foundation
 import LedgerCore
 import LedgerStore
 import PhotoLedgerServer
+@_exported import PhotoLedgerTestSupport
 import SyncProtocol
 import SyncTransport
 import Testing
+
 @testable import PhotoLedger
 @testable import PhotoLedgerSync
 
@@ -50,7 +51,8 @@ final class TestServer {
     }
 
     func remote(device: DeviceID, library: String = "family", scope: TokenScope = .readWrite) throws -> SyncRemote {
-        try SyncRemote(libraryURL: "http://127.0.0.1:\(port)/v1/libraries/\(library)", token: token(device: device, library: library, scope: scope))
+        try SyncRemote(
+            libraryURL: "http://127.0.0.1:\(port)/v1/libraries/\(library)", token: token(device: device, library: library, scope: scope))
     }
 
     deinit { server.stop() }
@@ -58,7 +60,8 @@ final class TestServer {
 
 /// A transport that retries at once (no sleeping), for tests.
 func testTransport(_ base: any HTTPTransport = CurlTransport()) -> any HTTPTransport {
-    RetryingTransport(wrapping: base, policy: RetryPolicy(maximumAttempts: 3), random: SeededRandomNumberGenerator(seed: 1), sleep: { _ in })
+    RetryingTransport(
+        wrapping: base, policy: RetryPolicy(maximumAttempts: 3), random: SeededRandomNumberGenerator(seed: 1), sleep: { _ in })
 }
 
 /// A device: a library and its sync engine.
@@ -66,14 +69,17 @@ struct Device {
     let library: PhotoLibrary
     let engine: SyncEngine
 
-    init(_ name: DeviceID, server: TestServer, directory: TemporaryDirectory, clock: TestClock, seed: UInt64,
-         transport: (any HTTPTransport)? = nil, scope: TokenScope = .readWrite) throws {
+    init(
+        _ name: DeviceID, server: TestServer, directory: TemporaryDirectory, clock: TestClock, seed: UInt64,
+        transport: (any HTTPTransport)? = nil, scope: TokenScope = .readWrite
+    ) throws {
         var options = PhotoLibrary.Options()
         options.clock = { clock.read() }
         options.randomSeed = seed
         options.preauthorized = true
         library = try PhotoLibrary(url: directory.file("\(name.rawValue).sqlite"), device: name, options: options)
-        engine = SyncEngine(library: library, remote: try server.remote(device: name, scope: scope), transport: transport ?? testTransport())
+        engine = SyncEngine(
+            library: library, remote: try server.remote(device: name, scope: scope), transport: transport ?? testTransport())
     }
 
     @discardableResult

@@ -5,6 +5,7 @@ import PhotoLedgerServer
 import SyncProtocol
 import SyncTransport
 import Testing
+
 @testable import PhotoLedger
 @testable import PhotoLedgerSync
 
@@ -40,7 +41,8 @@ struct RawClient {
         milliseconds: UInt64
     ) -> Event {
         Event(
-            id: UUID(), library: library, device: device, deviceSequence: sequence, timestamp: HLCTimestamp(milliseconds: milliseconds, counter: 0),
+            id: UUID(), library: library, device: device, deviceSequence: sequence,
+            timestamp: HLCTimestamp(milliseconds: milliseconds, counter: 0),
             changeBlock: UUID(), object: object, type: type.rawValue, schemaVersion: version, payload: payload)
     }
 }
@@ -63,7 +65,8 @@ func assetCreationPayload(favorite: Bool = false, hidden: Bool = false) -> [UInt
 @Suite("Trust: no peer can break a library")
 struct TrustTests {
     /// Anna's phone with a few photos in an album, synced; the server and clock for more devices.
-    static func family() async throws -> (server: TestServer, directory: TemporaryDirectory, clock: TestClock, anna: Device, album: String) {
+    static func family() async throws -> (server: TestServer, directory: TemporaryDirectory, clock: TestClock, anna: Device, album: String)
+    {
         let clock = TestClock()
         let server = try TestServer(clock: clock)
         let directory = try TemporaryDirectory()
@@ -119,7 +122,8 @@ struct TrustTests {
         let target = try #require(try anna.library.fetchAssets().first)
         let kiosk = try RawClient(server, device: "kiosk", scope: .addOnly)
         let hijack = kiosk.event(
-            1, type: .assetCreated, object: LocalIdentifier(target.localIdentifier)!.uuid, payload: assetCreationPayload(favorite: true, hidden: true),
+            1, type: .assetCreated, object: LocalIdentifier(target.localIdentifier)!.uuid,
+            payload: assetCreationPayload(favorite: true, hidden: true),
             milliseconds: clock.read() + 1000)
         guard case .rejected(let reason) = try await kiosk.push([hijack])[0] else {
             Issue.record("the server must refuse an addOnly creation of an existing object")
@@ -172,7 +176,8 @@ struct TrustTests {
         #expect(annaReport.pulledEvents == 2)
         #expect(try anna.library.fetchAssetCollections(with: .album).map(\.title) == ["Trip"])
         #expect(try kiosk.library.statistics().rejectedEvents == 2)
-        #expect(try kiosk.library.readDatabase { db in try db.firstRow("SELECT count(*) FROM albums WHERE created = 1") { $0.int64(0) } } == 0)
+        #expect(
+            try kiosk.library.readDatabase { db in try db.firstRow("SELECT count(*) FROM albums WHERE created = 1") { $0.int64(0) } } == 0)
     }
 
     @Test("with a readOnly token pulls always work, unsent changes are folded out, and change blocks fail at once")
@@ -221,7 +226,8 @@ struct TrustTests {
         }
         let titles = try Self.history(anna.library, album).filter { $0.type == "album.renamed" }.map(\.changes)
         #expect(titles.map { $0[0].newValue } == ["Trip 0", "Trip 1", "Trip 2", "Trip, final"])
-        #expect(titles[0][0].outcome == .overruled(by: try Self.history(anna.library, album).filter { $0.type == "album.renamed" }[1].eventID))
+        #expect(
+            titles[0][0].outcome == .overruled(by: try Self.history(anna.library, album).filter { $0.type == "album.renamed" }[1].eventID))
         guard case .replaced = titles[2][0].outcome else { Issue.record("a rename made after seeing the last one replaces it"); return }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import PhotoLedger
 
 @Suite("Albums and PhotoKit's index rules")

@@ -133,7 +133,9 @@ struct AuditServerTests {
         #expect(try anna.verifyServerChainHead(lastServerSequence: 9, headHash: head) == nil)
     }
 
-    @Test("a page is checked against the server's chain on a fresh device and on one with its own history; one wrong value rolls the page back")
+    @Test(
+        "a page is checked against the server's chain on a fresh device and on one with its own history; one wrong value rolls the page back"
+    )
     func pageCheckedWithOrWithoutLocalHistory() throws {
         let directory = try TemporaryDirectory()
         let anna = try makeLibrary(directory, device: "anna-phone")
@@ -226,7 +228,9 @@ struct AuditServerTests {
             _ = try ben.applyRemoteEvents(page.map(\.event), serverSequences: range.map { Int64($0 + 1) }, chain: Array(entries[range]))
         }
         #expect(try ben.verifyServerChain(Array(entries[700..<1300])).checked == 600)
-        let inRows = try ben.readDatabase { db in try db.firstRow("SELECT count(*) FROM events WHERE server_chain_hash IS NOT NULL") { $0.int64(0) } }
+        let inRows = try ben.readDatabase { db in
+            try db.firstRow("SELECT count(*) FROM events WHERE server_chain_hash IS NOT NULL") { $0.int64(0) }
+        }
         let inTable = try ben.readDatabase { db in try db.firstRow("SELECT count(*) FROM server_chain") { $0.int64(0) } }
         #expect(inRows == 1200 && inTable == 600)
         let report = try ben.verifyServerChain()

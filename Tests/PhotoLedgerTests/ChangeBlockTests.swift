@@ -1,6 +1,7 @@
 import Foundation
 import LedgerCore
 import Testing
+
 @testable import PhotoLedger
 
 @Suite("Change blocks")

@@ -1,6 +1,7 @@
 import Foundation
 import LedgerCore
 import Testing
+
 @testable import PhotoLedger
 
 /// Applies change details the way a collection view does: removals (old indexes), insertions
@@ -99,7 +100,8 @@ struct ChangeDetailsTests {
                     switch Int.random(in: 0..<4, using: &random) {
                     case 0 where count > 0: try request.removeAssets(at: [Int.random(in: 0..<count, using: &random)])
                     case 1 where count > 1:
-                        try request.moveAssets(at: [Int.random(in: 0..<count, using: &random)], to: Int.random(in: 0..<count, using: &random))
+                        try request.moveAssets(
+                            at: [Int.random(in: 0..<count, using: &random)], to: Int.random(in: 0..<count, using: &random))
                     case 2: try request.addAssets([a.randomElement(using: &random)!])
                     default: try changes.assetChangeRequest(for: a.randomElement(using: &random)!).setFavorite(Bool.random(using: &random))
                     }
@@ -124,7 +126,8 @@ struct ChangeDetailsTests {
         let pool = (0..<12).map { index in imageAsset(index) }
         let old = Array(pool.shuffled(using: &random).prefix(Int.random(in: 0...10, using: &random)))
         let new = Array(pool.shuffled(using: &random).prefix(Int.random(in: 0...10, using: &random)))
-        let details = FetchResultChangeDetails(before: FetchResult(old, query: .assets(FetchOptions())), after: FetchResult(new, query: .assets(FetchOptions())))
+        let details = FetchResultChangeDetails(
+            before: FetchResult(old, query: .assets(FetchOptions())), after: FetchResult(new, query: .assets(FetchOptions())))
         #expect(apply(details, to: old) == new.map(\.id))
         #expect(details.removedObjects.allSatisfy { !new.contains($0) })
         #expect(details.insertedObjects.allSatisfy { !old.contains($0) })

@@ -1,6 +1,7 @@
 import Foundation
 import LedgerCore
 import Testing
+
 @testable import PhotoLedger
 
 @Suite("Smart albums, the collections of an asset, content editing")
@@ -72,10 +73,12 @@ struct CollectionsAndEditingTests {
         }
         #expect(try library.adjustmentData(for: id) == adjustment)
         let handled = try library.requestContentEditingInput(
-            for: id, options: .init(canHandleAdjustmentData: { $0.formatIdentifier == "com.example.filters" && $0.formatVersion.hasPrefix("2.") }))
+            for: id,
+            options: .init(canHandleAdjustmentData: { $0.formatIdentifier == "com.example.filters" && $0.formatVersion.hasPrefix("2.") }))
         #expect(handled.adjustmentData == adjustment && handled.baseVersion == .unadjusted)
         #expect(try Data(contentsOf: handled.fullSizeImageURL) == original, "an app that handles the edit redoes it from the original")
-        let other = try library.requestContentEditingInput(for: id, options: .init(canHandleAdjustmentData: { $0.formatIdentifier == "org.other" }))
+        let other = try library.requestContentEditingInput(
+            for: id, options: .init(canHandleAdjustmentData: { $0.formatIdentifier == "org.other" }))
         #expect(other.adjustmentData == nil && other.baseVersion == .current)
         #expect(try Data(contentsOf: other.fullSizeImageURL) == rendered, "another app edits on top of what the asset shows")
         #expect(other.mediaType == .image && other.uniformTypeIdentifier == "public.jpeg")
@@ -124,21 +127,34 @@ struct LocationFetchTests {
             }
         }
         let name = Dictionary(uniqueKeysWithValues: zip(ids, places.map(\.0)))
-        func names(_ options: FetchOptions) throws -> [String] { try library.fetchAssets(options: options).map { name[$0.localIdentifier]! } }
+        func names(_ options: FetchOptions) throws -> [String] {
+            try library.fetchAssets(options: options).map { name[$0.localIdentifier]! }
+        }
         let paris = places[0].1!
-        #expect(try Set(names(FetchOptions(predicate: .locatedIn(LocationRegion(center: paris, radius: 30_000))))) == ["paris", "versailles"])
+        #expect(
+            try Set(names(FetchOptions(predicate: .locatedIn(LocationRegion(center: paris, radius: 30_000))))) == ["paris", "versailles"])
         #expect(try names(FetchOptions(predicate: .locatedIn(LocationRegion(center: paris, radius: 1_000)))) == ["paris"])
         let pacific = LocationRegion(minimumLatitude: -25, maximumLatitude: -10, minimumLongitude: 170, maximumLongitude: -170)
         #expect(try names(FetchOptions(predicate: .locatedIn(pacific))) == ["fiji", "samoa"])
         #expect(pacific.contains(places[4].1!) && !pacific.contains(paris))
         let days = DateInterval(start: Date(timeIntervalSince1970: 1_700_000_000 + 86_400), duration: 2 * 86_400)
         #expect(try names(FetchOptions(predicate: .createdDuring(days))) == ["versailles", "lyon"])
-        #expect(try names(FetchOptions(predicate: .and([.createdDuring(days), .not(.locatedIn(LocationRegion(center: paris, radius: 50_000)))]))) == ["lyon"])
+        #expect(
+            try names(
+                FetchOptions(predicate: .and([.createdDuring(days), .not(.locatedIn(LocationRegion(center: paris, radius: 50_000)))]))) == [
+                    "lyon"
+                ])
         #expect(try names(FetchOptions(predicate: .or([.hasLocation(false), .locatedIn(pacific)]))) == ["fiji", "samoa", "nowhere"])
         // Great-circle distances from Paris: Versailles 18 km, Lyon 391 km, Samoa 16,079 km (across the
         // 180th meridian), Fiji 16,531 km.
-        #expect(try names(FetchOptions(sortDescriptors: [SortDescriptor(distanceFrom: paris)])) == ["paris", "versailles", "lyon", "samoa", "fiji", "nowhere"])
-        #expect(try names(FetchOptions(sortDescriptors: [SortDescriptor(distanceFrom: paris, ascending: false)], fetchLimit: 3)) == ["fiji", "samoa", "lyon"])
+        #expect(
+            try names(FetchOptions(sortDescriptors: [SortDescriptor(distanceFrom: paris)])) == [
+                "paris", "versailles", "lyon", "samoa", "fiji", "nowhere",
+            ])
+        #expect(
+            try names(FetchOptions(sortDescriptors: [SortDescriptor(distanceFrom: paris, ascending: false)], fetchLimit: 3)) == [
+                "fiji", "samoa", "lyon",
+            ])
         // In an album, sorted in SQL and (for a merged album) in memory alike.
         let (trip, other) = try library.performChangesAndWait { changes in
             let trip = try changes.createAlbum(title: "Trip"), other = try changes.createAlbum(title: "Trip")
@@ -148,7 +164,10 @@ struct LocationFetchTests {
         }
         let byDistance = FetchOptions(sortDescriptors: [SortDescriptor(distanceFrom: places[2].1!)])
         // From Lyon: Paris 391 km, Versailles 395 km, Samoa 16,445 km, Fiji 16,834 km.
-        #expect(try library.fetchAssets(in: library.album(trip), options: byDistance).map { name[$0.localIdentifier]! } == ["lyon", "paris", "versailles"])
+        #expect(
+            try library.fetchAssets(in: library.album(trip), options: byDistance).map { name[$0.localIdentifier]! } == [
+                "lyon", "paris", "versailles",
+            ])
         let merged = try library.performChangesAndWait { try $0.mergeAlbums([trip, other]).localIdentifier }
         #expect(
             try library.fetchAssets(in: library.album(merged), options: byDistance).map { name[$0.localIdentifier]! }

@@ -3,6 +3,7 @@ import LedgerCore
 import LedgerCrypto
 import LedgerStore
 import Testing
+
 @testable import PhotoLedger
 
 /// An end-to-end encrypted library on one device: what the log holds, what the views show, and
@@ -68,9 +69,12 @@ struct EncryptionTests {
 
         // A ring sealed for another key, and a damaged one, change nothing.
         let stranger = BoxKeyPair()
-        let ring = try KeyRing(unwrapping: try #require(try anna.pendingKeyEntries().first { $0.name == "ring/anna-phone" }?.value),
-                               with: BoxKeyPair(secretKey: try annaDeviceKey(anna)))
-        let wrong = try ben.absorbKeyStore(["library/public": ring.identity.publicKey, "ring/ben-tablet": try ring.wrapped(for: stranger.publicKey)])
+        let ring = try KeyRing(
+            unwrapping: try #require(try anna.pendingKeyEntries().first { $0.name == "ring/anna-phone" }?.value),
+            with: BoxKeyPair(secretKey: try annaDeviceKey(anna)))
+        let wrong = try ben.absorbKeyStore([
+            "library/public": ring.identity.publicKey, "ring/ben-tablet": try ring.wrapped(for: stranger.publicKey),
+        ])
         #expect(!wrong.problems.isEmpty && !wrong.enrolled)
         var damaged = try ring.wrapped(for: benKey)
         damaged[damaged.count - 1] ^= 1
@@ -78,7 +82,8 @@ struct EncryptionTests {
         #expect(try ben.statistics().quarantined[.sealed] == events.count)
 
         // The code both devices show agrees; the approved ring folds the album events, and the asset keys the assets.
-        #expect(try anna.enrolmentCode(for: benKey) == { if case .awaitingEnrolment(let code) = ben.encryptionStatus { code } else { nil } }())
+        #expect(
+            try anna.enrolmentCode(for: benKey) == { if case .awaitingEnrolment(let code) = ben.encryptionStatus { code } else { nil } }())
         try anna.approveEnrolment(of: "ben-tablet", publicKey: benKey)
         var entries: [String: [UInt8]] = [:]
         for entry in try anna.pendingKeyEntries() { entries[entry.name] = entry.value }
@@ -103,13 +108,17 @@ struct EncryptionTests {
         #expect(try RecoveryKey(text: key.text.lowercased().replacingOccurrences(of: "-", with: " ")).key == key.key)
         var typo = Array(key.text)
         typo[5] = typo[5] == "7" ? "8" : "7"
-        #expect(throws: CryptoError("the recovery key's checksum does not match: a character is mistyped")) { try RecoveryKey(text: String(typo)) }
+        #expect(throws: CryptoError("the recovery key's checksum does not match: a character is mistyped")) {
+            try RecoveryKey(text: String(typo))
+        }
         #expect(throws: CryptoError.self) { try RecoveryKey(text: String(key.text.dropLast(5))) }
         let invalid = #expect(throws: CryptoError.self) { try RecoveryKey(text: "U" + key.text.dropFirst()) }
         #expect(invalid?.message.contains("'U'") == true)
     }
 
-    @Test("encrypted resources decrypt to the same bytes, cannot be reordered, cut or opened with another key, and are the same for the same key")
+    @Test(
+        "encrypted resources decrypt to the same bytes, cannot be reordered, cut or opened with another key, and are the same for the same key"
+    )
     func resourceCipher() throws {
         let directory = try TemporaryDirectory()
         var random = SeededRandomNumberGenerator(seed: 5)
@@ -123,21 +132,28 @@ struct EncryptionTests {
             #expect(first.sha256 == again.sha256 && first.size == ResourceCipher.encryptedSize(of: Int64(size)))
             #expect(try ResourceCipher.decrypt(fileAt: directory.file("a"), to: directory.file("c"), key: key) == SHA256.hash(plain))
             #expect(try Data(contentsOf: directory.file("c")) == Data(plain))
-            #expect(throws: CryptoError.self) { try ResourceCipher.decrypt(fileAt: directory.file("a"), to: directory.file("d"), key: SecretKey()) }
+            #expect(throws: CryptoError.self) {
+                try ResourceCipher.decrypt(fileAt: directory.file("a"), to: directory.file("d"), key: SecretKey())
+            }
             #expect(!FileManager.default.fileExists(atPath: directory.file("d").path))
             var bytes = try [UInt8](Data(contentsOf: directory.file("a")))
             bytes.removeLast(1)
             try Data(bytes).write(to: directory.file("cut"))
-            #expect(throws: CryptoError.self) { try ResourceCipher.decrypt(fileAt: directory.file("cut"), to: directory.file("d"), key: key) }
+            #expect(throws: CryptoError.self) {
+                try ResourceCipher.decrypt(fileAt: directory.file("cut"), to: directory.file("d"), key: key)
+            }
         }
     }
 
-    @Test("a damaged or forged sealed payload, a damaged asset key and a damaged blob give clear verdicts and errors and change nothing else")
+    @Test(
+        "a damaged or forged sealed payload, a damaged asset key and a damaged blob give clear verdicts and errors and change nothing else")
     func damagedKeysAndCiphertext() throws {
         let directory = try TemporaryDirectory()
         let anna = try makeLibrary(directory)
         _ = try anna.enableEncryption()
-        let assets = try anna.performChangesAndWait { [try $0.createAsset(from: samplePhoto(7)).placeholderForCreatedAsset.localIdentifier] }
+        let assets = try anna.performChangesAndWait {
+            [try $0.createAsset(from: samplePhoto(7)).placeholderForCreatedAsset.localIdentifier]
+        }
         _ = try anna.createAlbum("Trip", assets: assets)
         let events = try anna.allEvents()
 
@@ -180,7 +196,8 @@ struct EncryptionTests {
         let name = try #require(names.first)
         var bytes = try [UInt8](Data(contentsOf: anna.sealedBlobFile(name)))
         bytes[bytes.count / 2] ^= 1
-        try FileManager.default.createDirectory(at: ben.resources.directory.appendingPathComponent("tmp"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: ben.resources.directory.appendingPathComponent("tmp"), withIntermediateDirectories: true)
         let download = ben.resources.directory.appendingPathComponent("tmp/download")
         try Data(bytes).write(to: download)
         for entry in try anna.pendingKeyEntries() { entries[entry.name] = entry.value }
@@ -191,6 +208,8 @@ struct EncryptionTests {
     }
 
     func annaDeviceKey(_ library: PhotoLibrary) throws -> SecretKey {
-        try library.readDatabase { db in try SecretKey(bytes: try #require(try db.firstRow("SELECT device_secret FROM e2e_state", []) { $0.blob(0) })) }
+        try library.readDatabase { db in
+            try SecretKey(bytes: try #require(try db.firstRow("SELECT device_secret FROM e2e_state", []) { $0.blob(0) }))
+        }
     }
 }

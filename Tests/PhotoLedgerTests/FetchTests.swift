@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import PhotoLedger
 
 @Suite("Fetching")
@@ -44,7 +45,10 @@ struct FetchTests {
         let videos = try library.createAssets(1, mediaType: .video)
         try library.performChangesAndWait { try $0.deleteAssets([photos[1]]) }
         let smart = try library.fetchAssetCollections(with: .smartAlbum)
-        #expect(smart.map(\.title) == ["All Photos", "Favorites", "Recently Added", "Videos", "Recently Deleted", "Hidden", "Live Photos", "Animated"])
+        #expect(
+            smart.map(\.title) == [
+                "All Photos", "Favorites", "Recently Added", "Videos", "Recently Deleted", "Hidden", "Live Photos", "Animated",
+            ])
         func members(_ subtype: CollectionSubtype) throws -> Set<String> {
             let album = try library.fetchAssetCollections(with: .smartAlbum, subtype: subtype)[0]
             return Set(try library.fetchAssets(in: album).map(\.localIdentifier))
@@ -66,8 +70,13 @@ struct FetchTests {
         let trip = try library.createAlbum("Trip")
         let pets = try library.createAlbum("Pets")
         #expect(try library.fetchAssetCollections(with: .album, subtype: .albumRegular).map(\.localIdentifier) == [trip, pets])
-        #expect(try library.fetchAssetCollections(with: .album, options: FetchOptions(predicate: .title("Pets"))).map(\.localIdentifier) == [pets])
-        #expect(try library.fetchAssetCollections(with: .album, options: FetchOptions(predicate: .titleContains("ri"))).map(\.localIdentifier) == [trip])
+        #expect(
+            try library.fetchAssetCollections(with: .album, options: FetchOptions(predicate: .title("Pets"))).map(\.localIdentifier) == [
+                pets
+            ])
+        #expect(
+            try library.fetchAssetCollections(with: .album, options: FetchOptions(predicate: .titleContains("ri"))).map(\.localIdentifier)
+                == [trip])
         let sorted = try library.fetchAssetCollections(with: .album, options: FetchOptions(sortDescriptors: [SortDescriptor(.title)]))
         #expect(sorted.map(\.title) == ["Pets", "Trip"])
         #expect(try library.fetchAssetCollections(with: .smartAlbum, subtype: .albumRegular).isEmpty)
@@ -96,7 +105,9 @@ struct FetchTests {
         let directory = try TemporaryDirectory()
         let library = try makeLibrary(directory)
         let ids = try library.createAssets(2)
-        let result = try library.fetchAssets(withLocalIdentifiers: [ids[1], "garbage", LocalIdentifier(uuid: UUID(), kind: .asset).description, ids[0]])
+        let result = try library.fetchAssets(withLocalIdentifiers: [
+            ids[1], "garbage", LocalIdentifier(uuid: UUID(), kind: .asset).description, ids[0],
+        ])
         #expect(result.map(\.localIdentifier) == [ids[1], ids[0]])
     }
 }

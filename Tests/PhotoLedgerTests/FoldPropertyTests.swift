@@ -2,6 +2,7 @@ import Foundation
 import LedgerCore
 import LedgerStore
 import Testing
+
 @testable import PhotoLedger
 
 /// Random change scripts on several devices that exchange events, checking the laws of the fold:
@@ -43,8 +44,9 @@ struct FoldPropertyTests {
     static let scripts = TestIntensity.count(local: 8, full: 30)
     static let permutations = TestIntensity.count(local: 15, full: 50)
 
-    @Test("devices converge; every permutation with duplicates folds to the same tables; incremental equals rebuild",
-          arguments: 0..<scripts)
+    @Test(
+        "devices converge; every permutation with duplicates folds to the same tables; incremental equals rebuild",
+        arguments: 0..<scripts)
     func foldLaws(script: Int) throws {
         let directory = try TemporaryDirectory()
         let clock = TestClock()

@@ -1,6 +1,7 @@
 import Foundation
 import LedgerCore
 import Testing
+
 @testable import PhotoLedger
 
 @Suite("Folders (collection lists)")
@@ -28,7 +29,10 @@ struct FolderTests {
         #expect(europeFolder.parentIdentifier == travel)
         #expect(try library.fetchCollectionListsContaining(trip).map(\.localIdentifier) == [europe])
         #expect(try library.fetchCollectionListsContaining(pets).isEmpty)
-        #expect(try library.fetchCollectionLists(options: FetchOptions(sortDescriptors: [SortDescriptor(.title)])).map(\.title) == ["Europe", "Travel"])
+        #expect(
+            try library.fetchCollectionLists(options: FetchOptions(sortDescriptors: [SortDescriptor(.title)])).map(\.title) == [
+                "Europe", "Travel",
+            ])
         // Moving a folder into itself, or into a folder it holds, is refused and records nothing.
         let events = try library.allEvents().count
         for (folder, target) in [(travel, travel), (travel, europe)] {
@@ -45,10 +49,14 @@ struct FolderTests {
         #expect(titles(try library.fetchTopLevelUserCollections()) == ["Pets", "Europe 2026"], "a deleted folder's folder moves up")
         try library.performChangesAndWait { try $0.collectionListChangeRequest(for: europe).removeChildCollections([trip]) }
         #expect(titles(try library.fetchTopLevelUserCollections()) == ["Trip", "Pets", "Europe 2026"])
-        expectError(.identifierNotFound) { try library.performChangesAndWait { try $0.collectionListChangeRequest(for: travel).setTitle("x") } }
+        expectError(.identifierNotFound) {
+            try library.performChangesAndWait { try $0.collectionListChangeRequest(for: travel).setTitle("x") }
+        }
     }
 
-    @Test("a folder moved into itself on another device: every device reads the same tree, the folder moved last at the top", arguments: [true, false])
+    @Test(
+        "a folder moved into itself on another device: every device reads the same tree, the folder moved last at the top",
+        arguments: [true, false])
     func concurrentCycle(annaFirst: Bool) throws {
         let directory = try TemporaryDirectory()
         let clock = TestClock()

@@ -2,6 +2,7 @@ import Foundation
 import LedgerCore
 import LedgerStore
 import Testing
+
 @testable import PhotoLedger
 
 /// Fetch results larger than one batch: identifiers and versions read at the fetch, objects read
@@ -107,7 +108,8 @@ struct LazyFetchTests {
         let directory = try TemporaryDirectory()
         let (library, album, assets) = try albumLibrary(directory, count: 6)
         func members(includeHidden: Bool = false) throws -> [String] {
-            try library.fetchAssets(in: library.album(album), options: FetchOptions(includeHiddenAssets: includeHidden)).map(\.localIdentifier)
+            try library.fetchAssets(in: library.album(album), options: FetchOptions(includeHiddenAssets: includeHidden)).map(
+                \.localIdentifier)
         }
         try library.performChangesAndWait { changes in
             try changes.assetChangeRequest(for: assets[1]).setHidden(true)
@@ -183,7 +185,8 @@ struct LazyFetchTests {
                     [asset(n), hidden, trash, purged, Int64(n) * 1000])
             }
             for n in UInt8(1)...5 {
-                try db.execute("INSERT INTO album_members (album_id, asset_id, cl, position) VALUES (?, ?, 1, ?)", [album, asset(n), "a\(n)"])
+                try db.execute(
+                    "INSERT INTO album_members (album_id, asset_id, cl, position) VALUES (?, ?, 1, ?)", [album, asset(n), "a\(n)"])
             }
         }
         let db = try Database(path: path)

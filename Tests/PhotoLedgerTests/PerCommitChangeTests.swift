@@ -1,6 +1,7 @@
 import Foundation
 import LedgerCore
 import Testing
+
 @testable import PhotoLedger
 
 /// An observer that holds its first notification until ``open()`` is called, so commits pile up
@@ -58,7 +59,8 @@ struct HeldResults {
             "favorites": try library.fetchAssets(in: library.fetchAssetCollections(with: .smartAlbum, subtype: .smartAlbumFavorites)[0]),
             "recently deleted": try library.fetchAssets(
                 in: library.fetchAssetCollections(with: .smartAlbum, subtype: .smartAlbumRecentlyDeleted)[0]),
-            "newest four": try library.fetchAssets(options: FetchOptions(sortDescriptors: [SortDescriptor(.creationDate, ascending: false)], fetchLimit: 4)),
+            "newest four": try library.fetchAssets(
+                options: FetchOptions(sortDescriptors: [SortDescriptor(.creationDate, ascending: false)], fetchLimit: 4)),
             "hidden included": try library.fetchAssets(options: FetchOptions(includeHiddenAssets: true)),
         ]
         if let album { assets["album"] = try library.fetchAssets(in: library.album(album)) }
@@ -68,13 +70,17 @@ struct HeldResults {
     /// Applies one notification to every result, checking each against what a fetch returned
     /// right after that commit.
     mutating func apply(_ change: PhotoLibraryChange, expecting expected: HeldResults, step: Int) {
-        for (name, held) in assets { assets[name] = Self.applyDetails(change, to: held, expected: expected.assets[name]!, name: "\(name), commit \(step)") }
+        for (name, held) in assets {
+            assets[name] = Self.applyDetails(change, to: held, expected: expected.assets[name]!, name: "\(name), commit \(step)")
+        }
         for (name, held) in collections {
             collections[name] = Self.applyDetails(change, to: held, expected: expected.collections[name]!, name: "\(name), commit \(step)")
         }
     }
 
-    static func applyDetails<T: PhotoObject>(_ change: PhotoLibraryChange, to held: FetchResult<T>, expected: FetchResult<T>, name: String) -> FetchResult<T> {
+    static func applyDetails<T: PhotoObject>(_ change: PhotoLibraryChange, to held: FetchResult<T>, expected: FetchResult<T>, name: String)
+        -> FetchResult<T>
+    {
         guard let details = change.changeDetails(for: held) else {
             #expect(held.allObjects == expected.allObjects, "\(name): no details, so no change")
             return held
@@ -152,7 +158,8 @@ extension PhotoLibrary {
 struct PerCommitChangeTests {
     static let sequences = TestIntensity.count(local: 12, full: 200, variable: "PHOTOLEDGER_CHANGE_SEQUENCES")
 
-    @Test("a slow observer gets one notification per commit, in order; each applied gives the fetch right after it", arguments: 0..<sequences)
+    @Test(
+        "a slow observer gets one notification per commit, in order; each applied gives the fetch right after it", arguments: 0..<sequences)
     func slowObserverLocalCommits(seed: Int) throws {
         let directory = try TemporaryDirectory()
         let clock = TestClock()
@@ -184,7 +191,8 @@ struct PerCommitChangeTests {
         #expect(held.collections["albums"]!.allObjects == fresh.collections["albums"]!.allObjects)
     }
 
-    @Test("pulled pages: one notification per applied page, interleaved with local commits, each applied in order", arguments: 0..<sequences)
+    @Test(
+        "pulled pages: one notification per applied page, interleaved with local commits, each applied in order", arguments: 0..<sequences)
     func syncedPages(seed: Int) throws {
         let directory = try TemporaryDirectory()
         let clock = TestClock()
@@ -221,7 +229,9 @@ struct PerCommitChangeTests {
         ben.flushNotifications()
         let received = observer.received
         #expect(received.count == expected.count, "one notification per page and per change block")
-        for (step, change) in received.enumerated() where step < expected.count { held.apply(change, expecting: expected[step], step: step) }
+        for (step, change) in received.enumerated() where step < expected.count {
+            held.apply(change, expecting: expected[step], step: step)
+        }
         let fresh = try HeldResults.fetch(ben, album: album)
         for (name, result) in held.assets { #expect(result.allObjects == fresh.assets[name]!.allObjects, "\(name) equals a new fetch") }
     }
@@ -289,7 +299,8 @@ struct PerCommitChangeTests {
         let assets = try library.createAssets(3)
         let tracked = try library.fetchAssets()
         // A result of a query no fetch result tracks, as one fetched while a commit was made.
-        let untracked = FetchResult(tracked.allObjects, versions: tracked.versions, query: .assets(FetchOptions(fetchLimit: 77)), generation: tracked.generation)
+        let untracked = FetchResult(
+            tracked.allObjects, versions: tracked.versions, query: .assets(FetchOptions(fetchLimit: 77)), generation: tracked.generation)
         let observer = RecordingObserver()
         library.register(observer)
         try library.performChangesAndWait { try $0.deleteAssets([assets[1]]) }
@@ -353,7 +364,9 @@ struct PerCommitChangeTests {
         let directory = try TemporaryDirectory()
         let library = try makeLibrary(directory)
         let created: Result<String, any Error> = await withCheckedContinuation { continuation in
-            library.performChanges({ try $0.createAsset(imageCreation()).placeholderForCreatedAsset.localIdentifier }) { continuation.resume(returning: $0) }
+            library.performChanges({ try $0.createAsset(imageCreation()).placeholderForCreatedAsset.localIdentifier }) {
+                continuation.resume(returning: $0)
+            }
         }
         let id = try created.get()
         #expect(try library.fetchAssets().map(\.localIdentifier) == [id])

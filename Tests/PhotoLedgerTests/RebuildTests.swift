@@ -2,6 +2,7 @@ import Foundation
 import LedgerCore
 import LedgerStore
 import Testing
+
 @testable import PhotoLedger
 
 /// `rebuild()` folds the log on a second thread in batches while the batch before is written:
@@ -95,7 +96,9 @@ struct RebuildTests {
             return withUnsafeBytes(of: (a, b)) { UUID(uuid: $0.load(as: uuid_t.self)) }
         }
         // Random identifiers, and identifiers that differ only in a counter (not random at all).
-        let counted = (0..<20_000).map { n in withUnsafeBytes(of: (UInt64(0x0190_0000_0000_7000), UInt64(n).bigEndian)) { UUID(uuid: $0.load(as: uuid_t.self)) } }
+        let counted = (0..<20_000).map { n in
+            withUnsafeBytes(of: (UInt64(0x0190_0000_0000_7000), UInt64(n).bigEndian)) { UUID(uuid: $0.load(as: uuid_t.self)) }
+        }
         for inserted in [(0..<20_000).map { _ in uuid() }, counted] {
             var filter = ObjectFilter(capacity: inserted.count)
             for id in inserted { filter.insert(id) }

@@ -3,6 +3,7 @@ import LedgerCore
 import MediaSynthesis
 import PhotoMedia
 import Testing
+
 @testable import PhotoLedger
 
 @Suite("Resources")
@@ -15,7 +16,8 @@ struct ResourceTests {
         let file = directory.file("sample.\(format.preferredFilenameExtension)")
         try bytes.write(to: file)
         let id = try library.performChangesAndWait { changes in
-            let request = format.mediaType == .video ? try changes.createAsset(fromVideoAt: file) : try changes.createAsset(fromImageAt: file)
+            let request =
+                format.mediaType == .video ? try changes.createAsset(fromVideoAt: file) : try changes.createAsset(fromImageAt: file)
             return request.placeholderForCreatedAsset.localIdentifier
         }
         let asset = try #require(try library.fetchAssets(withLocalIdentifiers: [id]).first)
@@ -105,7 +107,8 @@ struct ResourceTests {
         let directory = try TemporaryDirectory()
         let library = try makeLibrary(directory)
         let id = try library.performChangesAndWait {
-            try $0.createAsset(from: Data(SyntheticMedia.sample(.png, width: 30, height: 30, seed: 3))).placeholderForCreatedAsset.localIdentifier
+            try $0.createAsset(from: Data(SyntheticMedia.sample(.png, width: 30, height: 30, seed: 3))).placeholderForCreatedAsset
+                .localIdentifier
         }
         let hash = try library.resources(for: id)[0].sha256
         let file = try #require(library.resources.url(for: hash))
@@ -126,7 +129,9 @@ struct ResourceTests {
         let library = try makeLibrary(directory)
         let movie = Data(try SyntheticMedia.movie(width: 320, height: 240, duration: 60, arguments: ["-b:v", "600k"]))
         try movie.write(to: directory.file("long.mov"))
-        let id = try library.performChangesAndWait { try $0.createAsset(fromVideoAt: directory.file("long.mov")).placeholderForCreatedAsset.localIdentifier }
+        let id = try library.performChangesAndWait {
+            try $0.createAsset(fromVideoAt: directory.file("long.mov")).placeholderForCreatedAsset.localIdentifier
+        }
         var reports: [(Int64, Int64)] = []
         try library.writeImageData(for: id, to: directory.file("export.mov")) { reports.append(($0, $1)) }
         #expect(try Data(contentsOf: directory.file("export.mov")) == movie)
@@ -167,7 +172,8 @@ struct ResourceTests {
         let id = try library.performChangesAndWait { changes in
             try changes.createAsset(withResources: [
                 ResourceInput(type: .photo, source: .data(photo)), ResourceInput(type: .pairedVideo, source: .data(motion)),
-                ResourceInput(type: ResourceType(rawValue: 42), source: .data(future), options: AssetCreationOptions(originalFilename: "depth.bin")),
+                ResourceInput(
+                    type: ResourceType(rawValue: 42), source: .data(future), options: AssetCreationOptions(originalFilename: "depth.bin")),
             ]).placeholderForCreatedAsset.localIdentifier
         }
         let asset = try #require(try library.fetchAssets(withLocalIdentifiers: [id]).first)
@@ -201,7 +207,9 @@ struct ResourceTests {
         #expect(try library.verify().intactCount == 0)
         let orphans = try FileManager.default.subpathsOfDirectory(atPath: library.resources.directory.path).filter { $0.count > 60 }
         #expect(orphans.count == 3)
-        let kept = try library.performChangesAndWait { try $0.createAsset(from: Data(SyntheticMedia.sample(.png, width: 9, height: 9, seed: 99))).placeholderForCreatedAsset }
+        let kept = try library.performChangesAndWait {
+            try $0.createAsset(from: Data(SyntheticMedia.sample(.png, width: 9, height: 9, seed: 99))).placeholderForCreatedAsset
+        }
         let removed = try library.collectGarbage(gracePeriod: 0)
         #expect(removed.count == 3)
         #expect(try library.requestImageData(for: kept).count > 0, "a referenced resource is never collected")

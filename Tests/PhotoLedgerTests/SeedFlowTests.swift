@@ -2,6 +2,7 @@ import Foundation
 import MediaSynthesis
 import PhotoMedia
 import Testing
+
 @testable import PhotoLedger
 
 /// The five flows of the seed apps (DESIGN §7), written as an app would with this library.
@@ -26,7 +27,8 @@ struct SeedFlowTests {
             try album.insertAssets([created.placeholderForCreatedAsset], at: [0])
             return created.placeholderForCreatedAsset.localIdentifier
         }
-        let album = try #require(try library.fetchAssetCollections(with: .album, options: FetchOptions(predicate: .title(Self.appAlbum))).first)
+        let album = try #require(
+            try library.fetchAssetCollections(with: .album, options: FetchOptions(predicate: .title(Self.appAlbum))).first)
         let members = try library.fetchAssets(in: album)
         #expect(members.map(\.localIdentifier) == [identifier, earlier.localIdentifier])
         #expect(members.firstObject?.pixelWidth == 640 && members.firstObject?.pixelHeight == 480)
@@ -38,9 +40,10 @@ struct SeedFlowTests {
     func captureRoundTrip() throws {
         let directory = try TemporaryDirectory()
         let library = try makeLibrary(directory)
-        let capture = Data(JPEGEncoder(quality: 92).encode(
-            RGBImage.scene(width: 800, height: 600, seed: 7), creationDate: Date(timeIntervalSince1970: 1_764_400_000),
-            location: Location(latitude: 46.2044, longitude: 6.1432, altitude: 375)))
+        let capture = Data(
+            JPEGEncoder(quality: 92).encode(
+                RGBImage.scene(width: 800, height: 600, seed: 7), creationDate: Date(timeIntervalSince1970: 1_764_400_000),
+                location: Location(latitude: 46.2044, longitude: 6.1432, altitude: 375)))
         let placeholder = try library.performChangesAndWait { try $0.createAsset(from: capture).placeholderForCreatedAsset }
         let asset = try #require(try library.fetchAssets(withLocalIdentifiers: [placeholder.localIdentifier]).first)
         #expect(asset.creationDate == Date(timeIntervalSince1970: 1_764_400_000))
@@ -84,10 +87,14 @@ struct SeedFlowTests {
     static func saveTemporaryFile(_ file: URL, isVideo: Bool, toAlbumNamed title: String, in library: PhotoLibrary) -> SaveOutcome {
         defer { try? FileManager.default.removeItem(at: file) }
         do {
-            var albumIdentifier = try library.fetchAssetCollections(with: .album, options: FetchOptions(predicate: .title(title))).first?.localIdentifier
+            var albumIdentifier = try library.fetchAssetCollections(with: .album, options: FetchOptions(predicate: .title(title))).first?
+                .localIdentifier
             if albumIdentifier == nil {
-                let placeholder = try library.performChangesAndWait { try $0.createAlbum(title: title).placeholderForCreatedAssetCollection }
-                albumIdentifier = try library.fetchAssetCollections(withLocalIdentifiers: [placeholder.localIdentifier]).first?.localIdentifier
+                let placeholder = try library.performChangesAndWait {
+                    try $0.createAlbum(title: title).placeholderForCreatedAssetCollection
+                }
+                albumIdentifier = try library.fetchAssetCollections(withLocalIdentifiers: [placeholder.localIdentifier]).first?
+                    .localIdentifier
             }
             guard let albumIdentifier else { return .failed("album placeholder not found") }
             let asset = try library.performChangesAndWait { changes in
@@ -143,9 +150,11 @@ struct SeedFlowTests {
 
     /// Seed 5: authorization from not determined to authorized, denied or restricted; under
     /// denied every operation fails with accessUserDenied instead of doing anything.
-    @Test("5. authorization: not determined → request → authorized / denied / restricted", arguments: [
-        AuthorizationStatus.authorized, .denied, .restricted,
-    ])
+    @Test(
+        "5. authorization: not determined → request → authorized / denied / restricted",
+        arguments: [
+            AuthorizationStatus.authorized, .denied, .restricted,
+        ])
     func authorizationFlow(answer: AuthorizationStatus) async throws {
         let directory = try TemporaryDirectory()
         var options = PhotoLibrary.Options()

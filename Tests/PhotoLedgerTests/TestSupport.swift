@@ -1,8 +1,9 @@
-@_exported import PhotoLedgerTestSupport
 import Foundation
-import Testing
 import LedgerCore
 import LedgerStore
+@_exported import PhotoLedgerTestSupport
+import Testing
+
 @testable import PhotoLedger
 
 /// Opens a preauthorized library with a seeded random source and an injected clock.
@@ -18,8 +19,10 @@ func makeLibrary(
 }
 
 /// Metadata for an asset created without resource bytes (projection-level tests).
-func imageCreation(width: Int = 4032, height: Int = 3024, favorite: Bool = false, hidden: Bool = false, date: Date? = nil,
-                   mediaType: AssetMediaType = .image) -> ChangeEvent.AssetCreation {
+func imageCreation(
+    width: Int = 4032, height: Int = 3024, favorite: Bool = false, hidden: Bool = false, date: Date? = nil,
+    mediaType: AssetMediaType = .image
+) -> ChangeEvent.AssetCreation {
     ChangeEvent.AssetCreation(
         mediaType: mediaType, mediaSubtypes: [], pixelWidth: width, pixelHeight: height, duration: mediaType == .video ? 12.5 : 0,
         creationDate: date, location: nil, isFavorite: favorite, isHidden: hidden, resources: [])
@@ -28,8 +31,10 @@ func imageCreation(width: Int = 4032, height: Int = 3024, favorite: Bool = false
 extension PhotoLibrary {
     /// Creates `count` assets in one block and returns their identifiers.
     @discardableResult
-    func createAssets(_ count: Int, favorite: Bool = false, hidden: Bool = false, mediaType: AssetMediaType = .image,
-                      dates: [Date]? = nil) throws -> [String] {
+    func createAssets(
+        _ count: Int, favorite: Bool = false, hidden: Bool = false, mediaType: AssetMediaType = .image,
+        dates: [Date]? = nil
+    ) throws -> [String] {
         try performChangesAndWait { changes in
             try (0..<count).map { index in
                 try changes.createAsset(imageCreation(favorite: favorite, hidden: hidden, date: dates?[index], mediaType: mediaType))
@@ -77,7 +82,6 @@ extension PhotoLibrary {
         }
     }
 }
-
 
 /// Expects `body` to throw a ``PhotoLibraryError`` with `code`.
 func expectError<R>(_ code: PhotoLibraryError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> R) {

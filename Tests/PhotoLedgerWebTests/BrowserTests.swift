@@ -25,7 +25,8 @@ struct BrowserTests {
         let browser = try await Browser(artifacts: Self.artifacts)
         do {
             try await browser.open(fixture.server.launchURL)
-            try await browser.waitFor("the albums page", "return document.body.dataset.view === 'albums' && !!document.querySelector('#albums li');")
+            try await browser.waitFor(
+                "the albums page", "return document.body.dataset.view === 'albums' && !!document.querySelector('#albums li');")
             try await body(browser, fixture)
         } catch {
             await browser.quit()
@@ -36,18 +37,27 @@ struct BrowserTests {
 
     @Test func theAlbumsPageThenAnAlbumInAlbumOrderWithRealThumbnails() async throws {
         try await withBrowser { browser, fixture in
-            let smart = try await browser.execute("return [...document.querySelectorAll('#smart-albums li')].map(li => li.textContent).join('|');") as? String
-            #expect(smart?.contains("Favorites") == true && smart?.contains("Recently Deleted") == true && smart?.contains("Hidden") == true)
+            let smart =
+                try await browser.execute("return [...document.querySelectorAll('#smart-albums li')].map(li => li.textContent).join('|');")
+                as? String
+            #expect(
+                smart?.contains("Favorites") == true && smart?.contains("Recently Deleted") == true && smart?.contains("Hidden") == true)
             try await browser.waitFor(
-                "the album cover decoded", "const img = document.querySelector('#albums li img'); return !!img && img.complete && img.naturalWidth > 0;")
+                "the album cover decoded",
+                "const img = document.querySelector('#albums li img'); return !!img && img.complete && img.naturalWidth > 0;")
             try await browser.screenshot("albums")
             try await browser.click("#albums li[data-id='\(fixture.album)'] a")
-            try await browser.waitFor("the album page", "return document.body.dataset.view === 'album' && document.querySelectorAll('#assets li').length === 4;")
+            try await browser.waitFor(
+                "the album page", "return document.body.dataset.view === 'album' && document.querySelectorAll('#assets li').length === 4;")
             #expect(try await browser.execute("return \(Self.pageOrder);") as? String == fixture.albumOrder.joined(separator: ","))
             try await browser.waitFor(
                 "every thumbnail decoded",
-                "const images = [...document.querySelectorAll('#assets img')]; return images.length === 4 && images.every(img => img.complete && img.naturalWidth > 0 && img.naturalHeight > 0);")
-            let sizes = try await browser.execute("return [...document.querySelectorAll('#assets img')].map(img => img.naturalWidth + 'x' + img.naturalHeight + ' ' + img.alt);") as? [String]
+                "const images = [...document.querySelectorAll('#assets img')]; return images.length === 4 && images.every(img => img.complete && img.naturalWidth > 0 && img.naturalHeight > 0);"
+            )
+            let sizes =
+                try await browser.execute(
+                    "return [...document.querySelectorAll('#assets img')].map(img => img.naturalWidth + 'x' + img.naturalHeight + ' ' + img.alt);"
+                ) as? [String]
             // 256-pixel fill renditions of 640…736 × 480 photos: 256 pixels high.
             #expect(sizes?.allSatisfy { $0.contains("x256 Photo taken ") } == true, "\(sizes ?? [])")
             #expect(try await browser.execute("return document.querySelector('#assets img').loading;") as? String == "lazy")
@@ -61,37 +71,55 @@ struct BrowserTests {
             try await browser.click("#albums li[data-id='\(fixture.album)'] a")
             try await browser.waitFor("the album page", "return document.body.dataset.view === 'album';")
             try await browser.click("#assets li[data-id='\(photo)'] a")
-            try await browser.waitFor("the asset page", "return document.body.dataset.view === 'asset' && !!document.querySelector('#actions button');")
+            try await browser.waitFor(
+                "the asset page", "return document.body.dataset.view === 'asset' && !!document.querySelector('#actions button');")
             #expect(try await browser.execute("return document.querySelector('.viewer img').alt;") as? String != "")
             let details = try await browser.execute("return document.querySelector('main dl').textContent;") as? String
             #expect(details?.contains("Size640 × 480") == true && details?.contains("From deviceanna-laptop") == true, "\(details ?? "")")
-            let map = try await browser.execute("const a = document.querySelector('main a[href^=\"https://www.openstreetmap.org/\"]'); return a ? a.href : null;") as? String
+            let map =
+                try await browser.execute(
+                    "const a = document.querySelector('main a[href^=\"https://www.openstreetmap.org/\"]'); return a ? a.href : null;")
+                as? String
             #expect(map?.contains("mlat=38.7139&mlon=-9.1394") == true)
-            #expect(try await browser.execute("return document.querySelector('#asset-albums').textContent;") as? String == "Trip Remove from Trip")
+            #expect(
+                try await browser.execute("return document.querySelector('#asset-albums').textContent;") as? String
+                    == "Trip Remove from Trip")
             try await browser.click("#actions button[aria-pressed]")
-            try await browser.waitFor("the button to say Unfavourite", "return document.querySelector('#actions button').textContent === 'Unfavourite';")
+            try await browser.waitFor(
+                "the button to say Unfavourite", "return document.querySelector('#actions button').textContent === 'Unfavourite';")
             #expect(try fixture.asset(photo).isFavorite)
             try await browser.screenshot("favourited")
 
             try await browser.click("nav a[href='#/']")
             let favorites = try fixture.library.fetchAssetCollections(with: .smartAlbum, subtype: .smartAlbumFavorites)[0].id.uuidString
-            try await browser.waitFor("the albums page", "return document.body.dataset.view === 'albums' && !!document.querySelector(\"#smart-albums li[data-id='\(favorites)']\");")
+            try await browser.waitFor(
+                "the albums page",
+                "return document.body.dataset.view === 'albums' && !!document.querySelector(\"#smart-albums li[data-id='\(favorites)']\");")
             try await browser.click("#smart-albums li[data-id='\(favorites)'] a")
             try await browser.waitFor("the asset in Favorites", Self.pageOrderIs, [photo])
 
             try await browser.execute("location.hash = '#/history/\(photo)';")
             try await browser.waitFor(
                 "the favourite in the history",
-                "return [...document.querySelectorAll('#timeline li[data-field=isFavorite]')].some(li => li.textContent.includes('→ “true”') && li.dataset.outcome === 'inEffect');")
+                "return [...document.querySelectorAll('#timeline li[data-field=isFavorite]')].some(li => li.textContent.includes('→ “true”') && li.dataset.outcome === 'inEffect');"
+            )
             let device = try await browser.execute("return document.querySelector('#timeline strong').textContent;") as? String
             #expect(device == "anna-laptop")
             try await browser.screenshot("history")
 
             try await browser.click("nav a[href='#/status']")
-            try await browser.waitFor("the sync status", "return document.body.dataset.view === 'status' && document.querySelector('#status').textContent.includes('Deviceanna-laptop');")
-            #expect((try await browser.execute("return document.querySelector('#status').textContent;") as? String)?.contains("Remotenone") == true)
+            try await browser.waitFor(
+                "the sync status",
+                "return document.body.dataset.view === 'status' && document.querySelector('#status').textContent.includes('Deviceanna-laptop');"
+            )
+            #expect(
+                (try await browser.execute("return document.querySelector('#status').textContent;") as? String)?.contains("Remotenone")
+                    == true)
             try await browser.click("nav a[href='#/quarantine']")
-            try await browser.waitFor("the quarantine list", "return document.body.dataset.view === 'quarantine' && document.querySelector('main p').textContent === 'No event is quarantined.';")
+            try await browser.waitFor(
+                "the quarantine list",
+                "return document.body.dataset.view === 'quarantine' && document.querySelector('main p').textContent === 'No event is quarantined.';"
+            )
         }
     }
 
@@ -99,7 +127,8 @@ struct BrowserTests {
         try await withBrowser { browser, fixture in
             let order = fixture.albumOrder
             try await browser.click("#albums li[data-id='\(fixture.album)'] a")
-            try await browser.waitFor("the album page", "return document.body.dataset.view === 'album' && document.querySelectorAll('#assets li').length === 4;")
+            try await browser.waitFor(
+                "the album page", "return document.body.dataset.view === 'album' && document.querySelectorAll('#assets li').length === 4;")
             // Dropping the first photo on the third puts it in the third place.
             try await browser.drag("#assets li[data-id='\(order[0])']", onto: "#assets li[data-id='\(order[2])']")
             let dragged = [order[1], order[2], order[0], order[3]]
@@ -114,7 +143,9 @@ struct BrowserTests {
             let moved = [order[2], order[1], order[0], order[3]]
             try await browser.waitFor("the keyboard order on the page", Self.pageOrderIs, [moved.joined(separator: ",")])
             #expect(try fixture.albumContents() == moved)
-            let focused = try await browser.execute("return document.activeElement.closest('li') ? document.activeElement.closest('li').dataset.id : null;") as? String
+            let focused =
+                try await browser.execute(
+                    "return document.activeElement.closest('li') ? document.activeElement.closest('li').dataset.id : null;") as? String
             #expect(focused == order[1], "the moved photo keeps the focus")
 
             // Reloading shows the kept order.
@@ -126,7 +157,8 @@ struct BrowserTests {
     @Test func changesOfTheLibraryAndOfTheCommandLineAppearWithoutReloading() async throws {
         try await withBrowser { browser, fixture in
             try await browser.click("#albums li[data-id='\(fixture.album)'] a")
-            try await browser.waitFor("the album page, live", "return document.body.dataset.view === 'album' && document.body.dataset.position !== undefined;")
+            try await browser.waitFor(
+                "the album page, live", "return document.body.dataset.view === 'album' && document.body.dataset.position !== undefined;")
             try await browser.execute("window.sameDocument = true;")
 
             // A change block through the library's API, in this process.
@@ -136,18 +168,23 @@ struct BrowserTests {
                 try changes.albumChangeRequest(for: albumIdentifier).removeAssets(["\(fixture.albumOrder[3])/L0/001"])
             }
             try await browser.waitFor(
-                "the renamed album with three photos", "return document.querySelector('h1').textContent === 'Trip to Lisbon' && document.querySelectorAll('#assets li').length === 3;")
+                "the renamed album with three photos",
+                "return document.querySelector('h1').textContent === 'Trip to Lisbon' && document.querySelectorAll('#assets li').length === 3;"
+            )
 
             // The command line, another process writing the same library.
             let tool = try builtExecutable("photoledger")
             let process = Process()
             process.executableURL = tool
-            process.arguments = ["favorite", fixture.albumOrder[0], "--library", fixture.library.url.path, "--device", "anna-terminal", "--quiet"]
+            process.arguments = [
+                "favorite", fixture.albumOrder[0], "--library", fixture.library.url.path, "--device", "anna-terminal", "--quiet",
+            ]
             try process.run()
             process.waitUntilExit()
             #expect(process.terminationStatus == 0)
             try await browser.waitFor(
-                "the favourite mark from the command line", "return document.querySelector(\"#assets li[data-id='\(fixture.albumOrder[0])'] .badges\").textContent.includes('♥');")
+                "the favourite mark from the command line",
+                "return document.querySelector(\"#assets li[data-id='\(fixture.albumOrder[0])'] .badges\").textContent.includes('♥');")
             #expect(try await browser.execute("return window.sameDocument === true;") as? Bool == true, "the page was not reloaded")
             try await browser.screenshot("live")
         }

@@ -1,5 +1,5 @@
-@preconcurrency import Glibc
 import Foundation
+@preconcurrency import Glibc
 import PhotoLedger
 import Testing
 
@@ -48,7 +48,8 @@ struct LiveStreamTests {
         let fixture = try WebFixture(photoCount: 2)
         let session = try await fixture.logIn()
         let connection = try Connection(port: fixture.server.port)
-        connection.send("GET /api/events HTTP/1.1\r\nHost: \(fixture.host)\r\nCookie: \(session.cookie)\r\nAccept: text/event-stream\r\n\r\n")
+        connection.send(
+            "GET /api/events HTTP/1.1\r\nHost: \(fixture.host)\r\nCookie: \(session.cookie)\r\nAccept: text/event-stream\r\n\r\n")
         #expect(connection.read { $0.contains("\"kind\":\"hello\"") })
         #expect(connection.received.hasPrefix("HTTP/1.1 200") && connection.received.contains("text/event-stream"))
         let photo = fixture.photos[1]

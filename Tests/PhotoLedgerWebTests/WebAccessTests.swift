@@ -15,9 +15,11 @@ struct WebAccessTests {
             #expect(response.status == 421 && error.code == "wrongHost", "\(host)")
             #expect(error.message.contains("'\(host.lowercased())' is not this server's address") && error.message.contains("--host-name"))
         }
-        let login = try await fixture.send(.get, "/login?" + (fixture.server.launchURL.query ?? ""), headers: [("Host", "evil.example:\(fixture.server.port)")])
+        let login = try await fixture.send(
+            .get, "/login?" + (fixture.server.launchURL.query ?? ""), headers: [("Host", "evil.example:\(fixture.server.port)")])
         #expect(login.status == 421 && login.headers["Set-Cookie"] == nil)
-        let localhost = try await fixture.send(.get, "/api/albums", headers: [("Host", "localhost:\(fixture.server.port)"), ("Cookie", session.cookie)])
+        let localhost = try await fixture.send(
+            .get, "/api/albums", headers: [("Host", "localhost:\(fixture.server.port)"), ("Cookie", session.cookie)])
         #expect(localhost.status == 200)
     }
 
@@ -56,9 +58,12 @@ struct WebAccessTests {
         let noToken = try await fixture.send(.post, "/api/assets/favorite", headers: [("Cookie", session.cookie)], json: body)
         let missing = try WebFixture.error(noToken)
         #expect(noToken.status == 403 && missing.code == "missingCSRFToken" && missing.message.contains("X-CSRF-Token"))
-        let wrongToken = try await fixture.send(.post, "/api/assets/favorite", headers: [("Cookie", session.cookie), ("X-CSRF-Token", String(repeating: "0", count: 64))], json: body)
+        let wrongToken = try await fixture.send(
+            .post, "/api/assets/favorite", headers: [("Cookie", session.cookie), ("X-CSRF-Token", String(repeating: "0", count: 64))],
+            json: body)
         #expect(try wrongToken.status == 403 && (WebFixture.error(wrongToken)).code == "wrongCSRFToken")
-        let forged = try await fixture.send(.get, "/api/albums", headers: [("Cookie", "photoledger_session_\(fixture.server.port)=\(session.csrfToken)")])
+        let forged = try await fixture.send(
+            .get, "/api/albums", headers: [("Cookie", "photoledger_session_\(fixture.server.port)=\(session.csrfToken)")])
         #expect(forged.status == 401)
         #expect(try fixture.asset(fixture.photos[0]).isFavorite == false)
         let accepted = try await fixture.change("/api/assets/favorite", body, session: session)
@@ -77,7 +82,9 @@ struct WebAccessTests {
         let launch = try await fixture.send(.get, "/login?" + (fixture.server.launchURL.query ?? ""))
         let cookie = try #require(launch.headers["Set-Cookie"])
         #expect(launch.status == 303 && launch.headers["Location"] == "/")
-        #expect(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict") && cookie.hasPrefix("photoledger_session_\(fixture.server.port)="))
+        #expect(
+            cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict")
+                && cookie.hasPrefix("photoledger_session_\(fixture.server.port)="))
         let session = try await fixture.logIn()
         let page = try await fixture.send(.get, "/", headers: [("Cookie", session.cookie)])
         #expect(page.status == 200 && page.headers["Content-Security-Policy"]?.contains("default-src 'none'") == true)
@@ -100,7 +107,8 @@ struct WebAccessTests {
         var fields = HTTPHeaders()
         fields.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
         let request = HTTPRequest(
-            method: .post, url: URL(string: "http://\(fixture.host)/login")!, headers: fields, body: .bytes(Array("password=correct+horse".utf8)))
+            method: .post, url: URL(string: "http://\(fixture.host)/login")!, headers: fields,
+            body: .bytes(Array("password=correct+horse".utf8)))
         let right = try await fixture.transport.send(request)
         #expect(right.status == 303 && right.headers["Set-Cookie"] != nil)
         let form = try await fixture.send(.get, "/login")

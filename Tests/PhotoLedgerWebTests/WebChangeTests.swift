@@ -1,8 +1,9 @@
 import Foundation
 import PhotoLedger
-@testable import PhotoLedgerWeb
 import SyncTransport
 import Testing
+
+@testable import PhotoLedgerWeb
 
 @Suite("Web view: reading the library and making changes over HTTP")
 struct WebChangeTests {
@@ -11,19 +12,25 @@ struct WebChangeTests {
         let session = try await fixture.logIn()
         let albums = try WebFixture.object(try await fixture.send(.get, "/api/albums", headers: [("Cookie", session.cookie)]))
         let smart = try #require(albums["smartAlbums"] as? [[String: Any]])
-        #expect(smart.map { $0["title"] as? String } == ["All Photos", "Favorites", "Recently Added", "Videos", "Recently Deleted", "Hidden", "Live Photos", "Animated"])
+        #expect(
+            smart.map { $0["title"] as? String } == [
+                "All Photos", "Favorites", "Recently Added", "Videos", "Recently Deleted", "Hidden", "Live Photos", "Animated",
+            ])
         #expect(smart.first { $0["title"] as? String == "Hidden" }?["id"] as? String == "hidden")
         let mine = try #require(albums["albums"] as? [[String: Any]])
         #expect(mine.count == 1 && mine[0]["title"] as? String == "Trip" && mine[0]["count"] as? Int == 4)
         #expect((mine[0]["cover"] as? [String: Any])?["id"] as? String == fixture.albumOrder[0])
-        let album = try WebFixture.object(try await fixture.send(.get, "/api/albums/\(fixture.album)", headers: [("Cookie", session.cookie)]))
+        let album = try WebFixture.object(
+            try await fixture.send(.get, "/api/albums/\(fixture.album)", headers: [("Cookie", session.cookie)]))
         let assets = try #require(album["assets"] as? [[String: Any]])
         #expect(assets.map { $0["id"] as? String } == fixture.albumOrder)
         #expect(assets[0]["alt"] as? String == "Photo taken 16 Nov 2023 at 22:13 UTC, 704 × 480")
         #expect(assets[0]["creationDate"] as? String == "2023-11-16T22:13:20Z")
         let thumbnail = try await fixture.send(.get, "/thumb/\(fixture.photos[0])?size=256", headers: [("Cookie", session.cookie)])
-        #expect(thumbnail.status == 200 && thumbnail.headers["Content-Type"] == "image/jpeg" && thumbnail.body.bytes.starts(with: [0xFF, 0xD8]))
-        let asset = try WebFixture.object(try await fixture.send(.get, "/api/assets/\(fixture.photos[0])", headers: [("Cookie", session.cookie)]))
+        #expect(
+            thumbnail.status == 200 && thumbnail.headers["Content-Type"] == "image/jpeg" && thumbnail.body.bytes.starts(with: [0xFF, 0xD8]))
+        let asset = try WebFixture.object(
+            try await fixture.send(.get, "/api/assets/\(fixture.photos[0])", headers: [("Cookie", session.cookie)]))
         let location = try #require(asset["location"] as? [String: Any])
         #expect((location["map"] as? String)?.hasPrefix("https://www.openstreetmap.org/?mlat=38.7139&mlon=-9.1394") == true)
         #expect((asset["albums"] as? [[String: Any]])?.map { $0["title"] as? String } == ["Trip"])
@@ -39,7 +46,8 @@ struct WebChangeTests {
         let fixture = try WebFixture()
         let session = try await fixture.logIn()
         let photo = fixture.photos[1]
-        #expect(try await fixture.change("/api/assets/favorite", "{\"assets\":[\"\(photo)\"],\"value\":true}", session: session).status == 200)
+        #expect(
+            try await fixture.change("/api/assets/favorite", "{\"assets\":[\"\(photo)\"],\"value\":true}", session: session).status == 200)
         #expect(try fixture.asset(photo).isFavorite)
         #expect(try await fixture.change("/api/assets/hide", "{\"assets\":[\"\(photo)\"],\"value\":true}", session: session).status == 200)
         #expect(try fixture.asset(photo).isHidden)
@@ -59,7 +67,8 @@ struct WebChangeTests {
         #expect(try bad.status == 400 && (WebFixture.error(bad)).message.contains("\"value\" as true or false"))
         let notJSON = try await fixture.change("/api/assets/favorite", "favourite please", session: session)
         #expect(try notJSON.status == 400 && (WebFixture.error(notJSON)).message.contains("not a JSON object"))
-        let missing = try await fixture.change("/api/assets/favorite", "{\"assets\":[\"\(UUID().uuidString)\"],\"value\":true}", session: session)
+        let missing = try await fixture.change(
+            "/api/assets/favorite", "{\"assets\":[\"\(UUID().uuidString)\"],\"value\":true}", session: session)
         #expect(try missing.status == 404 && (WebFixture.error(missing)).code == "identifierNotFound")
     }
 
@@ -75,13 +84,20 @@ struct WebChangeTests {
         #expect(try untitled.status == 400 && (WebFixture.error(untitled)).message.contains("title that is not empty"))
 
         let order = fixture.albumOrder
-        #expect(try await fixture.change("/api/albums/\(fixture.album)/add", "{\"assets\":[\"\(fixture.photos[4])\"]}", session: session).status == 200)
+        #expect(
+            try await fixture.change("/api/albums/\(fixture.album)/add", "{\"assets\":[\"\(fixture.photos[4])\"]}", session: session).status
+                == 200)
         #expect(try fixture.albumContents() == order + [fixture.photos[4]])
-        #expect(try await fixture.change("/api/albums/\(fixture.album)/remove", "{\"assets\":[\"\(order[1])\"]}", session: session).status == 200)
+        #expect(
+            try await fixture.change("/api/albums/\(fixture.album)/remove", "{\"assets\":[\"\(order[1])\"]}", session: session).status
+                == 200)
         #expect(try fixture.albumContents() == [order[0], order[2], order[3], fixture.photos[4]])
-        #expect(try await fixture.change("/api/albums/\(fixture.album)/move", "{\"asset\":\"\(fixture.photos[4])\",\"to\":0}", session: session).status == 200)
+        #expect(
+            try await fixture.change("/api/albums/\(fixture.album)/move", "{\"asset\":\"\(fixture.photos[4])\",\"to\":0}", session: session)
+                .status == 200)
         #expect(try fixture.albumContents() == [fixture.photos[4], order[0], order[2], order[3]])
-        let outside = try await fixture.change("/api/albums/\(fixture.album)/move", "{\"asset\":\"\(order[1])\",\"to\":0}", session: session)
+        let outside = try await fixture.change(
+            "/api/albums/\(fixture.album)/move", "{\"asset\":\"\(order[1])\",\"to\":0}", session: session)
         #expect(try outside.status == 409 && (WebFixture.error(outside)).code == "notInAlbum")
         let far = try await fixture.change("/api/albums/\(fixture.album)/move", "{\"asset\":\"\(order[0])\",\"to\":9}", session: session)
         #expect(try far.status == 409 && (WebFixture.error(far)).message.contains("out of range"))
@@ -92,7 +108,8 @@ struct WebChangeTests {
 
         #expect(try await fixture.change("/api/albums/\(lisbon)/delete", "{}", session: session).status == 200)
         #expect(try fixture.library.fetchAssetCollections(with: .album).map(\.title) == ["Trip"])
-        let history = try WebFixture.object(try await fixture.send(.get, "/api/history/\(fixture.album)", headers: [("Cookie", session.cookie)]))
+        let history = try WebFixture.object(
+            try await fixture.send(.get, "/api/history/\(fixture.album)", headers: [("Cookie", session.cookie)]))
         #expect((history["entries"] as? [[String: Any]])?.count ?? 0 >= 4)
     }
 }

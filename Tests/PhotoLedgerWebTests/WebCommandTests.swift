@@ -36,13 +36,16 @@ struct WebCommandTests {
 
     @Test func listeningBeyondLoopbackWithoutAPasswordIsRefused() throws {
         let fixture = try WebFixture(photoCount: 1)
-        let (process, _, errors) = try start(["web", "--library", fixture.library.url.path, "--listen", "0.0.0.0:0"], environment: ["PHOTOLEDGER_WEB_PASSWORD": ""])
+        let (process, _, errors) = try start(
+            ["web", "--library", fixture.library.url.path, "--listen", "0.0.0.0:0"], environment: ["PHOTOLEDGER_WEB_PASSWORD": ""])
         process.waitUntilExit()
         let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(process.terminationStatus == 1 && text.contains("no password is set") && text.contains("--password-file"), "\(text)")
         let empty = fixture.directory.file("empty-password")
         try Data().write(to: empty)
-        let (second, _, secondErrors) = try start(["web", "--library", fixture.library.url.path, "--listen", "0.0.0.0:0", "--password-file", empty.path])
+        let (second, _, secondErrors) = try start([
+            "web", "--library", fixture.library.url.path, "--listen", "0.0.0.0:0", "--password-file", empty.path,
+        ])
         second.waitUntilExit()
         let secondText = String(decoding: secondErrors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(second.terminationStatus == 1 && secondText.contains("is empty"), "\(secondText)")

@@ -61,12 +61,15 @@ final class WebFixture: @unchecked Sendable {
     var host: String { "127.0.0.1:\(server.port)" }
 
     /// A request to `path` with the given header fields (the Host header is curl's unless given).
-    func send(_ method: HTTPMethod = .get, _ path: String, headers: [(String, String)] = [], json: String? = nil) async throws -> HTTPResponse {
+    func send(_ method: HTTPMethod = .get, _ path: String, headers: [(String, String)] = [], json: String? = nil) async throws
+        -> HTTPResponse
+    {
         var fields = HTTPHeaders()
         for (name, value) in headers { fields.add(name: name, value: value) }
         if json != nil { fields.add(name: "Content-Type", value: "application/json") }
         let request = HTTPRequest(
-            method: method, url: URL(string: "http://\(host)\(path)")!, headers: fields, body: json.map { .bytes(Array($0.utf8)) } ?? .empty,
+            method: method, url: URL(string: "http://\(host)\(path)")!, headers: fields,
+            body: json.map { .bytes(Array($0.utf8)) } ?? .empty,
             timeout: .seconds(60))
         return try await transport.send(request)
     }
@@ -79,14 +82,18 @@ final class WebFixture: @unchecked Sendable {
         }
         let page = try await send(.get, "/", headers: [("Cookie", cookie)])
         let text = String(decoding: page.body.bytes, as: UTF8.self)
-        guard let range = text.range(of: "name=\"csrf-token\" content=\"") else { throw FixtureError("the page has no CSRF token: \(text)") }
+        guard let range = text.range(of: "name=\"csrf-token\" content=\"") else {
+            throw FixtureError("the page has no CSRF token: \(text)")
+        }
         let token = String(text[range.upperBound...].prefix { $0 != "\"" })
         return Session(cookie: cookie, csrfToken: token)
     }
 
     /// A change sent as the page sends it.
     func change(_ path: String, _ json: String, session: Session) async throws -> HTTPResponse {
-        try await send(.post, path, headers: [("Cookie", session.cookie), ("X-CSRF-Token", session.csrfToken), ("Origin", "http://\(host)")], json: json)
+        try await send(
+            .post, path, headers: [("Cookie", session.cookie), ("X-CSRF-Token", session.csrfToken), ("Origin", "http://\(host)")],
+            json: json)
     }
 
     /// The JSON object of a response body.
@@ -105,7 +112,9 @@ final class WebFixture: @unchecked Sendable {
 
     /// The asset identifiers of the album, in album order, read through the library.
     func albumContents() throws -> [String] {
-        let album = try library.fetchAssetCollections(withLocalIdentifiers: [LocalIdentifier(uuid: UUID(uuidString: self.album)!, kind: .album).description])
+        let album = try library.fetchAssetCollections(withLocalIdentifiers: [
+            LocalIdentifier(uuid: UUID(uuidString: self.album)!, kind: .album).description
+        ])
         return try library.fetchAssets(in: album[0]).map { $0.id.uuidString }
     }
 

@@ -1,8 +1,8 @@
 import Foundation
-@_exported import TestSupportKit
 import LedgerCore
 import MediaSynthesis
 import PhotoMedia
+@_exported import TestSupportKit
 
 /// Small files made by the real encoders, and ways to damage them.
 enum Samples {

@@ -96,7 +96,8 @@ struct MessageTests {
         let response = PushResponse(
             results: [
                 PushResult(id: ids[0], status: .stored(serverSequence: 12)), PushResult(id: ids[1], status: .duplicate(serverSequence: 5)),
-                PushResult(id: ids[2], status: .rejected(reason: "bad \"hash\"\n")), PushResult(id: ids[3], status: .gap(expectedDeviceSequence: 7)),
+                PushResult(id: ids[2], status: .rejected(reason: "bad \"hash\"\n")),
+                PushResult(id: ids[3], status: .gap(expectedDeviceSequence: 7)),
             ], lastDeviceSequence: 9)
         #expect(try PushResponse.decode(response.encoded()) == response)
         let text = String(decoding: response.encoded(), as: UTF8.self)
@@ -119,7 +120,9 @@ struct MessageTests {
         #expect(try HealthResponse.decode(HealthResponse(version: "1.2").encoded()) == HealthResponse(version: "1.2"))
         let error = ErrorResponse(code: .clockSkew, message: "ahead", serverTime: 1_764_483_790_000)
         #expect(try ErrorResponse.decode(error.encoded()) == error)
-        #expect(String(decoding: error.encoded(), as: UTF8.self) == #"{"error":{"code":"clockSkew","message":"ahead","serverTime":1764483790000}}"#)
+        #expect(
+            String(decoding: error.encoded(), as: UTF8.self)
+                == #"{"error":{"code":"clockSkew","message":"ahead","serverTime":1764483790000}}"#)
     }
 
     @Test("compaction watermarks round-trip with the documented members")
@@ -181,10 +184,12 @@ struct JSONTests {
         #expect(try JSONValue.parse("-9223372036854775808") == .integer(.min))
     }
 
-    @Test("refuses malformed text", arguments: [
-        "", "{", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "01", "1.", "-", "\"abc", "\"\\x\"", "\"\\ud800\"", "tru", "nul", "[1 2]",
-        "{\"a\":1}x", "\"a\u{01}\"", "{1:2}",
-    ])
+    @Test(
+        "refuses malformed text",
+        arguments: [
+            "", "{", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "01", "1.", "-", "\"abc", "\"\\x\"", "\"\\ud800\"", "tru", "nul", "[1 2]",
+            "{\"a\":1}x", "\"a\u{01}\"", "{1:2}",
+        ])
     func malformed(_ text: String) {
         #expect(throws: JSONError.self) { try JSONValue.parse(text) }
     }

@@ -1,6 +1,6 @@
 import Foundation
-@_exported import TestSupportKit
 import Synchronization
+@_exported import TestSupportKit
 import Testing
 
 @testable import SyncTransport

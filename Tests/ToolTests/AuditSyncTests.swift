@@ -1,7 +1,7 @@
 import Foundation
-import Synchronization
 import LedgerCore
 import LedgerStore
+import Synchronization
 import Testing
 
 @Suite("photoledger: history, verify, rebuild, compact")
@@ -150,7 +150,9 @@ struct SyncCommandTests {
         let anna = try Workspace(device: "anna"), ben = try Workspace(device: "ben")
         let server = try TestServer(folder: anna.folder)
         for workspace in [anna, ben] {
-            let set = try workspace.cli(["remote", "set", "\(server.url)/v1/libraries/family", "--token", try server.token(for: workspace.device)])
+            let set = try workspace.cli([
+                "remote", "set", "\(server.url)/v1/libraries/family", "--token", try server.token(for: workspace.device),
+            ])
             #expect(set.status == 0, "\(set.errors)")
         }
         let annaPhotos = try anna.importPhotos([try anna.photo("a.jpg", seed: 1), try anna.photo("b.jpg", seed: 2)], album: "Trip")
@@ -176,7 +178,9 @@ struct SyncCommandTests {
         #expect(try (anna.json(["history"]) as? [Any])?.count == history.count)
         let exported = ben.folder.appendingPathComponent("a.jpg").path
         #expect(try ben.cli(["export", annaPhotos[0], "--to", exported]).status == 0)
-        #expect(FileManager.default.contents(atPath: exported) == FileManager.default.contents(atPath: anna.folder.appendingPathComponent("photos/a.jpg").path))
+        #expect(
+            FileManager.default.contents(atPath: exported)
+                == FileManager.default.contents(atPath: anna.folder.appendingPathComponent("photos/a.jpg").path))
     }
 }
 
@@ -220,7 +224,10 @@ struct SyncWatchTests {
         let anna = try Workspace(device: "anna"), ben = try Workspace(device: "ben")
         let server = try TestServer(folder: anna.folder)
         for workspace in [anna, ben] {
-            #expect(try workspace.cli(["remote", "set", "\(server.url)/v1/libraries/family", "--token", try server.token(for: workspace.device)]).status == 0)
+            #expect(
+                try workspace.cli([
+                    "remote", "set", "\(server.url)/v1/libraries/family", "--token", try server.token(for: workspace.device),
+                ]).status == 0)
         }
         let photos = try anna.importPhotos([try anna.photo("a.jpg", seed: 1)])
         #expect(try anna.cli(["sync"]).status == 0)
@@ -369,7 +376,10 @@ struct TrustCommandTests {
     @Test func anAddOnlyDeviceSyncsAndItsRefusedAlbumIsFoldedOut() throws {
         let kiosk = try Workspace(device: "kiosk"), anna = try Workspace(device: "anna")
         let server = try TestServer(folder: kiosk.folder)
-        #expect(try kiosk.cli(["remote", "set", "\(server.url)/v1/libraries/family", "--token", try server.token(for: "kiosk", scope: "addOnly")]).status == 0)
+        #expect(
+            try kiosk.cli([
+                "remote", "set", "\(server.url)/v1/libraries/family", "--token", try server.token(for: "kiosk", scope: "addOnly"),
+            ]).status == 0)
         #expect(try anna.cli(["remote", "set", "\(server.url)/v1/libraries/family", "--token", try server.token(for: "anna")]).status == 0)
         _ = try kiosk.importPhotos([try kiosk.photo("a.jpg", seed: 1)], album: "Kiosk")
         let sync = try kiosk.cli(["sync", "--json"])
@@ -418,7 +428,8 @@ struct TrustCommandTests {
         #expect(try anna.cli(["verify"]).status == 0, "the chains cover the log, not the views")
         let found = try anna.cli(["verify", "--deep"])
         #expect(found.status == 3)
-        #expect(found.errors.contains("the view albums differs from the log") && found.errors.contains("title is 'Edited'"), "\(found.errors)")
+        #expect(
+            found.errors.contains("the view albums differs from the log") && found.errors.contains("title is 'Edited'"), "\(found.errors)")
         #expect(try anna.cli(["rebuild"]).status == 0)
         #expect(try anna.cli(["verify", "--deep"]).status == 0)
     }

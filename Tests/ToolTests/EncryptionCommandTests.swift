@@ -17,10 +17,13 @@ struct EncryptionCommandTests {
         let ben = try Workspace(device: "ben")
         let server = try TestServer(folder: anna.folder)
         for workspace in [anna, ben] {
-            let set = try workspace.cli(["remote", "set", "\(server.url)/v1/libraries/family", "--token", try server.token(for: workspace.device)])
+            let set = try workspace.cli([
+                "remote", "set", "\(server.url)/v1/libraries/family", "--token", try server.token(for: workspace.device),
+            ])
             #expect(set.status == 0, "\(set.errors)")
         }
-        let ids = try anna.importPhotos([try anna.photo("secret-a.jpg", seed: 1), try anna.photo("secret-b.jpg", seed: 2)], album: "Hidden Trip")
+        let ids = try anna.importPhotos(
+            [try anna.photo("secret-a.jpg", seed: 1), try anna.photo("secret-b.jpg", seed: 2)], album: "Hidden Trip")
         #expect(try anna.cli(["sync"]).status == 0)
 
         // Ben asks to join and shows a code; Anna sees the same code, and a wrong one approves nothing.

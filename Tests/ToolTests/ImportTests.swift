@@ -75,7 +75,8 @@ struct ImportTests {
 
     @Test func importIntoAnAlbumCreatesItOnceAndKeepsFileOrder() throws {
         let workspace = try Workspace()
-        let first = try workspace.importPhotos([try workspace.photo("1.jpg", seed: 1), try workspace.photo("2.jpg", seed: 2)], album: "Trip")
+        let first = try workspace.importPhotos(
+            [try workspace.photo("1.jpg", seed: 1), try workspace.photo("2.jpg", seed: 2)], album: "Trip")
         let second = try workspace.importPhotos([try workspace.photo("3.jpg", seed: 3)], album: "Trip")
         let albums = try workspace.albums()
         #expect(albums.count == 1)

@@ -6,7 +6,9 @@ struct LibraryCommandTests {
     /// A workspace with four photos in album "Trip".
     func trip() throws -> (Workspace, album: String, assets: [String]) {
         let workspace = try Workspace()
-        let paths = try (1...4).map { try workspace.photo("\($0).jpg", seed: UInt64($0), date: Date(timeIntervalSince1970: 1_700_000_000 + Double($0))) }
+        let paths = try (1...4).map {
+            try workspace.photo("\($0).jpg", seed: UInt64($0), date: Date(timeIntervalSince1970: 1_700_000_000 + Double($0)))
+        }
         let assets = try workspace.importPhotos(paths, album: "Trip")
         let album = try #require(try workspace.albums().first?["localIdentifier"] as? String)
         return (workspace, album, assets)
@@ -21,7 +23,11 @@ struct LibraryCommandTests {
         let listed = try workspace.assets()
         #expect(listed.count == 4)
         let first = try #require(listed.first { $0["localIdentifier"] as? String == assets[0] })
-        #expect(Set(first.keys) == ["localIdentifier", "mediaType", "pixelWidth", "pixelHeight", "creationDate", "isFavorite", "isHidden", "isDeleted", "sha256"])
+        #expect(
+            Set(first.keys) == [
+                "localIdentifier", "mediaType", "pixelWidth", "pixelHeight", "creationDate", "isFavorite", "isHidden", "isDeleted",
+                "sha256",
+            ])
         #expect(first["mediaType"] as? String == "image")
         #expect(first["pixelWidth"] as? Int == 48 && first["pixelHeight"] as? Int == 32)
         #expect(first["creationDate"] as? String == "2023-11-14T22:13:21Z")
@@ -70,7 +76,8 @@ struct LibraryCommandTests {
         #expect(try workspace.cli(["favorite", uuid]).status == 0)
         // Assets imported together share their creation millisecond, the first 13 characters of
         // a UUIDv7: take the shortest prefix from there on that names assets[1] alone.
-        let length = try #require((13...36).first { length in !assets.contains { $0 != assets[1] && $0.hasPrefix(assets[1].prefix(length)) } })
+        let length = try #require(
+            (13...36).first { length in !assets.contains { $0 != assets[1] && $0.hasPrefix(assets[1].prefix(length)) } })
         #expect(try workspace.cli(["album", "remove", String(album.prefix(36)), String(assets[1].prefix(length))]).status == 0)
         #expect(try members(workspace).count == 3)
         let tooShort = try workspace.cli(["favorite", "0"])
@@ -79,7 +86,9 @@ struct LibraryCommandTests {
 
     @Test func albumErrorsExplainThemselves() throws {
         let (workspace, album, assets) = try trip()
-        let outOfRange = try workspace.cli(["album", "insert", album, try workspace.importPhotos([try workspace.photo("x.jpg", seed: 9)])[0], "--at", "9"])
+        let outOfRange = try workspace.cli([
+            "album", "insert", album, try workspace.importPhotos([try workspace.photo("x.jpg", seed: 9)])[0], "--at", "9",
+        ])
         #expect(outOfRange.status == 1)
         #expect(outOfRange.errors.contains("out of range"))
         let badIndex = try workspace.cli(["album", "insert", album, assets[0], "--at", "first"])

@@ -29,12 +29,14 @@ enum ToolRunner {
     }()
 
     /// Runs `tool` with `arguments` and waits for it.
-    static func run(_ tool: String, _ arguments: [String], environment: [String: String] = [:], directory: URL? = nil) throws -> ToolResult {
+    static func run(_ tool: String, _ arguments: [String], environment: [String: String] = [:], directory: URL? = nil) throws -> ToolResult
+    {
         try run(executable: binDirectory.appendingPathComponent(tool), arguments, environment: environment, directory: directory)
     }
 
     /// Runs the program at `executable` with `arguments` and waits for it.
-    static func run(executable: URL, _ arguments: [String], environment: [String: String] = [:], directory: URL? = nil) throws -> ToolResult {
+    static func run(executable: URL, _ arguments: [String], environment: [String: String] = [:], directory: URL? = nil) throws -> ToolResult
+    {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments

@@ -1,7 +1,7 @@
 import Foundation
 import LedgerCore
-import PhotoLedger
 import MediaSynthesis
+import PhotoLedger
 import PhotoMedia
 
 /// Audit figures: the persistent changes after a token over a long log, and the history of one

@@ -40,7 +40,8 @@ struct EventLogBenchmarks {
                     events.append(
                         Event(
                             id: ids.next(), device: device, deviceSequence: Int64(sequence + 1),
-                            timestamp: HLCTimestamp(milliseconds: 1_764_483_790_000 + UInt64(sequence / 64), counter: UInt16(sequence % 64)),
+                            timestamp: HLCTimestamp(
+                                milliseconds: 1_764_483_790_000 + UInt64(sequence / 64), counter: UInt16(sequence % 64)),
                             changeBlock: block, object: objects[sequence % 64], type: "asset.created", schemaVersion: 1,
                             payload: payload))
                 }
@@ -84,7 +85,8 @@ struct EventLogBenchmarks {
         return [
             Figure(
                 name: "append.batched", value: median(swiftBatched), unit: "events/s", baseline: median(cBatched), higherIsBetter: true,
-                target: 1 / 1.5, note: "\(batchedCount) events of \(payload.count) B, 1,000 per transaction, hash chain; C baseline same rows"),
+                target: 1 / 1.5,
+                note: "\(batchedCount) events of \(payload.count) B, 1,000 per transaction, hash chain; C baseline same rows"),
             Figure(
                 name: "append.single", value: median(swiftSingle), unit: "events/s", baseline: median(cSingle), higherIsBetter: true,
                 target: 1 / 1.5, note: "\(singleCount) events, one transaction each (WAL, synchronous=NORMAL)"),

@@ -1,8 +1,8 @@
 import CBaseline
 import Foundation
 import LedgerCore
-import PhotoLedger
 import MediaSynthesis
+import PhotoLedger
 import PhotoMedia
 import Synchronization
 
@@ -31,19 +31,22 @@ struct LibraryBenchmarks {
         let photos = (0..<64).map { Data(SyntheticMedia.sample(.jpeg, width: 64, height: 48, seed: UInt64($0))) }
         var latencies: [Double] = []
         for index in 0..<(quick ? 300 : 1000) {
-            latencies.append(try seconds {
-                try small.performChangesAndWait { changes in
-                    let created = try changes.createAsset(from: photos[index % photos.count])
-                    try changes.albumChangeRequest(for: album).insertAssets([created.placeholderForCreatedAsset], at: [0])
-                }
-            } * 1000)
+            latencies.append(
+                try seconds {
+                    try small.performChangesAndWait { changes in
+                        let created = try changes.createAsset(from: photos[index % photos.count])
+                        try changes.albumChangeRequest(for: album).insertAssets([created.placeholderForCreatedAsset], at: [0])
+                    }
+                } * 1000)
         }
-        figures.append(Figure(
-            name: "library.block.p50", value: median(latencies), unit: "ms", baseline: nil, higherIsBetter: false, target: nil,
-            note: "one change block: create an asset from JPEG bytes (validated, hashed, stored with fsync) + insert at 0"))
-        figures.append(Figure(
-            name: "library.block.p99", value: percentile(latencies, 99), unit: "ms", baseline: nil, higherIsBetter: false, target: nil,
-            note: "same blocks, 99th percentile"))
+        figures.append(
+            Figure(
+                name: "library.block.p50", value: median(latencies), unit: "ms", baseline: nil, higherIsBetter: false, target: nil,
+                note: "one change block: create an asset from JPEG bytes (validated, hashed, stored with fsync) + insert at 0"))
+        figures.append(
+            Figure(
+                name: "library.block.p99", value: percentile(latencies, 99), unit: "ms", baseline: nil, higherIsBetter: false, target: nil,
+                note: "same blocks, 99th percentile"))
 
         // A 10,000-asset import in one block (asset records and album membership).
         let large = try library(directory.appendingPathComponent("large.sqlite"))
@@ -53,8 +56,10 @@ struct LibraryBenchmarks {
             bigAlbum = try large.performChangesAndWait { changes in
                 let album = try changes.createAlbum(title: "Everything")
                 let created = try (0..<importCount).map { index in
-                    try changes.createImageRecord(width: 4032, height: 3024, creationDate: Date(timeIntervalSince1970: 1_700_000_000 + Double(index)))
-                        .placeholderForCreatedAsset
+                    try changes.createImageRecord(
+                        width: 4032, height: 3024, creationDate: Date(timeIntervalSince1970: 1_700_000_000 + Double(index))
+                    )
+                    .placeholderForCreatedAsset
                 }
                 try album.addAssets(created)
                 return album.localIdentifier
@@ -62,9 +67,11 @@ struct LibraryBenchmarks {
             // Counted until its write-ahead log checkpoint (on a thread of its own) is done.
             large.waitForBackgroundCheckpoints()
         }
-        figures.append(Figure(
-            name: "library.import.10k", value: Double(importCount) / importTime, unit: "assets/s", baseline: nil, higherIsBetter: true,
-            target: nil, note: "10,000 asset creations + one addAssets in a single change block (\(String(format: "%.2f", importTime)) s)"))
+        figures.append(
+            Figure(
+                name: "library.import.10k", value: Double(importCount) / importTime, unit: "assets/s", baseline: nil, higherIsBetter: true,
+                target: nil,
+                note: "10,000 asset creations + one addAssets in a single change block (\(String(format: "%.2f", importTime)) s)"))
 
         // Fetch of the 10,000-asset album in order.
         let collection = try large.fetchAssetCollections(withLocalIdentifiers: [bigAlbum])[0]
@@ -74,9 +81,10 @@ struct LibraryBenchmarks {
             albumFetches.append(try seconds { count = try large.fetchAssets(in: collection).count } * 1000)
             guard count == importCount else { throw BenchmarkError("the album holds \(count) assets, expected \(importCount)") }
         }
-        figures.append(Figure(
-            name: "library.album.10k", value: median(albumFetches), unit: "ms", baseline: nil, higherIsBetter: false, target: 10,
-            note: "fetch a 10,000-asset album in album order (median of 20)"))
+        figures.append(
+            Figure(
+                name: "library.album.10k", value: median(albumFetches), unit: "ms", baseline: nil, higherIsBetter: false, target: 10,
+                note: "fetch a 10,000-asset album in album order (median of 20)"))
 
         // Fetch by identifier beside a C point lookup on the same assets table.
         let identifiers = try large.fetchAssets(options: FetchOptions(fetchLimit: 2000)).map(\.localIdentifier)
@@ -86,9 +94,10 @@ struct LibraryBenchmarks {
         }
         var cLatencies = [Double](repeating: 0, count: 2000)
         _ = baseline_asset_lookups(directory.appendingPathComponent("large.sqlite").path, 2000, &cLatencies)
-        figures.append(Figure(
-            name: "library.fetch-by-id.p50", value: median(fetchLatencies), unit: "µs", baseline: median(cLatencies),
-            higherIsBetter: false, target: 0.5, note: "fetchAssets(withLocalIdentifiers:) of one asset; C: SELECT * by asset_id"))
+        figures.append(
+            Figure(
+                name: "library.fetch-by-id.p50", value: median(fetchLatencies), unit: "µs", baseline: median(cLatencies),
+                higherIsBetter: false, target: 0.5, note: "fetchAssets(withLocalIdentifiers:) of one asset; C: SELECT * by asset_id"))
 
         return figures
     }
@@ -106,17 +115,21 @@ struct LibraryBenchmarks {
             // The rebuild's write-ahead log checkpoint runs on a thread of its own: it is waited
             // for, so it is counted (the C baseline checkpoints inside its commits) and does not
             // overlap the baseline's run.
-            ours.append(Double(eventCount) / (try seconds {
-                try log.rebuild()
-                log.waitForBackgroundCheckpoints()
-            }))
+            ours.append(
+                Double(eventCount)
+                    / (try seconds {
+                        try log.rebuild()
+                        log.waitForBackgroundCheckpoints()
+                    }))
             var rows = 0
             let c = baseline_rebuild(rebuildPath.path, &rows)
             theirs.append(Double(rows) / c)
         }
-        return [Figure(
-            name: "library.rebuild", value: median(ours), unit: "events/s", baseline: median(theirs), higherIsBetter: true, target: 0.5,
-            note: "rebuild() of \(eventCount) events (decode + LWW/causal-length upserts); C: keyset scan + one upsert per event")]
+        return [
+            Figure(
+                name: "library.rebuild", value: median(ours), unit: "events/s", baseline: median(theirs), higherIsBetter: true, target: 0.5,
+                note: "rebuild() of \(eventCount) events (decode + LWW/causal-length upserts); C: keyset scan + one upsert per event")
+        ]
     }
 
     /// A log of `events` events: asset creations, property changes and album memberships.
@@ -158,7 +171,8 @@ extension LibraryBenchmarks {
         let library = try library(directory.appendingPathComponent("busy.sqlite"))
         try library.performChangesAndWait { changes in
             for index in 0..<10_000 {
-                _ = try changes.createImageRecord(width: 4032, height: 3024, creationDate: Date(timeIntervalSince1970: 1_700_000_000 + Double(index)))
+                _ = try changes.createImageRecord(
+                    width: 4032, height: 3024, creationDate: Date(timeIntervalSince1970: 1_700_000_000 + Double(index)))
             }
         }
         let folder = directory.appendingPathComponent("camera")
@@ -198,7 +212,8 @@ extension LibraryBenchmarks {
         done.wait()
         if let error = failure.withLock({ $0 }) { throw error }
         let during = busy.withLock { $0 }
-        let note = "the 100 newest of 10,000 assets, fetched again and again while \(files.count) JPEGs of 2000×1500 are imported as photoledger import does (\(during.count) fetches); baseline: the same fetch on the idle library"
+        let note =
+            "the 100 newest of 10,000 assets, fetched again and again while \(files.count) JPEGs of 2000×1500 are imported as photoledger import does (\(during.count) fetches); baseline: the same fetch on the idle library"
         return [
             Figure(
                 name: "library.fetch-during-import.p50", value: median(during), unit: "ms", baseline: median(idle), higherIsBetter: false,

@@ -55,7 +55,8 @@ struct PropagationBenchmarks {
             try store.registerToken(hash: DeviceToken.hash(token), library: "bench", device: DeviceID(name), scope: .readWrite, at: 1)
             var options = PhotoLibrary.Options()
             options.preauthorized = true
-            let library = try PhotoLibrary(url: directory.appendingPathComponent("\(name).sqlite"), device: DeviceID(name), options: options)
+            let library = try PhotoLibrary(
+                url: directory.appendingPathComponent("\(name).sqlite"), device: DeviceID(name), options: options)
             let remote = try SyncRemote(libraryURL: "http://127.0.0.1:\(server.port)/v1/libraries/bench", token: token)
             return (library, SyncEngine(library: library, remote: remote))
         }
@@ -116,8 +117,12 @@ struct PropagationBenchmarks {
             "\(label) (full live engines with libraries of their own, in one process; in-process server, 4 threads, SQLite), \(rounds) rounds: "
             + "from performChanges on device A to each device B's change observer"
         return [
-            Figure(name: "\(name).p50", value: percentile(latencies, 50), unit: "ms", baseline: nil, higherIsBetter: false, target: count + rawPulls >= 1000 ? 50 : nil, note: note),
-            Figure(name: "\(name).p99", value: percentile(latencies, 99), unit: "ms", baseline: nil, higherIsBetter: false, target: count + rawPulls >= 1000 ? 250 : nil, note: "the same, 99th percentile"),
+            Figure(
+                name: "\(name).p50", value: percentile(latencies, 50), unit: "ms", baseline: nil, higherIsBetter: false,
+                target: count + rawPulls >= 1000 ? 50 : nil, note: note),
+            Figure(
+                name: "\(name).p99", value: percentile(latencies, 99), unit: "ms", baseline: nil, higherIsBetter: false,
+                target: count + rawPulls >= 1000 ? 250 : nil, note: "the same, 99th percentile"),
         ]
     }
 }

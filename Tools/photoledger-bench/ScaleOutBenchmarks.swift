@@ -1,8 +1,8 @@
 import Foundation
 import LedgerCore
 import PhotoLedgerServer
-import Synchronization
 import SyncProtocol
+import Synchronization
 
 /// Server figures across stores and processes: pushes and pulls through `photoledger-server`
 /// processes on PostgreSQL (one and two servers) beside one server process on the embedded
@@ -29,7 +29,9 @@ struct ScaleOutBenchmarks {
 
     static var postgresURL: String? {
         let environment = ProcessInfo.processInfo.environment
-        return [environment["PHOTOLEDGER_BENCH_POSTGRES_URL"], environment["PHOTOLEDGER_TEST_POSTGRES_URL"]].compactMap { $0 }.first { !$0.isEmpty }
+        return [environment["PHOTOLEDGER_BENCH_POSTGRES_URL"], environment["PHOTOLEDGER_TEST_POSTGRES_URL"]].compactMap { $0 }.first {
+            !$0.isEmpty
+        }
     }
 
     func run() throws -> [Figure] {
@@ -40,7 +42,8 @@ struct ScaleOutBenchmarks {
         let tool = try serverTool()
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let sqlite = try pushAndPull(tool, database: directory.appendingPathComponent("scale.sqlite").path, servers: 1, directory: directory)
+        let sqlite = try pushAndPull(
+            tool, database: directory.appendingPathComponent("scale.sqlite").path, servers: 1, directory: directory)
         var figures: [Figure] = []
         var pushes: [(Int, Double, CPUShares)] = [], pulls: [(Int, Double, CPUShares)] = []
         for servers in [1, 2] {
@@ -48,7 +51,8 @@ struct ScaleOutBenchmarks {
             pushes.append((servers, rates.push, rates.pushCPU))
             pulls.append((servers, rates.pull, rates.pullCPU))
         }
-        let setting = "8 clients on keep-alive loopback connections spread over the servers, \(eventCount) events in pushes of \(batch) "
+        let setting =
+            "8 clients on keep-alive loopback connections spread over the servers, \(eventCount) events in pushes of \(batch) "
             + "(200-byte payloads), then every client pulls the whole log in binary pages of 1,000"
         figures.append(
             Figure(
@@ -122,9 +126,13 @@ struct ScaleOutBenchmarks {
     ) {
         try runTool(tool, ["admin", "create-library", "bench", "--db", database])
         let tokens = try (0..<clients).map { client in
-            try runTool(tool, ["admin", "issue-token", "--db", database, "--library", "bench", "--device", "device-\(client)", "--scope", "readWrite"])
+            try runTool(
+                tool,
+                ["admin", "issue-token", "--db", database, "--library", "bench", "--device", "device-\(client)", "--scope", "readWrite"])
         }
-        let servers = try (0..<count).map { _ in try startServer(tool, database: database, blobs: directory.appendingPathComponent("blobs").path) }
+        let servers = try (0..<count).map { _ in
+            try startServer(tool, database: database, blobs: directory.appendingPathComponent("blobs").path)
+        }
         defer {
             for (process, _) in servers {
                 kill(process.processIdentifier, SIGTERM)
@@ -133,7 +141,9 @@ struct ScaleOutBenchmarks {
         }
         let perClient = eventCount / clients
         let bodies: [[[UInt8]]] = (0..<clients).map { client in
-            stride(from: 0, to: perClient, by: batch).map { server.pushBody(device: DeviceID("device-\(client)"), from: $0, count: min(batch, perClient - $0)) }
+            stride(from: 0, to: perClient, by: batch).map {
+                server.pushBody(device: DeviceID("device-\(client)"), from: $0, count: min(batch, perClient - $0))
+            }
         }
         let ports = servers.map(\.1)
         let databaseName = URLComponents(string: database).map { String($0.path.dropFirst()) } ?? ""
@@ -154,7 +164,8 @@ struct ScaleOutBenchmarks {
             var count = 0
             while true {
                 let reply = try connection.send(
-                    method: "GET", path: "/v1/libraries/bench/events?since=\(cursor)&limit=1000", token: tokens[client], accept: EventPage.contentType)
+                    method: "GET", path: "/v1/libraries/bench/events?since=\(cursor)&limit=1000", token: tokens[client],
+                    accept: EventPage.contentType)
                 let page = try EventPage.decode(reply.body)
                 count += page.events.count
                 cursor = page.nextCursor
@@ -164,14 +175,17 @@ struct ScaleOutBenchmarks {
         }
         pullCPU.stop(wall: pullTime)
         let total = pulled.withLock { $0 }
-        guard total == perClient * clients * clients else { throw BenchmarkError("the clients pulled \(total) of \(perClient * clients * clients) events") }
+        guard total == perClient * clients * clients else {
+            throw BenchmarkError("the clients pulled \(total) of \(perClient * clients * clients) events")
+        }
         return (Double(perClient * clients) / pushTime, Double(total) / pullTime, pushCPU, pullCPU)
     }
 
     /// Peak RSS of one server on PostgreSQL after pushing and pulling a small log, then a large one.
     func memoryFigure(_ tool: URL, database: String, directory: URL) throws -> [Figure] {
         try runTool(tool, ["admin", "create-library", "bench", "--db", database])
-        let token = try runTool(tool, ["admin", "issue-token", "--db", database, "--library", "bench", "--device", "device-0", "--scope", "readWrite"])
+        let token = try runTool(
+            tool, ["admin", "issue-token", "--db", database, "--library", "bench", "--device", "device-0", "--scope", "readWrite"])
         let (process, port) = try startServer(tool, database: database, blobs: directory.appendingPathComponent("rss-blobs").path)
         defer {
             kill(process.processIdentifier, SIGTERM)
@@ -183,14 +197,16 @@ struct ScaleOutBenchmarks {
             while pushed < count {
                 let size = min(1000, count - pushed)
                 let reply = try connection.send(
-                    method: "POST", path: "/v1/libraries/bench/events", token: token, body: server.pushBody(device: "device-0", from: pushed, count: size))
+                    method: "POST", path: "/v1/libraries/bench/events", token: token,
+                    body: server.pushBody(device: "device-0", from: pushed, count: size))
                 guard reply.status == 200 else { throw BenchmarkError("push answered \(reply.status)") }
                 pushed += size
             }
             var cursor: Int64 = 0
             while true {
                 let reply = try connection.send(
-                    method: "GET", path: "/v1/libraries/bench/events?since=\(cursor)&limit=5000", token: token, accept: EventPage.contentType)
+                    method: "GET", path: "/v1/libraries/bench/events?since=\(cursor)&limit=5000", token: token,
+                    accept: EventPage.contentType)
                 let page = try EventPage.decode(reply.body)
                 cursor = page.nextCursor
                 if !page.hasMore { break }
@@ -241,7 +257,9 @@ final class CPUShares: CustomStringConvertible {
 
     /// User and system CPU seconds of a process (0 when it is gone).
     static func cpuSeconds(_ pid: Int32) -> Double {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return 0 }
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else {
+            return 0
+        }
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))

@@ -2,8 +2,8 @@ import CBaseline
 import Foundation
 import LedgerCore
 import PhotoLedgerServer
-import Synchronization
 import SyncProtocol
+import Synchronization
 
 /// Sync-server figures: concurrent pushes and pulls over loopback HTTP against the in-process
 /// server, the wire codec's speed, and the server process's peak memory as its log grows.
@@ -34,7 +34,9 @@ struct ServerBenchmarks {
 
     func events(device: DeviceID, from start: Int, count: Int) -> [Event] {
         let origin: UInt64 = 1_764_483_790_000
-        let ids = UUIDv7Generator(clock: { origin + UInt64(start) }, random: SeededRandomNumberGenerator(seed: device.rawValue.utf8.reduce(UInt64(start)) { $0 &* 31 &+ UInt64($1) }))
+        let ids = UUIDv7Generator(
+            clock: { origin + UInt64(start) },
+            random: SeededRandomNumberGenerator(seed: device.rawValue.utf8.reduce(UInt64(start)) { $0 &* 31 &+ UInt64($1) }))
         let block = ids.next()
         var events: [Event] = []
         events.reserveCapacity(count)
@@ -68,10 +70,14 @@ struct ServerBenchmarks {
         return [
             Figure(
                 name: "codec.encode", value: median(encodeRates), unit: "events/s", baseline: nil, higherIsBetter: true, target: 200_000,
-                note: "WireEvent JSON encoding of a push body, content hash (SHA-256) included, 200-byte payloads; per CPU-second of the encoding thread"),
+                note:
+                    "WireEvent JSON encoding of a push body, content hash (SHA-256) included, 200-byte payloads; per CPU-second of the encoding thread"
+            ),
             Figure(
                 name: "codec.decode", value: median(decodeRates), unit: "events/s", baseline: nil, higherIsBetter: true, target: 200_000,
-                note: "push body JSON decoding into events (UUIDs, base64 payloads, hex hashes), 200-byte payloads; per CPU-second of the decoding thread"),
+                note:
+                    "push body JSON decoding into events (UUIDs, base64 payloads, hex hashes), 200-byte payloads; per CPU-second of the decoding thread"
+            ),
         ]
     }
 
@@ -95,14 +101,17 @@ struct ServerBenchmarks {
         defer { server.stop() }
         let tokens: [String] = try (0..<clients).map { client in
             let token = try DeviceToken.generate()
-            try store.registerToken(hash: DeviceToken.hash(token), library: "bench", device: DeviceID("device-\(client)"), scope: .readWrite, at: 1)
+            try store.registerToken(
+                hash: DeviceToken.hash(token), library: "bench", device: DeviceID("device-\(client)"), scope: .readWrite, at: 1)
             return token
         }
         // Bodies are encoded before the clock starts: the figure is the server's rate (the
         // codec has its own figures).
         let perClient = pushCount / clients
         let bodies: [[[UInt8]]] = (0..<clients).map { client in
-            stride(from: 0, to: perClient, by: batch).map { pushBody(device: DeviceID("device-\(client)"), from: $0, count: min(batch, perClient - $0)) }
+            stride(from: 0, to: perClient, by: batch).map {
+                pushBody(device: DeviceID("device-\(client)"), from: $0, count: min(batch, perClient - $0))
+            }
         }
         let port = server.port
         let latencies = Mutex<[Double]>([])
@@ -120,7 +129,9 @@ struct ServerBenchmarks {
         }
         let pushCPU = processCPUSeconds() - cpuBefore
         let stored = try store.chainSummary(libraryID: 1).count
-        guard stored == Int64(perClient * clients) else { throw BenchmarkError("the server stored \(stored) of \(perClient * clients) events") }
+        guard stored == Int64(perClient * clients) else {
+            throw BenchmarkError("the server stored \(stored) of \(perClient * clients) events")
+        }
 
         /// Every client pulls the whole log; returns the events pulled and the seconds it took.
         func pullAll(eventPages: Bool) throws -> (events: Int, seconds: Double) {
@@ -151,7 +162,8 @@ struct ServerBenchmarks {
                 note: "\(clients) clients on keep-alive loopback connections pushing batches of \(batch) (200-byte payloads) to the "
                     + "in-process server (4 threads), vs the C baseline's local batched append (1,000 per transaction)"),
             Figure(
-                name: "server.push.cpu", value: Double(perClient * clients) / pushCPU, unit: "events/s", baseline: nil, higherIsBetter: true,
+                name: "server.push.cpu", value: Double(perClient * clients) / pushCPU, unit: "events/s", baseline: nil,
+                higherIsBetter: true,
                 target: nil,
                 note: "the same pushes per CPU-second of the whole process (server threads and clients): the rate one idle core "
                     + "would sustain, comparable when other processes load the machine"),
@@ -180,11 +192,16 @@ struct ServerBenchmarks {
         }
         let db = directory.appendingPathComponent("rss.sqlite").path
         try runTool(executable, ["admin", "create-library", "bench", "--db", db])
-        let token = try runTool(executable, ["admin", "issue-token", "--db", db, "--library", "bench", "--device", "device-0", "--scope", "readWrite"])
-            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let token = try runTool(
+            executable, ["admin", "issue-token", "--db", db, "--library", "bench", "--device", "device-0", "--scope", "readWrite"]
+        )
+        .trimmingCharacters(in: .whitespacesAndNewlines)
         let process = Process()
         process.executableURL = executable
-        process.arguments = ["serve", "--db", db, "--blobs", directory.appendingPathComponent("rss-blobs").path, "--listen", "127.0.0.1:0", "--max-clock-skew", "31536000"]
+        process.arguments = [
+            "serve", "--db", db, "--blobs", directory.appendingPathComponent("rss-blobs").path, "--listen", "127.0.0.1:0",
+            "--max-clock-skew", "31536000",
+        ]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
@@ -203,7 +220,8 @@ struct ServerBenchmarks {
             while pushed < count {
                 let size = min(1000, count - pushed)
                 let reply = try connection.send(
-                    method: "POST", path: "/v1/libraries/bench/events", token: token, body: pushBody(device: "device-0", from: pushed, count: size))
+                    method: "POST", path: "/v1/libraries/bench/events", token: token,
+                    body: pushBody(device: "device-0", from: pushed, count: size))
                 guard reply.status == 200 else { throw BenchmarkError("push answered \(reply.status)") }
                 pushed += size
             }
@@ -294,7 +312,8 @@ final class KeepAliveConnection {
 
     deinit { close(socket) }
 
-    func send(method: String, path: String, token: String, body: [UInt8] = [], accept: String? = nil) throws -> (status: Int, body: [UInt8]) {
+    func send(method: String, path: String, token: String, body: [UInt8] = [], accept: String? = nil) throws -> (status: Int, body: [UInt8])
+    {
         var request = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\n"
         if let accept { request += "Accept: \(accept)\r\n" }
         if !body.isEmpty { request += "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n" }
@@ -307,9 +326,11 @@ final class KeepAliveConnection {
         guard let statusLine = lines.first, let status = Int(statusLine.split(separator: " ").dropFirst().first ?? "") else {
             throw BenchmarkError("malformed response")
         }
-        let length = lines.compactMap { line -> Int? in
-            line.lowercased().hasPrefix("content-length:") ? Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) : nil
-        }.first ?? 0
+        let length =
+            lines.compactMap { line -> Int? in
+                line.lowercased().hasPrefix("content-length:")
+                    ? Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) : nil
+            }.first ?? 0
         while pending.count < bodyStart + length { try fill() }
         let responseBody = Array(pending[bodyStart..<bodyStart + length])
         pending.removeSubrange(0..<bodyStart + length)

@@ -44,20 +44,29 @@ struct SyncBenchmarks {
         for size in sizes {
             let (pushRate, pullRate, clientKiB, serverKiB) = try measure(events: size)
             rss.append((size, clientKiB, serverKiB))
-            figures.append(Figure(
-                name: "sync.push.\(size / 1000)k", value: pushRate, unit: "events/s", baseline: nil, higherIsBetter: true, target: nil,
-                note: "device A pushes \(size) events through photoledger-server on loopback (batches of 500, libcurl)"))
-            figures.append(Figure(
-                name: "sync.pull.\(size / 1000)k", value: pullRate, unit: "events/s", baseline: nil, higherIsBetter: true, target: 50_000,
-                note: "fresh device B pulls and applies \(size) events (pages of 5,000, one transaction each, the next fetched while one is applied)"))
+            figures.append(
+                Figure(
+                    name: "sync.push.\(size / 1000)k", value: pushRate, unit: "events/s", baseline: nil, higherIsBetter: true, target: nil,
+                    note: "device A pushes \(size) events through photoledger-server on loopback (batches of 500, libcurl)"))
+            figures.append(
+                Figure(
+                    name: "sync.pull.\(size / 1000)k", value: pullRate, unit: "events/s", baseline: nil, higherIsBetter: true,
+                    target: 50_000,
+                    note:
+                        "fresh device B pulls and applies \(size) events (pages of 5,000, one transaction each, the next fetched while one is applied)"
+                ))
         }
         for (size, client, server) in rss {
-            figures.append(Figure(
-                name: "sync.rss.client.\(size / 1000)k", value: Double(client) / 1024, unit: "MiB", baseline: nil, higherIsBetter: false,
-                target: nil, note: "peak RSS of device B's process while pulling \(size) events"))
-            figures.append(Figure(
-                name: "sync.rss.server.\(size / 1000)k", value: Double(server) / 1024, unit: "MiB", baseline: nil, higherIsBetter: false,
-                target: nil, note: "peak RSS of the server process after serving \(size) events in and out"))
+            figures.append(
+                Figure(
+                    name: "sync.rss.client.\(size / 1000)k", value: Double(client) / 1024, unit: "MiB", baseline: nil,
+                    higherIsBetter: false,
+                    target: nil, note: "peak RSS of device B's process while pulling \(size) events"))
+            figures.append(
+                Figure(
+                    name: "sync.rss.server.\(size / 1000)k", value: Double(server) / 1024, unit: "MiB", baseline: nil,
+                    higherIsBetter: false,
+                    target: nil, note: "peak RSS of the server process after serving \(size) events in and out"))
         }
         return figures
     }
@@ -84,7 +93,9 @@ struct SyncBenchmarks {
         return Figure(
             name: "sync.apply.\(applySize / 1000)k", value: try applyRate(events: applySize), unit: "events/s", baseline: nil,
             higherIsBetter: true, target: nil,
-            note: "device B's share of a pull: \(applySize) events applied in pages of 5,000 with server sequences and chain values, in-process (no HTTP)")
+            note:
+                "device B's share of a pull: \(applySize) events applied in pages of 5,000 with server sequences and chain values, in-process (no HTTP)"
+        )
     }
 
     /// Events made on one library, applied page by page to a fresh one as pull pages are.
@@ -138,7 +149,8 @@ struct SyncBenchmarks {
             if chunk.isEmpty { break }
             line += chunk
         }
-        let origin = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "listening on ", with: "")
+        let origin = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(
+            of: "listening on ", with: "")
         let libraryURL = "\(origin)/v1/libraries/bench"
 
         let deviceA = try Self.deviceA(in: directory, events: events)
@@ -147,7 +159,8 @@ struct SyncBenchmarks {
 
         let child = try runTool(bench, ["--sync-pull-child", directory.appendingPathComponent("b.sqlite").path, libraryURL, tokens[1]])
         let parts = child.split(separator: " ")
-        guard parts.count == 3, let pulled = Int(parts[0]), let seconds = Double(parts[1]), let clientKiB = Int(parts[2]), pulled == events else {
+        guard parts.count == 3, let pulled = Int(parts[0]), let seconds = Double(parts[1]), let clientKiB = Int(parts[2]), pulled == events
+        else {
             throw BenchmarkError("device B's pull reported '\(child)', expected \(events) events")
         }
         return (Double(events) / pushSeconds, Double(pulled) / seconds, clientKiB, peakResidentKiB(pid: server.processIdentifier))

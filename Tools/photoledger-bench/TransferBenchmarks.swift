@@ -43,7 +43,8 @@ struct TransferBenchmarks {
         try server.run()
         defer { if server.isRunning { server.terminate(); server.waitUntilExit() } }
         let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
-        let libraryURL = line.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "listening on ", with: "") + "/v1/libraries/bench"
+        let libraryURL =
+            line.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "listening on ", with: "") + "/v1/libraries/bench"
 
         sync()
         let engineA = SyncEngine(library: deviceA, remote: try SyncRemote(libraryURL: libraryURL, token: tokens[0]))
@@ -60,11 +61,15 @@ struct TransferBenchmarks {
         let content = "\(files.count) camera files, \(Int(megabytes)) MB"
         return [
             Figure(
-                name: "sync.transfer.upload", value: megabytes / upload, unit: "MB/s", baseline: copy.durable, higherIsBetter: true, target: 0.5,
-                note: "\(content): device A's sync uploads them to photoledger-server on loopback (4 at a time); baseline: cp -r then sync -f"),
+                name: "sync.transfer.upload", value: megabytes / upload, unit: "MB/s", baseline: copy.durable, higherIsBetter: true,
+                target: 0.5,
+                note:
+                    "\(content): device A's sync uploads them to photoledger-server on loopback (4 at a time); baseline: cp -r then sync -f"
+            ),
             Figure(
                 name: "sync.transfer.download", value: megabytes / download, unit: "MB/s", baseline: copy.durable, higherIsBetter: true,
-                target: 0.5, note: "the same files downloaded by a new device B's sync (4 at a time), each stored durably; baseline: cp -r then sync -f"),
+                target: 0.5,
+                note: "the same files downloaded by a new device B's sync (4 at a time), each stored durably; baseline: cp -r then sync -f"),
         ]
     }
 }

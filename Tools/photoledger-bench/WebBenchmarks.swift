@@ -43,14 +43,16 @@ struct WebBenchmarks {
 
         let albumURL = URL(string: server.url.absoluteString + "#/album/\(album)")!
         let cold = try blocking { try await Self.firstScreen(server: server, album: albumURL, artifacts: directory) }
-        let warm = try (0..<3).map { _ in try blocking { try await Self.firstScreen(server: server, album: albumURL, artifacts: directory) } }
+        let warm = try (0..<3).map { _ in try blocking { try await Self.firstScreen(server: server, album: albumURL, artifacts: directory) }
+        }
         let screens = try blocking { try await Self.scrollThrough(server: server, album: albumURL, artifacts: directory) }
         let peak = Double(peakResidentKiB(pid: server.process.processIdentifier)) / 1024
         let label = quick ? "1k" : "10k"
         return [
             Figure(
                 name: "web.first-screen.cold.\(label)", value: cold, unit: "ms", baseline: nil, higherIsBetter: false, target: 1000,
-                note: "navigation start → every thumbnail of the first screen of a \(count)-photo album decoded, renditions made on request"),
+                note: "navigation start → every thumbnail of the first screen of a \(count)-photo album decoded, renditions made on request"
+            ),
             Figure(
                 name: "web.first-screen.warm.\(label)", value: median(warm), unit: "ms", baseline: nil, higherIsBetter: false, target: 1000,
                 note: "the same with the renditions cached beside the library, a new browser each time; median of 3"),
@@ -123,13 +125,14 @@ struct WebBenchmarks {
     /// Once the thumbnails in the window are decoded, the page's clock (milliseconds since its
     /// navigation started), and when the album's JSON had arrived and the first thumbnail was
     /// asked for; else null.
-    private static let firstScreenReady = visibleImages + """
-        if (!decoded) return null;
-        const entries = performance.getEntriesByType('resource');
-        const json = entries.find(entry => entry.name.includes('/api/albums/'));
-        const thumbnails = entries.filter(entry => entry.name.includes('/thumb/')).map(entry => entry.startTime);
-        return [performance.now(), json ? json.responseEnd : -1, thumbnails.length ? Math.min(...thumbnails) : -1, thumbnails.length];
-        """
+    private static let firstScreenReady =
+        visibleImages + """
+            if (!decoded) return null;
+            const entries = performance.getEntriesByType('resource');
+            const json = entries.find(entry => entry.name.includes('/api/albums/'));
+            const thumbnails = entries.filter(entry => entry.name.includes('/thumb/')).map(entry => entry.startTime);
+            return [performance.now(), json ? json.responseEnd : -1, thumbnails.length ? Math.min(...thumbnails) : -1, thumbnails.length];
+            """
 
     /// Milliseconds from the start of a fresh browser's navigation to the album until its first
     /// screen of thumbnails is decoded.
@@ -147,7 +150,11 @@ struct WebBenchmarks {
             }
             await browser.quit()
             guard let reached, reached.count == 4 else { return .nan }
-            print(String(format: "note: web first screen: %.0f ms; album JSON in at %.0f ms, first thumbnail asked at %.0f ms, %.0f thumbnails asked", reached[0], reached[1], reached[2], reached[3]))
+            print(
+                String(
+                    format:
+                        "note: web first screen: %.0f ms; album JSON in at %.0f ms, first thumbnail asked at %.0f ms, %.0f thumbnails asked",
+                    reached[0], reached[1], reached[2], reached[3]))
             return reached[0]
         } catch {
             await browser.quit()
@@ -166,7 +173,10 @@ struct WebBenchmarks {
             while true {
                 try await browser.waitFor("screen \(screens) decoded", visibleImages + "return decoded;", deadline: .seconds(300))
                 screens += 1
-                let atEnd = try await browser.execute("const end = scrollY + innerHeight >= document.documentElement.scrollHeight - 2; if (!end) scrollBy(0, innerHeight); return end;") as? Bool
+                let atEnd =
+                    try await browser.execute(
+                        "const end = scrollY + innerHeight >= document.documentElement.scrollHeight - 2; if (!end) scrollBy(0, innerHeight); return end;"
+                    ) as? Bool
                 if atEnd == true { break }
             }
             await browser.quit()
@@ -206,7 +216,8 @@ private final class WebProcess: @unchecked Sendable {
         try process.run()
         var line = Data()
         while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) { line += byte }
-        guard let object = try? JSONSerialization.jsonObject(with: line) as? [String: String], let url = object["url"].flatMap(URL.init(string:)),
+        guard let object = try? JSONSerialization.jsonObject(with: line) as? [String: String],
+            let url = object["url"].flatMap(URL.init(string:)),
             let launch = object["launchURL"].flatMap(URL.init(string:))
         else { throw BenchmarkError("photoledger web printed '\(String(decoding: line, as: UTF8.self))', not its addresses") }
         self.url = url

@@ -45,12 +45,14 @@ struct PhotoledgerBench: ParsableCommand {
             return
         }
         #if DEBUG
-        if !json { print("warning: this is a debug build; run `swift run -c release photoledger-bench` for real figures\n") }
+            if !json { print("warning: this is a debug build; run `swift run -c release photoledger-bench` for real figures\n") }
         #endif
         let quick = quick
         let suites: [Suite] = [
             Suite(prefixes: ["append", "read"]) { try EventLogBenchmarks(quick: quick).run() },
-            Suite(prefixes: ["library.block", "library.import", "library.album", "library.fetch-by-id"]) { try LibraryBenchmarks(quick: quick).run() },
+            Suite(prefixes: ["library.block", "library.import", "library.album", "library.fetch-by-id"]) {
+                try LibraryBenchmarks(quick: quick).run()
+            },
             Suite(prefixes: ["library.rebuild"]) { try LibraryBenchmarks(quick: quick).rebuildFigure() },
             Suite(prefixes: ["library.fetch-during-import"]) { try LibraryBenchmarks(quick: quick).fetchDuringImportFigures() },
             Suite(prefixes: ["sync.push", "sync.pull", "sync.rss"]) { try SyncBenchmarks(quick: quick).run() },

@@ -18,7 +18,8 @@ struct Tools {
 
     /// Checks that the tools were built.
     func check() throws {
-        for tool in ["photoledger", "photoledger-server"] where !FileManager.default.isExecutableFile(atPath: directory.appendingPathComponent(tool).path) {
+        for tool in ["photoledger", "photoledger-server"]
+        where !FileManager.default.isExecutableFile(atPath: directory.appendingPathComponent(tool).path) {
             throw DemoError(description: "\(tool) is not built in \(directory.path); run 'bash Tools/demo.sh', which builds it")
         }
     }
@@ -154,7 +155,8 @@ final class WatchProcess: @unchecked Sendable {
             if let found { return found }
             usleep(1_000)
         }
-        throw DemoError(description: "'photoledger sync --watch' did not print '\(needle)' within a minute; it printed:\n\(lock.withLock { text })")
+        throw DemoError(
+            description: "'photoledger sync --watch' did not print '\(needle)' within a minute; it printed:\n\(lock.withLock { text })")
     }
 
     /// Interrupts it as Ctrl-C would and returns its exit status.

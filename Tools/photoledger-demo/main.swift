@@ -79,7 +79,9 @@ final class Demo {
         try photoledger(anna, ["album", "merge"] + tripIDs)
         try syncAll()
         let merged = try albums(ben)
-        print("Ben now sees \(merged.count) album \"\(merged[0].title)\" with \(merged[0].assets.count) photos; both old identifiers name it.")
+        print(
+            "Ben now sees \(merged.count) album \"\(merged[0].title)\" with \(merged[0].assets.count) photos; both old identifiers name it."
+        )
         let album = merged[0].identifier
         let favoriteBoth = try identifier(of: "alfama"), removed = try identifier(of: "belem"), deletedPhoto = try identifier(of: "bridge")
 
@@ -140,7 +142,9 @@ final class Demo {
         let arrived = try watch.line(containing: "asset \(live) updated by \(anna.name)")
         let after = Date().timeIntervalSince(sent)
         print("ben: " + arrived.replacingOccurrences(of: live, with: name(live)))
-        print("It arrived \(Int((after * 1000).rounded())) ms after Anna's sync began: Ben's waiting pull was answered as her push committed.")
+        print(
+            "It arrived \(Int((after * 1000).rounded())) ms after Anna's sync began: Ben's waiting pull was answered as her push committed."
+        )
         let status = watch.interrupt()
         print("ben: Ctrl-C ends the watch (exit status \(status)).")
 
@@ -158,7 +162,8 @@ final class Demo {
         for (index, shot) in shots.enumerated() {
             let image = RGBImage.scene(width: 320, height: 240, seed: seed + UInt64(index))
             let location = Location(latitude: place.latitude + Double(index) * 0.002, longitude: place.longitude + Double(index) * 0.002)
-            let bytes = JPEGEncoder(quality: 80).encode(image, creationDate: start.addingTimeInterval(Double(index) * 1800), location: location)
+            let bytes = JPEGEncoder(quality: 80).encode(
+                image, creationDate: start.addingTimeInterval(Double(index) * 1800), location: location)
             try Data(bytes).write(to: device.camera.appendingPathComponent("\(shot).jpg"))
         }
         print("\(device.name): took \(shots.count) photo\(shots.count == 1 ? "" : "s") (\(shots.joined(separator: ", ")))")
@@ -197,8 +202,12 @@ final class Demo {
         print("• Same title on both devices: two \"Trip\" albums after the first sync; merging keeps one album with every photo,")
         print("  and changes addressed to either old identifier land in it.")
         let winner = final.title == "Summer in Portugal" ? "Ben's" : "Anna's"
-        print("• Rename vs rename: the album is called \"\(final.title)\" — \(winner) rename was later (hybrid logical clock), last writer wins.")
-        print("• Favorite on both: \(name(favoriteBoth)) is \(assets[favoriteBoth]?.isFavorite == true ? "a favorite once" : "not a favorite"):")
+        print(
+            "• Rename vs rename: the album is called \"\(final.title)\" — \(winner) rename was later (hybrid logical clock), last writer wins."
+        )
+        print(
+            "• Favorite on both: \(name(favoriteBoth)) is \(assets[favoriteBoth]?.isFavorite == true ? "a favorite once" : "not a favorite"):"
+        )
         print("  each property is its own last-writer-wins register, so equal edits agree.")
         let kept = final.assets.contains(removed)
         print("• Remove vs remove-and-add-back: \(name(removed)) is \(kept ? "in" : "not in") the album — Ben's re-add saw one more")
@@ -207,8 +216,9 @@ final class Demo {
         print("• Concurrent prepends: both new photos are first (\(front)); their order comes from position keys,")
         print("  the same on every device. Every other photo keeps its place.")
         let deleted = assets[deletedPhoto]
-        print("• Delete vs edit: \(name(deletedPhoto)) is \(deleted?.isDeleted == true ? "in Recently Deleted" : "not deleted")"
-            + " and \(deleted?.isHidden == true ? "hidden" : "not hidden"): the deletion and Ben's edit both")
+        print(
+            "• Delete vs edit: \(name(deletedPhoto)) is \(deleted?.isDeleted == true ? "in Recently Deleted" : "not deleted")"
+                + " and \(deleted?.isHidden == true ? "hidden" : "not hidden"): the deletion and Ben's edit both")
         print("  apply; recovering the photo brings it back with Ben's change.")
     }
 
@@ -227,7 +237,9 @@ final class Demo {
     }
 
     func albums(_ device: Device) throws -> [AlbumView] {
-        guard let list = try tools.json(device, ["albums"]) as? [[String: Any]] else { throw DemoError(description: "albums printed no list") }
+        guard let list = try tools.json(device, ["albums"]) as? [[String: Any]] else {
+            throw DemoError(description: "albums printed no list")
+        }
         return list.map {
             AlbumView(
                 identifier: $0["localIdentifier"] as? String ?? "", title: $0["title"] as? String ?? "",
@@ -257,7 +269,9 @@ final class Demo {
             byHash[Demo.sha256(data)] = (file as NSString).deletingPathExtension
         }
         for asset in assets {
-            if let id = asset["localIdentifier"] as? String, let hash = asset["sha256"] as? String, let name = byHash[hash] { names[id] = name }
+            if let id = asset["localIdentifier"] as? String, let hash = asset["sha256"] as? String, let name = byHash[hash] {
+                names[id] = name
+            }
         }
     }
 
@@ -271,15 +285,22 @@ final class Demo {
     /// Prints the changes of an asset's own properties, from `history --json` on Ben's device.
     func printAssetTrail(_ asset: String) throws {
         let events = (try tools.json(ben, ["history", asset]) as? [[String: Any]]) ?? []
-        let devices = Dictionary(events.map { ($0["eventId"] as? String ?? "", $0["device"] as? String ?? "") }, uniquingKeysWith: { a, _ in a })
+        let devices = Dictionary(
+            events.map { ($0["eventId"] as? String ?? "", $0["device"] as? String ?? "") }, uniquingKeysWith: { a, _ in a })
         for event in events {
             guard let type = event["type"] as? String, type.hasPrefix("asset."), type != "asset.created" else { continue }
-            print("\(event["timestamp"] as? String ?? "")  \((event["device"] as? String ?? "").padding(12))  \(type.padding(22))  \(name(asset))")
+            print(
+                "\(event["timestamp"] as? String ?? "")  \((event["device"] as? String ?? "").padding(12))  \(type.padding(22))  \(name(asset))"
+            )
             for change in (event["changes"] as? [[String: Any]]) ?? [] {
                 let by = devices[change["by"] as? String ?? ""] ?? "another device"
-                let outcome = ["inEffect": "in effect", "replaced": "replaced later by \(by)", "overruled": "overruled by a concurrent change from \(by)"]
-                print("    \(change["field"] as? String ?? ""): \(change["oldValue"] as? String ?? "none") → \(change["newValue"] as? String ?? "none")"
-                    + "  (\(outcome[change["outcome"] as? String ?? ""] ?? ""))")
+                let outcome = [
+                    "inEffect": "in effect", "replaced": "replaced later by \(by)",
+                    "overruled": "overruled by a concurrent change from \(by)",
+                ]
+                print(
+                    "    \(change["field"] as? String ?? ""): \(change["oldValue"] as? String ?? "none") → \(change["newValue"] as? String ?? "none")"
+                        + "  (\(outcome[change["outcome"] as? String ?? ""] ?? ""))")
             }
         }
     }

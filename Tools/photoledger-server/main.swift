@@ -1,6 +1,6 @@
-@preconcurrency import Glibc
 import CommandLineParsing
 import Foundation
+@preconcurrency import Glibc
 import LedgerCore
 import LedgerStore
 import PhotoLedgerServer
@@ -171,9 +171,10 @@ struct Serve: ParsableCommand {
         let server = try SyncServer(configuration: configuration)
         try server.start()
         print("listening on http://\(configuration.host):\(server.port)")
-        fflush(stdout)
+        fflush(nil)  // every stream: the address line goes out before the server waits
         let signal = TerminationSignals.wait()
-        configuration.logger.log(LogRecord(level: .info, message: "shutting down", fields: [.init("signal", signal == SIGTERM ? "SIGTERM" : "SIGINT")]))
+        configuration.logger.log(
+            LogRecord(level: .info, message: "shutting down", fields: [.init("signal", signal == SIGTERM ? "SIGTERM" : "SIGINT")]))
         server.stop()
     }
 }
@@ -235,7 +236,8 @@ struct Admin: ParsableCommand {
         func run() throws {
             let store = try database.openStore()
             let token = try DeviceToken.generate()
-            try store.registerToken(hash: DeviceToken.hash(token), library: library, device: DeviceID(device), scope: scope, at: WallClock.milliseconds())
+            try store.registerToken(
+                hash: DeviceToken.hash(token), library: library, device: DeviceID(device), scope: scope, at: WallClock.milliseconds())
             print(token)
         }
     }
@@ -271,13 +273,19 @@ struct Admin: ParsableCommand {
 
         func run() throws {
             let devices = try database.openStore().devices(library: library)
-            let rows = [["DEVICE", "SCOPE", "LAST_DEVICE_SEQ", "LAST_PULLED_SEQ", "REVOKED"]]
+            let rows =
+                [["DEVICE", "SCOPE", "LAST_DEVICE_SEQ", "LAST_PULLED_SEQ", "REVOKED"]]
                 + devices.map {
-                    [$0.device.rawValue, $0.scope?.rawValue ?? "-", "\($0.lastDeviceSequence)", "\($0.lastPulledSequence)", $0.revoked ? "yes" : "no"]
+                    [
+                        $0.device.rawValue, $0.scope?.rawValue ?? "-", "\($0.lastDeviceSequence)", "\($0.lastPulledSequence)",
+                        $0.revoked ? "yes" : "no",
+                    ]
                 }
             let widths = (0..<5).map { column in rows.map { $0[column].count }.max() ?? 0 }
             for row in rows {
-                let cells = row.enumerated().map { $0 == row.count - 1 ? $1 : $1.padding(toLength: widths[$0], withPad: " ", startingAt: 0) }
+                let cells = row.enumerated().map {
+                    $0 == row.count - 1 ? $1 : $1.padding(toLength: widths[$0], withPad: " ", startingAt: 0)
+                }
                 print(cells.joined(separator: "  "))
             }
         }

@@ -33,7 +33,9 @@ struct History: ParsableCommand {
         }
         let devices = Dictionary(entries.map { ($0.eventID, $0.device) }, uniquingKeysWith: { first, _ in first })
         for entry in entries {
-            print([Listing.isoDate(entry.timestamp.date), entry.device.padding(12), entry.type.padding(22), entry.object].joined(separator: "  "))
+            print(
+                [Listing.isoDate(entry.timestamp.date), entry.device.padding(12), entry.type.padding(22), entry.object].joined(
+                    separator: "  "))
             for change in entry.changes { print("    " + AuditCommands.describe(change, devices: devices)) }
         }
         context.say("\(entries.count) event\(entries.count == 1 ? "" : "s"); changes after these: --since \(token)")
@@ -83,17 +85,29 @@ struct Verify: ParsableCommand {
         let server = try library.verifyServerChain()
         let views = deep && local.isIntact ? try library.verifyViews() : nil
         if context.json {
-            context.emit(.object([
-                ("intact", .bool(local.isIntact && server.isIntact && (views?.isIntact ?? true))),
-                ("local", .object([
-                    ("archivedEvents", .int(Int64(local.archivedEvents))), ("liveEvents", .int(Int64(local.liveEvents))),
-                    ("failure", .string(local.failure?.description)), ("unboundEvents", .int(Int64(local.unboundEvents))),
-                ])),
-                ("server", .object([("checkedEvents", .int(Int64(server.checked))), ("failure", .string(server.failure?.description))])),
-                ("views", views.map { views in
-                    .object([("rowsCompared", .int(Int64(views.rowsCompared))), ("difference", .string(views.difference?.description))])
-                } ?? .null),
-            ]))
+            context.emit(
+                .object([
+                    ("intact", .bool(local.isIntact && server.isIntact && (views?.isIntact ?? true))),
+                    (
+                        "local",
+                        .object([
+                            ("archivedEvents", .int(Int64(local.archivedEvents))), ("liveEvents", .int(Int64(local.liveEvents))),
+                            ("failure", .string(local.failure?.description)), ("unboundEvents", .int(Int64(local.unboundEvents))),
+                        ])
+                    ),
+                    (
+                        "server",
+                        .object([("checkedEvents", .int(Int64(server.checked))), ("failure", .string(server.failure?.description))])
+                    ),
+                    (
+                        "views",
+                        views.map { views in
+                            .object([
+                                ("rowsCompared", .int(Int64(views.rowsCompared))), ("difference", .string(views.difference?.description)),
+                            ])
+                        } ?? .null
+                    ),
+                ]))
         }
         if let failure = local.failure ?? server.failure {
             throw CommandFailure(
@@ -107,12 +121,15 @@ struct Verify: ParsableCommand {
                 exitCode: ExitCode.damaged.rawValue)
         }
         if local.unboundEvents > 0 {
-            context.say("\(local.unboundEvents) event\(local.unboundEvents == 1 ? "" : "s") name no library (made before events were bound to their library).")
+            context.say(
+                "\(local.unboundEvents) event\(local.unboundEvents == 1 ? "" : "s") name no library (made before events were bound to their library)."
+            )
         }
         if let views { context.say("The views are the fold of the log: \(views.rowsCompared) rows compared.") }
         let total = local.archivedEvents + local.liveEvents
-        context.say("The log is intact: \(total) event\(total == 1 ? "" : "s") verified against the hash chain"
-            + (local.archivedEvents > 0 ? " (\(local.archivedEvents) in the archive)" : "") + ".")
+        context.say(
+            "The log is intact: \(total) event\(total == 1 ? "" : "s") verified against the hash chain"
+                + (local.archivedEvents > 0 ? " (\(local.archivedEvents) in the archive)" : "") + ".")
         context.say("Server chain: \(server.checked) event\(server.checked == 1 ? "" : "s") checked against the hashes the server sent.")
     }
 }
@@ -265,13 +282,16 @@ struct Quarantine: ParsableCommand {
         let entries = try library.quarantine()
         let kinds: [QuarantineKind: String] = [.quarantined: "quarantined", .needsNewerVersion: "needsNewerVersion", .sealed: "sealed"]
         if context.json {
-            context.emit(.array(entries.map { entry in
-                .object([
-                    ("eventId", .string(entry.eventID.uuidString)), ("device", .string(entry.device.rawValue)),
-                    ("timestamp", .string(Listing.isoDate(entry.timestamp.date))), ("type", .string(entry.type)),
-                    ("object", .string(entry.object.uuidString)), ("kind", .string(kinds[entry.kind])), ("reason", .string(entry.reason)),
-                ])
-            }))
+            context.emit(
+                .array(
+                    entries.map { entry in
+                        .object([
+                            ("eventId", .string(entry.eventID.uuidString)), ("device", .string(entry.device.rawValue)),
+                            ("timestamp", .string(Listing.isoDate(entry.timestamp.date))), ("type", .string(entry.type)),
+                            ("object", .string(entry.object.uuidString)), ("kind", .string(kinds[entry.kind])),
+                            ("reason", .string(entry.reason)),
+                        ])
+                    }))
             return
         }
         guard !entries.isEmpty else {

@@ -22,7 +22,8 @@ struct Photoledger: AsyncParsableCommand {
             Init.self, Status.self, Import.self, Assets.self, Albums.self, Album.self,
             AssetStateCommand<Favorite>.self, AssetStateCommand<Unfavorite>.self, AssetStateCommand<Hide>.self,
             AssetStateCommand<Unhide>.self, AssetStateCommand<Delete>.self, AssetStateCommand<Recover>.self,
-            AssetStateCommand<Purge>.self, Export.self, Thumbnail.self, History.self, Verify.self, Quarantine.self, Rebuild.self, Compact.self,
+            AssetStateCommand<Purge>.self, Export.self, Thumbnail.self, History.self, Verify.self, Quarantine.self, Rebuild.self,
+            Compact.self,
             Remote.self, Sync.self, Device.self, Web.self,
         ])
 

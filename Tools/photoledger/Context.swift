@@ -1,6 +1,6 @@
-@preconcurrency import Glibc
 import CommandLineParsing
 import Foundation
+@preconcurrency import Glibc
 import LedgerCore
 import PhotoLedger
 import PhotoLedgerJSON
@@ -64,13 +64,13 @@ struct Context {
     func say(_ text: String) {
         guard !quiet, !json else { return }
         print(text)
-        fflush(stdout)
+        fflush(nil)
     }
 
     /// Prints a JSON value on standard output.
     func emit(_ value: JSON) {
         print(value.serialized())
-        fflush(stdout)
+        fflush(nil)
     }
 
     /// Prints a warning on standard error.
@@ -108,7 +108,8 @@ struct Context {
     /// The album a full identifier or UUID names, or nil when the text is neither or names none.
     func albumByIdentifier(_ text: String, in library: PhotoLibrary) throws -> AssetCollection? {
         if let identifier = LocalIdentifier(text), identifier.kind == .album, let album = try fetchAlbum(text, in: library) { return album }
-        if let uuid = UUID(uuidString: text), let album = try fetchAlbum(LocalIdentifier(uuid: uuid, kind: .album).description, in: library) {
+        if let uuid = UUID(uuidString: text), let album = try fetchAlbum(LocalIdentifier(uuid: uuid, kind: .album).description, in: library)
+        {
             return album
         }
         return nil
@@ -132,7 +133,9 @@ struct Context {
         switch matches.count {
         case 1: return matches[0]
         case 0:
-            throw CommandFailure("no \(kind) matches '\(prefix)'", hint: "list them with 'photoledger \(kind)s' and use an identifier (at least 4 characters)")
+            throw CommandFailure(
+                "no \(kind) matches '\(prefix)'",
+                hint: "list them with 'photoledger \(kind)s' and use an identifier (at least 4 characters)")
         default:
             throw CommandFailure("'\(prefix)' matches \(matches.count) \(kind)s", hint: "give more characters of the identifier")
         }

@@ -35,7 +35,8 @@ struct Device: AsyncParsableCommand {
                 context.emitOrSay(["enrolled": .bool(true)], "This device is enrolled: it reads the library.")
             case .awaitingEnrolment(let code):
                 guard let code else {
-                    throw CommandFailure("the server's library has published no identity key yet", hint: "sync an enrolled device first, then retry")
+                    throw CommandFailure(
+                        "the server's library has published no identity key yet", hint: "sync an enrolled device first, then retry")
                 }
                 context.emitOrSay(
                     ["enrolled": .bool(false), "code": .string(code)],
@@ -57,7 +58,9 @@ struct Device: AsyncParsableCommand {
 
         @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
         @Argument(help: "The device's name, as 'device list' shows it.") var name: String
-        @Option(help: ArgumentHelp("The code the new device shows; without it the expected code is shown and nothing is approved.", valueName: "code"))
+        @Option(
+            help: ArgumentHelp(
+                "The code the new device shows; without it the expected code is shown and nothing is approved.", valueName: "code"))
         var code: String?
 
         func run() async throws {
@@ -67,7 +70,8 @@ struct Device: AsyncParsableCommand {
             let requests = try await engine.enrolmentRequests()
             guard let request = requests.first(where: { $0.device.rawValue == name }) else {
                 throw CommandFailure(
-                    "no device named '\(name)' is waiting to join", hint: "run 'photoledger device enroll' on it first; 'photoledger device list' shows who waits")
+                    "no device named '\(name)' is waiting to join",
+                    hint: "run 'photoledger device enroll' on it first; 'photoledger device list' shows who waits")
             }
             guard let code else {
                 context.emitOrSay(
@@ -79,10 +83,13 @@ struct Device: AsyncParsableCommand {
             guard code.filter(\.isNumber) == request.code.filter(\.isNumber) else {
                 throw CommandFailure(
                     "the code \(code) is not the code of the key the server holds for '\(name)' (\(request.code)); nothing was approved",
-                    hint: "someone may have replaced the device's key on the way: ask '\(name)' to enroll again, and never approve a code that differs")
+                    hint:
+                        "someone may have replaced the device's key on the way: ask '\(name)' to enroll again, and never approve a code that differs"
+                )
             }
             try await engine.approve(request)
-            context.emitOrSay(["device": .string(name), "approved": .bool(true)], "Approved \(name): it reads the library after its next sync.")
+            context.emitOrSay(
+                ["device": .string(name), "approved": .bool(true)], "Approved \(name): it reads the library after its next sync.")
         }
     }
 
@@ -118,14 +125,17 @@ struct Device: AsyncParsableCommand {
 
         @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
         @Argument(help: "The device to revoke.") var name: String
-        @Option(help: ArgumentHelp("The recovery key, to seal the new key for it too (otherwise it restores only what came before).", valueName: "key"))
+        @Option(
+            help: ArgumentHelp(
+                "The recovery key, to seal the new key for it too (otherwise it restores only what came before).", valueName: "key"))
         var recoveryKey: String?
 
         func run() async throws {
             let context = try Context(global)
             let library = try context.openLibrary()
             try await SyncEngine(library: library).revoke(DeviceID(name), recovery: recoveryKey.map(RecoveryKeyText.init))
-            context.emitOrSay(["device": .string(name), "revoked": .bool(true)], "Revoked \(name): what is made from now on is sealed with a new key.")
+            context.emitOrSay(
+                ["device": .string(name), "revoked": .bool(true)], "Revoked \(name): what is made from now on is sealed with a new key.")
         }
     }
 

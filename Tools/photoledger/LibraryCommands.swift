@@ -33,10 +33,11 @@ struct Init: ParsableCommand {
         if encrypt {
             let recovery = try library.enableEncryption()
             if context.json {
-                context.emit(.object([
-                    ("library", .string(context.libraryURL.path)), ("device", .string(device)), ("created", .bool(!existed)),
-                    ("encrypted", .bool(true)), ("recoveryKey", .string(recovery.text)),
-                ]))
+                context.emit(
+                    .object([
+                        ("library", .string(context.libraryURL.path)), ("device", .string(device)), ("created", .bool(!existed)),
+                        ("encrypted", .bool(true)), ("recoveryKey", .string(recovery.text)),
+                    ]))
             } else {
                 context.say("Created encrypted library \(context.libraryURL.path) for device \(device).")
                 print("Recovery key (shown only now; write it down and keep it safe: it restores the library when every device is lost):")
@@ -45,9 +46,13 @@ struct Init: ParsableCommand {
             return
         }
         if context.json {
-            context.emit(.object([("library", .string(context.libraryURL.path)), ("device", .string(device)), ("created", .bool(!existed))]))
+            context.emit(
+                .object([("library", .string(context.libraryURL.path)), ("device", .string(device)), ("created", .bool(!existed))]))
         } else {
-            context.say(existed ? "Library at \(context.libraryURL.path) is ready (device \(device))." : "Created library \(context.libraryURL.path) for device \(device).")
+            context.say(
+                existed
+                    ? "Library at \(context.libraryURL.path) is ready (device \(device))."
+                    : "Created library \(context.libraryURL.path) for device \(device).")
         }
     }
 }
@@ -76,7 +81,9 @@ struct Status: ParsableCommand {
             print("Quarantined:    \(status.quarantinedEvents) events are invalid and not applied (see 'photoledger quarantine')")
         }
         if status.eventsNeedingNewerVersion > 0 {
-            print("Newer events:   \(status.eventsNeedingNewerVersion) events need a newer PhotoLedger; they are kept and applied after an upgrade")
+            print(
+                "Newer events:   \(status.eventsNeedingNewerVersion) events need a newer PhotoLedger; they are kept and applied after an upgrade"
+            )
         }
         if status.sealedEvents > 0 { print("Sealed events:  \(status.sealedEvents) events wait for a key this device does not hold") }
         switch library.encryptionStatus {

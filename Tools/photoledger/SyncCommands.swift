@@ -1,6 +1,6 @@
-@preconcurrency import Glibc
 import CommandLineParsing
 import Foundation
+@preconcurrency import Glibc
 import PhotoLedger
 import PhotoLedgerJSON
 import PhotoLedgerSync
@@ -58,7 +58,10 @@ struct Sync: AsyncParsableCommand {
         commandName: "sync", abstract: "Push local changes, pull other devices' changes, transfer photos.")
 
     @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
-    @Flag(help: "Keep syncing live until interrupted (Ctrl-C): changes of other devices arrive as they are made, this device's are pushed at once.")
+    @Flag(
+        help:
+            "Keep syncing live until interrupted (Ctrl-C): changes of other devices arrive as they are made, this device's are pushed at once."
+    )
     var watch = false
 
     func run() async throws {
@@ -86,7 +89,9 @@ struct Sync: AsyncParsableCommand {
                 case .pulled(let report), .pushed(let report):
                     Self.describe(report, context: context, library: library, since: &token)
                 case .interrupted(let reason, let delay):
-                    context.warn("Error: \(reason) (retrying in \(formatDuration(Double(delay.components.seconds) + Double(delay.components.attoseconds) * 1e-18)))")
+                    context.warn(
+                        "Error: \(reason) (retrying in \(formatDuration(Double(delay.components.seconds) + Double(delay.components.attoseconds) * 1e-18)))"
+                    )
                     if context.json { context.emit(.object([("event", .string("interrupted")), ("reason", .string(reason))])) }
                 case .resumed:
                     context.say("Connected again.")
@@ -113,14 +118,19 @@ struct Sync: AsyncParsableCommand {
             let from = own ? "this device" : change.devices.map(\.rawValue).sorted().joined(separator: ", ")
             for (type, name) in [(ObjectType.asset, "asset"), (.assetCollection, "album")] {
                 let details = change.changeDetails(for: type)
-                for (kind, ids) in [("inserted", details.insertedLocalIdentifiers), ("updated", details.updatedLocalIdentifiers), ("deleted", details.deletedLocalIdentifiers)] {
+                for (kind, ids) in [
+                    ("inserted", details.insertedLocalIdentifiers), ("updated", details.updatedLocalIdentifiers),
+                    ("deleted", details.deletedLocalIdentifiers),
+                ] {
                     for id in ids.sorted() {
                         if context.json {
-                            context.emit(.object([
-                                ("event", .string("change")), ("change", .string(kind)), ("type", .string(name)),
-                                ("localIdentifier", .string(id)), ("devices", .array(change.devices.map(\.rawValue).sorted().map { .string($0) })),
-                                ("cursor", .int(report.cursor)),
-                            ]))
+                            context.emit(
+                                .object([
+                                    ("event", .string("change")), ("change", .string(kind)), ("type", .string(name)),
+                                    ("localIdentifier", .string(id)),
+                                    ("devices", .array(change.devices.map(\.rawValue).sorted().map { .string($0) })),
+                                    ("cursor", .int(report.cursor)),
+                                ]))
                         } else {
                             context.say("\(name) \(id) \(kind) by \(from)")
                         }
@@ -214,7 +224,7 @@ final class SyncProgressDisplay: @unchecked Sendable {
                 drewInPlace = true
             } else if progress.phase != lastPhase {
                 print(names[progress.phase] ?? progress.phase.rawValue)
-                fflush(stdout)
+                fflush(nil)
             }
             lastPhase = progress.phase
         }

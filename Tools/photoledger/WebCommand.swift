@@ -1,6 +1,6 @@
-@preconcurrency import Glibc
 import CommandLineParsing
 import Foundation
+@preconcurrency import Glibc
 import PhotoLedger
 import PhotoLedgerWeb
 
@@ -55,7 +55,7 @@ struct Web: ParsableCommand {
             print("Open this address to start a session (it carries a secret token): \(server.launchURL.absoluteString)")
             if password != nil { print("Or log in with the password at \(server.url.absoluteString)login") }
             print("Stop with Ctrl-C.")
-            fflush(stdout)
+            fflush(nil)
         }
         termination.wait()
         server.stop()
@@ -66,10 +66,13 @@ struct Web: ParsableCommand {
     private func readPassword() throws -> String? {
         if let passwordFile {
             guard let text = try? String(contentsOfFile: passwordFile, encoding: .utf8) else {
-                throw CommandFailure("cannot read the password file \(passwordFile)", hint: "check the path, and that the file is readable UTF-8 text")
+                throw CommandFailure(
+                    "cannot read the password file \(passwordFile)", hint: "check the path, and that the file is readable UTF-8 text")
             }
             let line = text.split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
-            guard !line.isEmpty else { throw CommandFailure("the password file \(passwordFile) is empty", hint: "write the password on its first line") }
+            guard !line.isEmpty else {
+                throw CommandFailure("the password file \(passwordFile) is empty", hint: "write the password on its first line")
+            }
             return line
         }
         let environment = ProcessInfo.processInfo.environment[Self.passwordEnvironment]
@@ -86,7 +89,9 @@ private struct TerminationPipe {
 
     init() throws {
         var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else { throw CommandFailure("cannot make a pipe for the termination signals: \(String(cString: strerror(errno)))") }
+        guard pipe(&ends) == 0 else {
+            throw CommandFailure("cannot make a pipe for the termination signals: \(String(cString: strerror(errno)))")
+        }
         readEnd = ends[0]
         terminationWriteEnd = ends[1]
         signal(SIGPIPE, SIG_IGN)

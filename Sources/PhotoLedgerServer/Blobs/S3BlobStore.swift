@@ -32,7 +32,8 @@ public final class S3BlobStore: BlobStore {
                 url: configuration.description)
         case 403:
             throw S3Error(
-                .denied, "access to the bucket is denied (403): check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION, and the key's permissions",
+                .denied,
+                "access to the bucket is denied (403): check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION, and the key's permissions",
                 url: configuration.description)
         case 404:
             throw S3Error(.failed, "the bucket '\(configuration.bucket)' does not exist; create it first", url: configuration.description)
@@ -111,7 +112,8 @@ final class S3BlobUpload: BlobUpload {
     private func start() throws(BlobUploadFailure) -> String {
         let response = try request("POST", [("uploads", "")], [])
         let text = String(decoding: response.body, as: UTF8.self)
-        guard let start = text.range(of: "<UploadId>"), let end = text.range(of: "</UploadId>", range: start.upperBound..<text.endIndex) else {
+        guard let start = text.range(of: "<UploadId>"), let end = text.range(of: "</UploadId>", range: start.upperBound..<text.endIndex)
+        else {
             throw .io("S3 answered the start of a multipart upload without an UploadId")
         }
         return String(text[start.upperBound..<end.lowerBound])
@@ -139,7 +141,8 @@ final class S3BlobUpload: BlobUpload {
     }
 
     @discardableResult
-    private func request(_ method: String, _ query: [(String, String)], _ body: [UInt8]?, accepting: Set<Int> = [200]) throws(BlobUploadFailure)
+    private func request(_ method: String, _ query: [(String, String)], _ body: [UInt8]?, accepting: Set<Int> = [200])
+        throws(BlobUploadFailure)
         -> S3Client.Response
     {
         let response: S3Client.Response

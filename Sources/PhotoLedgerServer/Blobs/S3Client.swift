@@ -20,7 +20,9 @@ final class S3Client: Sendable {
         var errorSummary: String {
             let text = String(decoding: body.prefix(4096), as: UTF8.self)
             func element(_ name: String) -> String? {
-                guard let start = text.range(of: "<\(name)>"), let end = text.range(of: "</\(name)>", range: start.upperBound..<text.endIndex) else {
+                guard let start = text.range(of: "<\(name)>"),
+                    let end = text.range(of: "</\(name)>", range: start.upperBound..<text.endIndex)
+                else {
                     return nil
                 }
                 return String(text[start.upperBound..<end.lowerBound])
@@ -44,7 +46,9 @@ final class S3Client: Sendable {
         defer { checkIn(handle) }
         let payload = body ?? []
         let code = try payload.withUnsafeBytes { bytes in
-            try perform(handle, method: method, url: url, body: body == nil ? nil : bytes, payloadHash: Hex.encode(SHA256.hash(payload)), exchange: exchange)
+            try perform(
+                handle, method: method, url: url, body: body == nil ? nil : bytes, payloadHash: Hex.encode(SHA256.hash(payload)),
+                exchange: exchange)
         }
         try check(code, handle: handle, url: url)
         return Response(status: exchange.status, headers: exchange.headers, body: exchange.body)
@@ -55,7 +59,9 @@ final class S3Client: Sendable {
     /// response's headers arrived, with the status and headers; for another status, once the
     /// transfer ended, with the body.
     /// `onEnd` runs on the transfer's thread when it is over, however it ended.
-    func startDownload(key: String, sink: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool, onEnd: @escaping @Sendable () -> Void) throws -> Response {
+    func startDownload(key: String, sink: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool, onEnd: @escaping @Sendable () -> Void)
+        throws -> Response
+    {
         let url = configuration.url(key: key)
         let handle = try checkOut(url: url)
         let exchange = S3Exchange()
@@ -66,7 +72,8 @@ final class S3Client: Sendable {
         let transfer = S3Transfer(client: self, handle: handle, url: url, exchange: exchange)
         Thread.detachNewThread {
             do {
-                let code = try transfer.client.perform(transfer.handle, method: "GET", url: transfer.url, body: nil, payloadHash: SHA256.emptyHex, exchange: transfer.exchange)
+                let code = try transfer.client.perform(
+                    transfer.handle, method: "GET", url: transfer.url, body: nil, payloadHash: SHA256.emptyHex, exchange: transfer.exchange)
                 try transfer.client.check(code, handle: transfer.handle, url: transfer.url)
             } catch let error as S3Error {
                 failure.withLock { $0 = error }
@@ -105,7 +112,9 @@ final class S3Client: Sendable {
             let detail = handle.message(for: code)
             switch code {
             case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT, CURLE_OPERATION_TIMEDOUT:
-                throw S3Error(.unreachable, "cannot reach the S3 service: \(detail); check \(S3Configuration.endpointVariable) and the network", url: url)
+                throw S3Error(
+                    .unreachable, "cannot reach the S3 service: \(detail); check \(S3Configuration.endpointVariable) and the network",
+                    url: url)
             default:
                 throw S3Error(.failed, "the request failed: \(detail)", url: url)
             }
@@ -133,7 +142,9 @@ final class S3Client: Sendable {
         if method == "HEAD" {
             try set(plcurl_setopt_long(raw, CURLOPT_NOBODY, 1))
         } else if let body {
-            try set(plcurl_setopt_pointer(raw, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: body.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!)))
+            try set(
+                plcurl_setopt_pointer(
+                    raw, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: body.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!)))
             try set(plcurl_setopt_off_t(raw, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)))
             try set(plcurl_setopt_string(raw, CURLOPT_CUSTOMREQUEST, method))
         } else if method != "GET" {
@@ -146,7 +157,9 @@ final class S3Client: Sendable {
         if body != nil { lines.append("Content-Type: application/octet-stream") }
         if let token = configuration.sessionToken { lines.append("x-amz-security-token: \(token)") }
         for line in lines {
-            guard let appended = curl_slist_append(headers, line) else { throw S3Error(.failed, "curl_slist_append failed (out of memory?)", url: url) }
+            guard let appended = curl_slist_append(headers, line) else {
+                throw S3Error(.failed, "curl_slist_append failed (out of memory?)", url: url)
+            }
             headers = appended
         }
         try set(plcurl_setopt_slist(raw, CURLOPT_HTTPHEADER, headers))

@@ -56,7 +56,9 @@ public struct S3Configuration: Sendable, CustomStringConvertible {
     /// `PHOTOLEDGER_S3_ENDPOINT`, `PHOTOLEDGER_S3_ADDRESSING`, `AWS_REGION` (or
     /// `AWS_DEFAULT_REGION`, else `us-east-1`), `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and
     /// `AWS_SESSION_TOKEN` (optional).
-    public static func fromEnvironment(_ url: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> S3Configuration {
+    public static func fromEnvironment(_ url: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws
+        -> S3Configuration
+    {
         let (bucket, prefix) = try parse(url)
         func value(_ name: String) -> String? { environment[name].flatMap { $0.isEmpty ? nil : $0 } }
         let region = value("AWS_REGION") ?? value("AWS_DEFAULT_REGION") ?? "us-east-1"
@@ -67,7 +69,8 @@ public struct S3Configuration: Sendable, CustomStringConvertible {
         guard let endpoint = URL(string: endpointText), let scheme = endpoint.scheme?.lowercased(), scheme == "http" || scheme == "https",
             endpoint.host != nil
         else {
-            throw S3Error(.configuration, "\(endpointVariable) must be an http or https URL such as http://127.0.0.1:9000", url: endpointText)
+            throw S3Error(
+                .configuration, "\(endpointVariable) must be an http or https URL such as http://127.0.0.1:9000", url: endpointText)
         }
         let addressing: Addressing
         if let chosen = value(addressingVariable) {

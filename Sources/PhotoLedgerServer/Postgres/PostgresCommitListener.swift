@@ -44,7 +44,9 @@ final class PostgresCommitListener: CommitWatch, Sendable {
         while !stopped.load(ordering: .acquiring) {
             var descriptor = pollfd(fd: connection.socket, events: Int16(POLLIN), revents: 0)
             let ready = poll(&descriptor, 1, 250)
-            if ready < 0 && errno != EINTR { throw PostgresError(.unreachable, "poll failed on the notification connection", database: connection.database) }
+            if ready < 0 && errno != EINTR {
+                throw PostgresError(.unreachable, "poll failed on the notification connection", database: connection.database)
+            }
             guard ready > 0 else { continue }
             for payload in try connection.receivedNotifications() {
                 let parts = payload.split(separator: " ")

@@ -169,7 +169,8 @@ final class PostgresConnection: @unchecked Sendable {
         // COMMIT of a transaction that failed inside answers ROLLBACK instead of an error.
         let tag = try execute("COMMIT")
         guard tag == "COMMIT" else {
-            throw PostgresError(.statementFailed, "the transaction was rolled back by the server instead of committed ('\(tag)')", database: database)
+            throw PostgresError(
+                .statementFailed, "the transaction was rolled back by the server instead of committed ('\(tag)')", database: database)
         }
         return value
     }
@@ -265,7 +266,9 @@ extension PostgresConnection: MigrationTarget {
             )
             """)
         let result = try query("SELECT id, name, checksum FROM ledger_migrations ORDER BY id", [])
-        return (0..<result.count).map { RecordedMigration(id: Int(result.int64($0, 0)), name: result.text($0, 1), checksum: result.bytes($0, 2)) }
+        return (0..<result.count).map {
+            RecordedMigration(id: Int(result.int64($0, 0)), name: result.text($0, 1), checksum: result.bytes($0, 2))
+        }
     }
 
     func apply(_ migration: Migration, at milliseconds: Int64) throws {

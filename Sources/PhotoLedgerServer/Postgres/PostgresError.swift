@@ -44,7 +44,9 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
     public var description: String {
         var text = "PostgreSQL \(database): \(message)"
         if let sqlState { text += " (SQLSTATE \(sqlState))" }
-        if let sql { text += " in: \(sql.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " "))" }
+        if let sql {
+            text += " in: \(sql.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " "))"
+        }
         return text
     }
 }

@@ -63,8 +63,10 @@ final class PostgresPushTransaction: PushTransaction {
             RETURNING last_device_seq
             """, [.int64(library), .text(device.rawValue), .int64(receivedAt)])
         lastDeviceSequence = deviceRow.count > 0 ? deviceRow.int64(0, 0) : 0
-        _ = try connection.query("SELECT pg_advisory_xact_lock($1, $2)", [.int32(Self.advisoryLockSpace), .int32(Int32(truncatingIfNeeded: library))])
-        let row = try connection.query("SELECT last_seq, last_hash FROM libraries WHERE library_id = $1 FOR NO KEY UPDATE", [.int64(library)])
+        _ = try connection.query(
+            "SELECT pg_advisory_xact_lock($1, $2)", [.int32(Self.advisoryLockSpace), .int32(Int32(truncatingIfNeeded: library))])
+        let row = try connection.query(
+            "SELECT last_seq, last_hash FROM libraries WHERE library_id = $1 FOR NO KEY UPDATE", [.int64(library)])
         guard row.count > 0 else { throw ServerStoreError("library \(library) no longer exists") }
         head = LibraryHead(sequence: row.int64(0, 0), chainHash: row.bytes(0, 1))
     }

@@ -54,7 +54,8 @@ public final class PostgresServerStore: ServerStore {
     ///   `MigrationError` (LedgerStore) when the schema is newer than this build or was edited.
     public init(url: String, options: Options = Options()) throws {
         database = try Self.describe(url)
-        let milliseconds = Int(options.statementTimeout.components.seconds) * 1000
+        let milliseconds =
+            Int(options.statementTimeout.components.seconds) * 1000
             + Int(options.statementTimeout.components.attoseconds / 1_000_000_000_000_000)
         pool = PostgresPool(
             settings: .init(
@@ -87,7 +88,8 @@ public final class PostgresServerStore: ServerStore {
             let reason = problem.map { String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines) } ?? "out of memory"
             PQfreemem(problem)
             throw PostgresError(
-                .invalidURL, "the database URL is not a PostgreSQL URL (\(reason)); use postgresql://USER@HOST:PORT/NAME", database: "(invalid URL)")
+                .invalidURL, "the database URL is not a PostgreSQL URL (\(reason)); use postgresql://USER@HOST:PORT/NAME",
+                database: "(invalid URL)")
         }
         defer { PQconninfoFree(options) }
         var fields: [String: String] = [:]
@@ -133,7 +135,8 @@ public final class PostgresServerStore: ServerStore {
                 let other = try connection.query("SELECT name FROM libraries WHERE library_uuid = $1", [.uuid(identifier)])
                 if other.count > 0 {
                     throw ServerStoreError(
-                        "library '\(other.text(0, 0))' has the identifier \(identifier.uuidString) already; a library identifier names one library")
+                        "library '\(other.text(0, 0))' has the identifier \(identifier.uuidString) already; a library identifier names one library"
+                    )
                 }
                 _ = try connection.query(
                     "INSERT INTO libraries (name, created_at, library_uuid) VALUES ($1, $2, $3)",
@@ -180,7 +183,8 @@ public final class PostgresServerStore: ServerStore {
     public func revokeTokens(library: String, device: DeviceID, at milliseconds: UInt64) throws -> Int {
         try inTransaction { connection in
             let id = try existingLibraryID(connection, library)
-            let known = try connection.query("SELECT 1 FROM devices WHERE library_id = $1 AND device_id = $2", [.int64(id), .text(device.rawValue)])
+            let known = try connection.query(
+                "SELECT 1 FROM devices WHERE library_id = $1 AND device_id = $2", [.int64(id), .text(device.rawValue)])
             guard known.count > 0 else {
                 throw ServerStoreError("no device named '\(device)' in library '\(library)'; see `photoledger-server admin list-devices`")
             }
@@ -225,7 +229,8 @@ public final class PostgresServerStore: ServerStore {
                 let uuid = result.uuid(0, 5)
             else { return nil }
             return Credential(
-                libraryID: result.int64(0, 1), library: result.text(0, 2), libraryUUID: uuid, device: DeviceID(result.text(0, 3)), scope: scope)
+                libraryID: result.int64(0, 1), library: result.text(0, 2), libraryUUID: uuid, device: DeviceID(result.text(0, 3)),
+                scope: scope)
         }
     }
 
@@ -263,14 +268,17 @@ public final class PostgresServerStore: ServerStore {
         let sequence = result.int64(row, 0)
         func uuid(_ column: Int) throws -> UUID {
             guard let value = result.uuid(row, column) else {
-                throw PostgresError(.unexpectedResult, "column \(column) of the event at server sequence \(sequence) is not a 16-byte identifier", database: database)
+                throw PostgresError(
+                    .unexpectedResult, "column \(column) of the event at server sequence \(sequence) is not a 16-byte identifier",
+                    database: database)
             }
             return value
         }
         guard let format = UInt8(exactly: result.int64(row, 12)).flatMap(Event.Format.init(rawValue:)),
             let keyID = UInt32(exactly: result.int64(row, 14))
         else {
-            throw PostgresError(.unexpectedResult, "the envelope at server sequence \(sequence) is one this server cannot read", database: database)
+            throw PostgresError(
+                .unexpectedResult, "the envelope at server sequence \(sequence) is one this server cannot read", database: database)
         }
         let event = Event(
             id: try uuid(1), library: result.isNull(row, 13) ? nil : try uuid(13), device: DeviceID(result.text(row, 2)),
@@ -278,7 +286,8 @@ public final class PostgresServerStore: ServerStore {
             changeBlock: try uuid(5), object: try uuid(6), type: result.text(row, 7), schemaVersion: Int(result.int64(row, 8)),
             seal: keyID == 0 ? nil : Event.Seal(keyID: keyID, nonce: result.optionalBytes(row, 15) ?? []), payload: result.bytes(row, 9),
             format: format)
-        return ServerEvent(event: event, serverSequence: sequence, chainHash: result.bytes(row, 10), contentHash: result.optionalBytes(row, 11))
+        return ServerEvent(
+            event: event, serverSequence: sequence, chainHash: result.bytes(row, 10), contentHash: result.optionalBytes(row, 11))
     }
 
     public func recordPull(library: Int64, device: DeviceID, since: Int64, at milliseconds: UInt64) throws {
@@ -323,7 +332,8 @@ public final class PostgresServerStore: ServerStore {
 
     public func blobSize(libraryID: Int64, hash: [UInt8]) throws -> Int64? {
         try withConnection { connection in
-            let result = try connection.query("SELECT size FROM blobs WHERE library_id = $1 AND sha256 = $2", [.int64(libraryID), .bytes(hash)])
+            let result = try connection.query(
+                "SELECT size FROM blobs WHERE library_id = $1 AND sha256 = $2", [.int64(libraryID), .bytes(hash)])
             return result.count > 0 ? result.int64(0, 0) : nil
         }
     }
@@ -366,22 +376,27 @@ public final class PostgresServerStore: ServerStore {
 
     public func keyEntry(libraryID: Int64, name: String) throws -> [UInt8]? {
         try withConnection { connection in
-            let result = try connection.query("SELECT value FROM key_entries WHERE library_id = $1 AND name = $2", [.int64(libraryID), .text(name)])
+            let result = try connection.query(
+                "SELECT value FROM key_entries WHERE library_id = $1 AND name = $2", [.int64(libraryID), .text(name)])
             return result.count > 0 ? result.bytes(0, 0) : nil
         }
     }
 
-    public func applyKeyChanges(libraryID: Int64, _ changes: [KeyChange], by device: DeviceID, at milliseconds: UInt64) throws -> [KeyChangeStatus] {
+    public func applyKeyChanges(libraryID: Int64, _ changes: [KeyChange], by device: DeviceID, at milliseconds: UInt64) throws
+        -> [KeyChangeStatus]
+    {
         try withConnection { connection in
             try connection.inTransaction {
                 // Writers of one library's key store take turns (the library's row), so positions
                 // commit in order and a reader never misses a write.
                 _ = try connection.query("SELECT 1 FROM libraries WHERE library_id = $1 FOR UPDATE", [.int64(libraryID)])
-                let current = try connection.query("SELECT coalesce(max(seq), 0) FROM key_entries WHERE library_id = $1", [.int64(libraryID)])
+                let current = try connection.query(
+                    "SELECT coalesce(max(seq), 0) FROM key_entries WHERE library_id = $1", [.int64(libraryID)])
                 var seq = current.int64(0, 0)
                 return try changes.map { change -> KeyChangeStatus in
                     guard let value = change.value else {
-                        _ = try connection.query("DELETE FROM key_entries WHERE library_id = $1 AND name = $2", [.int64(libraryID), .text(change.name)])
+                        _ = try connection.query(
+                            "DELETE FROM key_entries WHERE library_id = $1 AND name = $2", [.int64(libraryID), .text(change.name)])
                         return .deleted
                     }
                     if change.createOnly {
@@ -389,7 +404,11 @@ public final class PostgresServerStore: ServerStore {
                             """
                             INSERT INTO key_entries (library_id, name, value, written_by, written_at, seq) VALUES ($1, $2, $3, $4, $5, $6)
                             ON CONFLICT (library_id, name) DO NOTHING
-                            """, [.int64(libraryID), .text(change.name), .bytes(value), .text(device.rawValue), .int64(Int64(milliseconds)), .int64(seq + 1)])
+                            """,
+                            [
+                                .int64(libraryID), .text(change.name), .bytes(value), .text(device.rawValue), .int64(Int64(milliseconds)),
+                                .int64(seq + 1),
+                            ])
                         if inserted.changes == 1 {
                             seq += 1
                             return .stored
@@ -404,7 +423,11 @@ public final class PostgresServerStore: ServerStore {
                         INSERT INTO key_entries (library_id, name, value, written_by, written_at, seq) VALUES ($1, $2, $3, $4, $5, $6)
                         ON CONFLICT (library_id, name) DO UPDATE SET value = excluded.value, written_by = excluded.written_by,
                             written_at = excluded.written_at, seq = excluded.seq
-                        """, [.int64(libraryID), .text(change.name), .bytes(value), .text(device.rawValue), .int64(Int64(milliseconds)), .int64(seq)])
+                        """,
+                        [
+                            .int64(libraryID), .text(change.name), .bytes(value), .text(device.rawValue), .int64(Int64(milliseconds)),
+                            .int64(seq),
+                        ])
                     return .stored
                 }
             }

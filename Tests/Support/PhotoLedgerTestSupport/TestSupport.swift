@@ -1,9 +1,9 @@
 import Foundation
-@_exported import TestSupportKit
 import LedgerCore
-import PhotoLedger
 import MediaSynthesis
+import PhotoLedger
 import PhotoMedia
+@_exported import TestSupportKit
 
 /// A controllable physical clock (Unix milliseconds) shared by libraries and servers in a test.
 public final class TestClock: @unchecked Sendable {
@@ -159,7 +159,8 @@ public enum RandomChanges {
                     try changes.albumChangeRequest(for: album).insertAssets(fresh, at: IndexSet([0, second]))
                 }
             }
-        } catch let error as PhotoLibraryError where [.operationInterrupted, .identifierNotFound, .changeNotSupported].contains(error.code) {
+        } catch let error as PhotoLibraryError where [.operationInterrupted, .identifierNotFound, .changeNotSupported].contains(error.code)
+        {
             // Refused by the rules; nothing was written.
         }
     }

@@ -1,5 +1,5 @@
-@preconcurrency import Glibc
 import Foundation
+@preconcurrency import Glibc
 import SyncTransport
 
 /// A headless Chromium driven through chromedriver with the W3C WebDriver protocol (JSON over
@@ -15,7 +15,8 @@ public final class Browser: @unchecked Sendable {
     /// Why the browser tests cannot run here, or nil when they can.
     public static var unavailableReason: String? {
         for path in [chromium, chromedriver] where !FileManager.default.isExecutableFile(atPath: path) {
-            return "\(path) is not installed (Debian packages chromium and chromium-driver: run Tools/install-dependencies.sh --test-services)"
+            return
+                "\(path) is not installed (Debian packages chromium and chromium-driver: run Tools/install-dependencies.sh --test-services)"
         }
         return nil
     }
@@ -54,7 +55,8 @@ public final class Browser: @unchecked Sendable {
                     "goog:chromeOptions": [
                         "binary": Self.chromium,
                         "args": [
-                            "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=\(width),\(height)",
+                            "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                            "--window-size=\(width),\(height)",
                             "--user-data-dir=\(profile.path)", "--no-first-run", "--disable-extensions", "--disable-background-networking",
                         ],
                     ],
@@ -120,26 +122,33 @@ public final class Browser: @unchecked Sendable {
     public func drag(_ from: String, onto to: String) async throws {
         let source = try await element(from)
         let target = try await element(to)
-        try await perform([[
-            "type": "pointer", "id": "mouse", "parameters": ["pointerType": "mouse"],
-            "actions": [
-                ["type": "pointerMove", "origin": source, "x": 0, "y": 0, "duration": 0],
-                ["type": "pointerDown", "button": 0],
-                ["type": "pointerMove", "origin": source, "x": 12, "y": 4, "duration": 100],
-                ["type": "pointerMove", "origin": target, "x": -4, "y": 0, "duration": 200],
-                ["type": "pointerMove", "origin": target, "x": 0, "y": 0, "duration": 100],
-                ["type": "pointerUp", "button": 0],
-            ],
-        ]])
+        try await perform([
+            [
+                "type": "pointer", "id": "mouse", "parameters": ["pointerType": "mouse"],
+                "actions": [
+                    ["type": "pointerMove", "origin": source, "x": 0, "y": 0, "duration": 0],
+                    ["type": "pointerDown", "button": 0],
+                    ["type": "pointerMove", "origin": source, "x": 12, "y": 4, "duration": 100],
+                    ["type": "pointerMove", "origin": target, "x": -4, "y": 0, "duration": 200],
+                    ["type": "pointerMove", "origin": target, "x": 0, "y": 0, "duration": 100],
+                    ["type": "pointerUp", "button": 0],
+                ],
+            ]
+        ])
     }
 
     /// Presses `key` (a WebDriver key code such as "\u{E014}", ArrowRight) with Alt held.
     public func pressWithAlt(_ key: String) async throws {
         let alt = "\u{E00A}"
-        try await perform([[
-            "type": "key", "id": "keyboard",
-            "actions": [["type": "keyDown", "value": alt], ["type": "keyDown", "value": key], ["type": "keyUp", "value": key], ["type": "keyUp", "value": alt]],
-        ]])
+        try await perform([
+            [
+                "type": "key", "id": "keyboard",
+                "actions": [
+                    ["type": "keyDown", "value": alt], ["type": "keyDown", "value": key], ["type": "keyUp", "value": key],
+                    ["type": "keyUp", "value": alt],
+                ],
+            ]
+        ])
     }
 
     /// Writes a PNG of the page to .build/test-artifacts/web/`name`.png.
@@ -172,15 +181,20 @@ public final class Browser: @unchecked Sendable {
         try await Self.command(transport, method, "\(driverURL)/session/\(session)/\(path)", body)
     }
 
-    private static func command(_ transport: CurlTransport, _ method: HTTPMethod, _ url: String, _ body: [String: Any]?) async throws -> Any? {
+    private static func command(_ transport: CurlTransport, _ method: HTTPMethod, _ url: String, _ body: [String: Any]?) async throws
+        -> Any?
+    {
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "application/json")
         let bytes = try body.map { Array(try JSONSerialization.data(withJSONObject: $0)) } ?? []
-        let response = try await transport.send(HTTPRequest(method: method, url: URL(string: url)!, headers: headers, body: .bytes(bytes), timeout: .seconds(120)))
+        let response = try await transport.send(
+            HTTPRequest(method: method, url: URL(string: url)!, headers: headers, body: .bytes(bytes), timeout: .seconds(120)))
         let decoded = try? JSONSerialization.jsonObject(with: Data(response.body.bytes), options: [.fragmentsAllowed]) as? [String: Any]
         guard response.isSuccess else {
             let error = decoded?["value"] as? [String: Any]
-            throw BrowserError("WebDriver \(method) \(url) failed with \(response.status): \(error?["message"] as? String ?? String(decoding: response.body.bytes, as: UTF8.self))")
+            throw BrowserError(
+                "WebDriver \(method) \(url) failed with \(response.status): \(error?["message"] as? String ?? String(decoding: response.body.bytes, as: UTF8.self))"
+            )
         }
         let value = decoded?["value"]
         return value is NSNull ? nil : value
@@ -208,7 +222,9 @@ public final class Browser: @unchecked Sendable {
         address.sin_port = 0
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0 }
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0
+            }
         }
         guard bound else { throw BrowserError("cannot bind a socket to find a free port") }
         return Int(UInt16(bigEndian: address.sin_port))

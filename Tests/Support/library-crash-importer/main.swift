@@ -1,6 +1,6 @@
 import Foundation
-import PhotoLedger
 import MediaSynthesis
+import PhotoLedger
 import PhotoMedia
 
 // library-crash-importer LIBRARY_PATH [--batch COUNT]
