@@ -26,15 +26,29 @@ struct ConflictResolution: Sendable {
 extension Projection {
     /// Finds the objects whose creations conflict (after a fold that folded creations) and
     /// resolves each. `progress` is a rebuild's (refolded rows count as written).
-    func resolveConflicts(context: FoldContext, progress: inout RebuildProgress?) throws -> ConflictResolution {
+    func resolveConflicts(among created: Set<UUID>, context: FoldContext, progress: inout RebuildProgress?) throws
+        -> ConflictResolution
+    {
+        // A conflict arises when a creation is folded: only the objects created now can have a
+        // new one (objects resolved before keep their verdicts until another creation arrives).
         // Assets that folded two different creations: the partial index holds only these.
         var objects = Set(
-            try database.rows("SELECT asset_id FROM assets WHERE created_twice = 1") { UUID(bytes: $0.blob(0)) }.compactMap { $0 })
-        // Identifiers created as both kinds: one probe of the assets per album.
-        objects.formUnion(
-            try database.rows(
-                "SELECT album_id FROM albums WHERE created = 1 AND album_id IN (SELECT asset_id FROM assets WHERE created = 1)"
-            ) { UUID(bytes: $0.blob(0)) }.compactMap { $0 })
+            try database.rows("SELECT asset_id FROM assets WHERE created_twice = 1") { UUID(bytes: $0.blob(0)) }.compactMap { $0 }
+        ).intersection(created)
+        // Identifiers created as both kinds: the albums (few) read once, an asset probed for
+        // each created one.
+        let albums = Set(try database.rows("SELECT album_id FROM albums WHERE created = 1") { UUID(bytes: $0.blob(0)) }.compactMap { $0 })
+        for object in albums.intersection(created)
+        where try database.firstRow("SELECT 1 FROM assets WHERE asset_id = ? AND created = 1", [object.bytes], { _ in true }) ?? false {
+            objects.insert(object)
+        }
+        return try resolveCreations(of: objects, context: context, progress: &progress)
+    }
+
+    /// Decides the verdicts on the creations of each of `objects` again and refolds it: after a
+    /// fold, for the objects in conflict; after a creation was folded out (the server rejected
+    /// it), for its object, whose other creation may win now.
+    func resolveCreations(of objects: Set<UUID>, context: FoldContext, progress: inout RebuildProgress?) throws -> ConflictResolution {
         var result = ConflictResolution()
         for object in objects.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) {
             result.changedVerdicts.formUnion(try resolve(object))
@@ -168,11 +182,13 @@ extension Projection {
             }
         }
         var batch = ProjectionBatch()
+        var dropped = Set<[UInt8]>()
         for event in events.values.sorted(by: { $0.id.bytes.lexicographicallyPrecedes($1.id.bytes) }) {
-            let excluded =
-                try database.firstRow("SELECT 1 FROM quarantine WHERE event_id = ?", [event.id.bytes]) { _ in true } ?? false
-                || (try database.firstRow("SELECT 1 FROM sync_rejections WHERE event_id = ?", [event.id.bytes]) { _ in true } ?? false)
-            if !excluded { batch.add(event, context: context) }
+            if try isExcluded(event.id) {
+                dropped.formUnion(ProjectionBatch.references(of: event, context: context))
+            } else {
+                batch.add(event, context: context)
+            }
         }
         if progress != nil {
             for object in objects {
@@ -181,11 +197,45 @@ extension Projection {
             }
         }
         try batch.write(to: database, rebuilding: &progress)
+        try forgetResources(dropped.subtracting(batch.referencedHashes), context: context)
         if archive != nil { try CompactionSnapshot.replace(objects, from: database) }
         var touched = batch.touched
         touched.assets.formUnion(objects)
         touched.albums.formUnion(objects)
         touched.lists.formUnion(objects)
         return touched
+    }
+
+    /// Whether the fold leaves `event` out: quarantined, or this device's event the server rejected.
+    private func isExcluded(_ event: UUID) throws -> Bool {
+        try database.firstRow("SELECT 1 FROM quarantine WHERE event_id = ?", [event.bytes]) { _ in true } ?? false
+            || (try database.firstRow("SELECT 1 FROM sync_rejections WHERE event_id = ?", [event.bytes]) { _ in true } ?? false)
+    }
+
+    /// Removes from `referenced_resources` the resources of events left out of a refold that no
+    /// folded event refers to any more (a rejected import's photo), as a full fold would: the
+    /// views first (asset resources, current edits), then, for what they do not hold, the
+    /// events that carry resources (superseded edits). A rare path: rejections and conflicts.
+    private func forgetResources(_ candidates: Set<[UInt8]>, context: FoldContext) throws {
+        var unreferenced = Set<[UInt8]>()
+        for hash in candidates {
+            let held =
+                try database.firstRow("SELECT 1 FROM asset_resources WHERE sha256 = ?", [hash]) { _ in true }
+                ?? database.firstRow("SELECT 1 FROM assets WHERE content_sha256 = ?1 OR adjustment_sha256 = ?1", [hash]) { _ in true }
+                ?? false
+            if !held { unreferenced.insert(hash) }
+        }
+        guard !unreferenced.isEmpty else { return }
+        let types = [EventType.assetCreated, .assetContentEdited].map { "'\($0.rawValue)'" }.joined(separator: ", ")
+        for store in [archive, database].compactMap({ $0 }) where !unreferenced.isEmpty {
+            for id in try store.rows("SELECT event_id FROM events WHERE type IN (\(types))", [], { $0.blob(0) }).compactMap(
+                UUID.init(bytes:))
+            {
+                guard let stored = try EventLog(store).event(withID: id), try !isExcluded(id) else { continue }
+                unreferenced.subtract(ProjectionBatch.references(of: stored.event, context: context))
+                if unreferenced.isEmpty { break }
+            }
+        }
+        for hash in unreferenced { try database.execute("DELETE FROM referenced_resources WHERE sha256 = ?", [hash]) }
     }
 }

@@ -292,7 +292,7 @@ public final class PhotoLibrary: Sendable {
                     }
                     if batch.foldedCreations {
                         var none: RebuildProgress?
-                        let resolution = try projection.resolveConflicts(context: context, progress: &none)
+                        let resolution = try projection.resolveConflicts(among: batch.createdObjects, context: context, progress: &none)
                         touched.formUnion(resolution.touched)
                         applied.changedVerdicts = resolution.changedVerdicts.count
                     }

@@ -64,7 +64,7 @@ struct Projection {
     }
 
     /// Folds stored events into the projections, one upsert per object they touch, then resolves
-    /// the conflicts between creations they brought (``resolveConflicts(context:)``).
+    /// the conflicts between creations they brought (``resolveConflicts(among:context:progress:)``).
     @discardableResult
     func apply(_ events: some Sequence<Event>, context: FoldContext) throws -> TouchedObjects {
         var batch = ProjectionBatch()
@@ -79,7 +79,7 @@ struct Projection {
         var touched = batch.touched
         if batch.foldedCreations {
             var none: RebuildProgress?
-            touched.formUnion(try resolveConflicts(context: context, progress: &none).touched)
+            touched.formUnion(try resolveConflicts(among: batch.createdObjects, context: context, progress: &none).touched)
         }
         return touched
     }
@@ -146,7 +146,7 @@ struct Projection {
         defer { folder.stop() }
         while let batch = try folder.next() {
             try batch.write(to: database, rebuilding: &progress)
-            if batch.foldedCreations { _ = try resolveConflicts(context: context, progress: &progress) }
+            if batch.foldedCreations { _ = try resolveConflicts(among: batch.createdObjects, context: context, progress: &progress) }
         }
     }
 

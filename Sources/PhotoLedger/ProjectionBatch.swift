@@ -141,12 +141,15 @@ struct ProjectionBatch: Sendable {
     private var lists = Rows<UUID, ListRow>(empty: ListRow())
     private var resources: [(asset: UUID, index: Int, record: ResourceRecord)] = []
     private var referenced: [ResourceRecord] = []
-    private var referencedHashes: Set<[UInt8]> = []
+    /// The resources the folded events refer to (SHA-256 digests).
+    private(set) var referencedHashes: Set<[UInt8]> = []
     /// Events not folded, with their verdicts.
     private(set) var quarantined: [(event: UUID, kind: QuarantineKind, reason: String)] = []
-    /// Whether the batch folded a creation (of an asset or an album): conflicts between
-    /// creations are looked for after it is written.
-    private(set) var foldedCreations = false
+    /// The objects whose creations (of an asset or an album) the batch folded: conflicts
+    /// between creations are looked for among them after it is written.
+    private(set) var createdObjects: Set<UUID> = []
+    /// Whether the batch folded a creation.
+    var foldedCreations: Bool { !createdObjects.isEmpty }
 
     /// The objects the folded events touched: every object with a folded row, and the assets
     /// of the memberships.
@@ -188,7 +191,7 @@ struct ProjectionBatch: Sendable {
         let hlc = stamp.hlc
         switch change {
         case .assetCreated(let c):
-            foldedCreations = true
+            createdObjects.insert(id)
             assets.update(id) { row in
                 if let folded = row.creationEvent, folded != event { row.createdTwice = true }
                 row.creationEvent = row.creationEvent.map { $0.bytes.lexicographicallyPrecedes(event.bytes) ? $0 : event } ?? event
@@ -239,7 +242,7 @@ struct ProjectionBatch: Sendable {
             }
             for record in [edit.rendered, edit.adjustment].compactMap({ $0 }) { reference(record) }
         case .albumCreated(let title, let subtype):
-            foldedCreations = true
+            createdObjects.insert(id)
             albums.update(id) { row in
                 if !row.created || stamp < row.creation {
                     row.creation = stamp
@@ -305,6 +308,17 @@ struct ProjectionBatch: Sendable {
                     if let position = entry.position { row.position.offer(position, at: stamp) }
                 }
             }
+        }
+    }
+
+    /// The resources (SHA-256 digests) `event` refers to when it folds: an asset's creation its
+    /// resources, a content edit its rendered image and adjustment data.
+    static func references(of event: Event, context: FoldContext) -> [[UInt8]] {
+        let stamp = WriterStamp(hlc: Int64(bitPattern: event.timestamp.rawValue), device: event.device.rawValue)
+        switch context.verdict(on: event, stamp: stamp) {
+        case .fold(.assetCreated(let creation), _): return creation.resources.map(\.sha256)
+        case .fold(.assetContentEdited(let edit), _): return [edit.rendered, edit.adjustment].compactMap { $0?.sha256 }
+        default: return []
         }
     }
 

@@ -367,15 +367,19 @@ extension PhotoLibrary {
         do {
             try withArchive { _, archive in
                 try withDatabase { db in
-                    var objects = Set<UUID>()
+                    var objects = Set<UUID>(), created = Set<UUID>()
                     for id in events {
                         guard let stored = try EventLog(db).event(withID: id) else { continue }
                         objects.insert(stored.event.object)
+                        if EventType(rawValue: stored.event.type)?.isCreation == true { created.insert(stored.event.object) }
                         // Memberships: the assets an album event named are refolded with the album.
                     }
                     var none: RebuildProgress?
                     let contentBefore = try PhotoLibrary.contentStamps(objects, in: db)
-                    let touched = try Projection(db, archive: archive).refold(objects, context: foldContext, progress: &none)
+                    let projection = Projection(db, archive: archive)
+                    var touched = try projection.refold(objects.subtracting(created), context: foldContext, progress: &none)
+                    // A creation folded out may leave another creation of its object the winner.
+                    touched.formUnion(try projection.resolveCreations(of: created, context: foldContext, progress: &none).touched)
                     pending = try beginCommit(touched, contentBefore: contentBefore, in: db)
                 }
             }

@@ -150,6 +150,35 @@ struct TrustTests {
         #expect(try ben.dump() == anna.dump())
     }
 
+    @Test("a creation the server rejects gives way to the other creation of its object, which this device had set aside")
+    func rejectedCreationGivesWay() throws {
+        let clock = TestClock()
+        let directory = try TemporaryDirectory()
+        var options = PhotoLibrary.Options()
+        options.clock = { clock.read() }
+        options.preauthorized = true
+        let anna = try PhotoLibrary(url: directory.file("anna.sqlite"), device: "anna", options: options)
+        let mine = try anna.performChangesAndWait { try $0.createAsset(from: photo(1)).placeholderForCreatedAsset.localIdentifier }
+        let object = try #require(LocalIdentifier(mine)).uuid
+        let own = try #require(try anna.replica.outbox(limit: 10).first { $0.object == object })
+        // Another device created the same identifier later and reached the server first: here
+        // the earlier creation wins until the server's answer arrives.
+        let theirs = Event(
+            id: UUID(), library: nil, device: "kiosk", deviceSequence: 1,
+            timestamp: HLCTimestamp(milliseconds: clock.read() + 1000, counter: 0),
+            changeBlock: UUID(), object: object, type: EventType.assetCreated.rawValue, schemaVersion: 2,
+            payload: assetCreationPayload(favorite: true))
+        #expect(try anna.applyRemoteEvents([theirs], serverSequences: [1]) == 1)
+        #expect(try anna.quarantine().map(\.eventID) == [theirs.id])
+        #expect(try anna.fetchAssets(withLocalIdentifiers: [mine]).first?.isFavorite == false)
+
+        try anna.replica.acknowledge(stored: [], rejected: [(own.id, "asset \(mine) exists")])
+        #expect(try anna.quarantine().isEmpty)
+        #expect(try anna.fetchAssets(withLocalIdentifiers: [mine]).first?.isFavorite == true)
+        let views = try anna.verifyViews()
+        #expect(views.isIntact, "\(views)")
+    }
+
     @Test("with an addOnly token the library reports add-only access: sync pushes and succeeds, changes other than creations fail at once")
     func addOnlyDevice() async throws {
         let (server, directory, clock, anna, _) = try await Self.family()
@@ -184,12 +213,18 @@ struct TrustTests {
     func readOnlyDevice() async throws {
         let (server, directory, clock, anna, _) = try await Self.family()
         let frame = try Device("frame", server: server, directory: directory, clock: clock, seed: 4, scope: .readOnly)
-        try frame.library.performChangesAndWait { _ = try $0.createAlbum(title: "Made offline") }
+        try frame.library.performChangesAndWait { changes in
+            _ = try changes.createAlbum(title: "Made offline")
+            _ = try changes.createAsset(from: photo(40))
+        }
         let report = try await frame.sync()
         #expect(report.scope == .readOnly)
         #expect(report.pulledEvents == Int(try server.store.chainSummary(libraryID: 1).lastServerSequence))
         #expect(try frame.albumTitles() == ["Trip"])
         #expect(try frame.library.replica.outboxCount() == 0)
+        #expect(try frame.library.fetchAssets().count == 3)
+        // Folded out as a full fold leaves it out: the photo is no longer among the resources to hold.
+        #expect(try frame.library.verifyViews().isIntact)
         expectError(.accessRestricted) { try frame.library.performChangesAndWait { _ = try $0.createAlbum(title: "Again") } }
         clock.advance(milliseconds: 10)
         try anna.library.performChangesAndWait { _ = try $0.createAsset(from: photo(50)) }
