@@ -26,6 +26,7 @@ enum StillImageDecoder {
     /// for renditions: the validation's decode serves both.
     static func inspect(path: String, format: MediaFormat, preview: Int) throws -> (info: MediaInfo, preview: Picture?) {
         let loader = loader(for: format)
+        if format == .png { try checkPNGChunkLengths(path: path) }
         var result = photoledger_still()
         defer { photoledger_still_free(&result) }
         let status = photoledger_still_check(
@@ -66,6 +67,35 @@ enum StillImageDecoder {
         result.preview = nil  // the picture owns it now
         let picture = Picture(handle) { shown, other in (shown == width && other == height) || (shown == height && other == width) }
         return (info, picture)
+    }
+
+    /// Checks that every chunk of a PNG fits in the file, from the chunk headers alone (8 bytes
+    /// each), before the decoder opens it: libpng allocates a chunk's declared length before it
+    /// reads the chunk, so a kilobyte file that declares a 2 GB chunk would make a 2 GB
+    /// allocation. The end marker (IEND) may be cut, as every decoder reads such files.
+    static func checkPNGChunkLengths(path: String) throws {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw InvalidMedia("unreadable (\(FileIO.lastError()))", .unreadable) }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw InvalidMedia("unreadable (\(FileIO.lastError()))", .unreadable) }
+        let size = Int64(status.st_size)
+        var offset: Int64 = 8  // the signature
+        var header = [UInt8](repeating: 0, count: 8)
+        while offset + 8 <= size {
+            let count = header.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, 8, off_t(offset)) }
+            guard count == 8 else { throw InvalidMedia("unreadable (\(FileIO.lastError()))", .unreadable) }
+            let length = header[0..<4].reduce(Int64(0)) { $0 << 8 | Int64($1) }
+            let type = String(decoding: header[4..<8].map { (0x20...0x7E).contains($0) ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
+            if type == "IEND" { return }
+            let left = size - offset - 12
+            guard length <= left else {
+                throw InvalidMedia(
+                    "truncated PNG: its \(type) chunk at byte \(offset) declares \(length) bytes where the file holds \(max(0, left)) more; "
+                        + "copy the file again from its source")
+            }
+            offset += 12 + length
+        }
     }
 
     /// The reason for a decoder's refusal: truncation in the same words for every format, other

@@ -141,6 +141,21 @@ struct ValidationTests {
         #expect(try MediaInspector.inspect(goodText, name: "fine.png").pixelWidth == 64)
     }
 
+    @Test("a PNG chunk that declares more bytes than the file holds is refused from its header, before anything is allocated for it")
+    func pngChunkBeyondTheFile() throws {
+        let bytes = try Samples.still("png")
+        // An eXIf chunk declaring 1.97 GB, followed by the rest of a valid file.
+        var exif = Samples.pngChunk("eXIf", Array(repeating: 0, count: 16))
+        exif.replaceSubrange(0..<4, with: [0x75, 0x6C, 0x2F, 0x00])
+        let damaged = Array(bytes[..<33]) + exif + Array(bytes[33...])
+        let error = Samples.mediaError { _ = try MediaInspector.inspect(damaged, name: "huge.png") }
+        #expect(error?.refusal == .damaged)
+        #expect(
+            error?.reason.hasPrefix("truncated PNG: its eXIf chunk at byte 33 declares 1970024192 bytes where the file holds") == true,
+            "\(String(describing: error))")
+        #expect(error?.reason.hasSuffix("copy the file again from its source") == true)
+    }
+
     @Test("a PNG with an impossible colour type is refused")
     func pngBadColourType() throws {
         let bytes = try Samples.still("png")
