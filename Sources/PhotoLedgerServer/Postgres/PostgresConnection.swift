@@ -94,9 +94,10 @@ final class PostgresConnection: @unchecked Sendable {
         return result.commandStatus
     }
 
-    /// Runs one statement with `parameters` bound as `$1`, `$2`, …, prepared on first use.
-    func query(_ sql: String, _ parameters: [PostgresValue]) throws -> PostgresResult {
-        let name = try statementName(sql, parameters)
+    /// Runs one statement with `parameters` bound as `$1`, `$2`, …, prepared on first use; with
+    /// `planned: .eachTime`, planned for each execution instead (see ``Planning``).
+    func query(_ sql: String, _ parameters: [PostgresValue], planned planning: Planning = .once) throws -> PostgresResult {
+        let name = planning == .once ? try statementName(sql, parameters) : nil
         var storage: [UInt8] = [0]  // never empty: every value points into it
         var offsets: [Int] = []
         var lengths: [Int32] = []
@@ -110,11 +111,27 @@ final class PostgresConnection: @unchecked Sendable {
         let raw = storage.withUnsafeBufferPointer { buffer in
             let base = UnsafeRawPointer(buffer.baseAddress!)
             let pointers: [UnsafePointer<CChar>?] = offsets.map { $0 < 0 ? nil : (base + $0).assumingMemoryBound(to: CChar.self) }
+            guard let name else {
+                let types = parameters.map(\.type.rawValue)
+                return PQexecParams(handle, sql, Int32(parameters.count), types, pointers, lengths, formats, 1)
+            }
             return PQexecPrepared(handle, name, Int32(parameters.count), pointers, lengths, formats, 1)
         }
         let result = PostgresResult(raw)
         try check(result, sql: sql)
         return result
+    }
+
+    /// When a statement is planned.
+    enum Planning {
+        /// Prepared on first use; PostgreSQL may settle on a generic plan after a few runs.
+        case once
+        /// Planned for each execution with its parameters and the tables as they are then: for
+        /// lookups whose good plan depends on the size of a log that starts empty (a generic plan
+        /// made while a library's log was nearly empty, when every index costs the same, looked
+        /// up a push's event identifiers by scanning the library's whole log through the object
+        /// index, and pushes slowed as the log grew).
+        case eachTime
     }
 
     private func statementName(_ sql: String, _ parameters: [PostgresValue]) throws -> String {

@@ -88,7 +88,7 @@ final class PostgresPushTransaction: PushTransaction {
             SELECT event_id, server_seq, content_hash, NULL::text FROM server_events WHERE library_id = $1 AND event_id = ANY($2)
             UNION ALL
             SELECT event_id, NULL::bigint, NULL::bytea, reason FROM rejected_events WHERE library_id = $1 AND event_id = ANY($2)
-            """, [.int64(library), .array(element: .bytea, ids.map(PostgresValue.uuid))])
+            """, [.int64(library), .array(element: .bytea, ids.map(PostgresValue.uuid))], planned: .eachTime)
         for id in ids {
             storedEvents[id] = .some(nil)
             storedRejections[id] = .some(nil)
@@ -109,7 +109,7 @@ final class PostgresPushTransaction: PushTransaction {
             """
             SELECT o.id, (SELECT e.type FROM server_events e WHERE e.library_id = $1 AND e.object_id = o.id ORDER BY e.server_seq LIMIT 1)
             FROM unnest($2) AS o (id)
-            """, [.int64(library), .array(element: .bytea, objects.map(PostgresValue.uuid))])
+            """, [.int64(library), .array(element: .bytea, objects.map(PostgresValue.uuid))], planned: .eachTime)
         for row in 0..<result.count {
             guard let object = result.uuid(row, 0) else { continue }
             storedObjects[object] = result.optionalText(row, 1).map { .held(EventType(rawValue: $0)?.objectKind) } ?? .absent
