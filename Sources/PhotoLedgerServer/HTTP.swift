@@ -24,12 +24,14 @@ public struct RequestHead: Sendable, Hashable {
     public var acceptsEventPages: Bool
     /// The query arguments the routes use (`since`, `limit`, `wait`, `after`).
     public var query: [String: String]
+    /// The `Range` header: a blob download resumed from a byte offset.
+    public var range: String?
 
     /// Creates a request head.
     public init(
         method: String, path: String, authorization: String? = nil, contentType: String? = nil, contentEncoding: String? = nil,
         contentLength: UInt64? = nil, acceptsGzip: Bool = false, acceptsZstd: Bool = false, acceptsEventPages: Bool = false,
-        query: [String: String] = [:]
+        query: [String: String] = [:], range: String? = nil
     ) {
         self.method = method
         self.path = path
@@ -41,6 +43,7 @@ public struct RequestHead: Sendable, Hashable {
         self.acceptsZstd = acceptsZstd
         self.acceptsEventPages = acceptsEventPages
         self.query = query
+        self.range = range
     }
 }
 
@@ -75,8 +78,8 @@ public struct HTTPResponse: Sendable {
         case empty
         /// Bytes in memory.
         case bytes([UInt8])
-        /// An open file, streamed by the HTTP layer, which closes it.
-        case file(descriptor: Int32, size: Int64)
+        /// `size` bytes of an open file from `offset`, streamed by the HTTP layer, which closes it.
+        case file(descriptor: Int32, offset: Int64, size: Int64)
         /// Bytes read piece by piece while they are sent (a blob from S3-compatible storage).
         case stream(any BlobStream)
     }

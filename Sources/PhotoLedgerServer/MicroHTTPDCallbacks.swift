@@ -96,7 +96,8 @@ private func readHead(_ connection: OpaquePointer?, method: String, path: String
         contentLength: header(connection, "Content-Length").flatMap { UInt64($0.trimmingCharacters(in: .whitespaces)) },
         acceptsGzip: accepts(header(connection, "Accept-Encoding"), "gzip"),
         acceptsZstd: accepts(header(connection, "Accept-Encoding"), "zstd"),
-        acceptsEventPages: accepts(header(connection, "Accept"), EventPage.contentType), query: query)
+        acceptsEventPages: accepts(header(connection, "Accept"), EventPage.contentType), query: query,
+        range: header(connection, "Range"))
 }
 
 /// Refuses the message framing libmicrohttpd accepts but this server must not: two different
@@ -140,8 +141,8 @@ private func makeResponse(_ response: HTTPResponse, requestID: String) -> Opaque
         handle = bytes.withUnsafeBytes { buffer in
             MHD_create_response_from_buffer(buffer.count, UnsafeMutableRawPointer(mutating: buffer.baseAddress), .RESPMEM_MUST_COPY)
         }
-    case .file(let descriptor, let size):
-        handle = MHD_create_response_from_fd(Int(size), descriptor)
+    case .file(let descriptor, let offset, let size):
+        handle = MHD_create_response_from_fd_at_offset64(UInt64(size), descriptor, UInt64(offset))
         if handle == nil { close(descriptor) }
     case .stream(let stream):
         handle = streamedResponse(stream)

@@ -315,7 +315,7 @@ public final class SyncRequestHandler: Sendable {
                 guard case .blob(let upload) = body else { throw HTTPError.badRequest("an upload needs a body") }
                 return .respond(try storeBlob(upload, hash: hash, credential: credential!))
             }
-            return .respond(try serveBlob(hash, credential: credential!))
+            return .respond(try serveBlob(hash, range: request.head.range, credential: credential!))
         }
     }
 
@@ -443,18 +443,40 @@ public final class SyncRequestHandler: Sendable {
             status: isNew ? 201 : 200, headers: [("Content-Type", SyncRoutes.jsonContentType)], body: .bytes(Array("{}".utf8)))
     }
 
-    private func serveBlob(_ hash: String, credential: Credential) throws -> HTTPResponse {
+    /// Serves a blob, or the rest of it from the offset of a `Range: bytes=N-` header (206, to
+    /// resume an interrupted download); other range forms are ignored and the whole blob is sent,
+    /// as HTTP allows.
+    private func serveBlob(_ hash: String, range: String?, credential: Credential) throws -> HTTPResponse {
         let notFound = HTTPError.notFound("this library has no blob \(hash)")
-        guard try store.blobSize(libraryID: credential.libraryID, hash: Hex.decode(hash)!) != nil else { throw notFound }
+        guard let size = try store.blobSize(libraryID: credential.libraryID, hash: Hex.decode(hash)!) else { throw notFound }
+        let offset = range.flatMap(Self.openRangeStart) ?? 0
+        guard offset == 0 || offset < size else {
+            return HTTPError(
+                416, .badRequest, "the range starts at byte \(offset), beyond the blob's \(size) bytes; download it again from the start",
+                headers: [("Content-Range", "bytes */\(size)")]
+            ).response
+        }
         let body: HTTPResponse.Body
-        switch try blobs.content(of: hash) {
-        case .file(let descriptor, let size)?: body = .file(descriptor: descriptor, size: size)
+        switch try blobs.content(of: hash, from: offset) {
+        case .file(let descriptor, let offset, let size)?: body = .file(descriptor: descriptor, offset: offset, size: size)
         case .stream(let stream)?: body = .stream(stream)
         case nil:
             log(.error, "blob missing from the blob store", [.init("hash", hash)])
             throw notFound
         }
-        return HTTPResponse(status: 200, headers: [("Content-Type", "application/octet-stream")], body: body)
+        var headers = [("Content-Type", "application/octet-stream"), ("Accept-Ranges", "bytes")]
+        guard offset > 0 else { return HTTPResponse(status: 200, headers: headers, body: body) }
+        headers.append(("Content-Range", "bytes \(offset)-\(size - 1)/\(size)"))
+        return HTTPResponse(status: 206, headers: headers, body: body)
+    }
+
+    /// The start of a `bytes=N-` range (one range, open-ended), or nil for any other form.
+    static func openRangeStart(_ header: String) -> Int64? {
+        let value = header.trimmingCharacters(in: .whitespaces)
+        guard value.lowercased().hasPrefix("bytes="), value.hasSuffix("-") else { return nil }
+        let digits = value.dropFirst(6).dropLast().trimmingCharacters(in: .whitespaces)
+        guard !digits.isEmpty, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber) else { return nil }
+        return Int64(digits)
     }
 
     func log(_ level: LogLevel, _ message: String, _ fields: [LogRecord.Field]) {

@@ -410,18 +410,24 @@ public final class SyncEngine: Sendable {
         report.unavailableResources.sort()
     }
 
-    /// Downloads one resource into the library's store.
+    /// Downloads one resource into the library's store. An interrupted download is resumed, by
+    /// this attempt's retries and by later syncs: the bytes that arrived are kept in the store's
+    /// temporary folder (until its garbage collection's grace period ends), and only the rest is
+    /// asked for; the whole is checked against its hash before it is adopted.
     public func download(_ hash: String) async throws {
-        let temporary = replica.downloadDirectory.appendingPathComponent("download-\(UUID().uuidString)")
-        let response = try await send(
-            HTTPRequest(
-                method: .get, url: remote.url(SyncRoutes.blob(library: remote.libraryName, hash: hash)), headers: authorized([:]),
-                responseBodyDestination: temporary, timeout: .seconds(3600)))
+        let destination = replica.downloadDirectory.appendingPathComponent("download-\(hash)")
+        var request = HTTPRequest(
+            method: .get, url: remote.url(SyncRoutes.blob(library: remote.libraryName, hash: hash)), headers: authorized([:]),
+            responseBodyDestination: destination, timeout: .seconds(3600))
+        request.resumesResponseBody = true
+        var response = try await send(request)
+        // The kept bytes could not be continued (the transport dropped them): once more, whole.
+        if response.status == 416 { response = try await send(request) }
         if response.status == 404, (try? ErrorResponse.decode(response.body.bytes))?.errorCode == .notFound {
             throw SyncError.resourceUnavailable(hash)
         }
         guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
-        try replica.adoptDownloadedResource(at: temporary, hash: hash)
+        try replica.adoptDownloadedResource(at: destination, hash: hash)
     }
 
     /// Bridges an on-demand download into the library's synchronous data requests.

@@ -47,9 +47,13 @@ final class CurlTransfer {
     func perform() throws -> HTTPResponse {
         if cancellation.isCancelled { throw CancellationError() }
         upload = try UploadSource(request.body)
+        if request.resumesResponseBody, request.method == .get, let destination = request.responseBodyDestination {
+            download = try DownloadFile(resuming: destination)
+        }
         defer {
             upload.close()
-            download?.discard()
+            // A resumable transfer keeps what arrived for the next attempt.
+            download?.discard(keepingResumable: true)
         }
         let headerList = try configure()
         defer { curl_slist_free_all(headerList) }
@@ -172,6 +176,7 @@ final class CurlTransfer {
     private func configureHeaders() throws -> UnsafeMutablePointer<curl_slist>? {
         var lines = ["Expect:"]
         if !request.headers.contains("Content-Type") { lines.append("Content-Type:") }
+        if let download, download.offset > 0 { lines.append("Range: bytes=\(download.offset)-") }
         for field in request.headers where !HTTPHeaders.sameName(field.name, "Content-Length") {
             lines.append(field.value.isEmpty ? "\(field.name);" : "\(field.name): \(field.value)")
         }
@@ -255,13 +260,35 @@ final class CurlTransfer {
     /// Opens the destination's temporary file when the response is a success; false keeps the body in memory.
     private func startDownloadIfNeeded() -> Bool {
         guard let destination = request.responseBodyDestination, (200..<300).contains(responseStatus) else { return false }
-        do {
-            download = try DownloadFile(destination: destination)
+        do throws(TransportError) {
+            guard let download else {
+                download = try DownloadFile(destination: destination)
+                return true
+            }
+            guard responseStatus == 206 else {
+                try download.restart()  // the whole body: what was kept goes
+                return true
+            }
+            let held = download.offset
+            guard contentRangeStart() == held else {
+                try download.restart()
+                throw TransportError.connectionLost(
+                    url: URLDisplay.redacted(request.url),
+                    detail: "the server continued the download at another byte than the \(held) held here")
+            }
             return true
         } catch {
             localFileError = error
             return true
         }
+    }
+
+    /// The first byte of a 206 answer's `Content-Range: bytes N-M/T`.
+    private func contentRangeStart() -> Int64? {
+        guard let value = responseHeaders.last(where: { HTTPHeaders.sameName($0.name, "Content-Range") })?.value,
+            value.lowercased().hasPrefix("bytes "), let dash = value.firstIndex(of: "-")
+        else { return nil }
+        return Int64(value[value.index(value.startIndex, offsetBy: 6)..<dash].trimmingCharacters(in: .whitespaces))
     }
 
     private func sendBody(into buffer: UnsafeMutableRawBufferPointer) -> Int {
@@ -311,8 +338,15 @@ final class CurlTransfer {
         for chunk in memoryChunks { memoryBody.append(contentsOf: chunk) }
         memoryChunks = []
         var body = HTTPBody.bytes(memoryBody)
+        // The kept bytes are not a prefix the server can continue: they go, and the next attempt
+        // starts again.
+        if status == 416 { download?.discard() }
         if let destination = request.responseBodyDestination, (200..<300).contains(status), request.method != .head {
-            if download == nil { download = try DownloadFile(destination: destination) }
+            if download == nil {
+                download = try DownloadFile(destination: destination)
+            } else if bodyGoesToFile == nil, status != 206 {
+                try download?.restart()  // an empty whole body
+            }
             try download?.commit()
             download = nil
             body = .file(destination)

@@ -75,6 +75,13 @@ public struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugStringC
     /// and renamed into place), so a failed or cancelled transfer leaves no partial file. A non-2xx
     /// response body, usually a short error document, is returned in memory instead.
     public var responseBodyDestination: URL?
+    /// With a ``responseBodyDestination``: the bytes of an interrupted transfer are kept beside the
+    /// destination (as `.NAME.partial`), and the next request for the same destination asks only
+    /// for the rest (`Range: bytes=N-`). A 206 answer is appended to them, a 200 answer replaces
+    /// them, a 416 answer (the kept bytes are not a prefix the server can continue) discards them.
+    /// Whoever adopts the file checks its bytes (a content hash): a resumed file is whole only if
+    /// the server's blob did not change, which holds for content-addressed blobs.
+    public var resumesResponseBody = false
     /// The longest the whole exchange may take, overriding the transport's default; `nil` keeps the
     /// default. Large blob transfers usually want a longer limit than small API calls.
     public var timeout: Duration?

@@ -86,16 +86,58 @@ final class DownloadFile {
     private let destination: String
     private let temporary: String
     private var descriptor: Int32
+    /// Whether the bytes outlive a failed transfer, for the next one to continue.
+    private let resumable: Bool
+    /// The bytes held already, which the transfer continues from (0 unless resumable).
+    private(set) var offset: Int64 = 0
 
     init(destination url: URL) throws(TransportError) {
         destination = url.path
         let directory = url.deletingLastPathComponent().path
         temporary = "\(directory)/.\(url.lastPathComponent).partial-\(UInt64.random(in: 0...UInt64.max))"
         descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        resumable = false
         guard descriptor >= 0 else { throw TransportError.localFile(path: destination, detail: FileError.lastMessage()) }
     }
 
+    /// Opens the kept bytes of an earlier transfer to `url` (`.NAME.partial` beside it), locked
+    /// for this transfer; when another transfer holds them, a file of this transfer's own.
+    convenience init(resuming url: URL) throws(TransportError) {
+        let path = "\(url.deletingLastPathComponent().path)/.\(url.lastPathComponent).partial"
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw TransportError.localFile(path: url.path, detail: FileError.lastMessage()) }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            Glibc.close(descriptor)
+            try self.init(destination: url)
+            return
+        }
+        let end = lseek(descriptor, 0, SEEK_END)
+        guard end >= 0 else {
+            let detail = FileError.lastMessage()
+            Glibc.close(descriptor)
+            throw TransportError.localFile(path: url.path, detail: detail)
+        }
+        self.init(destination: url.path, temporary: path, descriptor: descriptor, offset: Int64(end))
+    }
+
+    private init(destination: String, temporary: String, descriptor: Int32, offset: Int64) {
+        self.destination = destination
+        self.temporary = temporary
+        self.descriptor = descriptor
+        self.offset = offset
+        resumable = true
+    }
+
     deinit { discard() }
+
+    /// Drops the kept bytes: the answer carries the whole body.
+    func restart() throws(TransportError) {
+        guard offset > 0 else { return }
+        guard ftruncate(descriptor, 0) == 0, lseek(descriptor, 0, SEEK_SET) == 0 else {
+            throw TransportError.localFile(path: destination, detail: FileError.lastMessage())
+        }
+        offset = 0
+    }
 
     func write(_ bytes: UnsafeRawBufferPointer) throws(TransportError) {
         var written = 0
@@ -118,12 +160,13 @@ final class DownloadFile {
         }
     }
 
-    /// Closes and deletes the temporary file unless it was committed.
-    func discard() {
+    /// Closes the temporary file unless it was committed, and deletes it unless its bytes are
+    /// kept for the next transfer (`keepingResumable`).
+    func discard(keepingResumable: Bool = false) {
         guard descriptor >= 0 else { return }
+        if !(keepingResumable && resumable) { unlink(temporary) }
         Glibc.close(descriptor)
         descriptor = -1
-        unlink(temporary)
     }
 }
 

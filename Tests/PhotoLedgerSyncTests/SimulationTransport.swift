@@ -35,9 +35,9 @@ final class InProcessTransport: HTTPTransport, @unchecked Sendable {
         switch response.body {
         case .empty: break
         case .bytes(let data): bytes = data
-        case .file(let descriptor, let size):
+        case .file(let descriptor, let offset, let size):
             bytes = [UInt8](repeating: 0, count: Int(size))
-            _ = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, Int(size), 0) }
+            _ = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, Int(size), off_t(offset)) }
             close(descriptor)
         case .stream(let stream):
             bytes = [UInt8](repeating: 0, count: Int(stream.size))

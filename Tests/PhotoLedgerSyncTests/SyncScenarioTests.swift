@@ -67,6 +67,35 @@ struct SyncScenarioTests {
         #expect(try anna.dump() == ben.dump())
     }
 
+    @Test("a download cut short continues where it stopped; kept bytes that are wrong fail the hash check and the next sync starts again")
+    func resumedDownload() async throws {
+        let scenario = try Scenario()
+        defer { withExtendedLifetime(scenario) {} }
+        let (anna, ben) = (scenario.anna, scenario.ben)
+        let bytes = photo(7)
+        let id = try anna.library.performChangesAndWait { try $0.createAsset(from: bytes).placeholderForCreatedAsset.localIdentifier }
+        try await anna.sync()
+        let hash = Hex.encode(SHA256.hash(Array(bytes)))
+        let folder = ben.library.replica.downloadDirectory
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let kept = folder.appendingPathComponent(".download-\(hash).partial")
+
+        // What an interrupted download leaves: the first bytes. Here they are wrong, so the
+        // continued file fails its hash (which proves only the rest was asked for), and nothing
+        // of it stays.
+        try Data(repeating: 0, count: bytes.count / 2).write(to: kept)
+        let error = await #expect(throws: (any Error).self) { try await ben.sync() }
+        #expect("\(String(describing: error))".contains("arrived with other bytes"), "\(String(describing: error))")
+        #expect(!FileManager.default.fileExists(atPath: kept.path))
+
+        // The right first half: the rest completes it.
+        try bytes.prefix(bytes.count / 2).write(to: kept)
+        let report = try await ben.sync()
+        #expect(report.downloadedResources == 1)
+        #expect(try ben.library.requestImageData(for: id, version: .original) == bytes)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+    }
+
     @Test("rename vs rename: the later rename wins whoever syncs first", arguments: [true, false])
     func renameVersusRename(winnerFirst: Bool) async throws {
         let scenario = try await twoDevices()

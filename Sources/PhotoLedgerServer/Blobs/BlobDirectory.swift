@@ -56,8 +56,8 @@ public struct BlobDirectory: BlobStore {
     }
 
     /// The blob's file, or nil when it is absent.
-    public func content(of hash: String) throws -> BlobContent? {
-        open(hash).map { .file(descriptor: $0.descriptor, size: $0.size) }
+    public func content(of hash: String, from offset: Int64) throws -> BlobContent? {
+        open(hash).map { .file(descriptor: $0.descriptor, offset: min(offset, $0.size), size: max(0, $0.size - offset)) }
     }
 }
 

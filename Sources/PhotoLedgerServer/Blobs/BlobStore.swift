@@ -10,8 +10,9 @@ public protocol BlobStore: Sendable {
     /// Starts an upload of at most `limit` bytes of the blob that claims the name `hash`: the
     /// name it will have if its bytes hash to it (checked at ``BlobUpload/commit(as:)``).
     func beginUpload(of hash: String, limit: Int64) throws -> any BlobUpload
-    /// The blob's bytes, ready to stream out, or nil when the store does not hold it.
-    func content(of hash: String) throws -> BlobContent?
+    /// The blob's bytes from byte `offset` on (0 for all of them, less than the blob's size
+    /// otherwise), ready to stream out, or nil when the store does not hold it.
+    func content(of hash: String, from offset: Int64) throws -> BlobContent?
     /// Removes what uploads interrupted by a crash left behind, before the server serves; returns
     /// where it looked and how many it removed (nil when the store keeps nothing of the kind).
     func removeLeftoverUploads() -> (place: String, removed: Int)?
@@ -19,6 +20,9 @@ public protocol BlobStore: Sendable {
 
 extension BlobStore {
     public func removeLeftoverUploads() -> (place: String, removed: Int)? { nil }
+
+    /// The blob's bytes, ready to stream out, or nil when the store does not hold it.
+    public func content(of hash: String) throws -> BlobContent? { try content(of: hash, from: 0) }
 }
 
 /// A blob being uploaded: bytes are hashed as they arrive; ``commit(as:)`` names the blob only
@@ -45,8 +49,8 @@ public enum BlobUploadFailure: Error, Equatable, Sendable {
 
 /// A stored blob's bytes, as the HTTP layer streams them.
 public enum BlobContent {
-    /// An open file (owned by the receiver) of `size` bytes.
-    case file(descriptor: Int32, size: Int64)
+    /// `size` bytes of an open file (owned by the receiver) from `offset`.
+    case file(descriptor: Int32, offset: Int64, size: Int64)
     /// Bytes read piece by piece while they are sent.
     case stream(any BlobStream)
 }

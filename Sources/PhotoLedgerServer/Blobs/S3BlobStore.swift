@@ -48,8 +48,8 @@ public final class S3BlobStore: BlobStore {
     }
 
     /// The blob streamed from its object, or nil when there is no such object.
-    public func content(of hash: String) throws -> BlobContent? {
-        try S3BlobStream.open(client: client, key: configuration.key(for: hash)).map { .stream($0) }
+    public func content(of hash: String, from offset: Int64) throws -> BlobContent? {
+        try S3BlobStream.open(client: client, key: configuration.key(for: hash), from: offset).map { .stream($0) }
     }
 }
 
@@ -174,7 +174,7 @@ final class S3BlobStream: BlobStream {
     deinit { close(readEnd) }
 
     /// Starts the GET; nil when S3 has no such object.
-    static func open(client: S3Client, key: String) throws -> S3BlobStream? {
+    static func open(client: S3Client, key: String, from offset: Int64 = 0) throws -> S3BlobStream? {
         var ends: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
             throw S3Error(.failed, "cannot create a socket pair: \(String(cString: strerror(errno)))", url: key)
@@ -183,7 +183,7 @@ final class S3BlobStream: BlobStream {
         let response: S3Client.Response
         do {
             response = try client.startDownload(
-                key: key,
+                key: key, from: offset,
                 sink: { bytes in
                     var offset = 0
                     while offset < bytes.count {
@@ -199,7 +199,7 @@ final class S3BlobStream: BlobStream {
             close(readEnd)
             throw error
         }
-        guard response.status == 200, let length = response.headers["content-length"].flatMap({ Int64($0) }) else {
+        guard response.status == (offset > 0 ? 206 : 200), let length = response.headers["content-length"].flatMap({ Int64($0) }) else {
             close(readEnd)
             if response.status == 404 { return nil }
             throw S3Error(.failed, "S3 answered the download with \(response.status) \(response.errorSummary)", url: key)

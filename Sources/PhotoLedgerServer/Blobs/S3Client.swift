@@ -59,7 +59,10 @@ final class S3Client: Sendable {
     /// response's headers arrived, with the status and headers; for another status, once the
     /// transfer ended, with the body.
     /// `onEnd` runs on the transfer's thread when it is over, however it ended.
-    func startDownload(key: String, sink: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool, onEnd: @escaping @Sendable () -> Void)
+    func startDownload(
+        key: String, from offset: Int64 = 0, sink: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool,
+        onEnd: @escaping @Sendable () -> Void
+    )
         throws -> Response
     {
         let url = configuration.url(key: key)
@@ -69,6 +72,8 @@ final class S3Client: Sendable {
         let headersArrived = DispatchSemaphore(value: 0), finished = DispatchSemaphore(value: 0)
         exchange.onHeadersComplete = { headersArrived.signal() }
         let failure = Mutex<S3Error?>(nil)
+        // The rest of the object from `offset` (S3 answers 206).
+        exchange.range = offset > 0 ? "\(offset)-" : nil
         let transfer = S3Transfer(client: self, handle: handle, url: url, exchange: exchange)
         Thread.detachNewThread {
             do {
@@ -135,6 +140,8 @@ final class S3Client: Sendable {
         try set(plcurl_setopt_long(raw, CURLOPT_TCP_KEEPALIVE, 1))
         try set(plcurl_setopt_pointer(raw, CURLOPT_ERRORBUFFER, handle.errorBuffer))
         handle.errorBuffer[0] = 0
+        // Set on every use: a pooled handle keeps the options of its last request.
+        try set(plcurl_setopt_string(raw, CURLOPT_RANGE, exchange.range))
         // Signature Version 4: libcurl signs with the key pair for the configured region.
         try set(plcurl_setopt_string(raw, CURLOPT_AWS_SIGV4, "aws:amz:\(configuration.region):s3"))
         try set(plcurl_setopt_string(raw, CURLOPT_USERNAME, configuration.accessKeyID))
@@ -190,6 +197,8 @@ private final class S3Exchange {
     /// Where a streamed body goes (only for a successful response); false stops the transfer.
     var sink: ((UnsafeRawBufferPointer) -> Bool)?
     var onHeadersComplete: (() -> Void)?
+    /// The byte range to ask for (`N-`), or nil for the whole object.
+    var range: String?
 
     func headerLine(_ line: String) {
         let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
