@@ -72,13 +72,7 @@ struct HostileSimulationTests {
         let reference = honest[0].library
         let views = try Device.dump(reference)
         let quarantine = try reference.quarantine()
-        let objects = try reference.readDatabase { db in
-            try db.rows(
-                "SELECT asset_id, 'asset' FROM assets WHERE created = 1 UNION ALL SELECT album_id, 'album' FROM albums WHERE created = 1"
-            ) {
-                LocalIdentifier(uuid: UUID(bytes: $0.blob(0))!, kind: $0.text(1) == "asset" ? .asset : .album).description
-            }
-        }
+        let objects = try Device.createdObjects(reference)
         for device in honest.dropFirst() {
             let library = device.library
             #expect(try Device.dump(library) == views, "schedule \(schedule): \(library.device) has the same views")

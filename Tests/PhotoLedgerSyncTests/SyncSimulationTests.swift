@@ -90,8 +90,15 @@ struct SyncSimulationTests {
         #expect(topLevel.allObjects == (try app.fetchTopLevelUserCollections()).allObjects)
 
         let reference = try dump(devices[0].library)
+        let objects = try Device.createdObjects(devices[0].library)
         for device in devices.dropFirst() {
             #expect(try dump(device.library) == reference, "schedule \(schedule): \(device.library.device) converged")
+            // Every device tells the same story: `history` of every object, entry for entry.
+            for object in objects {
+                #expect(
+                    try TrustTests.history(device.library, object) == TrustTests.history(devices[0].library, object),
+                    "schedule \(schedule): \(device.library.device) tells the same history of \(object)")
+            }
         }
         let allEvents = try Set(devices.flatMap { try eventIDs($0.library) })
         let summary = try store.chainSummary(libraryID: 1)

@@ -98,6 +98,19 @@ struct Device {
     /// Every projection row, for convergence checks.
     func dump() throws -> [String: [[SQLValue]]] { try Self.dump(library) }
 
+    /// The local identifiers of every asset, album and folder created in `library`.
+    static func createdObjects(_ library: PhotoLibrary) throws -> [String] {
+        try library.readDatabase { db in
+            try db.rows(
+                """
+                SELECT asset_id, '\(ObjectKind.asset.rawValue)' FROM assets WHERE created = 1
+                UNION ALL SELECT album_id, '\(ObjectKind.album.rawValue)' FROM albums WHERE created = 1
+                UNION ALL SELECT list_id, '\(ObjectKind.collectionList.rawValue)' FROM collection_lists WHERE created = 1
+                """
+            ) { LocalIdentifier(uuid: UUID(bytes: $0.blob(0))!, kind: ObjectKind(rawValue: $0.text(1))!).description }
+        }
+    }
+
     /// Every projection row of `library`.
     static func dump(_ library: PhotoLibrary) throws -> [String: [[SQLValue]]] {
         try library.readDatabase { db in
