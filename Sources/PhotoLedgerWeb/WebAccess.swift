@@ -119,7 +119,8 @@ final class WebAccess: Sendable {
         let found = sessions.withLock { sessions -> Result<Session, AbsenceError> in
             guard var session = sessions[id] else { return .failure(AbsenceError(.none)) }
             let absence: Absence? =
-                now.timeIntervalSince(session.opened) >= lifetime ? .tooOld : now.timeIntervalSince(session.lastUsed) >= idleTimeout ? .idle : nil
+                now.timeIntervalSince(session.opened) >= lifetime
+                ? .tooOld : now.timeIntervalSince(session.lastUsed) >= idleTimeout ? .idle : nil
             if let absence {
                 sessions[id] = nil
                 return .failure(AbsenceError(absence))
@@ -261,7 +262,9 @@ final class WebAccess: Sendable {
         let session = Session(id: Self.randomToken(), csrfToken: Self.randomToken(), opened: now, lastUsed: now)
         sessions.withLock { sessions in
             // Sessions nobody came back to end here, so they do not pile up.
-            sessions = sessions.filter { now.timeIntervalSince($0.value.opened) < lifetime && now.timeIntervalSince($0.value.lastUsed) < idleTimeout }
+            sessions = sessions.filter {
+                now.timeIntervalSince($0.value.opened) < lifetime && now.timeIntervalSince($0.value.lastUsed) < idleTimeout
+            }
             sessions[session.id] = session
         }
         return session

@@ -149,9 +149,11 @@ enum WebPage {
 
         function showError(text) { message.textContent = text; message.hidden = false; }
 
-        function thumbnail(asset) {
-          return el('img', { src: '/thumb/' + asset.id + '?size=256&v=' + asset.version, alt: asset.alt, loading: 'lazy', decoding: 'async',
-                             draggable: 'false', width: 160, height: 160 });
+        // A thumbnail is loaded when it comes near the window, except those of the first screen
+        // (eager), which are asked for first, as soon as the page has them.
+        function thumbnail(asset, eager) {
+          return el('img', { src: '/thumb/' + asset.id + '?size=256&v=' + asset.version, alt: asset.alt, loading: eager ? 'eager' : 'lazy',
+                             fetchpriority: eager ? 'high' : null, decoding: 'async', draggable: 'false', width: 160, height: 160 });
         }
 
         function date(text) { return text ? text.replace('T', ' ').replace(/([+-]\d{4}|Z)$/, ' UTC') : 'no date'; }
@@ -183,10 +185,12 @@ enum WebPage {
         // for at once; the others once that screen has loaded (see draw).
         const laterPage = 2000;
         function firstPage() { return Math.min(600, Math.max(60, 2 * Math.ceil(innerWidth / 150) * Math.ceil(innerHeight / 150))); }
+        // About how many thumbnails the first screen shows (160-pixel cells, 8 pixels apart).
+        function firstScreen() { return Math.max(1, Math.floor((innerWidth + 8) / 168)) * Math.ceil(innerHeight / 168); }
 
-        function assetItem(asset) {
+        function assetItem(asset, index) {
           return el('li', { dataset: { id: asset.id } },
-            el('a', { href: '#/asset/' + asset.id, draggable: 'false' }, thumbnail(asset)),
+            el('a', { href: '#/asset/' + asset.id, draggable: 'false' }, thumbnail(asset, index < firstScreen())),
             el('span', { class: 'badges', 'aria-hidden': 'true' }, (asset.favorite ? '♥' : '') + (asset.mediaType === 'video' ? ' ▶' : '')));
         }
 
@@ -195,7 +199,7 @@ enum WebPage {
           const album = data.album;
           currentAlbum = data.assets.map(asset => asset.id);
           const grid = el('ul', { class: 'grid' + (album.editable ? ' editable' : ''), id: 'assets', 'aria-label': album.title },
-            data.assets.map(assetItem));
+            data.assets.map((asset, index) => assetItem(asset, index)));
           grid.remaining = { id, offset: data.assets.length, count: data.count };
           grid.addEventListener('keydown', event => gridKey(event, grid, album));
           const parts = [el('h1', {}, album.title),
@@ -398,7 +402,7 @@ enum WebPage {
               if (number !== drawing) return;
               // An album changed between pages is drawn again by the live stream's notice.
               if (page.count !== count || page.assets.length === 0) break;
-              grid.append(...page.assets.map(assetItem));
+              grid.append(...page.assets.map(asset => assetItem(asset, Infinity)));
               currentAlbum.push(...page.assets.map(asset => asset.id));
               offset += page.assets.length;
             }

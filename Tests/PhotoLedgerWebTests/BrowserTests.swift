@@ -61,7 +61,11 @@ struct BrowserTests {
                 ) as? [String]
             // 256-pixel fill renditions of 640…736 × 480 photos: 256 pixels high.
             #expect(sizes?.allSatisfy { $0.contains("x256 Photo taken ") } == true, "\(sizes ?? [])")
-            #expect(try await browser.execute("return document.querySelector('#assets img').loading;") as? String == "lazy")
+            // The first screen's thumbnails are asked for at once, first.
+            #expect(
+                try await browser.execute(
+                    "return document.querySelector('#assets img').loading + ' ' + document.querySelector('#assets img').fetchPriority;")
+                    as? String == "eager high")
             try await browser.screenshot("album")
         }
     }
@@ -204,7 +208,15 @@ struct BrowserTests {
             let order = try fixture.albumContents()
             #expect(order.count == 154)
             try await browser.execute("location.hash = '#/album/\(fixture.album)';")
-            try await browser.waitFor("the whole album, in album order", Self.pageOrderIs, [order.joined(separator: ",")], deadline: .seconds(60))
+            try await browser.waitFor(
+                "the whole album, in album order", Self.pageOrderIs, [order.joined(separator: ",")], deadline: .seconds(60))
+            let loading =
+                try await browser.execute(
+                    "const images = [...document.querySelectorAll('#assets img')]; return [images.filter(img => img.loading === 'eager').length, images.filter(img => img.loading === 'lazy').length, firstScreen()];"
+                ) as? [Int]
+            #expect(
+                loading?.count == 3 && loading?[0] == loading?[2] && loading?[1] == 154 - (loading?[2] ?? 0),
+                "the first screen eager, the rest lazy: \(loading ?? [])")
             let firstPage = try await browser.execute("return firstPage();") as? Int ?? 0
             #expect(firstPage >= 60 && firstPage < 154, "the first page (\(firstPage)) must leave a second one")
             #expect(try await browser.execute("return document.querySelector('main p').textContent;") as? String == "154 items · History")
@@ -216,7 +228,9 @@ struct BrowserTests {
             // ← and → on an asset go through the whole album, later pages included.
             try await browser.execute("location.hash = '#/asset/\(order[152])';")
             try await browser.waitFor("the asset page", "return document.body.dataset.view === 'asset';")
-            #expect(try await browser.execute("return document.querySelector('main p span').textContent;") as? String == "153 of 154 — ← and → go to the previous and next")
+            #expect(
+                try await browser.execute("return document.querySelector('main p span').textContent;") as? String
+                    == "153 of 154 — ← and → go to the previous and next")
         }
     }
 
@@ -246,7 +260,8 @@ struct BrowserTests {
             try await browser.click("#logout")
             try await browser.waitFor("the login page", "return document.body.dataset.view === 'login';")
             #expect(
-                (try await browser.execute("return document.body.textContent;") as? String)?.contains("Open the address that photoledger web printed")
+                (try await browser.execute("return document.body.textContent;") as? String)?.contains(
+                    "Open the address that photoledger web printed")
                     == true)
             let status = try await fixture.send(.get, "/api/albums")
             #expect(status.status == 401)

@@ -140,7 +140,8 @@ struct WebSessionTests {
     private func fixture(_ clock: ManualClock) throws -> WebFixture {
         try WebFixture(
             photoCount: 1,
-            configuration: WebServer.Configuration(sessionIdleTimeout: .seconds(1800), sessionLifetime: .seconds(8 * 3600), clock: clock.read))
+            configuration: WebServer.Configuration(
+                sessionIdleTimeout: .seconds(1800), sessionLifetime: .seconds(8 * 3600), clock: clock.read))
     }
 
     @Test func aSessionUnusedForItsIdleTimeEnds() async throws {
@@ -163,7 +164,8 @@ struct WebSessionTests {
         #expect(page.status == 303 && page.headers["Location"] == "/login?expired=1")
         let login = try await fixture.send(.get, "/login?expired=1")
         #expect(String(decoding: login.body.bytes, as: UTF8.self).contains("Your session has ended"))
-        let change = try await fixture.change("/api/assets/favorite", "{\"assets\":[\"\(fixture.photos[0])\"],\"value\":true}", session: session)
+        let change = try await fixture.change(
+            "/api/assets/favorite", "{\"assets\":[\"\(fixture.photos[0])\"],\"value\":true}", session: session)
         #expect(try change.status == 401 && WebFixture.error(change).code == "sessionExpired")
         #expect(try fixture.asset(fixture.photos[0]).isFavorite == false)
         // A new session works.
@@ -182,7 +184,8 @@ struct WebSessionTests {
         clock.advance(by: 20 * 60)  // 8 hours since it was opened
         let expired = try await fixture.send(.get, "/api/status", headers: [("Cookie", session.cookie)])
         let error = try WebFixture.error(expired)
-        #expect(expired.status == 401 && error.code == "sessionExpired" && error.message.contains("8 hours after it was opened"), "\(error)")
+        #expect(
+            expired.status == 401 && error.code == "sessionExpired" && error.message.contains("8 hours after it was opened"), "\(error)")
     }
 
     @Test func loggingOutEndsTheSessionAndRemovesTheCookie() async throws {

@@ -58,7 +58,8 @@ struct WebCommandTests {
     @Test func itListensOnIPv6LoopbackAndTakesSessionTimes() async throws {
         let fixture = try WebFixture(photoCount: 1)
         let (process, output, _) = try start([
-            "web", "--library", fixture.library.url.path, "--listen", "[::1]:0", "--session-idle", "30m", "--session-lifetime", "2d", "--json",
+            "web", "--library", fixture.library.url.path, "--listen", "[::1]:0", "--session-idle", "30m", "--session-lifetime", "2d",
+            "--json",
         ])
         var line = Data()
         while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) { line += byte }

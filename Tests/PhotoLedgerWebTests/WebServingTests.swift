@@ -99,7 +99,9 @@ struct WebServingTests {
             let refused = try await get([("Range", range)])
             let error = try WebFixture.error(refused)
             #expect(refused.status == 416 && refused.headers["Content-Range"] == "bytes */\(size)", "\(range)")
-            #expect(error.code == "rangeNotSatisfiable" && error.message.contains("\(size) bytes") && error.message.contains("ask for bytes 0 to"))
+            #expect(
+                error.code == "rangeNotSatisfiable" && error.message.contains("\(size) bytes")
+                    && error.message.contains("ask for bytes 0 to"))
         }
 
         // Ranges the server may ignore get the whole body: several, another unit, nonsense, and a
@@ -117,7 +119,8 @@ struct WebServingTests {
         #expect(notModified.status == 304 && notModified.body.bytes.isEmpty)
 
         // A photo's original answers ranges too.
-        let photo = try await fixture.send(.get, "/original/\(fixture.photos[0])", headers: [("Cookie", session.cookie), ("Range", "bytes=0-1")])
+        let photo = try await fixture.send(
+            .get, "/original/\(fixture.photos[0])", headers: [("Cookie", session.cookie), ("Range", "bytes=0-1")])
         #expect(photo.status == 206 && photo.body.bytes == [0xFF, 0xD8] && photo.headers["Content-Type"] == "image/jpeg")
     }
 
