@@ -380,7 +380,9 @@ final class WebApplication: Sendable {
     /// may keep it for good: the page's address of it changes with the asset's version.
     private func image(_ id: String, size: Int, mode: ImageContentMode, request: WebRequest) throws -> WebResponse {
         guard (1...4096).contains(size) else { throw WebError.badRequest("size must be a number of pixels from 1 to 4096, not \(size)") }
-        let asset = try fetchAsset(id)
+        // The image manager takes the identifier: no fetch of the asset first (it finds deleted
+        // and hidden assets too, and answers identifierNotFound for unknown ones).
+        let asset = try assetIdentifier(id)
         let done = DispatchSemaphore(value: 0)
         let outcome = OutcomeBox()
         let options = ImageRequestOptions(deliveryMode: .highQualityFormat, isNetworkAccessAllowed: false)
@@ -568,7 +570,8 @@ final class WebApplication: Sendable {
 
     private func collection(_ id: String) throws -> AssetCollection {
         guard let uuid = UUID(uuidString: id) else { throw WebError.badRequest("'\(id)' is not an album identifier (a UUID)") }
-        if let smart = try library.fetchAssetCollections(with: .smartAlbum).first(where: { $0.id == uuid }) { return smart }
+        // One lookup by identifier finds smart albums too, and counts only the album it finds
+        // (listing every smart album would count each one's assets).
         guard
             let album = try library.fetchAssetCollections(withLocalIdentifiers: [LocalIdentifier(uuid: uuid, kind: .album).description])
                 .firstObject

@@ -64,7 +64,7 @@ struct WebServingTests {
             #expect(response.status == 400 && error.message.contains(expected), "\(error)")
         }
         let missing = try await fixture.send(.get, "/thumb/\(UUID().uuidString)", headers: [("Cookie", session.cookie)])
-        #expect(try missing.status == 404 && WebFixture.error(missing).message.contains("was not found"))
+        #expect(try missing.status == 404 && WebFixture.error(missing).message.contains("no asset with identifier"))
     }
 
     @Test func anOriginalAnswersByteRanges() async throws {
