@@ -167,11 +167,13 @@ final class WebApplication: Sendable {
         return .object([("smartAlbums", .array(entries)), ("albums", .array(try regular.map { try albumSummary($0) }))])
     }
 
+    /// An album's card: its count as the fetch of the albums counted it (what a fetch of its
+    /// assets returns), and its first asset, read alone.
     private func albumSummary(_ album: AssetCollection) throws -> JSONValue {
-        let assets = try library.fetchAssets(in: album)
+        let cover = try library.fetchAssets(in: album, options: FetchOptions(fetchLimit: 1)).firstObject
         return .object([
             ("id", .string(album.id.uuidString)), ("title", .string(album.title)), ("kind", .string(Self.kind(of: album))),
-            ("count", .int(assets.count)), ("cover", assets.firstObject.map { Self.summary($0) } ?? .null),
+            ("count", .int(album.estimatedAssetCount)), ("cover", cover.map { Self.summary($0) } ?? .null),
         ])
     }
 
