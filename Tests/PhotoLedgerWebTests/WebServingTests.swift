@@ -63,6 +63,12 @@ struct WebServingTests {
             let error = try WebFixture.error(response)
             #expect(response.status == 400 && error.message.contains(expected), "\(error)")
         }
+        // Hidden and deleted assets have thumbnails too (the Hidden and Recently Deleted pages).
+        let photo = "\(fixture.photos[0])/L0/001"
+        try fixture.library.performChangesAndWait { changes in try changes.assetChangeRequest(for: photo).setHidden(true) }
+        try fixture.library.performChangesAndWait { changes in try changes.deleteAssets([photo]) }
+        let deleted = try await fixture.send(.get, "/thumb/\(fixture.photos[0])?size=256&v=2", headers: [("Cookie", session.cookie)])
+        #expect(deleted.status == 200 && deleted.body.bytes == first.body.bytes)
         let missing = try await fixture.send(.get, "/thumb/\(UUID().uuidString)", headers: [("Cookie", session.cookie)])
         #expect(try missing.status == 404 && WebFixture.error(missing).message.contains("no asset with identifier"))
     }
@@ -117,6 +123,12 @@ struct WebServingTests {
         #expect(matching.status == 206 && matching.body.bytes == Array(bytes[0..<10]))
         let notModified = try await get([("If-None-Match", "\"\(resource.sha256)\"")])
         #expect(notModified.status == 304 && notModified.body.bytes.isEmpty)
+
+        // HEAD answers the same head without the body.
+        let head = try await fixture.send(.head, "/original/\(video)", headers: [("Cookie", session.cookie)])
+        #expect(head.status == 200 && head.body.bytes.isEmpty && head.headers["Content-Length"] == "\(size)")
+        let headPart = try await fixture.send(.head, "/original/\(video)", headers: [("Cookie", session.cookie), ("Range", "bytes=10-19")])
+        #expect(headPart.status == 206 && headPart.headers["Content-Range"] == "bytes 10-19/\(size)")
 
         // A photo's original answers ranges too.
         let photo = try await fixture.send(
