@@ -21,8 +21,10 @@ struct BrowserTests {
     private static let artifacts = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent(".build/test-artifacts/web")
 
-    private func withBrowser(_ body: (Browser, WebFixture) async throws -> Void) async throws {
-        let fixture = try WebFixture()
+    private func withBrowser(
+        _ configuration: WebServer.Configuration = WebServer.Configuration(), _ body: (Browser, WebFixture) async throws -> Void
+    ) async throws {
+        let fixture = try WebFixture(configuration: configuration)
         let browser = try await Browser(artifacts: Self.artifacts)
         do {
             try await browser.open(fixture.server.launchURL)
@@ -265,6 +267,19 @@ struct BrowserTests {
                     == true)
             let status = try await fixture.send(.get, "/api/albums")
             #expect(status.status == 401)
+        }
+    }
+
+    @Test func anEndedSessionSendsThePageToTheLoginPageSayingWhy() async throws {
+        let clock = ManualClock()
+        let configuration = WebServer.Configuration(sessionIdleTimeout: .seconds(600), clock: clock.read)
+        try await withBrowser(configuration) { browser, fixture in
+            clock.advance(by: 601)
+            try await browser.click("nav a[href='#/status']")
+            try await browser.waitFor("the login page", "return document.body.dataset.view === 'login';")
+            let text = try await browser.execute("return document.querySelector('main').textContent;") as? String
+            #expect(text?.contains("Your session has ended. Open the address 'photoledger web' printed again.") == true, "\(text ?? "")")
+            try await browser.screenshot("session-ended")
         }
     }
 }
