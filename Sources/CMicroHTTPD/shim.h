@@ -70,26 +70,37 @@ static inline struct MHD_Daemon *plmhd_start_daemon(const struct plmhd_daemon_op
         MHD_OPTION_END);
 }
 
-/// Starts a daemon that serves each connection on a thread of its own, bound to the IPv4
-/// `address` (dotted quad) and `port` (0 = ephemeral), with at most `connection_limit` connections
-/// and idle connections closed after `connection_timeout_seconds`. A handler or a response's
-/// content reader may block its thread (a long-lived event stream waits for the next event).
-/// Returns NULL when the address is invalid or the daemon cannot start.
+/// Starts a daemon that serves each connection on a thread of its own, bound to `address` (an
+/// IPv4 dotted quad, or an IPv6 address such as `::1`, without brackets) and `port` (0 =
+/// ephemeral), with at most `connection_limit` connections and idle connections closed after
+/// `connection_timeout_seconds`. A handler or a response's content reader may block its thread
+/// (a long-lived event stream waits for the next event). Returns NULL when the address is invalid
+/// or the daemon cannot start.
 static inline struct MHD_Daemon *plmhd_start_threaded_daemon(
     const char *address, uint16_t port, unsigned int connection_limit, unsigned int connection_timeout_seconds,
     MHD_AccessHandlerCallback handler, void *handler_context, MHD_RequestCompletedCallback completed, void *completed_context)
 {
     struct sockaddr_in bind_address;
+    struct sockaddr_in6 bind_address6;
+    const struct sockaddr *bound;
+    unsigned int flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
     memset(&bind_address, 0, sizeof(bind_address));
-    bind_address.sin_family = AF_INET;
-    bind_address.sin_port = htons(port);
-    if (inet_pton(AF_INET, address, &bind_address.sin_addr) != 1) {
+    memset(&bind_address6, 0, sizeof(bind_address6));
+    if (inet_pton(AF_INET, address, &bind_address.sin_addr) == 1) {
+        bind_address.sin_family = AF_INET;
+        bind_address.sin_port = htons(port);
+        bound = (const struct sockaddr *)&bind_address;
+    } else if (inet_pton(AF_INET6, address, &bind_address6.sin6_addr) == 1) {
+        bind_address6.sin6_family = AF_INET6;
+        bind_address6.sin6_port = htons(port);
+        bound = (const struct sockaddr *)&bind_address6;
+        flags |= MHD_USE_IPv6;
+    } else {
         return NULL;
     }
-    unsigned int flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
     return MHD_start_daemon(
         flags, port, NULL, NULL, handler, handler_context,
-        MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)&bind_address,
+        MHD_OPTION_SOCK_ADDR, bound,
         MHD_OPTION_CONNECTION_LIMIT, connection_limit,
         MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_seconds,
         MHD_OPTION_NOTIFY_COMPLETED, completed, completed_context,

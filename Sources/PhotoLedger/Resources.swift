@@ -149,6 +149,18 @@ extension PhotoLibrary {
         try requestData(hash: resource.sha256)
     }
 
+    /// The file that holds one resource's bytes on this device, to read in place (a web view
+    /// sends byte ranges of a video from it): fetched first through the sync engine when it is
+    /// not here. Read it, never write it. Its bytes are not checked against their SHA-256 here;
+    /// ``requestData(for:)`` checks them.
+    public func fileURL(for resource: AssetResource) throws -> URL {
+        try ensureResource(resource.sha256)
+        guard let url = resources.url(for: resource.sha256) else {
+            throw PhotoLibraryError(.invalidResource, "resource \(resource.sha256) has no well-formed name; verify the library")
+        }
+        return url
+    }
+
     func requestData(hash: String) throws -> Data {
         try ensureResource(hash)
         do { return try resources.read(hash) } catch { throw Self.translate(error) }

@@ -19,6 +19,20 @@ final class WebAccess: Sendable {
     struct Session: Sendable {
         let id: String
         let csrfToken: String
+        /// When it was opened.
+        let opened: Date
+        /// When a request last used it.
+        var lastUsed: Date
+    }
+
+    /// Why a request has no session.
+    enum Absence: Sendable {
+        /// No cookie, or one this server never gave (or ended by logging out).
+        case none
+        /// Unused for longer than the idle time.
+        case idle
+        /// Older than the lifetime.
+        case tooOld
     }
 
     /// The `host:port` values the `Host` header may carry (lower case).
@@ -29,8 +43,15 @@ final class WebAccess: Sendable {
     let cookieName: String
     /// The token of the launch URL.
     let launchToken: String
+    /// How long a session may go unused, in seconds.
+    let idleTimeout: TimeInterval
+    /// How long a session lasts at most, in seconds.
+    let lifetime: TimeInterval
+    private let clock: @Sendable () -> Date
     private let passwordDigest: [UInt8]?
     private let sessions = Mutex([String: Session]())
+    /// Sessions that ended by time, and why, so the next request can say so (bounded).
+    private let ended = Mutex([String: Absence]())
     private let failedLogins = Mutex(0)
 
     /// - Parameters:
@@ -38,10 +59,21 @@ final class WebAccess: Sendable {
     ///     address, names given with `--host-name`).
     ///   - port: the port it listens on.
     ///   - password: the password a login form takes, nil when there is none.
-    init(hosts: [String], port: UInt16, password: String?) {
-        let names = Set(hosts.map { $0.lowercased() })
-        allowedHosts = Set(names.map { "\($0):\(port)" })
-        allowedOrigins = Set(allowedHosts.map { "http://\($0)" })
+    ///   - idleTimeout: how long a session may go unused, in seconds.
+    ///   - lifetime: how long a session lasts at most, in seconds.
+    ///   - clock: the time now.
+    init(
+        hosts: [String], port: UInt16, password: String?, idleTimeout: TimeInterval = 12 * 3600, lifetime: TimeInterval = 7 * 86_400,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        let names = Set(hosts.map { Self.normalizedName($0) })
+        var hosts = Set(names.map { "\($0):\(port)" })
+        if port == 80 { hosts.formUnion(names) }  // browsers leave the default port out
+        allowedHosts = hosts
+        allowedOrigins = Set(hosts.map { "http://\($0)" })
+        self.idleTimeout = idleTimeout
+        self.lifetime = lifetime
+        self.clock = clock
         cookieName = "photoledger_session_\(port)"
         launchToken = Self.randomToken()
         passwordDigest = password.map { SHA256.hash(Array($0.utf8)) }
@@ -50,16 +82,17 @@ final class WebAccess: Sendable {
     /// Refuses a request whose `Host` or `Origin` is not this server's, or (for a change) whose
     /// `Sec-Fetch-Site` says another site sent it.
     func checkAddressing(_ request: WebRequest) throws(WebError) {
-        guard let host = request.header("Host")?.lowercased(), !host.isEmpty else {
+        guard let header = request.header("Host"), !header.isEmpty else {
             throw WebError(400, "missingHost", "the request has no Host header; send the address of this server, such as \(exampleHost)")
         }
+        let host = Self.normalizedHost(header)
         guard allowedHosts.contains(host) else {
             throw WebError(
                 421, "wrongHost",
                 "the Host header '\(host)' is not this server's address (\(allowedHosts.sorted().joined(separator: ", "))); "
                     + "open the address printed by 'photoledger web' (another name for this machine can be allowed with --host-name)")
         }
-        if let origin = request.header("Origin"), !allowedOrigins.contains(origin.lowercased()) {
+        if let origin = request.header("Origin"), !allowedOrigins.contains(Self.normalizedOrigin(origin)) {
             throw WebError(
                 403, "foreignOrigin",
                 "requests from the origin '\(origin)' are refused: only pages of this server (\(allowedOrigins.sorted().joined(separator: ", "))) may call it"
@@ -72,21 +105,86 @@ final class WebAccess: Sendable {
         }
     }
 
-    /// The session of the request's cookie, or nil.
+    /// The session of the request's cookie (marked as used now), or nil.
     func session(of request: WebRequest) -> Session? {
-        guard let id = request.cookies[cookieName] else { return nil }
-        return sessions.withLock { $0[id] }
+        if case .success(let session) = lookUp(request) { return session }
+        return nil
+    }
+
+    /// The session of the request's cookie, marked as used now, or why there is none. A
+    /// session past its idle time or lifetime ends here.
+    func lookUp(_ request: WebRequest) -> Result<Session, AbsenceError> {
+        guard let id = request.cookies[cookieName] else { return .failure(AbsenceError(.none)) }
+        let now = clock()
+        let found = sessions.withLock { sessions -> Result<Session, AbsenceError> in
+            guard var session = sessions[id] else { return .failure(AbsenceError(.none)) }
+            let absence: Absence? =
+                now.timeIntervalSince(session.opened) >= lifetime
+                ? .tooOld : now.timeIntervalSince(session.lastUsed) >= idleTimeout ? .idle : nil
+            if let absence {
+                sessions[id] = nil
+                return .failure(AbsenceError(absence))
+            }
+            session.lastUsed = max(session.lastUsed, now)
+            sessions[id] = session
+            return .success(session)
+        }
+        if case .failure(let error) = found {
+            if error.absence != .none {
+                ended.withLock { ended in
+                    if ended.count >= 10_000 { ended.removeAll() }
+                    ended[id] = error.absence
+                }
+            } else if let absence = ended.withLock({ $0[id] }) {
+                return .failure(AbsenceError(absence))
+            }
+        }
+        return found
+    }
+
+    /// Why a request has no session, as an error.
+    struct AbsenceError: Error {
+        let absence: Absence
+        init(_ absence: Absence) { self.absence = absence }
     }
 
     /// The session a request must have.
     func requireSession(_ request: WebRequest) throws(WebError) -> Session {
-        guard let session = session(of: request) else {
-            throw WebError(
+        switch lookUp(request) {
+        case .success(let session): return session
+        case .failure(let error): throw noSessionError(error.absence)
+        }
+    }
+
+    /// The error of a request without a session, saying why.
+    func noSessionError(_ absence: Absence) -> WebError {
+        switch absence {
+        case .none:
+            return WebError(
                 401, "noSession",
                 "no session: open the address with the token that 'photoledger web' printed (it sets a session cookie), or log in at /login"
             )
+        case .idle:
+            return WebError(
+                401, "sessionExpired",
+                "the session ended after \(Self.describe(idleTimeout)) without use; open the address 'photoledger web' printed again, or log in at /login"
+            )
+        case .tooOld:
+            return WebError(
+                401, "sessionExpired",
+                "the session ended \(Self.describe(lifetime)) after it was opened; open the address 'photoledger web' printed again, or log in at /login"
+            )
         }
-        return session
+    }
+
+    /// `30 minutes`, `12 hours`, `7 days`, `45 seconds`.
+    static func describe(_ seconds: TimeInterval) -> String {
+        func unit(_ count: Int, _ name: String) -> String { "\(count) \(name)\(count == 1 ? "" : "s")" }
+        let whole = Int(seconds.rounded())
+        if whole % 86_400 == 0, whole > 0 { return unit(whole / 86_400, "day") }
+        if whole % 3600 == 0, whole > 0 { return unit(whole / 3600, "hour") }
+        if whole % 60 == 0, whole > 0 { return unit(whole / 60, "minute") }
+        return unit(whole, "second")
     }
 
     /// Refuses a change without the session's CSRF token.
@@ -125,14 +223,50 @@ final class WebAccess: Sendable {
     /// Ends a session.
     func logOut(_ session: Session) { _ = sessions.withLock { $0.removeValue(forKey: session.id) } }
 
+    /// The `Set-Cookie` value that removes the session cookie from the browser.
+    var removingCookie: String { "\(cookieName)=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0" }
+
     /// The `Set-Cookie` value of a session.
     func cookie(for session: Session) -> String { "\(cookieName)=\(session.id); Path=/; HttpOnly; SameSite=Strict" }
+
+    /// A `Host` header as the allowed hosts are written: lower case, an IPv6 address in its
+    /// shortest form inside brackets (`[0:0::1]:80` → `[::1]:80`).
+    static func normalizedHost(_ header: String) -> String {
+        let host = header.lowercased().trimmingCharacters(in: .whitespaces)
+        guard host.hasPrefix("["), let close = host.firstIndex(of: "]") else { return host }
+        let inside = String(host[host.index(after: host.startIndex)..<close])
+        var address = in6_addr()
+        guard inet_pton(AF_INET6, inside, &address) == 1, let canonical = ListeningAddress.canonical(address) else { return host }
+        return "[\(canonical)]" + host[host.index(after: close)...]
+    }
+
+    /// A name given for this server (`localhost`, `192.168.1.10`, `::1`, `[::1]`), as it stands
+    /// in a `Host` header without the port.
+    static func normalizedName(_ name: String) -> String {
+        let name = name.lowercased()
+        if !name.hasPrefix("["), name.contains(":") { return normalizedHost("[\(name)]") }
+        return normalizedHost(name)
+    }
+
+    /// An `Origin` header as the allowed origins are written.
+    static func normalizedOrigin(_ origin: String) -> String {
+        let origin = origin.lowercased()
+        guard origin.hasPrefix("http://") else { return origin }
+        return "http://" + normalizedHost(String(origin.dropFirst("http://".count)))
+    }
 
     private var exampleHost: String { allowedHosts.sorted().first ?? "127.0.0.1" }
 
     private func newSession() -> Session {
-        let session = Session(id: Self.randomToken(), csrfToken: Self.randomToken())
-        sessions.withLock { $0[session.id] = session }
+        let now = clock()
+        let session = Session(id: Self.randomToken(), csrfToken: Self.randomToken(), opened: now, lastUsed: now)
+        sessions.withLock { sessions in
+            // Sessions nobody came back to end here, so they do not pile up.
+            sessions = sessions.filter {
+                now.timeIntervalSince($0.value.opened) < lifetime && now.timeIntervalSince($0.value.lastUsed) < idleTimeout
+            }
+            sessions[session.id] = session
+        }
         return session
     }
 

@@ -47,16 +47,20 @@ final class WebApplication: Sendable {
             return WebResponse(contentType: "text/css; charset=utf-8", body: Data(WebPage.styles.utf8), headers: Self.staticHeaders)
         default: break
         }
-        guard let session = access.session(of: request) else {
-            if request.method == "GET", segments.isEmpty { return .redirect(to: "/login") }
-            _ = try access.requireSession(request)
-            return .redirect(to: "/login")
+        let session: WebAccess.Session
+        switch access.lookUp(request) {
+        case .success(let found): session = found
+        case .failure(let missing):
+            if request.method == "GET", segments.isEmpty { return .redirect(to: missing.absence == .none ? "/login" : "/login?expired=1") }
+            throw access.noSessionError(missing.absence)
         }
         if request.method == "POST" {
             try access.checkChange(request, session: session)
             if segments == ["logout"] {
                 access.logOut(session)
-                return .json(.object([("loggedOut", .bool(true))]))
+                return WebResponse(
+                    status: 200, contentType: "application/json; charset=utf-8", body: Data(#"{"loggedOut":true}"#.utf8),
+                    headers: [("Set-Cookie", access.removingCookie)])
             }
             return try change(request, segments: segments)
         }
@@ -72,13 +76,16 @@ final class WebApplication: Sendable {
                 status: 200, headers: [("Content-Type", "text/event-stream"), ("Cache-Control", "no-store")],
                 body: .eventStream(feed.subscribe()))
         }
-        if let id = Self.match(segments, "api", "albums", "*") { return .json(try album(id[0])) }
+        if let id = Self.match(segments, "api", "albums", "*") { return .json(try album(id[0], page: try Self.page(request))) }
         if let id = Self.match(segments, "api", "assets", "*") { return .json(try asset(id[0])) }
         if let id = Self.match(segments, "api", "history", "*") { return .json(try history(id[0])) }
-        let size = Int(request.query["size"] ?? "")
-        if let id = Self.match(segments, "thumb", "*") { return try image(id[0], size: size ?? 256, mode: .aspectFill) }
-        if let id = Self.match(segments, "image", "*") { return try image(id[0], size: size ?? 1024, mode: .aspectFit) }
-        if let id = Self.match(segments, "original", "*") { return try original(id[0]) }
+        let size = try request.query["size"].map { text in
+            guard let size = Int(text) else { throw WebError.badRequest("size must be a number of pixels from 1 to 4096, not '\(text)'") }
+            return size
+        }
+        if let id = Self.match(segments, "thumb", "*") { return try image(id[0], size: size ?? 256, mode: .aspectFill, request: request) }
+        if let id = Self.match(segments, "image", "*") { return try image(id[0], size: size ?? 1024, mode: .aspectFit, request: request) }
+        if let id = Self.match(segments, "original", "*") { return try original(id[0], request: request) }
         throw WebError.notFound("the page \(request.path)")
     }
 
@@ -99,6 +106,14 @@ final class WebApplication: Sendable {
     // MARK: Logging in
 
     private func logInPage(_ request: WebRequest) -> WebResponse {
+        if request.query["expired"] != nil {
+            return .html(
+                WebPage.logIn(
+                    message: access.hasPassword
+                        ? "Your session has ended. Log in again."
+                        : "Your session has ended. Open the address 'photoledger web' printed again.",
+                    password: access.hasPassword), headers: Self.pageHeaders)
+        }
         if let token = request.query["token"] {
             guard let session = access.logIn(launchToken: token) else {
                 return .html(
@@ -152,11 +167,13 @@ final class WebApplication: Sendable {
         return .object([("smartAlbums", .array(entries)), ("albums", .array(try regular.map { try albumSummary($0) }))])
     }
 
+    /// An album's card: its count as the fetch of the albums counted it (what a fetch of its
+    /// assets returns), and its first asset, read alone.
     private func albumSummary(_ album: AssetCollection) throws -> JSONValue {
-        let assets = try library.fetchAssets(in: album)
+        let cover = try library.fetchAssets(in: album, options: FetchOptions(fetchLimit: 1)).firstObject
         return .object([
             ("id", .string(album.id.uuidString)), ("title", .string(album.title)), ("kind", .string(Self.kind(of: album))),
-            ("count", .int(assets.count)), ("cover", assets.firstObject.map { Self.summary($0) } ?? .null),
+            ("count", .int(album.estimatedAssetCount)), ("cover", cover.map { Self.summary($0) } ?? .null),
         ])
     }
 
@@ -176,30 +193,50 @@ final class WebApplication: Sendable {
 
     static let hiddenID = "hidden"
 
-    private func album(_ id: String) throws -> JSONValue {
+    /// The part of an album a request asks for: `offset` (from 0) and `limit` (all when absent).
+    struct Page {
+        var offset = 0
+        var limit: Int?
+    }
+
+    private static func page(_ request: WebRequest) throws(WebError) -> Page {
+        var page = Page()
+        if let text = request.query["offset"] {
+            guard let offset = Int(text), offset >= 0 else {
+                throw .badRequest("offset must be a whole number from 0 (the album's first item), not '\(text)'")
+            }
+            page.offset = offset
+        }
+        if let text = request.query["limit"] {
+            guard let limit = Int(text), limit >= 1 else { throw .badRequest("limit must be a whole number from 1, not '\(text)'") }
+            page.limit = limit
+        }
+        return page
+    }
+
+    /// An album's description, its number of items, and the items of `page` in album order
+    /// (read from the library's lazy fetch result: a page reads only its own assets).
+    private func album(_ id: String, page: Page) throws -> JSONValue {
+        let header: JSONValue
+        let assets: FetchResult<Asset>
         if id == Self.hiddenID {
-            let assets = try hiddenAssets()
-            return .object([
-                (
-                    "album",
-                    .object([("id", .string(id)), ("title", .string("Hidden")), ("kind", .string("hidden")), ("editable", .bool(false))])
-                ),
-                ("assets", .array(assets.map(Self.summary))),
+            assets = try hiddenAssets()
+            header = .object([("id", .string(id)), ("title", .string("Hidden")), ("kind", .string("hidden")), ("editable", .bool(false))])
+        } else {
+            let album = try collection(id)
+            assets = try library.fetchAssets(in: album)
+            header = .object([
+                ("id", .string(album.id.uuidString)), ("title", .string(album.title)), ("kind", .string(Self.kind(of: album))),
+                ("editable", .bool(album.collectionType == .album)), ("localIdentifier", .string(album.localIdentifier)),
+                ("creationDate", .string(album.creationDate.map(Self.isoDate))),
+                ("sourceDevice", .string(album.sourceDevice?.rawValue)),
             ])
         }
-        let album = try collection(id)
-        let assets = try library.fetchAssets(in: album)
+        let start = min(page.offset, assets.count)
+        let end = page.limit.map { min(assets.count, start + $0) } ?? assets.count
         return .object([
-            (
-                "album",
-                .object([
-                    ("id", .string(album.id.uuidString)), ("title", .string(album.title)), ("kind", .string(Self.kind(of: album))),
-                    ("editable", .bool(album.collectionType == .album)), ("localIdentifier", .string(album.localIdentifier)),
-                    ("creationDate", .string(album.creationDate.map(Self.isoDate))),
-                    ("sourceDevice", .string(album.sourceDevice?.rawValue)),
-                ])
-            ),
-            ("assets", .array(assets.map(Self.summary))),
+            ("album", header), ("count", .int(assets.count)), ("offset", .int(start)),
+            ("assets", .array(assets[start..<end].map(Self.summary))),
         ])
     }
 
@@ -340,9 +377,14 @@ final class WebApplication: Sendable {
 
     // MARK: Images
 
-    private func image(_ id: String, size: Int, mode: ImageContentMode) throws -> WebResponse {
+    /// A rendition of an asset, sent from the image manager's cache file. Its name is
+    /// content-addressed (the source's hash and the scale), so it is the ETag, and the browser
+    /// may keep it for good: the page's address of it changes with the asset's version.
+    private func image(_ id: String, size: Int, mode: ImageContentMode, request: WebRequest) throws -> WebResponse {
         guard (1...4096).contains(size) else { throw WebError.badRequest("size must be a number of pixels from 1 to 4096, not \(size)") }
-        let asset = try fetchAsset(id)
+        // The image manager takes the identifier: no fetch of the asset first (it finds deleted
+        // and hidden assets too, and answers identifierNotFound for unknown ones).
+        let asset = try assetIdentifier(id)
         let done = DispatchSemaphore(value: 0)
         let outcome = OutcomeBox()
         let options = ImageRequestOptions(deliveryMode: .highQualityFormat, isNetworkAccessAllowed: false)
@@ -353,20 +395,72 @@ final class WebApplication: Sendable {
         }
         done.wait()
         let image = try outcome.get()
-        return WebResponse(
-            contentType: image.uniformTypeIdentifier == "public.png" ? "image/png" : "image/jpeg", body: image.data,
-            headers: Self.imageHeaders)
+        let contentType = image.uniformTypeIdentifier == "public.png" ? "image/png" : "image/jpeg"
+        let tag = "\"\(image.fileURL.deletingPathExtension().lastPathComponent)\""
+        let headers = [("ETag", tag), ("Cache-Control", "private, max-age=31536000, immutable")]
+        if Self.matches(request.header("If-None-Match"), tag) {
+            return WebResponse(status: 304, headers: headers, body: .bytes(Data()))
+        }
+        if let file = try? FileSlice.open(image.fileURL.path) {
+            return WebResponse(status: 200, headers: [("Content-Type", contentType)] + headers, body: .file(file))
+        }
+        // The file went (evicted just now): the bytes read are as good.
+        return WebResponse(contentType: contentType, body: image.data, headers: headers)
     }
 
-    private func original(_ id: String) throws -> WebResponse {
+    /// Whether an `If-None-Match` header names `tag` (or is `*`).
+    private static func matches(_ header: String?, _ tag: String) -> Bool {
+        guard let header else { return false }
+        return header.split(separator: ",").contains { candidate in
+            let candidate = candidate.trimmingCharacters(in: .whitespaces)
+            return candidate == "*" || candidate == tag || candidate == "W/" + tag
+        }
+    }
+
+    /// An asset's photo or video as imported, in byte ranges when asked (a video element seeks
+    /// with them): sent from the resource's file, whose name is its SHA-256 and so its ETag.
+    private func original(_ id: String, request: WebRequest) throws -> WebResponse {
         let asset = try fetchAsset(id)
         let resources = try library.resources(for: asset)
         let type: ResourceType = asset.mediaType == .video ? .video : .photo
         guard let resource = resources.first(where: { $0.type == type }) ?? resources.first else {
             throw WebError.notFound("the bytes of asset \(id)")
         }
-        let data = try library.requestData(for: resource)
-        return WebResponse(contentType: Self.mimeType(resource.uniformTypeIdentifier), body: data, headers: Self.imageHeaders)
+        let url = try library.fileURL(for: resource)
+        let file: FileSlice
+        do {
+            file = try FileSlice.open(url.path)
+        } catch {
+            throw WebError(
+                404, "missingResource",
+                "the bytes of asset \(id) are not on this device (\(error.reason)); sync this device with 'photoledger sync' to get them")
+        }
+        let tag = "\"\(resource.sha256)\""
+        var headers = [
+            ("Content-Type", Self.mimeType(resource.uniformTypeIdentifier)), ("ETag", tag), ("Accept-Ranges", "bytes"),
+            ("Cache-Control", "private, max-age=31536000, immutable"),
+        ]
+        if Self.matches(request.header("If-None-Match"), tag) {
+            return WebResponse(status: 304, headers: Array(headers.dropFirst()), body: .bytes(Data()))
+        }
+        // A Range is honoured unless If-Range names another version of the bytes.
+        let rangeHeader = request.header("If-Range").map { $0 == tag } ?? true ? request.header("Range") : nil
+        let size = file.length
+        switch ByteRange.parse(rangeHeader, size: size) {
+        case .whole:
+            return WebResponse(status: 200, headers: headers, body: .file(file))
+        case .part(let range):
+            headers.append(("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(size)"))
+            return WebResponse(status: 206, headers: headers, body: .file(file.part(range)))
+        case .unsatisfiable:
+            let error = WebError(
+                416, "rangeNotSatisfiable",
+                "the range '\(rangeHeader ?? "")' starts past the end of the \(size) bytes of asset \(id); ask for bytes 0 to \(max(0, Int64(size) - 1))"
+            )
+            var response = error.response
+            response.headers += [("Content-Range", "bytes */\(size)"), ("Accept-Ranges", "bytes")]
+            return response
+        }
     }
 
     private static func mimeType(_ uniformType: String) -> String {
@@ -478,7 +572,8 @@ final class WebApplication: Sendable {
 
     private func collection(_ id: String) throws -> AssetCollection {
         guard let uuid = UUID(uuidString: id) else { throw WebError.badRequest("'\(id)' is not an album identifier (a UUID)") }
-        if let smart = try library.fetchAssetCollections(with: .smartAlbum).first(where: { $0.id == uuid }) { return smart }
+        // One lookup by identifier finds smart albums too, and counts only the album it finds
+        // (listing every smart album would count each one's assets).
         guard
             let album = try library.fetchAssetCollections(withLocalIdentifiers: [LocalIdentifier(uuid: uuid, kind: .album).description])
                 .firstObject
@@ -577,7 +672,6 @@ final class WebApplication: Sendable {
     }
 
     private static let staticHeaders = [("Cache-Control", "no-cache")]
-    private static let imageHeaders = [("Cache-Control", "private, max-age=86400")]
     static let pageHeaders = [
         ("Cache-Control", "no-store"),
         (

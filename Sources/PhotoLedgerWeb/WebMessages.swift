@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A request as the web view's routes see it: the head libmicrohttpd parsed and the whole body.
 struct WebRequest: Sendable {
@@ -38,6 +39,8 @@ struct WebResponse: Sendable {
         case bytes(Data)
         /// A stream of server-sent events, open until the client leaves or the server stops.
         case eventStream(LiveSubscription)
+        /// Bytes of an open file, sent by the kernel straight from the file (`sendfile`).
+        case file(FileSlice)
     }
 
     var status: Int
@@ -71,6 +74,36 @@ struct WebResponse: Sendable {
     /// An HTML page.
     static func html(_ text: String, status: Int = 200, headers: [(String, String)] = []) -> WebResponse {
         WebResponse(status: status, contentType: "text/html; charset=utf-8", body: Data(text.utf8), headers: headers)
+    }
+}
+
+/// A part of an open file a response sends: it owns the descriptor until the HTTP library takes
+/// it (which closes it after sending), and closes it itself when never sent.
+final class FileSlice: Sendable {
+    /// The open file.
+    private let descriptor: Mutex<Int32>
+    /// Where the bytes sent start.
+    let offset: UInt64
+    /// How many bytes are sent.
+    let length: UInt64
+
+    init(descriptor: Int32, offset: UInt64, length: UInt64) {
+        self.descriptor = Mutex(descriptor)
+        self.offset = offset
+        self.length = length
+    }
+
+    /// Hands the descriptor over: the caller closes it from now on.
+    func take() -> Int32 {
+        descriptor.withLock { descriptor in
+            defer { descriptor = -1 }
+            return descriptor
+        }
+    }
+
+    deinit {
+        let descriptor = take()
+        if descriptor >= 0 { close(descriptor) }
     }
 }
 

@@ -25,6 +25,7 @@ enum WebPage {
         <a href="#/">Albums</a>
         <a href="#/status">Sync status</a>
         <a href="#/quarantine">Quarantine</a>
+        <button type="button" id="logout">Log out</button>
         </nav>
         <span id="live" role="status" aria-live="polite"></span>
         </header>
@@ -124,8 +125,15 @@ enum WebPage {
         async function getJSON(path) {
           const response = await fetch(path, { headers: { 'Accept': 'application/json' } });
           const body = await response.json();
+          if (response.status === 401 && body.error && body.error.code === 'sessionExpired') location.href = '/login?expired=1';
           if (!response.ok) throw new Error(body.error ? body.error.message : response.statusText);
           return body;
+        }
+
+        async function logOut() {
+          const response = await fetch('/logout', { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrf }, body: '{}' });
+          if (response.ok || response.status === 401) location.href = '/login';
+          else showError('Logging out failed (' + response.status + '); try again.');
         }
 
         async function change(path, body) {
@@ -141,9 +149,11 @@ enum WebPage {
 
         function showError(text) { message.textContent = text; message.hidden = false; }
 
-        function thumbnail(asset) {
-          return el('img', { src: '/thumb/' + asset.id + '?size=256&v=' + asset.version, alt: asset.alt, loading: 'lazy', decoding: 'async',
-                             draggable: 'false', width: 160, height: 160 });
+        // A thumbnail is loaded when it comes near the window, except those of the first screen
+        // (eager), which are asked for first, as soon as the page has them.
+        function thumbnail(asset, eager) {
+          return el('img', { src: '/thumb/' + asset.id + '?size=256&v=' + asset.version, alt: asset.alt, loading: eager ? 'eager' : 'lazy',
+                             fetchpriority: eager ? 'high' : null, decoding: 'async', draggable: 'false', width: 160, height: 160 });
         }
 
         function date(text) { return text ? text.replace('T', ' ').replace(/([+-]\d{4}|Z)$/, ' UTC') : 'no date'; }
@@ -171,26 +181,29 @@ enum WebPage {
           ];
         }
 
-        const firstItems = 240;
+        // An album comes in pages: the first one small, so its first screen of thumbnails is asked
+        // for at once; the others once that screen has loaded (see draw).
+        const laterPage = 2000;
+        function firstPage() { return Math.min(600, Math.max(60, 2 * Math.ceil(innerWidth / 150) * Math.ceil(innerHeight / 150))); }
+        // About how many thumbnails the first screen shows (160-pixel cells, 8 pixels apart).
+        function firstScreen() { return Math.max(1, Math.floor((innerWidth + 8) / 168)) * Math.ceil(innerHeight / 168); }
 
-        function assetItem(asset) {
+        function assetItem(asset, index) {
           return el('li', { dataset: { id: asset.id } },
-            el('a', { href: '#/asset/' + asset.id, draggable: 'false' }, thumbnail(asset)),
+            el('a', { href: '#/asset/' + asset.id, draggable: 'false' }, thumbnail(asset, index < firstScreen())),
             el('span', { class: 'badges', 'aria-hidden': 'true' }, (asset.favorite ? '♥' : '') + (asset.mediaType === 'video' ? ' ▶' : '')));
         }
 
         async function albumView(id) {
-          const data = await getJSON('/api/albums/' + id);
+          const data = await getJSON('/api/albums/' + id + '?limit=' + firstPage());
           const album = data.album;
           currentAlbum = data.assets.map(asset => asset.id);
-          // The first screens are drawn at once, the rest in chunks after (see draw), so that a
-          // large album shows, and asks for its first thumbnails, without waiting for all of it.
           const grid = el('ul', { class: 'grid' + (album.editable ? ' editable' : ''), id: 'assets', 'aria-label': album.title },
-            data.assets.slice(0, firstItems).map(assetItem));
-          grid.pending = data.assets.slice(firstItems);
+            data.assets.map((asset, index) => assetItem(asset, index)));
+          grid.remaining = { id, offset: data.assets.length, count: data.count };
           grid.addEventListener('keydown', event => gridKey(event, grid, album));
           const parts = [el('h1', {}, album.title),
-            el('p', {}, data.assets.length + (data.assets.length === 1 ? ' item' : ' items'),
+            el('p', {}, data.count + (data.count === 1 ? ' item' : ' items'),
               album.kind !== 'hidden' ? [' · ', el('a', { href: '#/history/' + album.id }, 'History')] : null)];
           if (album.editable) {
             enableDrag(grid, album);
@@ -346,6 +359,15 @@ enum WebPage {
 
         // MARK: Drawing
 
+        // Resolves once the thumbnails in the window have loaded (or failed), or after 3 s.
+        function screenLoaded(grid) {
+          const waiting = [...grid.querySelectorAll('img')].filter(img => {
+            const box = img.getBoundingClientRect();
+            return box.bottom > 0 && box.top < innerHeight && !img.complete;
+          }).map(img => new Promise(resolve => { img.addEventListener('load', resolve, { once: true }); img.addEventListener('error', resolve, { once: true }); }));
+          return Promise.race([Promise.all(waiting), new Promise(resolve => setTimeout(resolve, 3000))]);
+        }
+
         const routes = [[/^#\/album\/([^/]+)$/, albumView], [/^#\/asset\/([^/]+)$/, assetView], [/^#\/history\/([^/]+)$/, historyView],
                         [/^#\/status$/, statusView], [/^#\/quarantine$/, quarantineView], [/^(#\/?)?$/, albumsView]];
 
@@ -369,10 +391,21 @@ enum WebPage {
           const heading = main.querySelector('h1');
           document.title = (heading ? heading.textContent + ' — ' : '') + 'PhotoLedger';
           const grid = main.querySelector('#assets');
-          while (grid && grid.pending && grid.pending.length) {
-            await new Promise(resolve => setTimeout(resolve, 0));
-            if (number !== drawing) return;
-            grid.append(...grid.pending.splice(0, 1000).map(assetItem));
+          if (grid && grid.remaining && grid.remaining.offset < grid.remaining.count) {
+            // The rest of the album, once the thumbnails of the first screen have come (they go
+            // first); a redraw further down the album needs the rest at once to scroll back.
+            if (scroll === 0) await screenLoaded(grid);
+            let { id, offset, count } = grid.remaining;
+            while (offset < count) {
+              let page;
+              try { page = await getJSON('/api/albums/' + id + '?offset=' + offset + '&limit=' + laterPage); } catch (error) { showError(error.message); break; }
+              if (number !== drawing) return;
+              // An album changed between pages is drawn again by the live stream's notice.
+              if (page.count !== count || page.assets.length === 0) break;
+              grid.append(...page.assets.map(asset => assetItem(asset, Infinity)));
+              currentAlbum.push(...page.assets.map(asset => asset.id));
+              offset += page.assets.length;
+            }
           }
           if (moveFocus) {
             main.focus();
@@ -409,6 +442,7 @@ enum WebPage {
           events.onopen = () => { live.textContent = 'Live'; };
         }
 
+        document.getElementById('logout').addEventListener('click', logOut);
         draw(false).then(listen);
         """#
 }

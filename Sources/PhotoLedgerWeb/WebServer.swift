@@ -15,7 +15,8 @@ import Synchronization
 public final class WebServer: Sendable {
     /// Where and how the server listens.
     public struct Configuration: Sendable {
-        /// The IPv4 address to bind; loopback (`127.0.0.1`) by default.
+        /// The address to bind: IPv4 (`127.0.0.1`, the default) or IPv6 (`::1`, with or without
+        /// brackets).
         public var address: String
         /// The port; 0 picks a free one.
         public var port: UInt16
@@ -30,11 +31,19 @@ public final class WebServer: Sendable {
         public var keepAlive: Duration
         /// The most connections served at once.
         public var connectionLimit: Int
+        /// How long a session may go unused before it ends (the person logs in again).
+        public var sessionIdleTimeout: Duration
+        /// How long a session lasts at most, used or not.
+        public var sessionLifetime: Duration
+        /// The clock sessions are timed by (tests pass their own).
+        public var clock: @Sendable () -> Date
 
         /// Loopback on a free port, no password.
         public init(
             address: String = "127.0.0.1", port: UInt16 = 0, password: String? = nil, hostNames: [String] = [],
-            watchInterval: Duration = .milliseconds(500), keepAlive: Duration = .seconds(15), connectionLimit: Int = 64
+            watchInterval: Duration = .milliseconds(500), keepAlive: Duration = .seconds(15), connectionLimit: Int = 64,
+            sessionIdleTimeout: Duration = .seconds(12 * 3600), sessionLifetime: Duration = .seconds(7 * 86_400),
+            clock: @escaping @Sendable () -> Date = { Date() }
         ) {
             self.address = address
             self.port = port
@@ -43,10 +52,14 @@ public final class WebServer: Sendable {
             self.watchInterval = watchInterval
             self.keepAlive = keepAlive
             self.connectionLimit = connectionLimit
+            self.sessionIdleTimeout = sessionIdleTimeout
+            self.sessionLifetime = sessionLifetime
+            self.clock = clock
         }
 
-        /// Whether the address is a loopback address (127.0.0.0/8).
-        public var isLoopback: Bool { address.split(separator: ".").first == "127" && address.split(separator: ".").count == 4 }
+        /// Whether the address is a loopback address (127.0.0.0/8, `::1`, or 127.0.0.0/8 mapped
+        /// into IPv6).
+        public var isLoopback: Bool { ListeningAddress(address)?.isLoopback ?? false }
     }
 
     /// The address pages are served at, such as `http://127.0.0.1:8080/`.
@@ -67,17 +80,21 @@ public final class WebServer: Sendable {
     /// - Throws: ``WebServerError`` when the configuration is refused (a non-loopback address
     ///   without a password, an address that is not IPv4) or the port cannot be bound.
     public init(library: PhotoLibrary, configuration: Configuration = Configuration()) throws(WebServerError) {
-        let address = configuration.address
-        let parts = address.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 4, parts.allSatisfy({ UInt8($0) != nil }) else {
+        guard let listening = ListeningAddress(configuration.address) else {
             throw WebServerError(
-                "'\(address)' is not an IPv4 address",
-                hint: "listen on 127.0.0.1 (the default), or on an address of this machine such as 192.168.1.10")
+                "'\(configuration.address)' is not an IPv4 or IPv6 address",
+                hint: "listen on 127.0.0.1 (the default) or [::1], or on an address of this machine such as 192.168.1.10")
         }
-        if !configuration.isLoopback, (configuration.password ?? "").isEmpty {
+        let address = listening.text
+        for (name, duration) in [("idle time", configuration.sessionIdleTimeout), ("lifetime", configuration.sessionLifetime)]
+        where duration <= .zero {
             throw WebServerError(
-                "listening on \(address) would let other machines reach the library, and no password is set",
-                hint: "set a password with --password-file FILE (or PHOTOLEDGER_WEB_PASSWORD), or listen on 127.0.0.1")
+                "a session \(name) of \(duration) would end every session at once", hint: "give a positive number of minutes")
+        }
+        if !listening.isLoopback, (configuration.password ?? "").isEmpty {
+            throw WebServerError(
+                "listening on \(listening.host) would let other machines reach the library, and no password is set",
+                hint: "set a password with --password-file FILE (or PHOTOLEDGER_WEB_PASSWORD), or listen on 127.0.0.1 or [::1]")
         }
         let context = DaemonContext()
         self.context = context
@@ -88,14 +105,17 @@ public final class WebServer: Sendable {
         }
         guard let handle else {
             throw WebServerError(
-                "cannot listen on \(address):\(configuration.port) (the port is taken or the address is not this machine's)",
-                hint: "choose another port with --listen \(address):PORT, or stop the program using it")
+                "cannot listen on \(listening.host):\(configuration.port) (the port is taken or the address is not this machine's)",
+                hint: "choose another port with --listen \(listening.host):PORT, or stop the program using it")
         }
         port = plmhd_bound_port(handle)
-        let host = "\(address):\(port)"
+        let host = "\(listening.host):\(port)"
         url = URL(string: "http://\(host)/")!
+        let loopbackNames = listening.isIPv6 ? ["[::1]", "localhost"] : ["127.0.0.1", "localhost"]
         let access = WebAccess(
-            hosts: Array(Set([address, "127.0.0.1", "localhost"] + configuration.hostNames)), port: port, password: configuration.password)
+            hosts: Array(Set([listening.host] + loopbackNames + configuration.hostNames)), port: port, password: configuration.password,
+            idleTimeout: configuration.sessionIdleTimeout.timeInterval, lifetime: configuration.sessionLifetime.timeInterval,
+            clock: configuration.clock)
         launchURL = URL(string: "http://\(host)/login?token=\(access.launchToken)")!
         let feed = LiveChangeFeed(library: library, watchInterval: configuration.watchInterval)
         application = WebApplication(library: library, access: access, feed: feed, keepAlive: configuration.keepAlive.dispatchInterval)
@@ -136,6 +156,58 @@ public struct WebServerError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(message); \(hint)" }
+}
+
+/// An address to listen on, checked and written the ways it is used.
+struct ListeningAddress {
+    /// The address as the socket takes it (`127.0.0.1`, `::1`).
+    let text: String
+    /// Whether it is IPv6.
+    let isIPv6: Bool
+    /// Whether it is a loopback address.
+    let isLoopback: Bool
+
+    /// Parses an IPv4 dotted quad or an IPv6 address (with or without brackets); nil for
+    /// anything else, host names included.
+    init?(_ address: String) {
+        var text = address
+        if text.hasPrefix("["), text.hasSuffix("]") { text = String(text.dropFirst().dropLast()) }
+        var ipv4 = in_addr()
+        var ipv6 = in6_addr()
+        if !address.hasPrefix("["), inet_pton(AF_INET, text, &ipv4) == 1 {
+            self.text = text
+            isIPv6 = false
+            isLoopback = UInt32(bigEndian: ipv4.s_addr) >> 24 == 127
+        } else if inet_pton(AF_INET6, text, &ipv6) == 1, let canonical = Self.canonical(ipv6) {
+            self.text = canonical
+            isIPv6 = true
+            let bytes = withUnsafeBytes(of: ipv6) { Array($0) }
+            let mappedIPv4 = bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF
+            isLoopback = bytes == [UInt8](repeating: 0, count: 15) + [1] || (mappedIPv4 && bytes[12] == 127)
+        } else {
+            return nil
+        }
+    }
+
+    /// The address as a URL's or `Host` header's host: IPv6 in brackets.
+    var host: String { isIPv6 ? "[\(text)]" : text }
+
+    /// The shortest text of an IPv6 address (`::1`), as `inet_ntop` writes it.
+    static func canonical(_ address: in6_addr) -> String? {
+        var address = address
+        let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(INET6_ADDRSTRLEN))
+        defer { buffer.deallocate() }
+        guard inet_ntop(AF_INET6, &address, buffer, socklen_t(INET6_ADDRSTRLEN)) != nil else { return nil }
+        return String(cString: buffer)
+    }
+}
+
+extension Duration {
+    /// The duration in seconds.
+    var timeInterval: TimeInterval {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
 }
 
 /// The daemon's handle.
@@ -208,10 +280,14 @@ private let webAccessHandler: MHD_AccessHandlerCallback = {
         uploadSize.pointee = 0
         return .YES
     }
-    let response =
+    let start = ContinuousClock.now
+    var response =
         exchange.tooLarge
         ? WebError(413, "bodyTooLarge", "the request body is larger than \(maximumBodySize) bytes; changes are small JSON objects").response
         : application.respond(to: exchange.request)
+    // How long the answer took to make, for the browser's resource timings (same origin only).
+    let milliseconds = (ContinuousClock.now - start).timeInterval * 1000
+    response.headers.append(("Server-Timing", "app;dur=\((milliseconds * 100).rounded() / 100)"))
     return queue(response, on: connection, requestID: daemon.nextRequestID(), keepAlive: application.keepAlive)
 }
 
@@ -236,6 +312,11 @@ private func queue(_ response: WebResponse, on connection: OpaquePointer, reques
         let box = Unmanaged.passRetained(StreamBox(subscription, keepAlive: keepAlive)).toOpaque()
         handle = MHD_create_response_from_callback(UInt64.max, 4096, readLiveStream, box, releaseLiveStream)
         if handle == nil { Unmanaged<StreamBox>.fromOpaque(box).release() }
+    case .file(let slice):
+        // libmicrohttpd owns the descriptor from here: it closes it with the response.
+        let descriptor = slice.take()
+        handle = MHD_create_response_from_fd_at_offset64(slice.length, descriptor, slice.offset)
+        if handle == nil { close(descriptor) }
     }
     guard let handle else { return .NO }
     defer { MHD_destroy_response(handle) }

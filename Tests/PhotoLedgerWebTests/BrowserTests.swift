@@ -1,4 +1,5 @@
 import Foundation
+import MediaSynthesis
 import PhotoLedger
 import PhotoLedgerTestSupport
 import PhotoLedgerWeb
@@ -20,8 +21,10 @@ struct BrowserTests {
     private static let artifacts = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent(".build/test-artifacts/web")
 
-    private func withBrowser(_ body: (Browser, WebFixture) async throws -> Void) async throws {
-        let fixture = try WebFixture()
+    private func withBrowser(
+        _ configuration: WebServer.Configuration = WebServer.Configuration(), _ body: (Browser, WebFixture) async throws -> Void
+    ) async throws {
+        let fixture = try WebFixture(configuration: configuration)
         let browser = try await Browser(artifacts: Self.artifacts)
         do {
             try await browser.open(fixture.server.launchURL)
@@ -60,7 +63,11 @@ struct BrowserTests {
                 ) as? [String]
             // 256-pixel fill renditions of 640…736 × 480 photos: 256 pixels high.
             #expect(sizes?.allSatisfy { $0.contains("x256 Photo taken ") } == true, "\(sizes ?? [])")
-            #expect(try await browser.execute("return document.querySelector('#assets img').loading;") as? String == "lazy")
+            // The first screen's thumbnails are asked for at once, first.
+            #expect(
+                try await browser.execute(
+                    "return document.querySelector('#assets img').loading + ' ' + document.querySelector('#assets img').fetchPriority;")
+                    as? String == "eager high")
             try await browser.screenshot("album")
         }
     }
@@ -187,6 +194,92 @@ struct BrowserTests {
                 "return document.querySelector(\"#assets li[data-id='\(fixture.albumOrder[0])'] .badges\").textContent.includes('♥');")
             #expect(try await browser.execute("return window.sameDocument === true;") as? Bool == true, "the page was not reloaded")
             try await browser.screenshot("live")
+        }
+    }
+
+    @Test func aLargeAlbumComesInPagesAndEndsInAlbumOrder() async throws {
+        try await withBrowser { browser, fixture in
+            // 150 small photos more, at the album's end: more than the first page holds.
+            let encoder = JPEGEncoder()
+            let files = (0..<150).map { Data(encoder.encode(RGBImage.scene(width: 64, height: 48, seed: UInt64(100 + $0)))) }
+            let albumIdentifier = "\(fixture.album)/L0/040"
+            try fixture.library.performChangesAndWait { changes in
+                let created = try files.map { try changes.createAsset(from: $0).placeholderForCreatedAsset.localIdentifier }
+                try changes.albumChangeRequest(for: albumIdentifier).addAssets(created)
+            }
+            let order = try fixture.albumContents()
+            #expect(order.count == 154)
+            try await browser.execute("location.hash = '#/album/\(fixture.album)';")
+            try await browser.waitFor(
+                "the whole album, in album order", Self.pageOrderIs, [order.joined(separator: ",")], deadline: .seconds(60))
+            let loading =
+                try await browser.execute(
+                    "const images = [...document.querySelectorAll('#assets img')]; return [images.filter(img => img.loading === 'eager').length, images.filter(img => img.loading === 'lazy').length, firstScreen()];"
+                ) as? [Int]
+            #expect(
+                loading?.count == 3 && loading?[0] == loading?[2] && loading?[1] == 154 - (loading?[2] ?? 0),
+                "the first screen eager, the rest lazy: \(loading ?? [])")
+            let firstPage = try await browser.execute("return firstPage();") as? Int ?? 0
+            #expect(firstPage >= 60 && firstPage < 154, "the first page (\(firstPage)) must leave a second one")
+            #expect(try await browser.execute("return document.querySelector('main p').textContent;") as? String == "154 items · History")
+            let requests =
+                try await browser.execute(
+                    "return performance.getEntriesByType('resource').filter(entry => entry.name.includes('/api/albums/\(fixture.album)')).map(entry => new URL(entry.name).search);"
+                ) as? [String]
+            #expect(requests == ["?limit=\(firstPage)", "?offset=\(firstPage)&limit=2000"], "\(requests ?? [])")
+            // ← and → on an asset go through the whole album, later pages included.
+            try await browser.execute("location.hash = '#/asset/\(order[152])';")
+            try await browser.waitFor("the asset page", "return document.body.dataset.view === 'asset';")
+            #expect(
+                try await browser.execute("return document.querySelector('main p span').textContent;") as? String
+                    == "153 of 154 — ← and → go to the previous and next")
+        }
+    }
+
+    @Test func aVideoPlaysAndSeeksThroughByteRanges() async throws {
+        try await withBrowser { browser, fixture in
+            let video = try fixture.addVideo()
+            try await browser.execute("location.hash = '#/asset/\(video)';")
+            try await browser.waitFor(
+                "the video's metadata", "const video = document.querySelector('.viewer video'); return !!video && video.readyState >= 1;",
+                deadline: .seconds(60))
+            let seekable =
+                try await browser.execute(
+                    "const video = document.querySelector('.viewer video'); return video.seekable.length ? [video.seekable.end(0), video.duration] : null;"
+                ) as? [Double]
+            #expect(seekable?.count == 2 && (seekable?[0] ?? 0) >= 1.9, "\(seekable ?? [])")
+            try await browser.execute("document.querySelector('.viewer video').currentTime = 1.5;")
+            try await browser.waitFor(
+                "the video seeked to 1.5 s",
+                "const video = document.querySelector('.viewer video'); return !video.seeking && Math.abs(video.currentTime - 1.5) < 0.2 && video.readyState >= 2;",
+                deadline: .seconds(60))
+            try await browser.screenshot("video")
+        }
+    }
+
+    @Test func loggingOutLeadsToTheLoginPage() async throws {
+        try await withBrowser { browser, fixture in
+            try await browser.click("#logout")
+            try await browser.waitFor("the login page", "return document.body.dataset.view === 'login';")
+            #expect(
+                (try await browser.execute("return document.body.textContent;") as? String)?.contains(
+                    "Open the address that photoledger web printed")
+                    == true)
+            let status = try await fixture.send(.get, "/api/albums")
+            #expect(status.status == 401)
+        }
+    }
+
+    @Test func anEndedSessionSendsThePageToTheLoginPageSayingWhy() async throws {
+        let clock = ManualClock()
+        let configuration = WebServer.Configuration(sessionIdleTimeout: .seconds(600), clock: clock.read)
+        try await withBrowser(configuration) { browser, fixture in
+            clock.advance(by: 601)
+            try await browser.click("nav a[href='#/status']")
+            try await browser.waitFor("the login page", "return document.body.dataset.view === 'login';")
+            let text = try await browser.execute("return document.querySelector('main').textContent;") as? String
+            #expect(text?.contains("Your session has ended. Open the address 'photoledger web' printed again.") == true, "\(text ?? "")")
+            try await browser.screenshot("session-ended")
         }
     }
 }

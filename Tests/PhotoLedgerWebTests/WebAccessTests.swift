@@ -2,6 +2,7 @@ import Foundation
 import PhotoLedger
 import PhotoLedgerWeb
 import SyncTransport
+import Synchronization
 import Testing
 
 @Suite("Web view: who may reach it (Host, Origin, session, CSRF token, password)")
@@ -101,7 +102,7 @@ struct WebAccessTests {
         }
         #expect {
             _ = try WebServer(library: fixture.library, configuration: WebServer.Configuration(address: "localhost"))
-        } throws: { ($0 as? WebServerError)?.message.contains("not an IPv4 address") == true }
+        } throws: { ($0 as? WebServerError)?.message.contains("not an IPv4 or IPv6 address") == true }
         let wrong = try await fixture.send(.post, "/login", headers: [("Content-Type", "application/x-www-form-urlencoded")], json: nil)
         #expect(wrong.status == 403)
         var fields = HTTPHeaders()
@@ -121,6 +122,137 @@ struct WebAccessTests {
             _ = try WebServer(library: fixture.library, configuration: WebServer.Configuration(port: fixture.server.port))
         } throws: { error in
             (error as? WebServerError)?.description.contains("cannot listen on 127.0.0.1:\(fixture.server.port)") == true
+        }
+    }
+}
+
+/// A clock the test moves by hand.
+final class ManualClock: Sendable {
+    private let now = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
+
+    func advance(by seconds: TimeInterval) { now.withLock { $0 = $0.addingTimeInterval(seconds) } }
+
+    var read: @Sendable () -> Date { { self.now.withLock { $0 } } }
+}
+
+@Suite("Web view: sessions end after an idle time and a lifetime, or by logging out")
+struct WebSessionTests {
+    private func fixture(_ clock: ManualClock) throws -> WebFixture {
+        try WebFixture(
+            photoCount: 1,
+            configuration: WebServer.Configuration(
+                sessionIdleTimeout: .seconds(1800), sessionLifetime: .seconds(8 * 3600), clock: clock.read))
+    }
+
+    @Test func aSessionUnusedForItsIdleTimeEnds() async throws {
+        let clock = ManualClock()
+        let fixture = try fixture(clock)
+        let session = try await fixture.logIn()
+        for _ in 0..<3 {
+            clock.advance(by: 29 * 60)  // each use starts the idle time again
+            #expect(try await fixture.send(.get, "/api/albums", headers: [("Cookie", session.cookie)]).status == 200)
+        }
+        clock.advance(by: 30 * 60)
+        let expired = try await fixture.send(.get, "/api/albums", headers: [("Cookie", session.cookie)])
+        let error = try WebFixture.error(expired)
+        #expect(expired.status == 401 && error.code == "sessionExpired", "\(error)")
+        #expect(error.message.contains("after 30 minutes without use") && error.message.contains("log in at /login"), "\(error.message)")
+        // It stays ended, and says so; the page sends the browser to the login page, which says why.
+        let again = try await fixture.send(.get, "/api/albums", headers: [("Cookie", session.cookie)])
+        #expect(try again.status == 401 && WebFixture.error(again).code == "sessionExpired")
+        let page = try await fixture.send(.get, "/", headers: [("Cookie", session.cookie)])
+        #expect(page.status == 303 && page.headers["Location"] == "/login?expired=1")
+        let login = try await fixture.send(.get, "/login?expired=1")
+        #expect(String(decoding: login.body.bytes, as: UTF8.self).contains("Your session has ended"))
+        let change = try await fixture.change(
+            "/api/assets/favorite", "{\"assets\":[\"\(fixture.photos[0])\"],\"value\":true}", session: session)
+        #expect(try change.status == 401 && WebFixture.error(change).code == "sessionExpired")
+        #expect(try fixture.asset(fixture.photos[0]).isFavorite == false)
+        // A new session works.
+        let fresh = try await fixture.logIn()
+        #expect(try await fixture.send(.get, "/api/albums", headers: [("Cookie", fresh.cookie)]).status == 200)
+    }
+
+    @Test func aSessionEndsAtItsLifetimeEvenInUse() async throws {
+        let clock = ManualClock()
+        let fixture = try fixture(clock)
+        let session = try await fixture.logIn()
+        for _ in 0..<23 {
+            clock.advance(by: 20 * 60)
+            #expect(try await fixture.send(.get, "/api/status", headers: [("Cookie", session.cookie)]).status == 200)
+        }
+        clock.advance(by: 20 * 60)  // 8 hours since it was opened
+        let expired = try await fixture.send(.get, "/api/status", headers: [("Cookie", session.cookie)])
+        let error = try WebFixture.error(expired)
+        #expect(
+            expired.status == 401 && error.code == "sessionExpired" && error.message.contains("8 hours after it was opened"), "\(error)")
+    }
+
+    @Test func loggingOutEndsTheSessionAndRemovesTheCookie() async throws {
+        let clock = ManualClock()
+        let fixture = try fixture(clock)
+        let session = try await fixture.logIn()
+        let other = try await fixture.logIn()
+        let logout = try await fixture.change("/logout", "{}", session: session)
+        #expect(logout.status == 200 && logout.headers["Set-Cookie"]?.contains("Max-Age=0") == true)
+        let after = try await fixture.send(.get, "/api/albums", headers: [("Cookie", session.cookie)])
+        #expect(try after.status == 401 && WebFixture.error(after).code == "noSession")
+        // Logging out needs the CSRF token, like every change, and ends only its own session.
+        let forged = try await fixture.send(.post, "/logout", headers: [("Cookie", other.cookie)], json: "{}")
+        #expect(try forged.status == 403 && WebFixture.error(forged).code == "missingCSRFToken")
+        #expect(try await fixture.send(.get, "/api/albums", headers: [("Cookie", other.cookie)]).status == 200)
+    }
+
+    @Test func aSessionTimeThatIsNotPositiveIsRefused() throws {
+        let fixture = try WebFixture(photoCount: 1)
+        #expect {
+            _ = try WebServer(library: fixture.library, configuration: WebServer.Configuration(sessionIdleTimeout: .zero))
+        } throws: { error in
+            let error = error as? WebServerError
+            return error?.message.contains("session idle time") == true && error?.hint.contains("positive") == true
+        }
+    }
+}
+
+@Suite("Web view on IPv6 loopback")
+struct WebIPv6Tests {
+    @Test func itListensOnIPv6LoopbackAndChecksBracketedHosts() async throws {
+        let fixture = try WebFixture(photoCount: 1, configuration: WebServer.Configuration(address: "[::1]"))
+        let port = fixture.server.port
+        #expect(fixture.server.url.absoluteString == "http://[::1]:\(port)/")
+        #expect(fixture.server.launchURL.absoluteString.hasPrefix("http://[::1]:\(port)/login?token="))
+        let session = try await fixture.logIn()
+        for host in ["[::1]:\(port)", "[0:0:0:0:0:0:0:1]:\(port)", "localhost:\(port)"] {
+            let response = try await fixture.send(.get, "/api/albums", headers: [("Host", host), ("Cookie", session.cookie)])
+            #expect(response.status == 200, "\(host)")
+        }
+        for host in ["[::2]:\(port)", "[::1]:\(port &+ 1)", "::1:\(port)", "[::1", "evil.example:\(port)"] {
+            let response = try await fixture.send(.get, "/api/albums", headers: [("Host", host), ("Cookie", session.cookie)])
+            #expect(try response.status == 421 && WebFixture.error(response).code == "wrongHost", "\(host)")
+        }
+        let sameOrigin = try await fixture.send(
+            .get, "/api/albums", headers: [("Origin", "http://[::1]:\(port)"), ("Cookie", session.cookie)])
+        #expect(sameOrigin.status == 200)
+        let foreign = try await fixture.send(
+            .get, "/api/albums", headers: [("Origin", "http://[::2]:\(port)"), ("Cookie", session.cookie)])
+        #expect(foreign.status == 403)
+    }
+
+    @Test func onlyLoopbackIPv6GoesWithoutAPassword() throws {
+        let fixture = try WebFixture(photoCount: 1)
+        for address in ["::", "[::]", "fd00::2"] {
+            #expect {
+                _ = try WebServer(library: fixture.library, configuration: WebServer.Configuration(address: address))
+            } throws: { error in
+                (error as? WebServerError)?.message.contains("no password is set") == true
+            }
+        }
+        #expect(WebServer.Configuration(address: "::1").isLoopback && WebServer.Configuration(address: "[::ffff:127.0.0.1]").isLoopback)
+        #expect(!WebServer.Configuration(address: "::").isLoopback && !WebServer.Configuration(address: "[127.0.0.1]").isLoopback)
+        #expect {
+            _ = try WebServer(library: fixture.library, configuration: WebServer.Configuration(address: "[::1"))
+        } throws: { error in
+            (error as? WebServerError)?.message.contains("'[::1' is not an IPv4 or IPv6 address") == true
         }
     }
 }

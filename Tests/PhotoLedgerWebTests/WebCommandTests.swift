@@ -54,4 +54,33 @@ struct WebCommandTests {
         let thirdText = String(decoding: thirdErrors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(third.terminationStatus == 64 && thirdText.contains("--listen"), "\(thirdText)")
     }
+
+    @Test func itListensOnIPv6LoopbackAndTakesSessionTimes() async throws {
+        let fixture = try WebFixture(photoCount: 1)
+        let (process, output, _) = try start([
+            "web", "--library", fixture.library.url.path, "--listen", "[::1]:0", "--session-idle", "30m", "--session-lifetime", "2d",
+            "--json",
+        ])
+        var line = Data()
+        while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) { line += byte }
+        let addresses = try #require(try JSONSerialization.jsonObject(with: line) as? [String: String])
+        let url = try #require(addresses["url"])
+        #expect(url.hasPrefix("http://[::1]:") && !url.hasPrefix("http://[::1]:0/"), "\(url)")
+        let launch = try #require(addresses["launchURL"].flatMap(URL.init(string:)))
+        let response = try await CurlTransport().send(HTTPRequest(url: launch))
+        #expect(response.status == 303 && response.headers["Set-Cookie"] != nil)
+        process.terminate()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+    }
+
+    @Test func aSessionTimeThatIsNotALengthOfTimeIsRefused() throws {
+        let fixture = try WebFixture(photoCount: 1)
+        for (option, value) in [("--session-idle", "0m"), ("--session-lifetime", "forever"), ("--session-idle", "12")] {
+            let (process, _, errors) = try start(["web", "--library", fixture.library.url.path, "--listen", "127.0.0.1:0", option, value])
+            process.waitUntilExit()
+            let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(process.terminationStatus == 64 && text.contains(option) && text.contains("followed by s, m, h or d"), "\(text)")
+        }
+    }
 }

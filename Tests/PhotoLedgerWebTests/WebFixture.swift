@@ -57,8 +57,18 @@ final class WebFixture: @unchecked Sendable {
         directory.remove()
     }
 
-    /// `host:port` of the server.
-    var host: String { "127.0.0.1:\(server.port)" }
+    /// `host:port` of the server (`127.0.0.1:PORT`, or `[::1]:PORT` when it listens on IPv6).
+    var host: String { String(server.url.absoluteString.dropFirst("http://".count).dropLast()) }
+
+    /// Imports a 2-second movie (H.264 in MP4) and returns its asset identifier.
+    func addVideo() throws -> String {
+        let file = directory.file("clip.mp4")
+        try Data(try SyntheticMedia.movie(width: 320, height: 240, duration: 2, seed: 9)).write(to: file)
+        let created = try library.performChangesAndWait { changes in
+            try changes.createAsset(fromVideoAt: file).placeholderForCreatedAsset.localIdentifier
+        }
+        return String(created.prefix(36))
+    }
 
     /// A request to `path` with the given header fields (the Host header is curl's unless given).
     func send(_ method: HTTPMethod = .get, _ path: String, headers: [(String, String)] = [], json: String? = nil) async throws

@@ -45,7 +45,7 @@ struct WebBenchmarks {
         let cold = try blocking { try await Self.firstScreen(server: server, album: albumURL, artifacts: directory) }
         let warm = try (0..<3).map { _ in try blocking { try await Self.firstScreen(server: server, album: albumURL, artifacts: directory) }
         }
-        let screens = try blocking { try await Self.scrollThrough(server: server, album: albumURL, artifacts: directory) }
+        let screens = try blocking { try await Self.scrollThrough(server: server, album: albumURL, count: count, artifacts: directory) }
         let peak = Double(peakResidentKiB(pid: server.process.processIdentifier)) / 1024
         let label = quick ? "1k" : "10k"
         return [
@@ -123,15 +123,31 @@ struct WebBenchmarks {
         """
 
     /// Once the thumbnails in the window are decoded, the page's clock (milliseconds since its
-    /// navigation started), and when the album's JSON had arrived and the first thumbnail was
-    /// asked for; else null.
+    /// navigation started) and where the time went, from the page's resource timings and the
+    /// server's `Server-Timing` (how long it took to make each answer); else null.
     private static let firstScreenReady =
         visibleImages + """
             if (!decoded) return null;
+            const now = performance.now();
             const entries = performance.getEntriesByType('resource');
+            const server = entry => (entry.serverTiming.find(timing => timing.name === 'app') || { duration: -1 }).duration;
+            const page = performance.getEntriesByType('navigation')[0];
             const json = entries.find(entry => entry.name.includes('/api/albums/'));
-            const thumbnails = entries.filter(entry => entry.name.includes('/thumb/')).map(entry => entry.startTime);
-            return [performance.now(), json ? json.responseEnd : -1, thumbnails.length ? Math.min(...thumbnails) : -1, thumbnails.length];
+            const wanted = new Set(images.map(img => img.currentSrc));
+            const thumbnails = entries.filter(entry => wanted.has(entry.name));
+            const asked = entries.filter(entry => entry.name.includes('/thumb/'));
+            const median = values => { const sorted = [...values].sort((a, b) => a - b); return sorted.length ? sorted[sorted.length >> 1] : -1; };
+            return {
+              now, page: page ? page.responseEnd : -1, script: (entries.find(entry => entry.name.endsWith('/app.js')) || { responseEnd: -1 }).responseEnd,
+              jsonStart: json ? json.startTime : -1, jsonEnd: json ? json.responseEnd : -1, jsonServer: json ? server(json) : -1,
+              jsonBytes: json ? json.encodedBodySize : -1,
+              firstAsked: asked.length ? Math.min(...asked.map(entry => entry.startTime)) : -1,
+              lastIn: thumbnails.length ? Math.max(...thumbnails.map(entry => entry.responseEnd)) : -1,
+              visible: images.length, asked: asked.length,
+              medianWait: median(thumbnails.map(entry => entry.responseEnd - entry.startTime)),
+              medianServer: median(thumbnails.map(server)),
+              totalServer: thumbnails.map(server).reduce((a, b) => a + b, 0)
+            };
             """
 
     /// Milliseconds from the start of a fresh browser's navigation to the album until its first
@@ -142,33 +158,40 @@ struct WebBenchmarks {
             try await browser.open(server.launchURL)
             try await browser.open(URL(string: "about:blank")!)
             try await browser.open(album)
-            var reached: [Double]?
+            var reached: [String: Any]?
             try await Browser.waitUntil("the first screen of thumbnails", deadline: .seconds(120)) {
-                reached = try await browser.execute(firstScreenReady) as? [Double]
+                reached = try await browser.execute(firstScreenReady) as? [String: Any]
                 if reached == nil { try await Task.sleep(for: .milliseconds(10)) }
                 return reached != nil
             }
             await browser.quit()
-            guard let reached, reached.count == 4 else { return .nan }
+            guard let reached, let now = (reached["now"] as? NSNumber)?.doubleValue else { return .nan }
+            func value(_ name: String) -> Double { (reached[name] as? NSNumber)?.doubleValue ?? .nan }
             print(
                 String(
-                    format:
-                        "note: web first screen: %.0f ms; album JSON in at %.0f ms, first thumbnail asked at %.0f ms, %.0f thumbnails asked",
-                    reached[0], reached[1], reached[2], reached[3]))
-            return reached[0]
+                    format: "note: web first screen: %.0f ms; page in at %.0f ms, app.js at %.0f; album's first page asked at %.0f ms, "
+                        + "in at %.0f ms (%.1f ms in the server, %.0f bytes); first thumbnail asked at %.0f ms, the %.0f on screen "
+                        + "(of %.0f asked) in by %.0f ms, each %.1f ms from asked to in (median; %.2f ms in the server, %.0f ms in all)",
+                    now, value("page"), value("script"), value("jsonStart"), value("jsonEnd"), value("jsonServer"), value("jsonBytes"),
+                    value("firstAsked"), value("visible"), value("asked"), value("lastIn"), value("medianWait"), value("medianServer"),
+                    value("totalServer")))
+            return now
         } catch {
             await browser.quit()
             throw error
         }
     }
 
-    /// Scrolls through the album a screen at a time, each screen's thumbnails decoded before
-    /// the next; returns the number of screens.
-    private static func scrollThrough(server: WebProcess, album: URL, artifacts: URL) async throws -> Int {
+    /// Scrolls through the album of `count` photos a screen at a time (once all its pages are
+    /// drawn), each screen's thumbnails decoded before the next; returns the number of screens.
+    private static func scrollThrough(server: WebProcess, album: URL, count: Int, artifacts: URL) async throws -> Int {
         let browser = try await Browser(artifacts: artifacts)
         do {
             try await browser.open(server.launchURL)
             try await browser.open(album)
+            try await browser.waitFor(
+                "the whole album drawn", "return document.querySelectorAll('#assets li').length === arguments[0];", [count],
+                deadline: .seconds(300))
             var screens = 0
             while true {
                 try await browser.waitFor("screen \(screens) decoded", visibleImages + "return decoded;", deadline: .seconds(300))

@@ -27,7 +27,10 @@ struct Web: ParsableCommand {
 
     @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
 
-    @Option(help: ArgumentHelp("The IPv4 address and port to listen on (port 0 picks a free one).", valueName: "host:port"))
+    @Option(
+        help: ArgumentHelp(
+            "The address and port to listen on: IPv4 (127.0.0.1:8090) or IPv6 in brackets ([::1]:8090); port 0 picks a free one.",
+            valueName: "host:port"))
     var listen = ListenAddress(argument: "127.0.0.1:8090")!
 
     @Option(help: ArgumentHelp("A file whose first line is the password (required to listen beyond loopback).", valueName: "file"))
@@ -36,12 +39,22 @@ struct Web: ParsableCommand {
     @Option(help: ArgumentHelp("Another name this machine is reached by, allowed in the Host header (repeatable).", valueName: "name"))
     var hostName: [String] = []
 
+    @Option(
+        help: ArgumentHelp(
+            "How long a session may go unused before the browser must log in again (90s, 30m, 12h, 7d).", valueName: "duration"))
+    var sessionIdle = SessionDuration(argument: "12h")!
+
+    @Option(help: ArgumentHelp("How long a session lasts at most, used or not (90s, 30m, 12h, 7d).", valueName: "duration"))
+    var sessionLifetime = SessionDuration(argument: "7d")!
+
     func run() throws {
         let context = try Context(global)
         let password = try readPassword()
         let termination = try TerminationPipe()
         let library = try context.openLibrary()
-        let configuration = WebServer.Configuration(address: listen.host, port: listen.port, password: password, hostNames: hostName)
+        let configuration = WebServer.Configuration(
+            address: listen.host, port: listen.port, password: password, hostNames: hostName, sessionIdleTimeout: sessionIdle.duration,
+            sessionLifetime: sessionLifetime.duration)
         let server: WebServer
         do {
             server = try WebServer(library: library, configuration: configuration)
@@ -78,6 +91,21 @@ struct Web: ParsableCommand {
         let environment = ProcessInfo.processInfo.environment[Self.passwordEnvironment]
         return environment?.isEmpty == false ? environment : nil
     }
+}
+
+/// A length of time given as a number and a unit: `90s`, `30m`, `12h`, `7d`.
+struct SessionDuration: ExpressibleByArgument {
+    let duration: Duration
+
+    init?(argument: String) {
+        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+        guard let unit = argument.last.flatMap({ units[$0] }), let count = Int64(argument.dropLast()), count > 0,
+            count <= Int64.max / 86_400 / 1000
+        else { return nil }
+        duration = .seconds(count * unit)
+    }
+
+    static var valueExpectation: String { "a positive number followed by s, m, h or d, for example 30m" }
 }
 
 /// SIGINT and SIGTERM as a byte in a pipe (the self-pipe pattern): the handler only writes, which
