@@ -17,6 +17,8 @@ public struct SyncProgress: Sendable, Equatable {
         case pulling
         /// Receiving resources this device lacks.
         case downloadingResources
+        /// Receiving the history before the snapshot this library started from, to verify it.
+        case fetchingHistory
     }
 
     /// The current step.
@@ -59,6 +61,9 @@ public struct SyncReport: Sendable, Equatable {
     /// What an end-to-end encrypted library's key exchange has to say (awaiting enrolment,
     /// enrolled now, a new key generation, entries the server refused).
     public var encryptionNotes: [String] = []
+    /// The snapshot this library was started from and how its verification stands, when it was
+    /// started from one.
+    public var snapshot: SnapshotBootstrapStatus?
 
     /// An empty report.
     public init() {}
@@ -94,6 +99,14 @@ public final class SyncEngine: Sendable {
         /// sides far less than JSON. A server that does not offer it answers JSON, which is read
         /// as well; false asks for JSON only.
         public var requestsEventPages = true
+        /// Start a new, empty library from the server's newest snapshot (when it has one)
+        /// instead of replaying the whole history: the library is usable once the events after
+        /// the snapshot are pulled, and the history before it is fetched after, to verify it.
+        public var bootstrapFromSnapshot = false
+        /// How many pages of the history before a snapshot each sync fetches (after pulling
+        /// and downloading); the snapshot is verified once all of it is here. 0 leaves it to
+        /// ``SyncEngine/fetchHistory(maximumPages:progress:)``.
+        public var historyPagesPerSync = Int.max
 
         /// Default options.
         public init() {}
@@ -156,9 +169,15 @@ public final class SyncEngine: Sendable {
             try await push(&report, progress)
         }
         if scope != .addOnly {
+            if options.bootstrapFromSnapshot { _ = try await bootstrapFromSnapshot() }
             try await pull(&report, progress)
             try await exchangeKeys(&report)  // the keys of what was pulled
             if options.downloadResourcesEagerly { try await downloadResources(&report, progress) }
+        }
+        if scope != .addOnly, options.historyPagesPerSync > 0 {
+            report.snapshot = try await fetchHistory(maximumPages: options.historyPagesPerSync, progress: progress)
+        } else {
+            report.snapshot = try replica.bootstrapStatus()
         }
         report.cursor = try cursor()
         try replica.recordSync()
@@ -452,8 +471,8 @@ public final class SyncEngine: Sendable {
     /// Fetches the page after `cursor`, in the form the server answers with: the binary event
     /// page when asked for and offered, otherwise JSON; with the body's size. With `wait`
     /// (seconds), a waiting pull: the request's time limit is the wait plus a margin.
-    func pullPage(since cursor: Int64, wait: Int? = nil) async throws -> (PullResponse, bytes: Int64) {
-        let path = SyncRoutes.pull(library: remote.libraryName, since: cursor, limit: options.pullPageSize, wait: wait)
+    func pullPage(since cursor: Int64, limit: Int? = nil, wait: Int? = nil) async throws -> (PullResponse, bytes: Int64) {
+        let path = SyncRoutes.pull(library: remote.libraryName, since: cursor, limit: limit ?? options.pullPageSize, wait: wait)
         let headers = options.requestsEventPages ? ["Accept": "\(EventPage.contentType), \(SyncRoutes.jsonContentType);q=0.5"] : [:]
         let response = try await send(
             HTTPRequest(method: .get, url: remote.url(path), headers: authorized(headers), timeout: wait.map { .seconds($0 + 30) }))
