@@ -62,6 +62,17 @@ package struct LibrarySnapshot: Sendable, Hashable {
     }
 }
 
+/// A sealed snapshot that this device cannot open yet: it does not hold the library key
+/// generation that sealed it (a device awaiting enrolment).
+package struct SnapshotNeedsKeys: Error, CustomStringConvertible {
+    /// The library key generation that sealed the snapshot.
+    package let keyID: UInt32
+
+    package var description: String {
+        "the snapshot is sealed with library key \(keyID), which this device does not hold yet: once the device is enrolled, sync again"
+    }
+}
+
 /// The canonical encoding of the projection tables: for each table of ``Projection/tables`` in
 /// order, its name, its columns (in schema order) and its rows in primary-key order, every value
 /// tagged with its type. Only the folded state is encoded — nothing of the device that wrote it.
@@ -297,10 +308,10 @@ extension Replica {
                     .changeNotSupported, "this device does not hold the library key yet (not enrolled): it cannot seal a snapshot")
             }
             let generation = ring.current
-            let key = generation.key.derive("snapshot1")
+            let key = generation.key.derive("snapshot")
             // The nonce is derived from the content: equal content seals to equal bytes, and two
             // different contents never share a nonce.
-            let nonce = Array(KeyedHash.hash(content, key: key.derive("snapshot-nonce")).prefix(AEAD.nonceLength))
+            let nonce = Array(KeyedHash.hash(content, key: key.derive("snapnonc")).prefix(AEAD.nonceLength))
             let sealed = AEAD.seal(content, key: key, nonce: nonce, associatedData: writer.bytes)
             writer.write(fixed: UInt64(generation.id))
             writer.write(raw: nonce)
@@ -324,14 +335,10 @@ extension Replica {
             let keyID = UInt32(truncatingIfNeeded: try reader.readFixed())
             let nonce = try reader.readRaw(count: AEAD.nonceLength)
             let sealed = try reader.readBytes()
-            guard let generation = library.encryption.snapshot.ring?.key(keyID) else {
-                throw PhotoLibraryError(
-                    .changeNotSupported,
-                    "the snapshot is sealed with library key \(keyID), which this device does not hold (yet): enrol the device, then sync")
-            }
+            guard let generation = library.encryption.snapshot.ring?.key(keyID) else { throw SnapshotNeedsKeys(keyID: keyID) }
             do {
                 return try AEAD.open(
-                    sealed, key: generation.derive("snapshot1"), nonce: nonce, associatedData: Array(snapshot.bytes[..<headerEnd]))
+                    sealed, key: generation.derive("snapshot"), nonce: nonce, associatedData: Array(snapshot.bytes[..<headerEnd]))
             } catch {
                 throw PhotoLibraryError(.internalError, "the snapshot does not open with the library key: it is forged or damaged")
             }
@@ -385,6 +392,7 @@ extension Replica {
         } catch {
             throw PhotoLibraryError(.internalError, "the snapshot's content is damaged (\(error)); it was not installed")
         }
+        if snapshot.isSealed { try checkKeys(of: tables, position: position) }
         let now = Int64(library.options.clock())
         var latest: Int64 = Int64(bitPattern: event.event.timestamp.rawValue)
         try library.withDatabase { db in
@@ -459,6 +467,25 @@ extension Replica {
         try library.readDatabase { db in
             try db.firstRow("SELECT NOT EXISTS (SELECT 1 FROM events) AND NOT EXISTS (SELECT 1 FROM snapshot_bootstrap)") { $0.int64(0) }
                 == 1
+        }
+    }
+
+    /// In an encrypted library, a snapshot must not bring back what crypto-shredding destroyed:
+    /// every live asset it holds must have a key this device holds (every enrolled device holds
+    /// the key of every asset not purged). An asset whose key is gone was purged after the
+    /// snapshot was taken, so the snapshot is unusable.
+    private func checkKeys(of tables: [SnapshotContent.Table], position: Int64) throws {
+        guard let assets = tables.first(where: { $0.name == "assets" }),
+            let id = assets.columns.firstIndex(of: "asset_id"), let created = assets.columns.firstIndex(of: "created"),
+            let purged = assets.columns.firstIndex(of: "purged")
+        else { return }
+        let held = library.encryption.snapshot.assetKeys
+        for row in assets.rows where row[created] == .integer(1) && row[purged] == .integer(0) {
+            guard case .blob(let bytes) = row[id], let asset = UUID(bytes: bytes), held[asset] == nil else { continue }
+            throw PhotoLibraryError(
+                .changeNotSupported,
+                "the snapshot at position \(position) holds asset \(asset.uuidString), whose key has been destroyed since (the asset "
+                    + "was purged): the snapshot is unusable; replay the history instead")
         }
     }
 
@@ -610,7 +637,11 @@ extension PhotoLibrary {
                 }
             }
             // The rebuild reads the log through a connection of its own: every event is committed before.
-            try scratch.inTransaction { try Projection(scratch).rebuild(context: context) }
+            // As ``rebuild()`` does: purged assets are folded again without what their destroyed keys sealed.
+            try scratch.inTransaction {
+                try Projection(scratch).rebuild(context: context)
+                _ = try shred(Set(purgedAssets(scratch)), in: scratch, archive: nil)
+            }
             let content = try SnapshotContent.encode(scratch)
             refolded = (content, try SnapshotContent.decode(content))
         } catch {

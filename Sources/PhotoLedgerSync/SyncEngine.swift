@@ -64,6 +64,8 @@ public struct SyncReport: Sendable, Equatable {
     /// The snapshot this library was started from and how its verification stands, when it was
     /// started from one.
     public var snapshot: SnapshotBootstrapStatus?
+    /// Why the server's snapshot was not used, or is not used yet.
+    public var snapshotNotes: [String] = []
 
     /// An empty report.
     public init() {}
@@ -169,8 +171,19 @@ public final class SyncEngine: Sendable {
             try await push(&report, progress)
         }
         if scope != .addOnly {
-            if options.bootstrapFromSnapshot { _ = try await bootstrapFromSnapshot() }
-            try await pull(&report, progress)
+            var waitForKeys = false
+            if options.bootstrapFromSnapshot, try replica.isEmpty() {
+                do {
+                    _ = try await bootstrapFromSnapshot()
+                } catch let needsKeys as SnapshotNeedsKeys {
+                    // Nothing is pulled until the snapshot opens: an enrolled device starts from it.
+                    report.snapshotNotes.append("\(needsKeys)")
+                    waitForKeys = true
+                } catch let error as PhotoLibraryError {
+                    report.snapshotNotes.append("the server's snapshot was not used (\(error.message)); the whole history is replayed")
+                }
+            }
+            if !waitForKeys { try await pull(&report, progress) }
             try await exchangeKeys(&report)  // the keys of what was pulled
             if options.downloadResourcesEagerly { try await downloadResources(&report, progress) }
         }

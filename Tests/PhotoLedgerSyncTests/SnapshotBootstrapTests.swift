@@ -289,4 +289,134 @@ struct SnapshotBootstrapTests {
         #expect(try Device.dump(library) == anna.dump())
         #expect(try library.verify().failure == nil)
     }
+
+    /// A new device of `server` that starts from snapshots.
+    static func snapshotDevice(_ name: DeviceID, server: TestServer, directory: TemporaryDirectory) throws -> (PhotoLibrary, SyncEngine) {
+        var options = SyncEngine.Options()
+        options.bootstrapFromSnapshot = true
+        var libraryOptions = PhotoLibrary.Options()
+        libraryOptions.preauthorized = true
+        let library = try PhotoLibrary(url: directory.file("\(name.rawValue).sqlite"), device: name, options: libraryOptions)
+        return (
+            library, SyncEngine(library: library, remote: try server.remote(device: name), transport: testTransport(), options: options)
+        )
+    }
+
+    @Test("an encrypted library's snapshot is sealed: the server cannot read it; an enrolled device starts from it and verifies it")
+    func encryptedSnapshot() async throws {
+        let server = try TestServer()
+        let directory = try TemporaryDirectory()
+        let anna = try Device("anna-phone", server: server, directory: directory, clock: server.clock, seed: 1)
+        _ = try anna.library.enableEncryption()
+        try await anna.library.performChanges { changes in
+            let assets = try (0..<3).map { _ in
+                try changes.createImageRecord(width: 64, height: 48, creationDate: nil).placeholderForCreatedAsset.localIdentifier
+            }
+            try changes.createAlbum(title: "Secret Garden Album").addAssets(assets)
+        }
+        try await anna.sync()
+        let upload = try await anna.engine.uploadSnapshot()
+        let stored = try EncryptionSyncTests().everything(under: server.directory.url).filter {
+            SHA256.hash($0.bytes) == upload.record.hash
+        }
+        let blob = try #require(stored.first).bytes
+        #expect(blob.firstRange(of: Array("Secret Garden Album".utf8)) == nil)
+        #expect(blob.firstRange(of: Array("albums".utf8)) == nil, "not even the table names are in the clear")
+
+        // A device awaiting enrolment cannot open it and pulls nothing meanwhile.
+        let (cara, engine) = try Self.snapshotDevice("cara-laptop", server: server, directory: directory)
+        let waiting = try await engine.sync()
+        #expect(waiting.snapshotNotes.contains { $0.contains("does not hold yet") })
+        #expect(try engine.library.replica.isEmpty())
+        for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }
+        let report = try await engine.sync()
+        let status = try #require(report.snapshot)
+        #expect(status.position == upload.record.position)
+        #expect(status.isVerified && status.differences.isEmpty, "\(status)")
+        #expect(try cara.viewsForTests() == anna.library.viewsForTests())
+    }
+
+    @Test("a purge makes an encrypted library's older snapshots holding the purged asset unusable: a new device replays instead")
+    func purgeRetiresSnapshot() async throws {
+        let server = try TestServer()
+        let directory = try TemporaryDirectory()
+        let anna = try Device("anna-phone", server: server, directory: directory, clock: server.clock, seed: 1)
+        _ = try anna.library.enableEncryption()
+        let assets = try await anna.library.performChanges { changes in
+            try (0..<3).map { _ in
+                try changes.createImageRecord(width: 64, height: 48, creationDate: nil).placeholderForCreatedAsset.localIdentifier
+            }
+        }
+        try await anna.sync()
+        try await anna.engine.uploadSnapshot()
+        try anna.library.performChangesAndWait { try $0.deleteAssets([assets[0]]) }
+        try anna.library.performChangesAndWait { try $0.purgeAssets([assets[0]]) }
+        try await anna.sync()
+
+        let (cara, engine) = try Self.snapshotDevice("cara-laptop", server: server, directory: directory)
+        _ = try await engine.sync()
+        for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }
+        let report = try await engine.sync()
+        #expect(report.snapshot == nil)
+        #expect(report.snapshotNotes.contains { $0.contains("whose key has been destroyed since") }, "\(report.snapshotNotes)")
+        #expect(try cara.viewsForTests() == anna.library.viewsForTests())
+        #expect(try cara.fetchAssets().count == 2)
+        // A snapshot taken after the purge is usable again.
+        try await anna.engine.uploadSnapshot()
+        let (dana, danaEngine) = try Self.snapshotDevice("dana-phone", server: server, directory: directory)
+        _ = try await danaEngine.sync()
+        for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }
+        let started = try await danaEngine.sync()
+        #expect(started.snapshot?.isVerified == true && started.snapshot?.differences.isEmpty == true, "\(started)")
+        #expect(try dana.viewsForTests() == anna.library.viewsForTests())
+    }
+
+    /// The stores the server binary runs on here: its SQLite file, and PostgreSQL when the tests
+    /// have one (`Tools/test.sh` starts a throwaway cluster).
+    static var serverStores: [String] { ScaleOutTests.postgresURL == nil ? ["sqlite"] : ["sqlite", "postgresql"] }
+
+    @Test("the photoledger-server process on loopback: snapshots on its store, a device started from one", arguments: serverStores)
+    func serverProcess(store: String) async throws {
+        let directory = try TemporaryDirectory()
+        let tool = try builtExecutable("photoledger-server")
+        let scale = ScaleOutTests()
+        let db = store == "sqlite" ? directory.file("server.sqlite").path : try scale.createDatabase(admin: ScaleOutTests.postgresURL!)
+        _ = try scale.run(tool, ["admin", "create-library", "family", "--db", db])
+        func token(_ device: String, _ scope: String = "readWrite") throws -> String {
+            try scale.run(tool, ["admin", "issue-token", "--db", db, "--library", "family", "--device", device, "--scope", scope])
+        }
+        let server = try ServeProcess(tool, arguments: ["--db", db, "--blobs", directory.file("blobs").path])
+        let url = "http://127.0.0.1:\(server.port)/v1/libraries/family"
+        func device(_ name: String, scope: String = "readWrite", snapshots: Bool = false) throws -> (PhotoLibrary, SyncEngine) {
+            var options = PhotoLibrary.Options()
+            options.preauthorized = true
+            options.randomSeed = UInt64(name.utf8.count)
+            let library = try PhotoLibrary(url: directory.file("\(name).sqlite"), device: DeviceID(name), options: options)
+            var engineOptions = SyncEngine.Options()
+            engineOptions.bootstrapFromSnapshot = snapshots
+            engineOptions.pullPageSize = 9
+            let remote = try SyncRemote(libraryURL: url, token: try token(name, scope))
+            return (library, SyncEngine(library: library, remote: remote, transport: testTransport(), options: engineOptions))
+        }
+        let (anna, annaEngine) = try device("anna")
+        var random = SeededRandomNumberGenerator(seed: 11)
+        for _ in 0..<25 { try RandomChanges.apply(on: anna, random: &random) }
+        try await annaEngine.sync()
+        let upload = try await annaEngine.uploadSnapshot()
+        #expect(try await annaEngine.latestSnapshot() == upload.record)
+        let (_, frameEngine) = try device("frame", scope: "readOnly")
+        await #expect(throws: SyncError.self) { try await frameEngine.uploadSnapshot() }
+        for _ in 0..<10 { try RandomChanges.apply(on: anna, random: &random) }
+        try await annaEngine.sync()
+
+        let (ben, benEngine) = try device("ben", snapshots: true)
+        let report = try await benEngine.sync()
+        #expect(report.snapshot?.position == upload.record.position)
+        #expect(report.snapshot?.isVerified == true && report.snapshot?.differences.isEmpty == true)
+        let (cara, caraEngine) = try device("cara")
+        try await caraEngine.sync()
+        #expect(try Self.state(ben).rows == Self.state(cara).rows)
+        #expect(try Self.state(ben).history == Self.state(cara).history)
+        #expect(try ben.verify().failure == nil)
+    }
 }

@@ -164,6 +164,7 @@ struct Sync: AsyncParsableCommand {
         for event in report.quarantinedEvents { context.warn("quarantined (kept, not applied): \(event)") }
         for hash in report.unavailableResources { context.warn("missing on the server (never uploaded by its device): resource \(hash)") }
         for note in report.encryptionNotes { context.warn("encryption: \(note)") }
+        for note in report.snapshotNotes { context.warn("snapshot: \(note)") }
         if let snapshot = report.snapshot, !snapshot.differences.isEmpty { context.warn("snapshot: \(snapshot)") }
         if report.changedVerdicts > 0 {
             context.warn("\(count(report.changedVerdicts, "earlier event")) changed verdict: an earlier creation of an object arrived")
