@@ -516,7 +516,8 @@ extension Replica {
         var entries: [(Int64, [UInt8], [UInt8])] = []
         try archive.write { db in
             var chain = HashChain(
-                head: try db.firstRow("SELECT hash FROM events ORDER BY local_seq DESC LIMIT 1") { $0.blob(0) } ?? HashChain.origin)
+                head: fetched == 0
+                    ? HashChain.origin : try db.firstRow("SELECT hash FROM events WHERE local_seq = ?", [fetched]) { $0.blob(0) } ?? [])
             let insert = try db.cachedStatement(
                 """
                 INSERT INTO events (local_seq, event_id, device_id, device_seq, hlc, change_block, object_id, type, schema_version,
@@ -650,43 +651,44 @@ extension PhotoLibrary {
         let claimedHash = try readDatabase { db in
             try db.firstRow("SELECT content_sha256 FROM snapshot_bootstrap WHERE id = 1") { $0.blob(0) }
         }
-        let now = Int64(options.clock())
-        var repaired = false
         try withDatabase { db in
             let current = try SnapshotContent.encode(db, prefix: CompactionSnapshot.table(""))
-            // The difference between the snapshot as claimed and the history.
-            if SHA256.hash(refolded.content) != claimedHash || current != refolded.content {
-                let held = try SnapshotContent.keyedRows(try SnapshotContent.decode(current), in: db)
-                let truth = try SnapshotContent.keyedRows(refolded.tables, in: db)
-                try db.execute("DELETE FROM snapshot_differences")
-                let record = try db.cachedStatement(
-                    "INSERT INTO snapshot_differences (table_name, row_key, kind) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
-                for table in Projection.tables {
-                    let claimed = held[table] ?? [:], folded = truth[table] ?? [:]
-                    for (key, row) in folded where claimed[key] != row {
-                        try record.execute([table, key, Int64(claimed[key] == nil ? 1 : 3)])
-                    }
-                    for key in claimed.keys where folded[key] == nil { try record.execute([table, key, Int64(2)]) }
+            // What was installed (the snapshot, and any refold of its objects since) against the
+            // history. After an interrupted repair the installed state is already the history's:
+            // the differences recorded then stay.
+            guard current != refolded.content else { return }
+            let held = try SnapshotContent.keyedRows(try SnapshotContent.decode(current), in: db)
+            let truth = try SnapshotContent.keyedRows(refolded.tables, in: db)
+            try db.execute("DELETE FROM snapshot_differences")
+            let record = try db.cachedStatement(
+                "INSERT INTO snapshot_differences (table_name, row_key, kind) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
+            for table in Projection.tables {
+                let claimed = held[table] ?? [:], folded = truth[table] ?? [:]
+                for (key, row) in folded where claimed[key] != row {
+                    try record.execute([table, key, Int64(claimed[key] == nil ? 1 : 3)])
                 }
-                // The refold replaces the snapshot the projections are rebuilt from.
-                for table in refolded.tables {
-                    try db.execute("DELETE FROM \(CompactionSnapshot.table(table.name))")
-                    guard !table.rows.isEmpty else { continue }
-                    let insert = try db.cachedStatement(
-                        "INSERT INTO \(CompactionSnapshot.table(table.name)) (\(table.columns.map { "\"\($0)\"" }.joined(separator: ", "))) "
-                            + "VALUES (" + Array(repeating: "?", count: table.columns.count).joined(separator: ", ") + ")")
-                    for row in table.rows {
-                        insert.reset()
-                        for (index, value) in row.enumerated() { try insert.bind(value, at: Int32(index + 1)) }
-                        _ = try insert.step()
-                    }
-                }
-                repaired = true
+                for key in claimed.keys where folded[key] == nil { try record.execute([table, key, Int64(2)]) }
             }
-            try db.execute("UPDATE snapshot_bootstrap SET verified_at = ? WHERE id = 1", [now])
+            // The refold replaces the snapshot the projections are rebuilt from.
+            for table in refolded.tables {
+                try db.execute("DELETE FROM \(CompactionSnapshot.table(table.name))")
+                guard !table.rows.isEmpty else { continue }
+                let insert = try db.cachedStatement(
+                    "INSERT INTO \(CompactionSnapshot.table(table.name)) (\(table.columns.map { "\"\($0)\"" }.joined(separator: ", "))) "
+                        + "VALUES (" + Array(repeating: "?", count: table.columns.count).joined(separator: ", ") + ")")
+                for row in table.rows {
+                    insert.reset()
+                    for (index, value) in row.enumerated() { try insert.bind(value, at: Int32(index + 1)) }
+                    _ = try insert.step()
+                }
+            }
         }
-        if repaired {
-            try rebuild()
+        // The projections are rebuilt from the verified snapshot and the live log whenever the
+        // claim was not the history's fold; the verification is recorded once they are.
+        let differed = try snapshotBootstrapStatus()?.differences.isEmpty == false
+        if SHA256.hash(refolded.content) != claimedHash || differed { try rebuild() }
+        try withDatabase { db in
+            try db.execute("UPDATE snapshot_bootstrap SET verified_at = ? WHERE id = 1", [Int64(options.clock())])
         }
     }
 }

@@ -162,6 +162,15 @@ struct SnapshotBootstrapTests {
         // The claim is believed until the history is here.
         #expect(try fresh.library.fetchAssetCollections(with: .album).map(\.title).contains("Poisoned"))
         #expect(try fresh.library.snapshotBootstrapStatus()?.position == upload.record.position)
+        // Until the history is here, verify says what is missing and compaction waits.
+        let unverified = try fresh.library.verify().failure
+        #expect(
+            unverified?.reason.contains("is fetched through 0 only: sync to fetch the rest") == true, "\(String(describing: unverified))")
+        let compaction = #expect(throws: PhotoLibraryError.self) { try fresh.library.compact(upToServerSequence: 1) }
+        #expect(compaction?.message.contains("sync until the history is fetched, then compact") == true)
+        // A history fetched in several runs goes on where it stopped.
+        let partly = try #require(try await fresh.engine.fetchHistory(maximumPages: 2))
+        #expect(!partly.isVerified && partly.fetchedThrough == 14)
         let status = try #require(try await fresh.engine.fetchHistory())
         #expect(status.isVerified)
         let tables = Set(status.differences.map(\.table))
