@@ -188,7 +188,13 @@ public final class SyncEngine: Sendable {
             if options.downloadResourcesEagerly { try await downloadResources(&report, progress) }
         }
         if scope != .addOnly, options.historyPagesPerSync > 0 {
+            let before = try replica.bootstrapStatus()
             report.snapshot = try await fetchHistory(maximumPages: options.historyPagesPerSync, progress: progress)
+            if let before, before.fetchedThrough != report.snapshot?.fetchedThrough {
+                // The history's pages told the server positions before this device's cursor: tell
+                // it the cursor again, which the library's compaction watermark is made of.
+                _ = try await pullPage(since: try cursor(), limit: 1)
+            }
         } else {
             report.snapshot = try replica.bootstrapStatus()
         }

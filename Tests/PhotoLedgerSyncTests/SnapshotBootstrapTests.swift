@@ -296,6 +296,9 @@ struct SnapshotBootstrapTests {
         let status = try #require(report.snapshot)
         #expect(status.isVerified && status.differences.isEmpty)
         #expect(try Device.dump(library) == anna.dump())
+        // The server records ben at its cursor again once the history is fetched.
+        let benRecord = try #require(try server.store.devices(library: "family").first { $0.device == "ben" })
+        #expect(benRecord.lastPulledSequence == (try ben.cursor()))
         #expect(try library.verify().failure == nil)
     }
 
