@@ -96,9 +96,15 @@ extension PhotoLibrary {
         let limit = max(1, limit)
         let found = try withArchive { state, archive in
             try readDatabase { db in
-                // The archive's part ends at the horizon (an interrupted compaction may have copied more).
+                // The archive's part ends at the horizon (an interrupted compaction may have copied more);
+                // the live log's starts after the archive's last event (a library started from a
+                // snapshot keeps the snapshot's event in both).
+                let archived = try archive.map { archive in
+                    min(state.archivedThrough, try archive.firstRow("SELECT coalesce(max(local_seq), 0) FROM events") { $0.int64(0) } ?? 0)
+                }
                 let stores: [(Database, EventLocation, String)] =
-                    (archive.map { [($0, .archive, " AND local_seq <= \(state.archivedThrough)")] } ?? []) + [(db, .live, "")]
+                    (archive.map { [($0, .archive, " AND local_seq <= \(state.archivedThrough)")] } ?? [])
+                    + [(db, .live, archived.map { " AND local_seq > \($0)" } ?? "")]
                 return try stores.flatMap { store, location, bound in
                     let sql = Self.auditSQL(condition: condition + bound, order: order)
                     let ids = try store.rows(sql, values + [Int64(limit + 1)]) { UUID(bytes: $0.blob(0)) }

@@ -124,7 +124,14 @@ extension PhotoLibrary {
             if let archive {
                 let result = try Self.verifyArchive(archive, state: state)
                 archivedEvents = result.count
-                if let failure = result.failure {
+                if var failure = result.failure {
+                    // A library started from a snapshot fetches its history after (Snapshots.swift).
+                    if let status = try snapshotBootstrapStatus(), status.fetchedThrough < status.position {
+                        failure = ChainFailure(
+                            chain: .local, position: status.fetchedThrough + 1, eventID: nil, location: .archive,
+                            reason: "the history up to the snapshot this library started from (position \(status.position)) is fetched "
+                                + "through \(status.fetchedThrough) only: sync to fetch the rest, then verify again")
+                    }
                     return ChainVerificationReport(archivedEvents: archivedEvents, liveEvents: 0, failure: failure)
                 }
             }

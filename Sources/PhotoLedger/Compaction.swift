@@ -42,8 +42,15 @@ extension PhotoLibrary {
     ///
     /// - Throws: ``PhotoLibraryError`` `.internalError` when the events to archive do not match
     ///   their hash chain (nothing is moved then; run ``verifyChain()``).
+    ///   `.changeNotSupported` while a library started from a snapshot has not fetched its history.
     @discardableResult
     public func compact(upToServerSequence watermark: Int64) throws -> CompactionReport {
+        if let status = try snapshotBootstrapStatus(), status.fetchedThrough < status.position {
+            throw PhotoLibraryError(
+                .changeNotSupported,
+                "this library started from a snapshot at server position \(status.position) and has fetched its history through "
+                    + "\(status.fetchedThrough) only: sync until the history is fetched, then compact")
+        }
         let (state, horizon) = try readDatabase { db in (try AuditState.read(db), try Self.compactionHorizon(db, watermark: watermark)) }
         guard horizon > state.archivedThrough else {
             return CompactionReport(archivedEvents: 0, horizon: state.archivedThrough, serverWatermark: watermark)

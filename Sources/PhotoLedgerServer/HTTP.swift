@@ -181,13 +181,18 @@ public enum Route: Sendable, Hashable {
     case watermark(library: String)
     /// `GET` or `POST` `…/keys`: the key store of an end-to-end encrypted library.
     case keys(library: String, method: String)
+    /// `POST …/snapshots`: offer a snapshot.
+    case offerSnapshot(library: String)
+    /// `GET …/snapshots/latest`: the newest snapshot's record.
+    case latestSnapshot(library: String)
 
     /// The library named in the path, if any.
     public var library: String? {
         switch self {
         case .health: return nil
         case .info(let library), .push(let library), .pull(let library), .blob(let library, _, _), .missingBlobs(let library),
-            .chain(let library), .verify(let library), .watermark(let library), .keys(let library, _):
+            .chain(let library), .verify(let library), .watermark(let library), .keys(let library, _), .offerSnapshot(let library),
+            .latestSnapshot(let library):
             return library
         }
     }
@@ -195,7 +200,7 @@ public enum Route: Sendable, Hashable {
     /// Whether the route takes a JSON request body.
     var takesJSONBody: Bool {
         switch self {
-        case .push, .missingBlobs, .keys(_, "POST"): return true
+        case .push, .missingBlobs, .keys(_, "POST"), .offerSnapshot: return true
         default: return false
         }
     }
@@ -225,6 +230,8 @@ public enum Route: Sendable, Hashable {
         case "watermark": return try allow(["GET"], .watermark(library: library))
         case "blobs/missing": return try allow(["POST"], .missingBlobs(library: library))
         case "keys": return try allow(["GET", "POST"], .keys(library: library, method: method))
+        case "snapshots": return try allow(["POST"], .offerSnapshot(library: library))
+        case "snapshots/latest": return try allow(["GET"], .latestSnapshot(library: library))
         default:
             guard tail.hasPrefix("blobs/") else { throw HTTPError.notFound("no route for \(path)") }
             let hash = String(tail.dropFirst("blobs/".count))

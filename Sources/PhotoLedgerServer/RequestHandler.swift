@@ -165,7 +165,8 @@ public final class SyncRequestHandler: Sendable {
         // what its entry rules allow (KeyStoreRules).
         case .keys: allowed = true
         case .push: allowed = scope.canWrite
-        case .pull, .chain, .verify, .watermark: allowed = scope.canRead
+        case .pull, .chain, .verify, .watermark, .latestSnapshot: allowed = scope.canRead
+        case .offerSnapshot: allowed = scope == .readWrite
         case .blob(_, _, let method):
             allowed = method == "HEAD" || (method == "PUT" ? scope.canWrite : scope.canRead)
         }
@@ -185,6 +186,8 @@ public final class SyncRequestHandler: Sendable {
         case .missingBlobs: return "listing missing blobs"
         case .blob(_, _, let method): return method == "PUT" ? "uploading blobs" : "downloading blobs"
         case .keys(_, let method): return method == "POST" ? "changing the key store" : "reading the key store"
+        case .offerSnapshot: return "uploading snapshots (only a readWrite device's fold is accepted)"
+        case .latestSnapshot: return "reading snapshots"
         }
     }
 
@@ -310,6 +313,23 @@ public final class SyncRequestHandler: Sendable {
                 return .respond(try changeKeys(try json.finish(), credential: credential!))
             }
             return .respond(try readKeys(request.head, credential: credential!))
+        case .offerSnapshot:
+            guard case .json(let json) = body else { throw HTTPError.badRequest("a snapshot offer needs a JSON body") }
+            let offer = try decode(SnapshotOffer.self, try json.finish())
+            do {
+                return .respond(.json(try store.offerSnapshot(offer, for: credential!, at: configuration.clock())))
+            } catch let refusal as SnapshotRefusal {
+                switch refusal.status {
+                case 403: throw HTTPError.forbidden(refusal.message)
+                case 404: throw HTTPError.notFound(refusal.message)
+                default: throw HTTPError(409, .conflict, refusal.message)
+                }
+            }
+        case .latestSnapshot:
+            guard let record = try store.latestSnapshot(libraryID: credential!.libraryID) else {
+                throw HTTPError.notFound("this library has no snapshot yet; a readWrite device makes one with 'photoledger snapshot'")
+            }
+            return .respond(.json(record))
         case .blob(_, let hash, let method):
             if method == "PUT" {
                 guard case .blob(let upload) = body else { throw HTTPError.badRequest("an upload needs a body") }

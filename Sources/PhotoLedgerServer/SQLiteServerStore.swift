@@ -362,6 +362,40 @@ public final class SQLiteServerStore: ServerStore {
         }
     }
 
+    // MARK: Snapshots
+
+    public func recordSnapshot(_ record: SnapshotRecord, libraryID: Int64) throws -> SnapshotRecord {
+        try writer.write { db in
+            try db.execute(
+                """
+                INSERT INTO snapshots (library_id, position, sha256, chain_hash, size, device_id, recorded_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+                """,
+                [libraryID, record.position, record.hash, record.chainHash, record.size, record.device, Int64(clamping: record.recordedAt)])
+            return try db.firstRow(
+                """
+                SELECT position, chain_hash, sha256, size, device_id, recorded_at FROM snapshots
+                WHERE library_id = ? AND position = ? AND sha256 = ?
+                """, [libraryID, record.position, record.hash], Self.snapshot) ?? record
+        }
+    }
+
+    public func latestSnapshot(libraryID: Int64) throws -> SnapshotRecord? {
+        try read { db in
+            try db.firstRow(
+                """
+                SELECT position, chain_hash, sha256, size, device_id, recorded_at FROM snapshots
+                WHERE library_id = ? ORDER BY position DESC, recorded_at DESC, sha256 LIMIT 1
+                """, [libraryID], Self.snapshot)
+        }
+    }
+
+    private static func snapshot(_ row: Statement) -> SnapshotRecord {
+        SnapshotRecord(
+            position: row.int64(0), chainHash: row.blob(1), hash: row.blob(2), size: row.int64(3), device: row.text(4),
+            recordedAt: UInt64(clamping: row.int64(5)))
+    }
+
     // MARK: Key store
 
     public func keyEntries(libraryID: Int64, after: Int64) throws -> (entries: [KeyEntry], last: Int64) {

@@ -262,6 +262,15 @@ public protocol ServerStore: Sendable {
     /// The hashes among `hashes` that the library does not hold, in the order given.
     func missingBlobs(libraryID: Int64, hashes: [[UInt8]]) throws -> [[UInt8]]
 
+    // MARK: Snapshots
+
+    /// Records a snapshot that passed ``offerSnapshot(_:for:at:)``'s checks and returns the
+    /// record kept: the one given, or the one recorded before for the same position and blob.
+    func recordSnapshot(_ record: SnapshotRecord, libraryID: Int64) throws -> SnapshotRecord
+    /// The library's newest snapshot (highest position; of two at one position, the one
+    /// recorded last), or nil when it has none.
+    func latestSnapshot(libraryID: Int64) throws -> SnapshotRecord?
+
     // MARK: Key store
 
     /// The entries of the library's key store written after position `after` (0: all), by

@@ -17,6 +17,8 @@ public struct SyncProgress: Sendable, Equatable {
         case pulling
         /// Receiving resources this device lacks.
         case downloadingResources
+        /// Receiving the history before the snapshot this library started from, to verify it.
+        case fetchingHistory
     }
 
     /// The current step.
@@ -59,6 +61,11 @@ public struct SyncReport: Sendable, Equatable {
     /// What an end-to-end encrypted library's key exchange has to say (awaiting enrolment,
     /// enrolled now, a new key generation, entries the server refused).
     public var encryptionNotes: [String] = []
+    /// The snapshot this library was started from and how its verification stands, when it was
+    /// started from one.
+    public var snapshot: SnapshotBootstrapStatus?
+    /// Why the server's snapshot was not used, or is not used yet.
+    public var snapshotNotes: [String] = []
 
     /// An empty report.
     public init() {}
@@ -94,6 +101,14 @@ public final class SyncEngine: Sendable {
         /// sides far less than JSON. A server that does not offer it answers JSON, which is read
         /// as well; false asks for JSON only.
         public var requestsEventPages = true
+        /// Start a new, empty library from the server's newest snapshot (when it has one)
+        /// instead of replaying the whole history: the library is usable once the events after
+        /// the snapshot are pulled, and the history before it is fetched after, to verify it.
+        public var bootstrapFromSnapshot = false
+        /// How many pages of the history before a snapshot each sync fetches (after pulling
+        /// and downloading); the snapshot is verified once all of it is here. 0 leaves it to
+        /// ``SyncEngine/fetchHistory(maximumPages:progress:)``.
+        public var historyPagesPerSync = Int.max
 
         /// Default options.
         public init() {}
@@ -156,9 +171,32 @@ public final class SyncEngine: Sendable {
             try await push(&report, progress)
         }
         if scope != .addOnly {
-            try await pull(&report, progress)
+            var waitForKeys = false
+            if options.bootstrapFromSnapshot, try replica.isEmpty() {
+                do {
+                    _ = try await bootstrapFromSnapshot()
+                } catch let needsKeys as SnapshotNeedsKeys {
+                    // Nothing is pulled until the snapshot opens: an enrolled device starts from it.
+                    report.snapshotNotes.append("\(needsKeys)")
+                    waitForKeys = true
+                } catch let error as PhotoLibraryError {
+                    report.snapshotNotes.append("the server's snapshot was not used (\(error.message)); the whole history is replayed")
+                }
+            }
+            if !waitForKeys { try await pull(&report, progress) }
             try await exchangeKeys(&report)  // the keys of what was pulled
             if options.downloadResourcesEagerly { try await downloadResources(&report, progress) }
+        }
+        if scope != .addOnly, options.historyPagesPerSync > 0 {
+            let before = try replica.bootstrapStatus()
+            report.snapshot = try await fetchHistory(maximumPages: options.historyPagesPerSync, progress: progress)
+            if let before, before.fetchedThrough != report.snapshot?.fetchedThrough {
+                // The history's pages told the server positions before this device's cursor: tell
+                // it the cursor again, which the library's compaction watermark is made of.
+                _ = try await pullPage(since: try cursor(), limit: 1)
+            }
+        } else {
+            report.snapshot = try replica.bootstrapStatus()
         }
         report.cursor = try cursor()
         try replica.recordSync()
@@ -458,8 +496,8 @@ public final class SyncEngine: Sendable {
     /// Fetches the page after `cursor`, in the form the server answers with: the binary event
     /// page when asked for and offered, otherwise JSON; with the body's size. With `wait`
     /// (seconds), a waiting pull: the request's time limit is the wait plus a margin.
-    func pullPage(since cursor: Int64, wait: Int? = nil) async throws -> (PullResponse, bytes: Int64) {
-        let path = SyncRoutes.pull(library: remote.libraryName, since: cursor, limit: options.pullPageSize, wait: wait)
+    func pullPage(since cursor: Int64, limit: Int? = nil, wait: Int? = nil) async throws -> (PullResponse, bytes: Int64) {
+        let path = SyncRoutes.pull(library: remote.libraryName, since: cursor, limit: limit ?? options.pullPageSize, wait: wait)
         let headers = options.requestsEventPages ? ["Accept": "\(EventPage.contentType), \(SyncRoutes.jsonContentType);q=0.5"] : [:]
         let response = try await send(
             HTTPRequest(method: .get, url: remote.url(path), headers: authorized(headers), timeout: wait.map { .seconds($0 + 30) }))

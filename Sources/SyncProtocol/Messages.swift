@@ -576,6 +576,9 @@ public enum ErrorCode: String, Sendable, Hashable, CaseIterable {
     case notFound
     /// 405: the route exists but not with this method (see the `Allow` header).
     case methodNotAllowed
+    /// 409: the request contradicts the server's state (a snapshot at a position or chain value
+    /// the server's log does not have).
+    case conflict
     /// 413: the body is larger than the server accepts.
     case payloadTooLarge
     /// 415: the body's `Content-Type` or `Content-Encoding` is not supported.

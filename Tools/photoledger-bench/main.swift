@@ -57,6 +57,7 @@ struct PhotoledgerBench: ParsableCommand {
             Suite(prefixes: ["library.fetch-during-import"]) { try LibraryBenchmarks(quick: quick).fetchDuringImportFigures() },
             Suite(prefixes: ["sync.push", "sync.pull", "sync.rss"]) { try SyncBenchmarks(quick: quick).run() },
             Suite(prefixes: ["sync.apply"]) { [try SyncBenchmarks(quick: quick).applyFigure()] },
+            Suite(prefixes: ["bootstrap"]) { try BootstrapBenchmarks(quick: quick).run() },
             Suite(prefixes: ["sync.transfer"]) { try TransferBenchmarks(quick: quick).run() },
             Suite(prefixes: ["live.propagation"]) { try PropagationBenchmarks(quick: quick).run() },
             Suite(prefixes: ["media"]) { try MediaBenchmarks(quick: quick).run() },

@@ -24,7 +24,7 @@ struct Photoledger: AsyncParsableCommand {
             AssetStateCommand<Unhide>.self, AssetStateCommand<Delete>.self, AssetStateCommand<Recover>.self,
             AssetStateCommand<Purge>.self, Export.self, Thumbnail.self, History.self, Verify.self, Quarantine.self, Rebuild.self,
             Compact.self,
-            Remote.self, Sync.self, Device.self, Web.self,
+            Remote.self, Sync.self, SnapshotCommand.self, Device.self, Web.self,
         ])
 
     @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions

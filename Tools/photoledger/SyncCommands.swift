@@ -1,6 +1,7 @@
 import CommandLineParsing
 import Foundation
 @preconcurrency import Glibc
+import LedgerCore
 import PhotoLedger
 import PhotoLedgerJSON
 import PhotoLedgerSync
@@ -63,11 +64,19 @@ struct Sync: AsyncParsableCommand {
             "Keep syncing live until interrupted (Ctrl-C): changes of other devices arrive as they are made, this device's are pushed at once."
     )
     var watch = false
+    @Flag(
+        help:
+            "Replay the whole history even when the server has a snapshot (by default a new, empty library starts from the newest snapshot and verifies it against the history afterwards)."
+    )
+    var noSnapshot = false
 
     func run() async throws {
         let context = try Context(global)
         let library = try context.openLibrary()
-        let engine = try SyncEngine(library: library)
+        guard let remote = try SyncRemote.saved(in: library) else { throw SyncError.noRemote }
+        var options = SyncEngine.Options()
+        options.bootstrapFromSnapshot = !noSnapshot
+        let engine = SyncEngine(library: library, remote: remote, options: options)
         guard watch else {
             let accepted = try await Self.syncOnce(engine, context)
             if !accepted { throw ExitCode.failure }
@@ -155,6 +164,8 @@ struct Sync: AsyncParsableCommand {
         for event in report.quarantinedEvents { context.warn("quarantined (kept, not applied): \(event)") }
         for hash in report.unavailableResources { context.warn("missing on the server (never uploaded by its device): resource \(hash)") }
         for note in report.encryptionNotes { context.warn("encryption: \(note)") }
+        for note in report.snapshotNotes { context.warn("snapshot: \(note)") }
+        if let snapshot = report.snapshot, !snapshot.differences.isEmpty { context.warn("snapshot: \(snapshot)") }
         if report.changedVerdicts > 0 {
             context.warn("\(count(report.changedVerdicts, "earlier event")) changed verdict: an earlier creation of an object arrived")
         }
@@ -214,7 +225,7 @@ final class SyncProgressDisplay: @unchecked Sendable {
         lock.withLock {
             let names: [SyncProgress.Phase: String] = [
                 .uploadingResources: "uploading photos", .pushing: "pushing events", .pulling: "pulling events",
-                .downloadingResources: "downloading photos",
+                .downloadingResources: "downloading photos", .fetchingHistory: "fetching the history before the snapshot",
             ]
             let count = progress.total.map { "\(progress.completed)/\($0)" } ?? "\(progress.completed)"
             let bytes = progress.bytes > 0 ? " (\(formatBytes(progress.bytes)))" : ""
@@ -234,5 +245,72 @@ final class SyncProgressDisplay: @unchecked Sendable {
         lock.withLock {
             if drewInPlace { FileHandle.standardOutput.write(Data("\r\u{1B}[K".utf8)) }
         }
+    }
+}
+
+/// `photoledger snapshot`: upload a snapshot of this device's folded state, or show the one this
+/// library was started from.
+struct SnapshotCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "snapshot", abstract: "Upload a snapshot of the library for new devices to start from.",
+        discussion: """
+            Syncs, then uploads the fold of the server's log up to this device's position: a new
+            device starts from it instead of replaying the whole history, then fetches the
+            history and refolds it to verify the snapshot. Only a readWrite device may upload.
+            With --status, shows the snapshot this library was started from: how far its
+            history was fetched, and the rows in which it differed from the refold (repaired).
+            """)
+
+    @OptionGroup(title: GlobalOptions.title) var global: GlobalOptions
+    @Flag(help: "Show the snapshot this library was started from instead of uploading one.") var status = false
+
+    func run() async throws {
+        let context = try Context(global)
+        let library = try context.openLibrary()
+        if status {
+            let bootstrap = try library.snapshotBootstrapStatus()
+            if context.json {
+                context.emit(Self.json(bootstrap))
+            } else {
+                context.say(bootstrap?.description ?? "This library was not started from a snapshot.")
+            }
+            if let bootstrap, !bootstrap.differences.isEmpty { throw ExitCode.failure }
+            return
+        }
+        guard let remote = try SyncRemote.saved(in: library) else { throw SyncError.noRemote }
+        let engine = SyncEngine(library: library, remote: remote)
+        let report = try await engine.sync()
+        if !report.rejectedEvents.isEmpty {
+            for rejection in report.rejectedEvents { context.warn("rejected by the server (folded out here): \(rejection)") }
+        }
+        let upload = try await engine.uploadSnapshot()
+        if context.json {
+            context.emit(
+                .object([
+                    ("position", .int(upload.record.position)), ("hash", .string(Hex.encode(upload.record.hash))),
+                    ("size", .int(upload.record.size)), ("chainHash", .string(Hex.encode(upload.record.chainHash))),
+                    ("device", .string(upload.record.device)), ("uploaded", .bool(upload.uploadedBytes)),
+                ]))
+        } else {
+            context.say("Uploaded a \(upload).")
+        }
+    }
+
+    static func json(_ status: SnapshotBootstrapStatus?) -> JSON {
+        guard let status else { return .object([("snapshot", .null)]) }
+        return .object([
+            ("position", .int(status.position)), ("sourceDevice", .string(status.sourceDevice)), ("hash", .string(status.snapshotHash)),
+            ("fetchedThrough", .int(status.fetchedThrough)), ("verified", .bool(status.isVerified)),
+            (
+                "differences",
+                .array(
+                    status.differences.map {
+                        .object([
+                            ("table", .string($0.table)), ("object", .string($0.object?.uuidString)),
+                            ("kind", .string(["missing", "extra", "changed"][$0.kind.rawValue - 1])),
+                        ])
+                    })
+            ),
+        ])
     }
 }

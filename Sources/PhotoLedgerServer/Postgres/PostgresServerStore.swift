@@ -374,6 +374,45 @@ public final class PostgresServerStore: ServerStore {
         }
     }
 
+    // MARK: Snapshots
+
+    public func recordSnapshot(_ record: SnapshotRecord, libraryID: Int64) throws -> SnapshotRecord {
+        try withConnection { connection in
+            _ = try connection.query(
+                """
+                INSERT INTO snapshots (library_id, position, sha256, chain_hash, size, device_id, recorded_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING
+                """,
+                [
+                    .int64(libraryID), .int64(record.position), .bytes(record.hash), .bytes(record.chainHash), .int64(record.size),
+                    .text(record.device), .int64(Int64(clamping: record.recordedAt)),
+                ])
+            let result = try connection.query(
+                """
+                SELECT position, chain_hash, sha256, size, device_id, recorded_at FROM snapshots
+                WHERE library_id = $1 AND position = $2 AND sha256 = $3
+                """, [.int64(libraryID), .int64(record.position), .bytes(record.hash)])
+            return result.count > 0 ? Self.snapshot(result) : record
+        }
+    }
+
+    public func latestSnapshot(libraryID: Int64) throws -> SnapshotRecord? {
+        try withConnection { connection in
+            let result = try connection.query(
+                """
+                SELECT position, chain_hash, sha256, size, device_id, recorded_at FROM snapshots
+                WHERE library_id = $1 ORDER BY position DESC, recorded_at DESC, sha256 LIMIT 1
+                """, [.int64(libraryID)])
+            return result.count > 0 ? Self.snapshot(result) : nil
+        }
+    }
+
+    private static func snapshot(_ result: PostgresResult) -> SnapshotRecord {
+        SnapshotRecord(
+            position: result.int64(0, 0), chainHash: result.bytes(0, 1), hash: result.bytes(0, 2), size: result.int64(0, 3),
+            device: result.text(0, 4), recordedAt: UInt64(clamping: result.int64(0, 5)))
+    }
+
     public func keyEntry(libraryID: Int64, name: String) throws -> [UInt8]? {
         try withConnection { connection in
             let result = try connection.query(
