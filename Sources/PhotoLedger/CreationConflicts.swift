@@ -12,12 +12,14 @@ struct ConflictResolution: Sendable {
 
 /// Conflicts between creations, resolved the same way on every device.
 ///
-/// An asset is created once, and an identifier names one kind of object. A second creation of an
-/// asset, or creations of both kinds for one identifier, can only come from a damaged or hostile
+/// An asset or a folder is created once, and an identifier names one kind of object (asset,
+/// album or folder). A second creation of an asset or a folder, or creations of two kinds for one
+/// identifier, can only come from a damaged or hostile
 /// device (the server refuses them, but logs may hold them from before it did). Of all the
 /// creations of an object, the earliest by `(HLC, device, event identifier)` wins: an asset's
 /// other creations, and the creations of the other kind, are quarantined (`rule` 1 in the
-/// quarantine table) and the object is refolded without them. The winner depends only on the set
+/// quarantine table) and the object is refolded without them. (Creation events hold the object's
+/// whole first state, so a refold without the losers is the object as its first creator made it.) The winner depends only on the set
 /// of events, so every device quarantines the same ones; a creation that arrives later and is
 /// earlier changes the verdicts, and the sync summary reports the change.
 ///
@@ -26,14 +28,25 @@ struct ConflictResolution: Sendable {
 extension Projection {
     /// Finds the objects whose creations conflict (after a fold that folded creations) and
     /// resolves each. `progress` is a rebuild's (refolded rows count as written).
+    ///
+    /// The probes read indexes: the partial index of created-twice assets, one probe of the
+    /// assets per album and per folder, one of the albums per folder.
     func resolveConflicts(context: FoldContext, progress: inout RebuildProgress?) throws -> ConflictResolution {
         // Assets that folded two different creations: the partial index holds only these.
         var objects = Set(
             try database.rows("SELECT asset_id FROM assets WHERE created_twice = 1") { UUID(bytes: $0.blob(0)) }.compactMap { $0 })
-        // Identifiers created as both kinds: one probe of the assets per album.
+        // Identifiers created as two kinds: one probe of the assets per album.
         objects.formUnion(
             try database.rows(
                 "SELECT album_id FROM albums WHERE created = 1 AND album_id IN (SELECT asset_id FROM assets WHERE created = 1)"
+            ) { UUID(bytes: $0.blob(0)) }.compactMap { $0 })
+        // Folders created twice, or with the identifier of an asset or an album.
+        objects.formUnion(
+            try database.rows(
+                """
+                SELECT list_id FROM collection_lists WHERE created = 1 AND (created_twice = 1
+                    OR list_id IN (SELECT asset_id FROM assets WHERE created = 1) OR list_id IN (SELECT album_id FROM albums WHERE created = 1))
+                """
             ) { UUID(bytes: $0.blob(0)) }.compactMap { $0 })
         var result = ConflictResolution()
         for object in objects.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) {
@@ -55,7 +68,8 @@ extension Projection {
             for creation in try store.rows(
                 """
                 SELECT event_id, type, hlc, device_id FROM events
-                WHERE object_id = ? AND type IN ('\(EventType.assetCreated.rawValue)', '\(EventType.albumCreated.rawValue)')
+                WHERE object_id = ? AND type IN (
+                    '\(EventType.assetCreated.rawValue)', '\(EventType.albumCreated.rawValue)', '\(EventType.collectionListCreated.rawValue)')
                 """, [object.bytes],
                 { row -> Creation? in
                     guard let id = UUID(bytes: row.blob(0)), let type = EventType(rawValue: row.text(1)) else { return nil }
@@ -76,15 +90,11 @@ extension Projection {
         var losers: [UUID: String] = [:]
         let name = LocalIdentifier(uuid: object, kind: winner.type.objectKind).description
         for creation in candidates where creation.id != winner.id {
-            switch (winner.type, creation.type) {
-            case (.assetCreated, .assetCreated):
-                losers[creation.id] = "asset \(name) was created before, by event \(winner.id.uuidString); an asset is created once"
-            case (.assetCreated, _):
-                losers[creation.id] = "its identifier names asset \(name), created before by event \(winner.id.uuidString)"
-            case (_, .assetCreated):
-                losers[creation.id] = "its identifier names album \(name), created before by event \(winner.id.uuidString)"
-            default:
-                break
+            let kind = Self.kindName(winner.type)
+            if creation.type != winner.type {
+                losers[creation.id] = "its identifier names \(kind) \(name), created before by event \(winner.id.uuidString)"
+            } else if winner.type != .albumCreated {
+                losers[creation.id] = "\(kind) \(name) was created before, by event \(winner.id.uuidString); \(kind == "asset" ? "an" : "a") \(kind) is created once"
             }
         }
         try clearVerdicts(previous)
@@ -96,6 +106,15 @@ extension Projection {
             try insert.step()
         }
         return previous.symmetricDifference(losers.keys)
+    }
+
+    /// How a reason names the kind of object an event creates.
+    private static func kindName(_ type: EventType) -> String {
+        switch type.objectKind {
+        case .asset: "asset"
+        case .album: "album"
+        case .collectionList: "folder"
+        }
     }
 
     /// Whether the creation `(a, aID)` precedes `(b, bID)`: by stamp, then by event identifier.

@@ -63,6 +63,9 @@ struct ProjectionBatch: Sendable {
         var purged = false
         var content = Register<ChangeEvent.ContentEdit?>(nil)
         var modificationHLC: Int64 = 0
+        var burstIdentifier: String?
+        var burstAutoPick = false
+        var burstUserPick = Register(false)
 
         /// The state and version memberships carry, as ``ProjectionBatch/assetState(_:)`` computes
         /// them from a stored row equal to this one.
@@ -88,6 +91,10 @@ struct ProjectionBatch: Sendable {
 
     struct ListRow {
         var created = false
+        /// The creation event folded (the smallest identifier when several were).
+        var creationEvent: UUID?
+        /// Whether two different creation events were folded: a conflict to resolve.
+        var createdTwice = false
         var creation = WriterStamp.zero
         var title = Register("")
         var parent = Register<UUID?>(nil)
@@ -204,6 +211,9 @@ struct ProjectionBatch: Sendable {
                 row.location.offer(c.location, at: stamp)
                 row.favorite.offer(c.isFavorite, at: stamp)
                 row.hidden.offer(c.isHidden, at: stamp)
+                row.burstIdentifier = c.burstIdentifier
+                row.burstAutoPick = c.burstSelectionTypes.contains(.autoPick)
+                row.burstUserPick.offer(c.burstSelectionTypes.contains(.userPick), at: stamp)
                 row.trashCausalLength = max(row.trashCausalLength, 1)
                 row.modificationHLC = max(row.modificationHLC, hlc)
             }
@@ -217,6 +227,7 @@ struct ProjectionBatch: Sendable {
                 if let location = c.location { row.location.offer(location, at: stamp) }
                 if let favorite = c.isFavorite { row.favorite.offer(favorite, at: stamp) }
                 if let hidden = c.isHidden { row.hidden.offer(hidden, at: stamp) }
+                if let pick = c.burstUserPick { row.burstUserPick.offer(pick, at: stamp) }
                 row.modificationHLC = max(row.modificationHLC, hlc)
             }
         case .assetDeleted(let causalLength), .assetRecovered(let causalLength):
@@ -265,7 +276,10 @@ struct ProjectionBatch: Sendable {
                 row.modificationHLC = max(row.modificationHLC, hlc)
             }
         case .listCreated(let title):
+            foldedCreations = true
             lists.update(id) { row in
+                if let folded = row.creationEvent, folded != event { row.createdTwice = true }
+                row.creationEvent = row.creationEvent.map { $0.bytes.lexicographicallyPrecedes(event.bytes) ? $0 : event } ?? event
                 if !row.created || stamp < row.creation { row.creation = stamp }
                 row.created = true
                 row.title.offer(title, at: stamp)
@@ -360,6 +374,10 @@ struct ProjectionBatch: Sendable {
             values.append(row.modificationHLC)
             values.append(blob: row.creationEvent?.bytes)
             values.append(row.createdTwice)
+            values.append(row.burstIdentifier)
+            values.append(row.burstAutoPick)
+            values.append(row.burstUserPick.value)
+            values.append(row.burstUserPick.stamp)
         }
         // Memberships already stored take the state and version their asset has now
         // (Migrations/Library/0006_album_member_asset_state.sql).
@@ -424,6 +442,8 @@ struct ProjectionBatch: Sendable {
                 try bind(row.parent.stamp, at: 9, statement)
                 try statement.bind(row.deleted ? 1 : 0, at: 11)
                 try statement.bind(row.modificationHLC, at: 12)
+                if let creation = row.creationEvent { try bind(creation, at: 13, statement) }
+                try statement.bind(row.createdTwice ? 1 : 0, at: 14)
                 try statement.step()
             }
         }
@@ -508,17 +528,21 @@ struct ProjectionBatch: Sendable {
             duration, creation_date, creation_date_hlc, creation_date_device, latitude, longitude, altitude, location_hlc,
             location_device, favorite, favorite_hlc, favorite_device, hidden, hidden_hlc, hidden_device, trash_cl, trashed_hlc,
             purged, content_sha256, adjustment_sha256, adjustment_format, content_hlc, content_device, modification_hlc, creation_event,
-            created_twice)
+            created_twice, burst_identifier, burst_auto_pick, burst_user_pick, burst_user_pick_hlc, burst_user_pick_device)
         """
 
     private static let assetMerge = """
         ON CONFLICT (asset_id) DO UPDATE SET
-            \(fromCreation(["created_hlc", "source_device", "media_type", "media_subtypes", "pixel_width", "pixel_height", "duration"])),
+            \(fromCreation([
+                "created_hlc", "source_device", "media_type", "media_subtypes", "pixel_width", "pixel_height", "duration", "burst_identifier",
+                "burst_auto_pick",
+            ])),
             created = max(created, excluded.created),
             \(lww(["creation_date"], stamp: "creation_date")),
             \(lww(["latitude", "longitude", "altitude"], stamp: "location")),
             \(lww(["favorite"], stamp: "favorite")),
             \(lww(["hidden"], stamp: "hidden")),
+            \(lww(["burst_user_pick"], stamp: "burst_user_pick")),
             \(lww(["content_sha256", "adjustment_sha256", "adjustment_format"], stamp: "content")),
             trash_cl = max(trash_cl, excluded.trash_cl),
             trashed_hlc = max(trashed_hlc, excluded.trashed_hlc),
@@ -531,7 +555,7 @@ struct ProjectionBatch: Sendable {
         """
 
     /// The asset upsert.
-    static let assetUpsert = BatchInsert(assetColumns, columns: 34, tail: assetMerge)
+    static let assetUpsert = BatchInsert(assetColumns, columns: 39, tail: assetMerge)
 
     /// A verdict on the event alone (rule 0): it never changes, so a repeated fold keeps it.
     static let quarantineSQL = PreparedSQL(
@@ -600,8 +624,8 @@ struct ProjectionBatch: Sendable {
     static let listSQL = PreparedSQL(
         """
         INSERT INTO collection_lists (list_id, created, created_hlc, source_device, title, title_hlc, title_device, parent, parent_hlc,
-            parent_device, deleted, modification_hlc)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+            parent_device, deleted, modification_hlc, creation_event, created_twice)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
         ON CONFLICT (list_id) DO UPDATE SET
             created_hlc = CASE WHEN \(earlierListCreation) THEN excluded.created_hlc ELSE collection_lists.created_hlc END,
             source_device = CASE WHEN \(earlierListCreation) THEN excluded.source_device ELSE collection_lists.source_device END,
@@ -609,7 +633,11 @@ struct ProjectionBatch: Sendable {
             \(lww(["title"], stamp: "title")),
             \(lww(["parent"], stamp: "parent")),
             deleted = max(deleted, excluded.deleted),
-            modification_hlc = max(modification_hlc, excluded.modification_hlc)
+            modification_hlc = max(modification_hlc, excluded.modification_hlc),
+            created_twice = max(created_twice, excluded.created_twice,
+                creation_event IS NOT NULL AND excluded.creation_event IS NOT NULL AND creation_event <> excluded.creation_event),
+            creation_event = CASE WHEN creation_event IS NULL OR excluded.creation_event < creation_event
+                THEN coalesce(excluded.creation_event, creation_event) ELSE creation_event END
         """)
 
     private static let earlierListCreation = """

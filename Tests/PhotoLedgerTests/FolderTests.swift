@@ -152,4 +152,62 @@ struct FolderTests {
         #expect(change.changeDetails(for: list)?.objectAfterChanges?.title == "Voyages")
         #expect(change.changedCollectionListIdentifiers == [folder])
     }
+
+    @Test("persistent changes report folders: created, renamed, moved and deleted, with the albums moved into them")
+    func persistentChanges() throws {
+        let directory = try TemporaryDirectory()
+        let library = try makeLibrary(directory)
+        let album = try library.createAlbum("Trip")
+        let start = try library.currentChangeToken
+        let (outer, inner) = try library.performChangesAndWait { changes in
+            (try changes.createCollectionList(title: "Travel").localIdentifier, try changes.createCollectionList(title: "2025").localIdentifier)
+        }
+        try library.performChangesAndWait { changes in
+            let request = try changes.collectionListChangeRequest(for: outer)
+            try request.setTitle("Voyages")
+            try request.addChildCollections([inner, album])
+        }
+        try library.performChangesAndWait { try $0.deleteCollectionLists([inner]) }
+        let changes = Array(try library.fetchPersistentChanges(since: start))
+        #expect(changes.count == 3)
+        #expect(changes[0].changeDetails(for: .collectionList).insertedLocalIdentifiers == [outer, inner])
+        #expect(changes[0].changeDetails(for: .assetCollection).insertedLocalIdentifiers.isEmpty)
+        #expect(changes[1].changeDetails(for: .collectionList).updatedLocalIdentifiers == [outer, inner])
+        #expect(changes[1].changeDetails(for: .assetCollection).updatedLocalIdentifiers == [album])
+        #expect(changes[2].changeDetails(for: .collectionList).deletedLocalIdentifiers == [inner])
+        #expect(changes[2].changeDetails(for: .collectionList).updatedLocalIdentifiers.isEmpty)
+    }
+
+    @Test("a folder created twice, or on an asset's identifier, by a peer: the earliest creation wins on every device, the others are quarantined")
+    func conflictingCreations() throws {
+        let directory = try TemporaryDirectory()
+        let clock = TestClock()
+        let anna = try makeLibrary(directory, device: "anna-phone", seed: 1, clock: clock)
+        let ben = try makeLibrary(directory, device: "ben-tablet", seed: 2, clock: clock)
+        let folder = try anna.performChangesAndWait { try $0.createCollectionList(title: "Family").localIdentifier }
+        let asset = try anna.createAssets(1)[0]
+        let shared = try anna.allEvents()
+        let creation = try #require(shared.first { $0.type == EventType.collectionListCreated.rawValue })
+        // A damaged peer creates the folder again under another title, and a folder with the asset's identifier.
+        var again = creation
+        again.id = UUID()
+        again.device = "mallory-pc"
+        again.deviceSequence = 1
+        again.timestamp = HLCTimestamp(milliseconds: creation.timestamp.milliseconds + 5, counter: 0)
+        again.payload = ChangeEvent.listCreated(title: "Hijacked").encoded()
+        var onAsset = again
+        onAsset.id = UUID()
+        onAsset.deviceSequence = 2
+        onAsset.object = LocalIdentifier(asset)!.uuid
+        for (library, events) in [(anna, [again, onAsset]), (ben, [onAsset, again] + shared.reversed())] {
+            try library.applyRemoteEvents(events)
+            #expect(try library.fetchCollectionLists().map(\.title) == ["Family"], "\(library.device)")
+            #expect(try library.fetchAssets(withLocalIdentifiers: [asset]).count == 1)
+            let reasons = Dictionary(uniqueKeysWithValues: try library.quarantine().map { ($0.eventID, $0.reason) })
+            #expect(reasons[again.id]?.contains("folder \(folder) was created before") == true, "\(reasons)")
+            #expect(reasons[again.id]?.contains("a folder is created once") == true)
+            #expect(reasons[onAsset.id]?.contains("its identifier names asset") == true, "\(reasons)")
+        }
+        #expect(try anna.projectionDump() == ben.projectionDump())
+    }
 }
