@@ -68,6 +68,10 @@ enum ChangeEvent: Sendable, Hashable {
     case listDeleted
     /// The folder moved into another folder (nil: the top level).
     case listMoved(parent: UUID?)
+    /// The album's position key among the collections of its folder.
+    case albumPositioned(position: String)
+    /// The folder's position key among the collections of its folder.
+    case listPositioned(position: String)
 
     struct AssetCreation: Sendable, Hashable {
         var mediaType: AssetMediaType
@@ -145,6 +149,8 @@ enum ChangeEvent: Sendable, Hashable {
         case .listRenamed: return .collectionListRenamed
         case .listDeleted: return .collectionListDeleted
         case .listMoved: return .collectionListMoved
+        case .albumPositioned: return .albumPositioned
+        case .listPositioned: return .collectionListPositioned
         }
     }
 
@@ -216,7 +222,7 @@ enum ChangeEvent: Sendable, Hashable {
         case .albumKeyAssetSet(let asset), .albumMoved(let asset), .listMoved(let asset):
             w.write(bool: asset != nil)
             if let asset { w.write(uuid: asset) }
-        case .listCreated(let title), .listRenamed(let title):
+        case .listCreated(let title), .listRenamed(let title), .albumPositioned(let title), .listPositioned(let title):
             w.write(string: title)
         case .listDeleted:
             break
@@ -241,6 +247,7 @@ enum ChangeEvent: Sendable, Hashable {
         case .albumKeyAssetSet: return [.keyAsset]
         case .listRenamed: return [.title]
         case .albumMoved, .listMoved: return [.parent]
+        case .albumPositioned, .listPositioned: return [.collectionPosition]
         case .albumMembersChanged(_, let entries): return entries.compactMap { $0.position == nil ? nil : .position(asset: $0.asset) }
         default: return []
         }
@@ -379,6 +386,10 @@ enum ChangeEvent: Sendable, Hashable {
         case .collectionListCreated: return .listCreated(title: try r.readBoundedString("a title", upTo: PayloadLimits.maximumTitleLength))
         case .collectionListRenamed: return .listRenamed(title: try r.readBoundedString("a title", upTo: PayloadLimits.maximumTitleLength))
         case .collectionListDeleted: return .listDeleted
+        case .albumPositioned, .collectionListPositioned:
+            let position = try r.readBoundedString("a position key", upTo: PayloadLimits.maximumPositionLength)
+            guard FractionalIndex.isValid(position) else { throw PayloadError("an invalid position key '\(position)'") }
+            return type == .albumPositioned ? .albumPositioned(position: position) : .listPositioned(position: position)
         }
     }
 
@@ -440,6 +451,8 @@ enum RegisterField: Hashable, Sendable {
     case keyAsset
     /// The folder holding an album or a folder.
     case parent
+    /// The place of an album or a folder among the collections of its folder.
+    case collectionPosition
     /// The position of `asset` in the album the change is about.
     case position(asset: UUID)
 }

@@ -76,6 +76,9 @@ public final class LibraryChanges {
                 case .title where lists: ("SELECT title_hlc, title_device FROM collection_lists WHERE list_id = ?", [object.bytes])
                 case .parent where lists: ("SELECT parent_hlc, parent_device FROM collection_lists WHERE list_id = ?", [object.bytes])
                 case .parent: ("SELECT parent_hlc, parent_device FROM albums WHERE album_id = ?", [object.bytes])
+                case .collectionPosition where lists:
+                    ("SELECT position_hlc, position_device FROM collection_lists WHERE list_id = ?", [object.bytes])
+                case .collectionPosition: ("SELECT position_hlc, position_device FROM albums WHERE album_id = ?", [object.bytes])
                 case .creationDate: ("SELECT creation_date_hlc, creation_date_device FROM assets WHERE asset_id = ?", [object.bytes])
                 case .location: ("SELECT location_hlc, location_device FROM assets WHERE asset_id = ?", [object.bytes])
                 case .isFavorite: ("SELECT favorite_hlc, favorite_device FROM assets WHERE asset_id = ?", [object.bytes])

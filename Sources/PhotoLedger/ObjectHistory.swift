@@ -294,6 +294,8 @@ struct HistoryFold {
             ]
         case .listCreated(let title):
             return [("title", title, .register, .title)]
+        case .albumPositioned(let position), .listPositioned(let position):
+            return [("position", position, .register, .collectionPosition)]
         case .listRenamed(let title):
             return [("title", title, .register, .title)]
         case .listDeleted:

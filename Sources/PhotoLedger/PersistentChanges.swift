@@ -182,9 +182,9 @@ struct PersistentChangeBuilder {
         case .assetRecovered: Self.mark(&assets, object, .alive)
         case .assetDeleted, .assetPurged: Self.mark(&assets, object, .deleted)
         case .albumCreated: Self.mark(&albums, object, .inserted)
-        case .albumRenamed, .albumMembersChanged, .albumKeyAssetSet, .albumMoved: Self.mark(&albums, object, .touched)
+        case .albumRenamed, .albumMembersChanged, .albumKeyAssetSet, .albumMoved, .albumPositioned: Self.mark(&albums, object, .touched)
         case .collectionListCreated: Self.mark(&lists, object, .inserted)
-        case .collectionListRenamed, .collectionListMoved: Self.mark(&lists, object, .touched)
+        case .collectionListRenamed, .collectionListMoved, .collectionListPositioned: Self.mark(&lists, object, .touched)
         case .collectionListDeleted: Self.mark(&lists, object, .deleted)
         case .albumDeleted: Self.mark(&albums, object, .deleted)
         case .albumMerged:

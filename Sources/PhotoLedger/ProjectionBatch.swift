@@ -87,6 +87,7 @@ struct ProjectionBatch: Sendable {
         var modificationHLC: Int64 = 0
         var keyAsset = Register<UUID?>(nil)
         var parent = Register<UUID?>(nil)
+        var position = Register<String?>(nil)
     }
 
     struct ListRow {
@@ -98,6 +99,7 @@ struct ProjectionBatch: Sendable {
         var creation = WriterStamp.zero
         var title = Register("")
         var parent = Register<UUID?>(nil)
+        var position = Register<String?>(nil)
         var deleted = false
         var modificationHLC: Int64 = 0
     }
@@ -300,6 +302,16 @@ struct ProjectionBatch: Sendable {
                 row.parent.offer(parent, at: stamp)
                 row.modificationHLC = max(row.modificationHLC, hlc)
             }
+        case .albumPositioned(let position):
+            albums.update(id) { row in
+                row.position.offer(position, at: stamp)
+                row.modificationHLC = max(row.modificationHLC, hlc)
+            }
+        case .listPositioned(let position):
+            lists.update(id) { row in
+                row.position.offer(position, at: stamp)
+                row.modificationHLC = max(row.modificationHLC, hlc)
+            }
         case .albumKeyAssetSet(let asset):
             albums.update(id) { row in
                 row.keyAsset.offer(asset, at: stamp)
@@ -426,6 +438,8 @@ struct ProjectionBatch: Sendable {
                 try bind(row.keyAsset.stamp, at: 13, statement)
                 if let parent = row.parent.value { try bind(parent, at: 15, statement) }
                 try bind(row.parent.stamp, at: 16, statement)
+                if let position = row.position.value { try statement.bind(position, at: 18) }
+                try bind(row.position.stamp, at: 19, statement)
                 try statement.step()
             }
         }
@@ -444,6 +458,8 @@ struct ProjectionBatch: Sendable {
                 try statement.bind(row.modificationHLC, at: 12)
                 if let creation = row.creationEvent { try bind(creation, at: 13, statement) }
                 try statement.bind(row.createdTwice ? 1 : 0, at: 14)
+                if let position = row.position.value { try statement.bind(position, at: 15) }
+                try bind(row.position.stamp, at: 16, statement)
                 try statement.step()
             }
         }
@@ -604,8 +620,9 @@ struct ProjectionBatch: Sendable {
     static let albumSQL = PreparedSQL(
         """
         INSERT INTO albums (album_id, created, created_hlc, source_device, subtype, title, title_hlc, title_device, deleted,
-            merged_into, modification_hlc, key_asset, key_asset_hlc, key_asset_device, parent, parent_hlc, parent_device)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
+            merged_into, modification_hlc, key_asset, key_asset_hlc, key_asset_device, parent, parent_hlc, parent_device, position,
+            position_hlc, position_device)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)
         ON CONFLICT (album_id) DO UPDATE SET
             created_hlc = CASE WHEN \(earlierCreation) THEN excluded.created_hlc ELSE albums.created_hlc END,
             source_device = CASE WHEN \(earlierCreation) THEN excluded.source_device ELSE albums.source_device END,
@@ -614,6 +631,7 @@ struct ProjectionBatch: Sendable {
             \(lww(["title"], stamp: "title")),
             \(lww(["key_asset"], stamp: "key_asset")),
             \(lww(["parent"], stamp: "parent")),
+            \(lww(["position"], stamp: "position")),
             deleted = max(deleted, excluded.deleted),
             merged_into = CASE WHEN excluded.merged_into IS NOT NULL AND (merged_into IS NULL OR excluded.merged_into < merged_into)
                 THEN excluded.merged_into ELSE merged_into END,
@@ -624,14 +642,15 @@ struct ProjectionBatch: Sendable {
     static let listSQL = PreparedSQL(
         """
         INSERT INTO collection_lists (list_id, created, created_hlc, source_device, title, title_hlc, title_device, parent, parent_hlc,
-            parent_device, deleted, modification_hlc, creation_event, created_twice)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+            parent_device, deleted, modification_hlc, creation_event, created_twice, position, position_hlc, position_device)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
         ON CONFLICT (list_id) DO UPDATE SET
             created_hlc = CASE WHEN \(earlierListCreation) THEN excluded.created_hlc ELSE collection_lists.created_hlc END,
             source_device = CASE WHEN \(earlierListCreation) THEN excluded.source_device ELSE collection_lists.source_device END,
             created = max(created, excluded.created),
             \(lww(["title"], stamp: "title")),
             \(lww(["parent"], stamp: "parent")),
+            \(lww(["position"], stamp: "position")),
             deleted = max(deleted, excluded.deleted),
             modification_hlc = max(modification_hlc, excluded.modification_hlc),
             created_twice = max(created_twice, excluded.created_twice,
