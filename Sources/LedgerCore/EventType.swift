@@ -59,7 +59,8 @@ public enum EventType: String, Sendable, Hashable, CaseIterable {
     public var objectKind: ObjectKind {
         switch self {
         case .assetCreated, .assetChanged, .assetDeleted, .assetRecovered, .assetPurged, .assetContentEdited: return .asset
-        case .albumCreated, .albumRenamed, .albumDeleted, .albumMembersChanged, .albumMerged, .albumKeyAssetSet, .albumMoved, .albumPositioned:
+        case .albumCreated, .albumRenamed, .albumDeleted, .albumMembersChanged, .albumMerged, .albumKeyAssetSet, .albumMoved,
+            .albumPositioned:
             return .album
         case .collectionListCreated, .collectionListRenamed, .collectionListDeleted, .collectionListMoved, .collectionListPositioned:
             return .collectionList

@@ -94,7 +94,8 @@ extension Projection {
             if creation.type != winner.type {
                 losers[creation.id] = "its identifier names \(kind) \(name), created before by event \(winner.id.uuidString)"
             } else if winner.type != .albumCreated {
-                losers[creation.id] = "\(kind) \(name) was created before, by event \(winner.id.uuidString); \(kind == "asset" ? "an" : "a") \(kind) is created once"
+                losers[creation.id] =
+                    "\(kind) \(name) was created before, by event \(winner.id.uuidString); \(kind == "asset" ? "an" : "a") \(kind) is created once"
             }
         }
         try clearVerdicts(previous)

@@ -315,8 +315,10 @@ enum Fetching {
         a.asset_id, a.media_type, a.media_subtypes, a.pixel_width, a.pixel_height, a.duration, a.creation_date, a.modification_hlc,
         a.created_hlc, a.latitude, a.longitude, a.altitude, a.favorite, a.hidden, a.trash_cl, a.trashed_hlc, a.source_device,
         a.content_sha256 IS NOT NULL, a.burst_identifier, a.burst_auto_pick, a.burst_user_pick,
-        a.burst_identifier IS NOT NULL AND a.asset_id = \(burstRepresentative)
+        CASE WHEN a.burst_identifier IS NULL THEN 0 ELSE a.asset_id = \(burstRepresentative) END
         """
+    // The last column is a CASE, not an AND: SQLite computes both sides of an AND in a result
+    // column, and the representative's subquery would run for every asset of a fetch.
 
     /// The identifier of the representative of the burst of the asset row `a`: of the burst's
     /// photos not purged nor in Recently Deleted, the first by user pick, camera pick, creation

@@ -104,7 +104,8 @@ package struct InMemoryFold: Sendable {
             .albumMerged(winner: asset),
             .assetCreated(
                 .init(
-                    mediaType: .image, mediaSubtypes: [], pixelWidth: 4032, pixelHeight: 3024, duration: 0, creationDate: nil, location: nil,
+                    mediaType: .image, mediaSubtypes: [], pixelWidth: 4032, pixelHeight: 3024, duration: 0, creationDate: nil,
+                    location: nil,
                     isFavorite: false, isHidden: false, resources: [photo], burstIdentifier: "2F1A0C4E-5B7D-4E58-9D64-4B2C8A1E0F33",
                     burstSelectionTypes: [.autoPick])),
             .assetChanged(.init(burstUserPick: true)),
@@ -116,7 +117,9 @@ package struct InMemoryFold: Sendable {
             for field in change.registers { claims.overwritten[field] = stamp }
             // A burst change exists from version 3 (and is written in it); the others in 2 and 1.
             guard change.schemaVersion == 2 else {
-                return [(change.type, change.schemaVersion, unclaimed), (change.type, change.schemaVersion, change.encoded(claims: claims))]
+                return [
+                    (change.type, change.schemaVersion, unclaimed), (change.type, change.schemaVersion, change.encoded(claims: claims)),
+                ]
             }
             return [
                 (change.type, 2, unclaimed), (change.type, 2, change.encoded(claims: claims)),

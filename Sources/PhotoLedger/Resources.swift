@@ -263,7 +263,8 @@ extension LibraryChanges {
             if input.options.shouldMoveFile, case .file(let url) = input.source { moved.append(url) }
         }
         guard let info = primaryInfo else { throw PhotoLibraryError(.invalidResource, "the primary resource could not be read") }
-        var creation = ChangeEvent.AssetCreation(primary: info, resources: records, isLivePhoto: inputs.contains { $0.type == .pairedVideo })
+        var creation = ChangeEvent.AssetCreation(
+            primary: info, resources: records, isLivePhoto: inputs.contains { $0.type == .pairedVideo })
         creation.mediaSubtypes.formUnion(properties.mediaSubtypes)
         if let burst = properties.burstIdentifier { creation.burstIdentifier = burst }
         creation.burstSelectionTypes.formUnion(properties.burstSelectionTypes)

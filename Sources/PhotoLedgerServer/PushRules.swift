@@ -175,7 +175,8 @@ public struct PushRules: Sendable {
         case (.collectionListCreated, .collectionList?):
             return "folder \(object) exists in this library already; a folder is created once"
         case (.collectionListCreated, let held?):
-            return "object \(object) is \(held == .asset ? "an asset" : "an album") in this library; a folder cannot be created with its identifier"
+            return
+                "object \(object) is \(held == .asset ? "an asset" : "an album") in this library; a folder cannot be created with its identifier"
         default:
             return nil
         }

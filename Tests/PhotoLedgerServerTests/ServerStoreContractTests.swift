@@ -201,7 +201,9 @@ struct ServerStoreContractTests {
         #expect(results[5] == .stored(serverSequence: 4))
     }
 
-    @Test("a folder is created once, and never takes the identifier of an asset or an album, nor they a folder's", arguments: StoreBackend.all)
+    @Test(
+        "a folder is created once, and never takes the identifier of an asset or an album, nor they a folder's", arguments: StoreBackend.all
+    )
     func folderCreations(backend: StoreBackend) throws {
         let fixture = try ContractFixture(backend)
         var anna = EventFactory()

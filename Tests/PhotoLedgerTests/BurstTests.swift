@@ -92,7 +92,10 @@ struct BurstTests {
             (AssetCreationProperties(burstIdentifier: ""), "a burst identifier must have 1 to 256 bytes"),
             (AssetCreationProperties(burstIdentifier: String(repeating: "b", count: 257)), "not 257"),
             (AssetCreationProperties(burstSelectionTypes: [.autoPick]), "burst selection types need a burst identifier"),
-            (AssetCreationProperties(burstIdentifier: "x", burstSelectionTypes: BurstSelectionTypes(rawValue: 8)), "unknown burst selection"),
+            (
+                AssetCreationProperties(burstIdentifier: "x", burstSelectionTypes: BurstSelectionTypes(rawValue: 8)),
+                "unknown burst selection"
+            ),
         ]
         for (properties, message) in invalid {
             let error = try #require(throws: PhotoLibraryError.self) {
@@ -176,7 +179,8 @@ struct BurstTests {
         try anna.applyRemoteEvents(fromBen)
         for library in [anna, ben] {
             let photos = try library.fetchAssets(withBurstIdentifier: Self.burst)
-            #expect(photos.map(\.burstSelectionTypes) == [[], [.userPick], [.autoPick], []], "ben's later unpick wins on \(library.device)")
+            #expect(
+                photos.map(\.burstSelectionTypes) == [[], [.userPick], [.autoPick], []], "ben's later unpick wins on \(library.device)")
             #expect(try library.fetchAssets().map(\.localIdentifier).contains(burst[1]))
         }
         #expect(try anna.projectionDump() == ben.projectionDump())

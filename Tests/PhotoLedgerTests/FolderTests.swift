@@ -160,7 +160,10 @@ struct FolderTests {
         let album = try library.createAlbum("Trip")
         let start = try library.currentChangeToken
         let (outer, inner) = try library.performChangesAndWait { changes in
-            (try changes.createCollectionList(title: "Travel").localIdentifier, try changes.createCollectionList(title: "2025").localIdentifier)
+            (
+                try changes.createCollectionList(title: "Travel").localIdentifier,
+                try changes.createCollectionList(title: "2025").localIdentifier
+            )
         }
         try library.performChangesAndWait { changes in
             let request = try changes.collectionListChangeRequest(for: outer)
@@ -178,7 +181,9 @@ struct FolderTests {
         #expect(changes[2].changeDetails(for: .collectionList).updatedLocalIdentifiers.isEmpty)
     }
 
-    @Test("a folder created twice, or on an asset's identifier, by a peer: the earliest creation wins on every device, the others are quarantined")
+    @Test(
+        "a folder created twice, or on an asset's identifier, by a peer: the earliest creation wins on every device, the others are quarantined"
+    )
     func conflictingCreations() throws {
         let directory = try TemporaryDirectory()
         let clock = TestClock()
@@ -224,7 +229,8 @@ struct FolderTests {
             return (folder.localIdentifier, sub.localIdentifier)
         }
         func order() throws -> [String] {
-            try library.fetchCollections(in: #require(library.fetchCollectionLists(withLocalIdentifiers: [folder]).firstObject)).map(\.title)
+            try library.fetchCollections(in: #require(library.fetchCollectionLists(withLocalIdentifiers: [folder]).firstObject)).map(
+                \.title)
         }
         #expect(try order() == ["A", "B"])
         try library.performChangesAndWait { try $0.collectionListChangeRequest(for: folder).insertChildCollections([c, sub], at: [0, 2]) }
@@ -266,7 +272,9 @@ struct FolderTests {
         let ben = try makeLibrary(directory, device: "ben-tablet", seed: 2, clock: clock)
         let folder = try anna.performChangesAndWait { changes in
             let folder = try changes.createCollectionList(title: "Travel")
-            for title in ["A", "B", "C"] { try folder.addChildCollections([try changes.createAlbum(title: title).placeholderForCreatedAssetCollection]) }
+            for title in ["A", "B", "C"] {
+                try folder.addChildCollections([try changes.createAlbum(title: title).placeholderForCreatedAssetCollection])
+            }
             return folder.localIdentifier
         }
         let shared = try anna.allEvents()

@@ -52,7 +52,10 @@ struct PhotoKitBenchmarks {
             { try library.fetchKeyAssets(in: collection) },
             { try library.fetchAssetCollections(with: .album) },
             { try library.fetchTopLevelUserCollections() },
-            { try library.fetchAssets(options: FetchOptions(sortDescriptors: [SortDescriptor(.creationDate, ascending: false)], fetchLimit: 100)) },
+            {
+                try library.fetchAssets(
+                    options: FetchOptions(sortDescriptors: [SortDescriptor(.creationDate, ascending: false)], fetchLimit: 100))
+            },
         ]
         let commits = quick ? 200 : 1_000
         var random = SeededRandomNumberGenerator(seed: 7)
@@ -61,7 +64,8 @@ struct PhotoKitBenchmarks {
         func commitRate() throws -> Double {
             let start = Date()
             for index in 0..<commits {
-                let asset = index % 4 == 0 ? assets[Int(random.next() % UInt64(albumCount))] : assets[Int(random.next() % UInt64(assetCount))]
+                let asset =
+                    index % 4 == 0 ? assets[Int(random.next() % UInt64(albumCount))] : assets[Int(random.next() % UInt64(assetCount))]
                 try library.performChangesAndWait { try $0.assetChangeRequest(for: asset).setFavorite(index % 2 == 0) }
             }
             return Double(commits) / Date().timeIntervalSince(start)
@@ -82,10 +86,13 @@ struct PhotoKitBenchmarks {
                 Figure(
                     name: "photokit.commit.observed-\(held)", value: rate, unit: "commits/s", baseline: alone, higherIsBetter: true,
                     target: nil,
-                    note: "same blocks, an observer registered, the app holding \(held) fetch result\(held == 1 ? "" : "s") (\(results.count) held)"
+                    note:
+                        "same blocks, an observer registered, the app holding \(held) fetch result\(held == 1 ? "" : "s") (\(results.count) held)"
                 ))
             var refetches: [Double] = []
-            for _ in 0..<(quick ? 10 : 30) { refetches.append(try seconds { for screen in screens.prefix(held) { _ = try screen() } } * 1000) }
+            for _ in 0..<(quick ? 10 : 30) {
+                refetches.append(try seconds { for screen in screens.prefix(held) { _ = try screen() } } * 1000)
+            }
             figures.append(
                 Figure(
                     name: "photokit.refetch-\(held)", value: median(refetches), unit: "ms", baseline: nil, higherIsBetter: false,

@@ -147,7 +147,9 @@ public enum RandomChanges {
                 let count = try library.fetchCollections(in: folder).count
                 if count > 1, Bool.random(using: &r) {
                     let from = Int.random(in: 0..<count, using: &r), to = Int.random(in: 0..<count, using: &r)
-                    try library.performChangesAndWait { try $0.collectionListChangeRequest(for: folder).moveChildCollections(at: [from], to: to) }
+                    try library.performChangesAndWait {
+                        try $0.collectionListChangeRequest(for: folder).moveChildCollections(at: [from], to: to)
+                    }
                 } else {
                     guard let album = albums.randomElement(using: &r) else { return }
                     let index = Int.random(in: 0...count, using: &r)
