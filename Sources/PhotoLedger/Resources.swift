@@ -240,8 +240,10 @@ extension LibraryChanges {
     /// Every resource is validated and stored (durably) before the asset's event is recorded;
     /// when validation fails nothing is recorded and no moved source is removed.
     ///
-    /// - Parameter properties: Subtypes and a burst the media cannot say (a burst photo made by
-    ///   another app, a screenshot without metadata).
+    /// - Parameters:
+    ///   - inputs: The resources: one photo or video, and the others that go with it.
+    ///   - properties: Subtypes and a burst the media cannot say (a burst photo made by another
+    ///     app, a screenshot without metadata).
     /// - Throws: ``PhotoLibraryError`` `.invalidResource` when the properties are invalid (an
     ///   empty or over-long burst identifier, selection types without a burst), before anything
     ///   is stored.
