@@ -63,6 +63,8 @@ final class ChangeTracker: Sendable {
     private let queries = Mutex<[FetchQuery: Int]>([:])
     /// Held from a commit's capture until its notification is handed over (see above).
     let captureLock = NSLock()
+    /// What the last capture left of the asset fetches it can update in place.
+    let outcomes = CapturedOutcomes()
 
     /// Tracks `query` until the returned registration is released.
     func register(_ query: FetchQuery) -> QueryRegistration {
@@ -179,7 +181,16 @@ extension PhotoLibrary {
                 do {
                     switch query {
                     case .assets, .assetsWithIdentifiers, .assetsInAlbum, .assetsInSmartAlbum, .keyAssets:
-                        results[query] = .assets(try Self.assets(query, db: db, access: access, now: now))
+                        // Updated in place from the last capture when it was the commit before
+                        // this one (CapturedOutcomes), read whole otherwise.
+                        if let previous = tracker.outcomes.outcome(of: query, before: generation),
+                            let updated = try Self.updated(
+                                previous, query: query, touched: touched.assets, db: db, access: access, now: now)
+                        {
+                            results[query] = .assets(updated)
+                        } else {
+                            results[query] = .assets(try Self.assets(query, db: db, access: access, now: now))
+                        }
                     case .collections, .collectionsWithIdentifiers, .collectionsContaining:
                         results[query] = .collections(try Self.collections(query, db: db, access: access, now: now))
                     case .collectionsInList:
@@ -192,6 +203,7 @@ extension PhotoLibrary {
                 }
             }
         }
+        tracker.outcomes.keep(results, unchanged: tracked.filter { !touched.mayAffect($0) }, generation: generation)
         return PendingCommit(
             record: CommitRecord(
                 generation: generation, touched: touched, contentChanged: edited, objectsCaptured: access != nil, assets: assets,

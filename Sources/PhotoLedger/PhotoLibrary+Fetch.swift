@@ -186,6 +186,9 @@ extension PhotoLibrary {
         var identifiers: [UUID] = []
         var versions: [Int64] = []
         var loaded: [Asset] = []
+        /// Each asset's key in the default order (creation date, else the time it was added), when
+        /// read from asset rows: what an update in place sorts by (``CapturedOutcomes``).
+        var sortKeys: [Double] = []
 
         /// Assets read whole.
         init(_ assets: [Asset], versions: [Int64]) {
@@ -204,6 +207,8 @@ extension PhotoLibrary {
                     identifiers.append(row.withBlob(0) { UUID(bytes: $0) }!)
                 }
                 versions.append(row.int64(Fetching.versionColumn))
+                // coalesce(creation_date, (created_hlc >> 16) / 1000.0), as the default order's SQL.
+                sortKeys.append(row.isNull(6) ? Double(UInt64(bitPattern: row.int64(8)) >> 16) / 1000 : row.double(6))
             }
         }
 
@@ -413,6 +418,7 @@ extension PhotoLibrary {
         fetch.identifiers.removeLast(fetch.identifiers.count - limit)
         fetch.versions.removeLast(fetch.versions.count - limit)
         if fetch.loaded.count > limit { fetch.loaded.removeLast(fetch.loaded.count - limit) }
+        if fetch.sortKeys.count > limit { fetch.sortKeys.removeLast(fetch.sortKeys.count - limit) }
         return fetch
     }
 
