@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <exiv2/exiv2.hpp>
+#include <mutex>
+#include <string>
 
 int photoledger_exif_recover(const unsigned char *tiff, size_t length, unsigned char **result, size_t *result_length) {
     *result = nullptr;
@@ -37,3 +39,52 @@ int photoledger_exif_recover(const unsigned char *tiff, size_t length, unsigned 
 }
 
 void photoledger_exif_recovered_free(unsigned char *bytes) { std::free(bytes); }
+
+namespace {
+std::mutex xmpToolkitLock;
+
+void lockXmpToolkit(void *, bool lock) {
+    if (lock) {
+        xmpToolkitLock.lock();
+    } else {
+        xmpToolkitLock.unlock();
+    }
+}
+
+std::once_flag xmpInitialized;
+}  // namespace
+
+int photoledger_xmp_properties(const char *packet, size_t length, char **result) {
+    *result = nullptr;
+    try {
+        // The XMP toolkit is shared by every thread: initialized once, with a lock it takes.
+        std::call_once(xmpInitialized, [] {
+            Exiv2::LogMsg::setLevel(Exiv2::LogMsg::mute);
+            Exiv2::XmpParser::initialize(lockXmpToolkit, nullptr);
+        });
+        Exiv2::XmpData xmp;
+        if (Exiv2::XmpParser::decode(xmp, std::string(packet, length)) != 0) return -1;
+        std::string text;
+        for (const auto &property : xmp) {
+            std::string value;
+            if (property.typeId() == Exiv2::langAlt) {
+                value = dynamic_cast<const Exiv2::LangAltValue &>(property.value()).toString("x-default");
+            } else {
+                value = property.toString();
+            }
+            for (char &character : value) {
+                if (character == '\t' || character == '\n' || character == '\r') character = ' ';
+            }
+            text += property.key() + "\t" + value + "\n";
+        }
+        char *bytes = static_cast<char *>(std::malloc(text.size() + 1));
+        if (bytes == nullptr) return -1;
+        std::memcpy(bytes, text.c_str(), text.size() + 1);
+        *result = bytes;
+        return 0;
+    } catch (...) {
+        return -1;
+    }
+}
+
+void photoledger_xmp_properties_free(char *text) { std::free(text); }

@@ -102,6 +102,16 @@ static void read_header(VipsImage *image, photoledger_still *result) {
             result->exif_length = length;
         }
     }
+    const void *xmp = NULL;
+    size_t xmp_length = 0;
+    if (vips_image_get_typeof(image, VIPS_META_XMP_NAME) != 0 && vips_image_get_blob(image, VIPS_META_XMP_NAME, &xmp, &xmp_length) == 0
+        && xmp_length > 0) {
+        result->xmp = malloc(xmp_length);
+        if (result->xmp != NULL) {
+            memcpy(result->xmp, xmp, xmp_length);
+            result->xmp_length = xmp_length;
+        }
+    }
     gchar **fields = vips_image_get_fields(image);
     for (int index = 0; fields != NULL && fields[index] != NULL && result->exif_text_profile == NULL; index++) {
         const char *name = fields[index];
@@ -237,6 +247,9 @@ void photoledger_still_free(photoledger_still *result) {
     result->exif_length = 0;
     free(result->exif_text_profile);
     result->exif_text_profile = NULL;
+    free(result->xmp);
+    result->xmp = NULL;
+    result->xmp_length = 0;
     photoledger_picture_free(result->preview);
     result->preview = NULL;
 }

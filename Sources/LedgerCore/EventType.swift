@@ -50,13 +50,20 @@ public enum EventType: String, Sendable, Hashable, CaseIterable {
     case collectionListDeleted = "collectionList.deleted"
     /// A folder moved into another folder, or to the top level.
     case collectionListMoved = "collectionList.moved"
+    /// An album's place among the collections of its folder (a position key).
+    case albumPositioned = "album.positioned"
+    /// A folder's place among the collections of its folder (a position key).
+    case collectionListPositioned = "collectionList.positioned"
 
     /// The kind of object the event's object identifier names.
     public var objectKind: ObjectKind {
         switch self {
         case .assetCreated, .assetChanged, .assetDeleted, .assetRecovered, .assetPurged, .assetContentEdited: return .asset
-        case .albumCreated, .albumRenamed, .albumDeleted, .albumMembersChanged, .albumMerged, .albumKeyAssetSet, .albumMoved: return .album
-        case .collectionListCreated, .collectionListRenamed, .collectionListDeleted, .collectionListMoved: return .collectionList
+        case .albumCreated, .albumRenamed, .albumDeleted, .albumMembersChanged, .albumMerged, .albumKeyAssetSet, .albumMoved,
+            .albumPositioned:
+            return .album
+        case .collectionListCreated, .collectionListRenamed, .collectionListDeleted, .collectionListMoved, .collectionListPositioned:
+            return .collectionList
         }
     }
 

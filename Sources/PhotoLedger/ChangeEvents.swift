@@ -68,6 +68,10 @@ enum ChangeEvent: Sendable, Hashable {
     case listDeleted
     /// The folder moved into another folder (nil: the top level).
     case listMoved(parent: UUID?)
+    /// The album's position key among the collections of its folder.
+    case albumPositioned(position: String)
+    /// The folder's position key among the collections of its folder.
+    case listPositioned(position: String)
 
     struct AssetCreation: Sendable, Hashable {
         var mediaType: AssetMediaType
@@ -80,6 +84,10 @@ enum ChangeEvent: Sendable, Hashable {
         var isFavorite: Bool
         var isHidden: Bool
         var resources: [ResourceRecord]
+        /// The burst the photo belongs to (version 3; nil: none).
+        var burstIdentifier: String? = nil
+        /// How it was selected in its burst (version 3).
+        var burstSelectionTypes: BurstSelectionTypes = []
     }
 
     /// A scalar change: `.some(nil)` clears an optional field.
@@ -88,8 +96,10 @@ enum ChangeEvent: Sendable, Hashable {
         var location: Location??
         var isFavorite: Bool?
         var isHidden: Bool?
+        /// Whether the user picked the photo in its burst (version 3).
+        var burstUserPick: Bool? = nil
 
-        var isEmpty: Bool { creationDate == nil && location == nil && isFavorite == nil && isHidden == nil }
+        var isEmpty: Bool { creationDate == nil && location == nil && isFavorite == nil && isHidden == nil && burstUserPick == nil }
     }
 
     struct ContentEdit: Sendable, Hashable {
@@ -139,13 +149,24 @@ enum ChangeEvent: Sendable, Hashable {
         case .listRenamed: return .collectionListRenamed
         case .listDeleted: return .collectionListDeleted
         case .listMoved: return .collectionListMoved
+        case .albumPositioned: return .albumPositioned
+        case .listPositioned: return .collectionListPositioned
         }
     }
 
     // MARK: Encoding
 
-    /// The payload in the current schema version (``EventSchema/currentVersion``), with the
-    /// writer's causal claims.
+    /// The lowest schema version that carries the change: 3 for a burst photo's creation or a
+    /// burst pick, 2 otherwise, so builds that read version 2 keep folding every other change.
+    var schemaVersion: Int {
+        switch self {
+        case .assetCreated(let c) where c.burstIdentifier != nil || !c.burstSelectionTypes.isEmpty: return 3
+        case .assetChanged(let c) where c.burstUserPick != nil: return 3
+        default: return 2
+        }
+    }
+
+    /// The payload in ``schemaVersion`` (version 2 or 3), with the writer's causal claims.
     func encoded(claims: CausalClaims = CausalClaims()) -> [UInt8] {
         var w = ByteWriter(capacity: 96)
         switch self {
@@ -161,12 +182,18 @@ enum ChangeEvent: Sendable, Hashable {
             w.write(bool: c.isHidden)
             w.write(varint: UInt64(c.resources.count))
             for resource in c.resources { resource.write(to: &w) }
+            // Version 3: the burst, after the version 1 fields.
+            if schemaVersion >= 3 {
+                w.write(string: c.burstIdentifier ?? "")
+                w.write(varint: UInt64(c.burstSelectionTypes.rawValue))
+            }
         case .assetChanged(let c):
             w.write(byte: c.mask)
             if let date = c.creationDate { Self.write(date: date, to: &w) }
             if let location = c.location { Self.write(location: location, to: &w) }
             if let favorite = c.isFavorite { w.write(bool: favorite) }
             if let hidden = c.isHidden { w.write(bool: hidden) }
+            if let pick = c.burstUserPick { w.write(bool: pick) }
         case .assetDeleted(let cl), .assetRecovered(let cl):
             w.write(varint: UInt64(cl))
         case .assetPurged, .albumDeleted:
@@ -195,7 +222,7 @@ enum ChangeEvent: Sendable, Hashable {
         case .albumKeyAssetSet(let asset), .albumMoved(let asset), .listMoved(let asset):
             w.write(bool: asset != nil)
             if let asset { w.write(uuid: asset) }
-        case .listCreated(let title), .listRenamed(let title):
+        case .listCreated(let title), .listRenamed(let title), .albumPositioned(let title), .listPositioned(let title):
             w.write(string: title)
         case .listDeleted:
             break
@@ -213,12 +240,14 @@ enum ChangeEvent: Sendable, Hashable {
             return [
                 c.creationDate != nil ? RegisterField.creationDate : nil, c.location != nil ? .location : nil,
                 c.isFavorite != nil ? .isFavorite : nil, c.isHidden != nil ? .isHidden : nil,
+                c.burstUserPick != nil ? .burstUserPick : nil,
             ].compactMap { $0 }
         case .assetContentEdited: return [.content]
         case .albumRenamed: return [.title]
         case .albumKeyAssetSet: return [.keyAsset]
         case .listRenamed: return [.title]
         case .albumMoved, .listMoved: return [.parent]
+        case .albumPositioned, .listPositioned: return [.collectionPosition]
         case .albumMembersChanged(_, let entries): return entries.compactMap { $0.position == nil ? nil : .position(asset: $0.asset) }
         default: return []
         }
@@ -240,16 +269,17 @@ enum ChangeEvent: Sendable, Hashable {
 
     // MARK: Decoding
 
-    /// Decodes a payload of a known type in schema version 1 or 2, totally: every integer is
+    /// Decodes a payload of a known type in schema version 1, 2 or 3, totally: every integer is
     /// range-checked before it is converted, every count and length is bounded by the bytes
     /// left, every enumeration is closed, every value is checked (``PayloadLimits``), and bytes
-    /// after the last field are an error. Version 1 payloads carry no claims (nil).
+    /// after the last field are an error. Version 1 payloads carry no claims (nil); burst fields
+    /// exist from version 3 (an older payload that claims them is invalid).
     ///
     /// - Throws: ``PayloadError`` naming what is wrong.
     static func decode(type: EventType, version: Int, payload: [UInt8]) throws(PayloadError) -> (ChangeEvent, CausalClaims?) {
         var r = ByteReader(payload)
         do {
-            let change = try decodeFields(type: type, payload: payload, &r)
+            let change = try decodeFields(type: type, version: version, payload: payload, &r)
             var claims: CausalClaims?
             if version >= 2 {
                 var read = CausalClaims()
@@ -267,7 +297,7 @@ enum ChangeEvent: Sendable, Hashable {
         }
     }
 
-    private static func decodeFields(type: EventType, payload: [UInt8], _ r: inout ByteReader) throws -> ChangeEvent {
+    private static func decodeFields(type: EventType, version: Int, payload: [UInt8], _ r: inout ByteReader) throws -> ChangeEvent {
         switch type {
         case .assetCreated:
             let rawType = try r.readCount("a media type", upTo: 3)
@@ -284,19 +314,28 @@ enum ChangeEvent: Sendable, Hashable {
             let count = try r.readCount("a resource count", upTo: PayloadLimits.maximumResources)
             var resources: [ResourceRecord] = []
             for _ in 0..<count { resources.append(try ResourceRecord.read(from: &r)) }
-            return .assetCreated(
-                AssetCreation(
-                    mediaType: AssetMediaType(rawValue: rawType)!, mediaSubtypes: MediaSubtypes(rawValue: subtypes), pixelWidth: width,
-                    pixelHeight: height, duration: duration, creationDate: date, location: location, isFavorite: favorite, isHidden: hidden,
-                    resources: resources))
+            var creation = AssetCreation(
+                mediaType: AssetMediaType(rawValue: rawType)!, mediaSubtypes: MediaSubtypes(rawValue: subtypes), pixelWidth: width,
+                pixelHeight: height, duration: duration, creationDate: date, location: location, isFavorite: favorite, isHidden: hidden,
+                resources: resources)
+            if version >= 3 {
+                let burst = try r.readBoundedString("a burst identifier", upTo: PayloadLimits.maximumBurstIdentifierLength)
+                let selection = try r.readCount("burst selection types", upTo: 3)
+                guard !burst.isEmpty || selection == 0 else { throw PayloadError("burst selection types without a burst") }
+                creation.burstIdentifier = burst.isEmpty ? nil : burst
+                creation.burstSelectionTypes = BurstSelectionTypes(rawValue: selection)
+            }
+            return .assetCreated(creation)
         case .assetChanged:
             let mask = try r.readByte()
-            guard mask != 0, mask & ~0x0F == 0 else { throw PayloadError("a change mask of \(mask)") }
+            let known: UInt8 = version >= 3 ? 0x1F : 0x0F
+            guard mask != 0, mask & ~known == 0 else { throw PayloadError("a change mask of \(mask) in version \(version)") }
             var changes = AssetChanges()
             if mask & 1 != 0 { changes.creationDate = .some(try readDate(&r)) }
             if mask & 2 != 0 { changes.location = .some(try readLocation(&r)) }
             if mask & 4 != 0 { changes.isFavorite = try r.readBool() }
             if mask & 8 != 0 { changes.isHidden = try r.readBool() }
+            if mask & 16 != 0 { changes.burstUserPick = try r.readBool() }
             return .assetChanged(changes)
         case .assetDeleted, .assetRecovered:
             let cl = try r.readCount("a causal length", upTo: Int(Int64.max))
@@ -347,6 +386,10 @@ enum ChangeEvent: Sendable, Hashable {
         case .collectionListCreated: return .listCreated(title: try r.readBoundedString("a title", upTo: PayloadLimits.maximumTitleLength))
         case .collectionListRenamed: return .listRenamed(title: try r.readBoundedString("a title", upTo: PayloadLimits.maximumTitleLength))
         case .collectionListDeleted: return .listDeleted
+        case .albumPositioned, .collectionListPositioned:
+            let position = try r.readBoundedString("a position key", upTo: PayloadLimits.maximumPositionLength)
+            guard FractionalIndex.isValid(position) else { throw PayloadError("an invalid position key '\(position)'") }
+            return type == .albumPositioned ? .albumPositioned(position: position) : .listPositioned(position: position)
         }
     }
 
@@ -388,6 +431,8 @@ enum PayloadLimits {
     static let maximumPositionLength = 1024
     /// Entries of one membership change.
     static let maximumEntries = 100_000
+    /// Bytes of a burst identifier.
+    static let maximumBurstIdentifierLength = 256
 }
 
 /// A payload that does not decode, or decodes to values no valid event has.
@@ -400,10 +445,14 @@ struct PayloadError: Error, Sendable, Equatable, CustomStringConvertible {
 /// A last-writer-wins register of an object, named for causal claims.
 enum RegisterField: Hashable, Sendable {
     case creationDate, location, isFavorite, isHidden, content, title
+    /// Whether the user picked a burst photo.
+    case burstUserPick
     /// An album's key asset.
     case keyAsset
     /// The folder holding an album or a folder.
     case parent
+    /// The place of an album or a folder among the collections of its folder.
+    case collectionPosition
     /// The position of `asset` in the album the change is about.
     case position(asset: UUID)
 }
@@ -440,9 +489,11 @@ struct CausalClaims: Sendable, Hashable {
 }
 
 extension ChangeEvent.AssetChanges {
-    /// The bits of the fields set: 1 creation date, 2 location, 4 favorite, 8 hidden.
+    /// The bits of the fields set: 1 creation date, 2 location, 4 favorite, 8 hidden, 16 burst
+    /// user pick (version 3).
     var mask: UInt8 {
         (creationDate != nil ? 1 : 0) | (location != nil ? 2 : 0) | (isFavorite != nil ? 4 : 0) | (isHidden != nil ? 8 : 0)
+            | (burstUserPick != nil ? 16 : 0)
     }
 }
 

@@ -63,6 +63,8 @@ final class ChangeTracker: Sendable {
     private let queries = Mutex<[FetchQuery: Int]>([:])
     /// Held from a commit's capture until its notification is handed over (see above).
     let captureLock = NSLock()
+    /// What the last capture left of the asset fetches it can update in place.
+    let outcomes = CapturedOutcomes()
 
     /// Tracks `query` until the returned registration is released.
     func register(_ query: FetchQuery) -> QueryRegistration {
@@ -149,6 +151,7 @@ extension PhotoLibrary {
     private func capture(_ touched: TouchedObjects, generation: Int64, contentBefore: [UUID: WriterStamp?], in db: Database) throws
         -> PendingCommit
     {
+        let touched = try Self.withBurstSiblings(touched, in: db)
         let after = try Self.contentStamps(contentBefore.keys, in: db)
         let edited = Set(contentBefore.keys.filter { touched.assets.contains($0) && contentBefore[$0]! != after[$0] ?? nil })
         let now = options.clock()
@@ -178,7 +181,16 @@ extension PhotoLibrary {
                 do {
                     switch query {
                     case .assets, .assetsWithIdentifiers, .assetsInAlbum, .assetsInSmartAlbum, .keyAssets:
-                        results[query] = .assets(try Self.assets(query, db: db, access: access, now: now))
+                        // Updated in place from the last capture when it was the commit before
+                        // this one (CapturedOutcomes), read whole otherwise.
+                        if let previous = tracker.outcomes.outcome(of: query, before: generation),
+                            let updated = try Self.updated(
+                                previous, query: query, touched: touched.assets, db: db, access: access, now: now)
+                        {
+                            results[query] = .assets(updated)
+                        } else {
+                            results[query] = .assets(try Self.assets(query, db: db, access: access, now: now))
+                        }
                     case .collections, .collectionsWithIdentifiers, .collectionsContaining:
                         results[query] = .collections(try Self.collections(query, db: db, access: access, now: now))
                     case .collectionsInList:
@@ -191,10 +203,29 @@ extension PhotoLibrary {
                 }
             }
         }
+        tracker.outcomes.keep(results, unchanged: tracked.filter { !touched.mayAffect($0) }, generation: generation)
         return PendingCommit(
             record: CommitRecord(
                 generation: generation, touched: touched, contentChanged: edited, objectsCaptured: access != nil, assets: assets,
                 albums: albums, lists: lists, tracked: access == nil ? [] : tracked.subtracting(untracked), results: results))
+    }
+
+    /// `touched` with the other photos of the bursts of its assets: a change to one photo of a
+    /// burst (a pick, a deletion) can make another its representative.
+    static func withBurstSiblings(_ touched: TouchedObjects, in db: Database) throws -> TouchedObjects {
+        guard !touched.assets.isEmpty, try Fetching.hasBursts(db) else { return touched }
+        var result = touched
+        let statement = try db.cachedStatement(
+            """
+            SELECT b.asset_id FROM assets a JOIN assets b ON b.burst_identifier = a.burst_identifier
+            WHERE a.asset_id = ? AND a.burst_identifier IS NOT NULL AND b.asset_id <> a.asset_id
+            """)
+        for asset in touched.assets {
+            defer { statement.reset() }
+            try statement.bind(asset.bytes, at: 1)
+            while try statement.step() { result.assets.insert(statement.withBlob(0) { UUID(bytes: $0) }!) }
+        }
+        return result
     }
 
     /// Hands a committed record to the observers and change streams, then releases the capture

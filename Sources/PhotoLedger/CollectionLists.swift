@@ -100,32 +100,41 @@ struct CollectionTree {
         var sourceDevice: String
         var parent: UUID?
         var parentStamp: WriterStamp
+        /// The position key among the collections of its folder ("" without one).
+        var position: String
     }
 
     /// Live folders with their effective parents.
     private(set) var folders: [UUID: Folder] = [:]
     /// Albums placed in a live folder, with it.
     private(set) var albumParents: [UUID: UUID] = [:]
+    /// The position keys of the albums placed in a live folder (absent: none).
+    private(set) var albumPositions: [UUID: String] = [:]
 
     /// Reads the tree.
     init(_ db: Database) throws {
         try db.forEachRow(
             """
-            SELECT list_id, title, created_hlc, modification_hlc, source_device, parent, parent_hlc, parent_device
+            SELECT list_id, title, created_hlc, modification_hlc, source_device, parent, parent_hlc, parent_device, coalesce(position, '')
             FROM collection_lists WHERE created = 1 AND deleted = 0
             """
         ) { row in
             folders[UUID(bytes: row.blob(0))!] = Folder(
                 title: row.text(1), createdHLC: row.int64(2), modificationHLC: row.int64(3), sourceDevice: row.text(4),
-                parent: row.isNull(5) ? nil : UUID(bytes: row.blob(5)), parentStamp: WriterStamp(hlc: row.int64(6), device: row.text(7)))
+                parent: row.isNull(5) ? nil : UUID(bytes: row.blob(5)), parentStamp: WriterStamp(hlc: row.int64(6), device: row.text(7)),
+                position: row.text(8))
         }
         for (id, folder) in folders where folder.parent.map({ folders[$0] == nil }) ?? false { folders[id]!.parent = nil }
         breakCycles()
         try db.forEachRow(
-            "SELECT album_id, parent FROM albums WHERE parent IS NOT NULL AND created = 1 AND deleted = 0 AND merged_into IS NULL"
+            """
+            SELECT album_id, parent, position FROM albums WHERE parent IS NOT NULL AND created = 1 AND deleted = 0 AND merged_into IS NULL
+            """
         ) { row in
-            let parent = UUID(bytes: row.blob(1))!
-            if folders[parent] != nil { albumParents[UUID(bytes: row.blob(0))!] = parent }
+            let parent = UUID(bytes: row.blob(1))!, album = UUID(bytes: row.blob(0))!
+            guard folders[parent] != nil else { return }
+            albumParents[album] = parent
+            if !row.isNull(2) { albumPositions[album] = row.text(2) }
         }
     }
 
@@ -187,7 +196,8 @@ extension PhotoLibrary {
         try fetch(.collectionsInList(nil, options))
     }
 
-    /// The albums and folders in a folder (PhotoKit's `fetchCollections(in:options:)`).
+    /// The albums and folders in a folder (PhotoKit's `fetchCollections(in:options:)`), in the
+    /// folder's order (see ``CollectionListChangeRequest``) unless sorted by title.
     public func fetchCollections(in list: CollectionList, options: FetchOptions = FetchOptions()) throws -> FetchResult<PhotoCollection> {
         try fetch(.collectionsInList(list.id, options))
     }
@@ -242,15 +252,20 @@ extension PhotoLibrary {
             .filter { tree.albumParents[$0.id] == parent }
         let folders = tree.folders.compactMap { id, folder in folder.parent == parent ? tree.list(id) : nil }
             .filter { folder in options.predicate.map { matches(folder.title, $0) } ?? true }
-        var items: [(PhotoCollection, Date)] =
-            albums.map { (.album($0), $0.creationDate ?? .distantPast) } + folders.map { (.folder($0), $0.creationDate) }
+        // A folder's own order: position keys (none sorts first), then creation, then identifier,
+        // as album members are ordered by key then identifier. The top level is in creation order.
+        func key(_ id: UUID) -> String { parent == nil ? "" : tree.folders[id]?.position ?? tree.albumPositions[id] ?? "" }
+        var items: [(item: PhotoCollection, key: String, date: Date)] =
+            albums.map { (.album($0), key($0.id), $0.creationDate ?? .distantPast) }
+            + folders.map { (.folder($0), key($0.id), $0.creationDate) }
         items.sort { lhs, rhs in
-            for descriptor in options.sortDescriptors where descriptor.key == .title && lhs.0.title != rhs.0.title {
-                return descriptor.ascending ? lhs.0.title < rhs.0.title : lhs.0.title > rhs.0.title
+            for descriptor in options.sortDescriptors where descriptor.key == .title && lhs.item.title != rhs.item.title {
+                return descriptor.ascending ? lhs.item.title < rhs.item.title : lhs.item.title > rhs.item.title
             }
-            return lhs.1 != rhs.1 ? lhs.1 < rhs.1 : lhs.0.id.bytes.lexicographicallyPrecedes(rhs.0.id.bytes)
+            if lhs.key != rhs.key { return lhs.key.utf8.lexicographicallyPrecedes(rhs.key.utf8) }
+            return lhs.date != rhs.date ? lhs.date < rhs.date : lhs.item.id.bytes.lexicographicallyPrecedes(rhs.item.id.bytes)
         }
-        let result = items.map(\.0)
+        let result = items.map(\.item)
         return options.fetchLimit > 0 ? Array(result.prefix(options.fetchLimit)) : result
     }
 
@@ -319,7 +334,14 @@ extension LibraryChanges {
     }
 }
 
-/// A request to change a folder (PhotoKit's `PHCollectionListChangeRequest`).
+/// A request to change a folder (PhotoKit's `PHCollectionListChangeRequest`): its title, and the
+/// albums and folders it holds, in its own order.
+///
+/// Index-based operations refer to the folder's collections as
+/// ``PhotoLibrary/fetchCollections(in:options:)`` returns them. Like an album's assets, each is
+/// recorded with resolved targets: the collection's parent, and a fractional position key in a
+/// last-writer-wins register of its own (see <doc:ConflictRules>), never an index. An invalid
+/// operation throws and records nothing.
 public final class CollectionListChangeRequest {
     unowned let changes: LibraryChanges
     let id: UUID
@@ -343,12 +365,141 @@ public final class CollectionListChangeRequest {
         try changes.record(.listRenamed(title: title), object: id)
     }
 
-    /// Moves albums and folders into this folder (from wherever they are).
+    /// Moves albums and folders into this folder (from wherever they are), after the collections
+    /// it holds; those it holds already keep their place.
     ///
     /// - Throws: ``PhotoLibraryError`` `.operationInterrupted` when a folder would end up inside
     ///   itself (this folder, or a folder holding it); nothing is recorded then.
     public func addChildCollections(_ collections: [any ObjectReference]) throws {
         try changes.checkValid("a folder change request")
+        let moves = try resolve(collections)
+        var order = try children()
+        let held = Set(order.map(\.id))
+        var seen = Set<UUID>()
+        for (change, object) in moves where !held.contains(object) && seen.insert(object).inserted {
+            order.append(Child(id: object, isFolder: change.type == .collectionListMoved, key: nil))
+        }
+        for (change, object) in moves { try changes.record(change, object: object) }
+        try assignKeys(order)
+    }
+
+    /// Inserts albums and folders (moved from wherever they are) so that, afterwards,
+    /// `collections[k]` is at the k-th smallest of `indexes` (PhotoKit's
+    /// `insertChildCollections(_:at:)`). The number of indexes must equal the number of collections.
+    ///
+    /// - Throws: ``PhotoLibraryError`` `.operationInterrupted` for a count or an index that does
+    ///   not fit, a collection given twice or already in this folder (move it with
+    ///   ``moveChildCollections(at:to:)``), or a folder that would end up inside itself.
+    public func insertChildCollections(_ collections: [any ObjectReference], at indexes: IndexSet) throws {
+        try changes.checkValid("a folder change request")
+        guard indexes.count == collections.count else {
+            throw PhotoLibraryError(
+                .operationInterrupted,
+                "insertChildCollections got \(collections.count) collections but \(indexes.count) indexes; give one index per collection")
+        }
+        let moves = try resolve(collections)
+        var order = try children()
+        var seen = Set<UUID>()
+        for ((change, object), (reference, index)) in zip(moves, zip(collections, indexes)) {
+            guard seen.insert(object).inserted, !order.contains(where: { $0.id == object }) else {
+                throw PhotoLibraryError(
+                    .operationInterrupted,
+                    "\(reference.localIdentifier) is already in the folder or given twice; use moveChildCollections(at:to:) to change its place"
+                )
+            }
+            guard index <= order.count else {
+                throw PhotoLibraryError(
+                    .operationInterrupted,
+                    "index \(index) is out of range: the folder holds \(order.count) collections at that point; insert at 0…\(order.count)")
+            }
+            order.insert(Child(id: object, isFolder: change.type == .collectionListMoved, key: nil), at: index)
+        }
+        for (change, object) in moves { try changes.record(change, object: object) }
+        try assignKeys(order)
+    }
+
+    /// Moves the collections at `indexes` so that they start at `toIndex` in the folder as it is
+    /// after removing them (PhotoKit's `moveChildCollections(at:to:)`: remove first, then insert).
+    public func moveChildCollections(at indexes: IndexSet, to toIndex: Int) throws {
+        try changes.checkValid("a folder change request")
+        var order = try children()
+        try check(indexes, count: order.count)
+        var moving = indexes.map { order[$0] }
+        for index in indexes.reversed() { order.remove(at: index) }
+        guard toIndex >= 0, toIndex <= order.count else {
+            throw PhotoLibraryError(
+                .operationInterrupted,
+                "moveChildCollections destination \(toIndex) is out of range: after removing the moved collections the folder holds "
+                    + "\(order.count); use an index from 0 to \(order.count)")
+        }
+        for index in moving.indices { moving[index].key = nil }
+        order.insert(contentsOf: moving, at: toIndex)
+        try assignKeys(order)
+    }
+
+    /// Moves the collections at `indexes` to the top level (PhotoKit's
+    /// `removeChildCollections(at:)`).
+    public func removeChildCollections(at indexes: IndexSet) throws {
+        try changes.checkValid("a folder change request")
+        let order = try children()
+        try check(indexes, count: order.count)
+        for index in indexes {
+            let child = order[index]
+            try changes.record(child.isFolder ? .listMoved(parent: nil) : .albumMoved(parent: nil), object: child.id)
+        }
+    }
+
+    /// An album or folder this folder holds, with its position key.
+    private struct Child {
+        var id: UUID
+        var isFolder: Bool
+        var key: String?
+    }
+
+    /// What this folder holds, in its order (as a fetch of it returns them).
+    private func children() throws -> [Child] {
+        let tree = try CollectionTree(changes.database)
+        let items = try PhotoLibrary.photoCollections(
+            .collectionsInList(id, FetchOptions()), db: changes.database, access: changes.access, now: changes.library.options.clock())
+        return items.map { item in
+            let key = tree.folders[item.id].map(\.position) ?? tree.albumPositions[item.id]
+            return Child(id: item.id, isFolder: !item.canContainAssets, key: key?.isEmpty == false ? key : nil)
+        }
+    }
+
+    /// Gives each run of collections without a key (placed by this request, or never placed)
+    /// keys between its neighbours', and records them.
+    private func assignKeys(_ order: [Child]) throws {
+        var order = order
+        var start = 0
+        while start < order.count {
+            guard order[start].key == nil else {
+                start += 1
+                continue
+            }
+            var end = start
+            while end < order.count, order[end].key == nil { end += 1 }
+            let (lower, upper) = (start > 0 ? order[start - 1].key : nil, end < order.count ? order[end].key : nil)
+            let keys = changes.library.randomness.use { FractionalIndex.keys(count: end - start, between: lower, and: upper, using: &$0) }
+            for (offset, key) in keys.enumerated() {
+                let child = order[start + offset]
+                order[start + offset].key = key
+                try changes.record(child.isFolder ? .listPositioned(position: key) : .albumPositioned(position: key), object: child.id)
+            }
+            start = end
+        }
+    }
+
+    private func check(_ indexes: IndexSet, count: Int) throws {
+        if let bad = indexes.first(where: { $0 < 0 || $0 >= count }) {
+            throw PhotoLibraryError(
+                .operationInterrupted,
+                "index \(bad) is out of range: the folder holds \(count) collections (indexes 0 to \(max(0, count - 1)))")
+        }
+    }
+
+    /// The moves into this folder that `collections` name, checked (nothing recorded).
+    private func resolve(_ collections: [any ObjectReference]) throws -> [(ChangeEvent, UUID)] {
         let tree = try CollectionTree(changes.database)
         var moves: [(ChangeEvent, UUID)] = []
         for reference in collections {
@@ -369,7 +520,7 @@ public final class CollectionListChangeRequest {
                 moves.append((.listMoved(parent: id), child))
             }
         }
-        for (change, object) in moves { try changes.record(change, object: object) }
+        return moves
     }
 
     /// Moves albums and folders this folder holds to the top level (others are ignored).

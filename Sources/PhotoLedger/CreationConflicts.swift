@@ -12,12 +12,14 @@ struct ConflictResolution: Sendable {
 
 /// Conflicts between creations, resolved the same way on every device.
 ///
-/// An asset is created once, and an identifier names one kind of object. A second creation of an
-/// asset, or creations of both kinds for one identifier, can only come from a damaged or hostile
+/// An asset or a folder is created once, and an identifier names one kind of object (asset,
+/// album or folder). A second creation of an asset or a folder, or creations of two kinds for one
+/// identifier, can only come from a damaged or hostile
 /// device (the server refuses them, but logs may hold them from before it did). Of all the
 /// creations of an object, the earliest by `(HLC, device, event identifier)` wins: an asset's
 /// other creations, and the creations of the other kind, are quarantined (`rule` 1 in the
-/// quarantine table) and the object is refolded without them. The winner depends only on the set
+/// quarantine table) and the object is refolded without them. (Creation events hold the object's
+/// whole first state, so a refold without the losers is the object as its first creator made it.) The winner depends only on the set
 /// of events, so every device quarantines the same ones; a creation that arrives later and is
 /// earlier changes the verdicts, and the sync summary reports the change.
 ///
@@ -26,21 +28,27 @@ struct ConflictResolution: Sendable {
 extension Projection {
     /// Finds the objects whose creations conflict (after a fold that folded creations) and
     /// resolves each. `progress` is a rebuild's (refolded rows count as written).
+    ///
+    /// A conflict arises when a creation is folded, so only the objects created now are looked
+    /// at (objects resolved before keep their verdicts until another creation of theirs
+    /// arrives): the partial index of created-twice assets, the albums and folders (few) read
+    /// once, one probe per created object that is also an album or a folder.
     func resolveConflicts(among created: Set<UUID>, context: FoldContext, progress: inout RebuildProgress?) throws
         -> ConflictResolution
     {
-        // A conflict arises when a creation is folded: only the objects created now can have a
-        // new one (objects resolved before keep their verdicts until another creation arrives).
         // Assets that folded two different creations: the partial index holds only these.
         var objects = Set(
             try database.rows("SELECT asset_id FROM assets WHERE created_twice = 1") { UUID(bytes: $0.blob(0)) }.compactMap { $0 }
         ).intersection(created)
-        // Identifiers created as both kinds: the albums (few) read once, an asset probed for
-        // each created one.
+        // Identifiers created as two kinds, and folders created twice.
         let albums = Set(try database.rows("SELECT album_id FROM albums WHERE created = 1") { UUID(bytes: $0.blob(0)) }.compactMap { $0 })
-        for object in albums.intersection(created)
-        where try database.firstRow("SELECT 1 FROM assets WHERE asset_id = ? AND created = 1", [object.bytes], { _ in true }) ?? false {
-            objects.insert(object)
+        var folders: [UUID: Bool] = [:]
+        try database.forEachRow("SELECT list_id, created_twice FROM collection_lists WHERE created = 1") { row in
+            if let id = UUID(bytes: row.blob(0)) { folders[id] = row.int64(1) != 0 }
+        }
+        for object in created where albums.contains(object) || folders[object] != nil {
+            let asset = try database.firstRow("SELECT 1 FROM assets WHERE asset_id = ? AND created = 1", [object.bytes]) { _ in true } ?? false
+            if asset || (albums.contains(object) && folders[object] != nil) || folders[object] == true { objects.insert(object) }
         }
         return try resolveCreations(of: objects, context: context, progress: &progress)
     }
@@ -69,7 +77,8 @@ extension Projection {
             for creation in try store.rows(
                 """
                 SELECT event_id, type, hlc, device_id FROM events
-                WHERE object_id = ? AND type IN ('\(EventType.assetCreated.rawValue)', '\(EventType.albumCreated.rawValue)')
+                WHERE object_id = ? AND type IN (
+                    '\(EventType.assetCreated.rawValue)', '\(EventType.albumCreated.rawValue)', '\(EventType.collectionListCreated.rawValue)')
                 """, [object.bytes],
                 { row -> Creation? in
                     guard let id = UUID(bytes: row.blob(0)), let type = EventType(rawValue: row.text(1)) else { return nil }
@@ -90,15 +99,12 @@ extension Projection {
         var losers: [UUID: String] = [:]
         let name = LocalIdentifier(uuid: object, kind: winner.type.objectKind).description
         for creation in candidates where creation.id != winner.id {
-            switch (winner.type, creation.type) {
-            case (.assetCreated, .assetCreated):
-                losers[creation.id] = "asset \(name) was created before, by event \(winner.id.uuidString); an asset is created once"
-            case (.assetCreated, _):
-                losers[creation.id] = "its identifier names asset \(name), created before by event \(winner.id.uuidString)"
-            case (_, .assetCreated):
-                losers[creation.id] = "its identifier names album \(name), created before by event \(winner.id.uuidString)"
-            default:
-                break
+            let kind = Self.kindName(winner.type)
+            if creation.type != winner.type {
+                losers[creation.id] = "its identifier names \(kind) \(name), created before by event \(winner.id.uuidString)"
+            } else if winner.type != .albumCreated {
+                losers[creation.id] =
+                    "\(kind) \(name) was created before, by event \(winner.id.uuidString); \(kind == "asset" ? "an" : "a") \(kind) is created once"
             }
         }
         try clearVerdicts(previous)
@@ -110,6 +116,15 @@ extension Projection {
             try insert.step()
         }
         return previous.symmetricDifference(losers.keys)
+    }
+
+    /// How a reason names the kind of object an event creates.
+    private static func kindName(_ type: EventType) -> String {
+        switch type.objectKind {
+        case .asset: "asset"
+        case .album: "album"
+        case .collectionList: "folder"
+        }
     }
 
     /// Whether the creation `(a, aID)` precedes `(b, bID)`: by stamp, then by event identifier.

@@ -7,6 +7,10 @@ import LedgerCore
 /// - Version 1: the first payloads.
 /// - Version 2: version 1's fields, then the writer's causal claims (``CausalClaims``): for each
 ///   last-writer-wins register the change writes, the stamp of the write it overwrote.
+/// - Version 3: bursts. An asset's creation carries its burst identifier and selection types
+///   after the version 1 fields; an asset change may set the burst user pick (mask bit 16).
+///   Only those changes are written in version 3 (``ChangeEvent/schemaVersion``): every other
+///   change is written in version 2, so a build that reads version 2 keeps folding it.
 ///
 /// Upcasting version 1 to the current model gives the same change with unknown claims (nil):
 /// ``ObjectHistory`` reads such writes by a documented rule instead of a claim.
@@ -15,8 +19,9 @@ import LedgerCore
 /// and forwarded, and folded by the first build that knows it (a library refolds on open when the
 /// versions its build reads grew, ``fingerprint``).
 package struct EventSchema: Sendable {
-    /// The version this build writes.
-    package static let currentVersion = 2
+    /// The newest version this build reads and writes (each change is written in the lowest
+    /// version that carries it).
+    package static let currentVersion = 3
 
     /// Converts a payload of a version newer than ``currentVersion`` to the current one: what a
     /// newer build's reader does. Registered only by tests that simulate an upgrade.

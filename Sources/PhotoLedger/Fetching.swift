@@ -24,6 +24,10 @@ public indirect enum FetchPredicate: Sendable, Hashable {
     case locatedIn(LocationRegion)
     /// Assets at least this many pixels wide.
     case minimumPixelWidth(Int)
+    /// Photos of the burst with this identifier (``Asset/burstIdentifier``).
+    case burstIdentifier(String)
+    /// Assets with every one of these media subtypes.
+    case mediaSubtypes(MediaSubtypes)
     /// Albums with exactly this title.
     case title(String)
     /// Albums whose title contains the text (case-insensitive).
@@ -124,15 +128,21 @@ public struct FetchOptions: Sendable, Hashable {
     public var fetchLimit = 0
     /// Whether hidden assets are returned (default false, as in PhotoKit).
     public var includeHiddenAssets = false
+    /// Whether every photo of a burst is returned (PhotoKit's `includeAllBurstAssets`); by
+    /// default a burst is returned as its representative alone (``Asset/representsBurst``).
+    /// Fetches by identifier and by burst identifier return every photo they name regardless.
+    public var includeAllBurstAssets = false
 
     /// Default options.
     public init(
-        predicate: FetchPredicate? = nil, sortDescriptors: [SortDescriptor] = [], fetchLimit: Int = 0, includeHiddenAssets: Bool = false
+        predicate: FetchPredicate? = nil, sortDescriptors: [SortDescriptor] = [], fetchLimit: Int = 0, includeHiddenAssets: Bool = false,
+        includeAllBurstAssets: Bool = false
     ) {
         self.predicate = predicate
         self.sortDescriptors = sortDescriptors
         self.fetchLimit = fetchLimit
         self.includeHiddenAssets = includeHiddenAssets
+        self.includeAllBurstAssets = includeAllBurstAssets
     }
 }
 
@@ -304,8 +314,30 @@ enum Fetching {
     static let assetColumns = """
         a.asset_id, a.media_type, a.media_subtypes, a.pixel_width, a.pixel_height, a.duration, a.creation_date, a.modification_hlc,
         a.created_hlc, a.latitude, a.longitude, a.altitude, a.favorite, a.hidden, a.trash_cl, a.trashed_hlc, a.source_device,
-        a.content_sha256 IS NOT NULL
+        a.content_sha256 IS NOT NULL, a.burst_identifier, a.burst_auto_pick, a.burst_user_pick,
+        CASE WHEN a.burst_identifier IS NULL THEN 0 ELSE a.asset_id = \(burstRepresentative) END
         """
+    // The last column is a CASE, not an AND: SQLite computes both sides of an AND in a result
+    // column, and the representative's subquery would run for every asset of a fetch.
+
+    /// The identifier of the representative of the burst of the asset row `a`: of the burst's
+    /// photos not purged nor in Recently Deleted, the first by user pick, camera pick, creation
+    /// date (the time it was added when it has none) and identifier.
+    static let burstRepresentative = """
+        (SELECT b.asset_id FROM assets b WHERE b.burst_identifier = a.burst_identifier AND b.created = 1 AND b.purged = 0
+            AND \(CausalLength.present("b.trash_cl"))
+        ORDER BY b.burst_user_pick DESC, b.burst_auto_pick DESC, coalesce(b.creation_date, (b.created_hlc >> 16) / 1000.0), b.asset_id
+        LIMIT 1)
+        """
+
+    /// Whether any asset row is a burst photo (one probe of the burst index).
+    static func hasBursts(_ db: Database) throws -> Bool {
+        try db.firstRow("SELECT 1 FROM assets WHERE burst_identifier IS NOT NULL LIMIT 1") { _ in true } ?? false
+    }
+
+    /// The condition on the asset row `a` that leaves out the photos of a burst other than its
+    /// representative.
+    static let burstRepresentativesOnly = "(a.burst_identifier IS NULL OR a.asset_id = \(burstRepresentative))"
 
     /// The column of ``assetColumns`` holding the asset's version (its modification clock value).
     static let versionColumn: Int32 = 7
@@ -324,7 +356,10 @@ enum Fetching {
                 ? nil : Location(latitude: row.double(9), longitude: row.double(10), altitude: row.isNull(11) ? nil : row.double(11)),
             isFavorite: row.int64(12) == 1, isHidden: row.int64(13) == 1, isDeleted: deleted,
             deletionDate: deleted ? HLCTimestamp(rawValue: UInt64(bitPattern: row.int64(15))).dateValue : nil,
-            sourceDevice: DeviceID(row.text(16)), hasAdjustments: row.int64(17) == 1, version: row.int64(7))
+            sourceDevice: DeviceID(row.text(16)), hasAdjustments: row.int64(17) == 1,
+            burstIdentifier: row.isNull(18) ? nil : row.text(18),
+            burstSelectionTypes: BurstSelectionTypes(rawValue: (row.int64(19) == 1 ? 1 : 0) | (row.int64(20) == 1 ? 2 : 0)),
+            representsBurst: row.int64(21) == 1, version: row.int64(7))
     }
 
     /// An SQL condition and its bound values.
@@ -342,6 +377,9 @@ enum Fetching {
         case .createdBefore(let date): return Condition(sql: "a.creation_date < ?", values: [date.timeIntervalSince1970])
         case .hasLocation(let value): return Condition(sql: value ? "a.latitude IS NOT NULL" : "a.latitude IS NULL", values: [])
         case .minimumPixelWidth(let width): return Condition(sql: "a.pixel_width >= ?", values: [width])
+        case .burstIdentifier(let burst): return Condition(sql: "a.burst_identifier = ?", values: [burst])
+        case .mediaSubtypes(let subtypes):
+            return Condition(sql: "a.media_subtypes & ? = ?", values: [Int64(subtypes.rawValue), Int64(subtypes.rawValue)])
         case .createdDuring(let interval):
             return Condition(
                 sql: "(a.creation_date >= ? AND a.creation_date < ?)",

@@ -71,7 +71,7 @@ package struct InMemoryFold: Sendable {
 
     /// A valid payload of every event type in every schema version this build reads, as its
     /// encoder writes them: version 2 with and without causal claims, and version 1 (version 2
-    /// without the claims that follow its fields). Claims name writes at clock values below
+    /// without the claims that follow its fields); burst changes in version 3, with and without. Claims name writes at clock values below
     /// `claimsBefore`, so the payloads fold in an event stamped at or after it.
     package static func samplePayloads(claimsBefore: Int64) -> [(type: EventType, version: Int, payload: [UInt8])] {
         let hash = [UInt8](repeating: 0xA5, count: 32)
@@ -102,12 +102,25 @@ package struct InMemoryFold: Sendable {
                 entries: [.init(asset: asset, causalLength: 1, position: "V"), .init(asset: another, causalLength: 0, position: "Vk")]),
             .albumMembersChanged(operation: .remove, entries: [.init(asset: asset, causalLength: 2, position: nil)]),
             .albumMerged(winner: asset),
+            .assetCreated(
+                .init(
+                    mediaType: .image, mediaSubtypes: [], pixelWidth: 4032, pixelHeight: 3024, duration: 0, creationDate: nil,
+                    location: nil,
+                    isFavorite: false, isHidden: false, resources: [photo], burstIdentifier: "2F1A0C4E-5B7D-4E58-9D64-4B2C8A1E0F33",
+                    burstSelectionTypes: [.autoPick])),
+            .assetChanged(.init(burstUserPick: true)),
         ]
         let stamp = WriterStamp(hlc: max(0, claimsBefore - 1), device: "anna-phone")
         return changes.flatMap { change -> [(EventType, Int, [UInt8])] in
             let unclaimed = change.encoded()
             var claims = CausalClaims()
             for field in change.registers { claims.overwritten[field] = stamp }
+            // A burst change exists from version 3 (and is written in it); the others in 2 and 1.
+            guard change.schemaVersion == 2 else {
+                return [
+                    (change.type, change.schemaVersion, unclaimed), (change.type, change.schemaVersion, change.encoded(claims: claims)),
+                ]
+            }
             return [
                 (change.type, 2, unclaimed), (change.type, 2, change.encoded(claims: claims)),
                 (change.type, 1, Array(unclaimed.dropLast(change.registers.count))),

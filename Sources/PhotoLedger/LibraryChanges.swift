@@ -57,7 +57,7 @@ public final class LibraryChanges {
             id: library.identifiers.next(), library: library.binding.withLock { $0.library }, device: library.device,
             deviceSequence: nextSequence, timestamp: library.clock.now(), changeBlock: changeBlock, object: object,
             type: change.type.rawValue,
-            schemaVersion: EventSchema.currentVersion, payload: change.encoded(claims: claims))
+            schemaVersion: change.schemaVersion, payload: change.encoded(claims: claims))
         nextSequence += 1
         if case .assetContentEdited = change, contentBefore[object] == nil {
             contentBefore[object] = try PhotoLibrary.contentStamps([object], in: database)[object] ?? nil
@@ -76,10 +76,15 @@ public final class LibraryChanges {
                 case .title where lists: ("SELECT title_hlc, title_device FROM collection_lists WHERE list_id = ?", [object.bytes])
                 case .parent where lists: ("SELECT parent_hlc, parent_device FROM collection_lists WHERE list_id = ?", [object.bytes])
                 case .parent: ("SELECT parent_hlc, parent_device FROM albums WHERE album_id = ?", [object.bytes])
+                case .collectionPosition where lists:
+                    ("SELECT position_hlc, position_device FROM collection_lists WHERE list_id = ?", [object.bytes])
+                case .collectionPosition: ("SELECT position_hlc, position_device FROM albums WHERE album_id = ?", [object.bytes])
                 case .creationDate: ("SELECT creation_date_hlc, creation_date_device FROM assets WHERE asset_id = ?", [object.bytes])
                 case .location: ("SELECT location_hlc, location_device FROM assets WHERE asset_id = ?", [object.bytes])
                 case .isFavorite: ("SELECT favorite_hlc, favorite_device FROM assets WHERE asset_id = ?", [object.bytes])
                 case .isHidden: ("SELECT hidden_hlc, hidden_device FROM assets WHERE asset_id = ?", [object.bytes])
+                case .burstUserPick:
+                    ("SELECT burst_user_pick_hlc, burst_user_pick_device FROM assets WHERE asset_id = ?", [object.bytes])
                 case .content: ("SELECT content_hlc, content_device FROM assets WHERE asset_id = ?", [object.bytes])
                 case .title: ("SELECT title_hlc, title_device FROM albums WHERE album_id = ?", [object.bytes])
                 case .keyAsset: ("SELECT key_asset_hlc, key_asset_device FROM albums WHERE album_id = ?", [object.bytes])
@@ -301,6 +306,23 @@ public final class AssetChangeRequest {
     public func setCreationDate(_ value: Date?) throws { try set(.init(creationDate: .some(value))) }
     /// Sets or clears where the photo was taken.
     public func setLocation(_ value: Location?) throws { try set(.init(location: .some(value))) }
+
+    /// Marks a burst photo as picked by the user (or unpicks it): ``BurstSelectionTypes/userPick``
+    /// in its ``Asset/burstSelectionTypes``, a last-writer-wins register like the favorite. The
+    /// burst's representative is its first user pick (see ``Asset/representsBurst``).
+    ///
+    /// - Throws: ``PhotoLibraryError`` `.changeNotSupported` when the asset is not a burst photo.
+    public func setBurstUserPick(_ value: Bool) throws {
+        try changes.checkValid("an asset change request")
+        let burst = try changes.database.firstRow("SELECT burst_identifier FROM assets WHERE asset_id = ?", [id.bytes]) {
+            $0.isNull(0) ? nil : $0.text(0)
+        }
+        guard burst != nil, burst! != nil else {
+            throw PhotoLibraryError(
+                .changeNotSupported, "asset \(localIdentifier) is not a burst photo; only a photo of a burst can be a user pick")
+        }
+        try set(.init(burstUserPick: value))
+    }
 }
 
 extension LibraryChanges {

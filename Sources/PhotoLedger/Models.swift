@@ -34,6 +34,20 @@ public struct MediaSubtypes: OptionSet, Sendable, Hashable {
     public static let videoStreamed = MediaSubtypes(rawValue: 1 << 16)
     public static let videoHighFrameRate = MediaSubtypes(rawValue: 1 << 17)
     public static let videoTimelapse = MediaSubtypes(rawValue: 1 << 18)
+    /// A photo taken with the front camera (a selfie). PhotoKit has no subtype for it (its
+    /// Selfies album reads private metadata): this bit is PhotoLedger's own, far above PhotoKit's.
+    public static let photoSelfPortrait = MediaSubtypes(rawValue: 1 << 24)
+}
+
+/// How a photo of a burst was selected (PhotoKit's `PHAssetBurstSelectionType`, with its raw values).
+public struct BurstSelectionTypes: OptionSet, Sendable, Hashable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+
+    /// The camera chose the photo as one of the burst's best.
+    public static let autoPick = BurstSelectionTypes(rawValue: 1 << 0)
+    /// The user chose the photo (``AssetChangeRequest/setBurstUserPick(_:)``).
+    public static let userPick = BurstSelectionTypes(rawValue: 1 << 1)
 }
 
 /// The role of a resource of an asset (PhotoKit's raw values). Unknown future values are kept.
@@ -129,6 +143,15 @@ public struct Asset: Hashable, Sendable, ObjectReference, CustomStringConvertibl
     public let sourceDevice: DeviceID
     /// Whether it has a content edit.
     public let hasAdjustments: Bool
+    /// The identifier of the burst the photo belongs to (nil: not a burst photo).
+    public internal(set) var burstIdentifier: String? = nil
+    /// How the photo was selected within its burst.
+    public internal(set) var burstSelectionTypes: BurstSelectionTypes = []
+    /// Whether the photo is its burst's representative: the one fetches return for the burst
+    /// unless ``FetchOptions/includeAllBurstAssets`` is set. The representative is the burst's
+    /// first photo (by creation date, then identifier) not in Recently Deleted that the user
+    /// picked; without a user pick, the first the camera picked; without either, the first.
+    public internal(set) var representsBurst = false
     /// The asset's modification clock value when read: what change details compare.
     var version: Int64 = 0
 
@@ -166,6 +189,15 @@ public struct CollectionSubtype: RawRepresentable, Hashable, Sendable, CustomStr
     public static let smartAlbumLivePhotos = CollectionSubtype(rawValue: 213)
     /// Animated images (GIF, animated WebP).
     public static let smartAlbumAnimated = CollectionSubtype(rawValue: 214)
+    /// Panoramas (``MediaSubtypes/photoPanorama``).
+    public static let smartAlbumPanoramas = CollectionSubtype(rawValue: 201)
+    /// Bursts: each burst's representative (all of their photos with
+    /// ``FetchOptions/includeAllBurstAssets``).
+    public static let smartAlbumBursts = CollectionSubtype(rawValue: 207)
+    /// Selfies (``MediaSubtypes/photoSelfPortrait``).
+    public static let smartAlbumSelfPortraits = CollectionSubtype(rawValue: 210)
+    /// Screenshots (``MediaSubtypes/photoScreenshot``).
+    public static let smartAlbumScreenshots = CollectionSubtype(rawValue: 211)
     /// All Photos: every asset not deleted or hidden.
     public static let smartAlbumUserLibrary = CollectionSubtype(rawValue: 209)
     /// Recently Deleted (PhotoKit has no public subtype for it).
@@ -176,7 +208,8 @@ public struct CollectionSubtype: RawRepresentable, Hashable, Sendable, CustomStr
     /// The smart albums every library has.
     public static let smartAlbums: [CollectionSubtype] = [
         .smartAlbumUserLibrary, .smartAlbumFavorites, .smartAlbumRecentlyAdded, .smartAlbumVideos, .smartAlbumRecentlyDeleted,
-        .smartAlbumAllHidden, .smartAlbumLivePhotos, .smartAlbumAnimated,
+        .smartAlbumAllHidden, .smartAlbumLivePhotos, .smartAlbumAnimated, .smartAlbumPanoramas, .smartAlbumBursts,
+        .smartAlbumSelfPortraits, .smartAlbumScreenshots,
     ]
 
     public var description: String {
@@ -190,6 +223,10 @@ public struct CollectionSubtype: RawRepresentable, Hashable, Sendable, CustomStr
         case .smartAlbumAllHidden: return "smartAlbumAllHidden"
         case .smartAlbumLivePhotos: return "smartAlbumLivePhotos"
         case .smartAlbumAnimated: return "smartAlbumAnimated"
+        case .smartAlbumPanoramas: return "smartAlbumPanoramas"
+        case .smartAlbumBursts: return "smartAlbumBursts"
+        case .smartAlbumSelfPortraits: return "smartAlbumSelfPortraits"
+        case .smartAlbumScreenshots: return "smartAlbumScreenshots"
         case .any: return "any"
         default: return "subtype\(rawValue)"
         }
@@ -205,6 +242,10 @@ public struct CollectionSubtype: RawRepresentable, Hashable, Sendable, CustomStr
         case .smartAlbumAllHidden: return "Hidden"
         case .smartAlbumLivePhotos: return "Live Photos"
         case .smartAlbumAnimated: return "Animated"
+        case .smartAlbumPanoramas: return "Panoramas"
+        case .smartAlbumBursts: return "Bursts"
+        case .smartAlbumSelfPortraits: return "Selfies"
+        case .smartAlbumScreenshots: return "Screenshots"
         default: return "Smart Album"
         }
     }

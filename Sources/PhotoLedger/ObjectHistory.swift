@@ -262,6 +262,10 @@ struct HistoryFold {
                 ("isDeleted", nil, .causalLength(1, odd: "false", even: "true"), nil),
             ]
             if c.duration > 0 { writes.append(("duration", "\(c.duration)", .plain, nil)) }
+            if let burst = c.burstIdentifier {
+                writes.append(("burstIdentifier", burst, .plain, nil))
+                writes.append(("burstUserPick", "\(c.burstSelectionTypes.contains(.userPick))", .register, .burstUserPick))
+            }
             if !c.resources.isEmpty { writes.append(("resources", c.resources.map(\.filename).joined(separator: ", "), .plain, nil)) }
             return writes
         case .assetChanged(let c):
@@ -270,6 +274,7 @@ struct HistoryFold {
             if let location = c.location { writes.append(("location", Self.text(location), .register, .location)) }
             if let favorite = c.isFavorite { writes.append(("isFavorite", "\(favorite)", .register, .isFavorite)) }
             if let hidden = c.isHidden { writes.append(("isHidden", "\(hidden)", .register, .isHidden)) }
+            if let pick = c.burstUserPick { writes.append(("burstUserPick", "\(pick)", .register, .burstUserPick)) }
             return writes
         case .assetDeleted(let cl), .assetRecovered(let cl):
             return [("isDeleted", nil, .causalLength(cl, odd: "false", even: "true"), nil)]
@@ -289,6 +294,8 @@ struct HistoryFold {
             ]
         case .listCreated(let title):
             return [("title", title, .register, .title)]
+        case .albumPositioned(let position), .listPositioned(let position):
+            return [("position", position, .register, .collectionPosition)]
         case .listRenamed(let title):
             return [("title", title, .register, .title)]
         case .listDeleted:

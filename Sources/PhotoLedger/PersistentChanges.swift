@@ -28,6 +28,8 @@ public enum ObjectType: Int, Sendable, Hashable, CaseIterable {
     case asset = 1
     /// Albums and smart albums.
     case assetCollection = 2
+    /// Folders (collection lists).
+    case collectionList = 3
 }
 
 /// The objects of one type that one persistent change inserted, updated or deleted.
@@ -42,7 +44,8 @@ public struct PersistentObjectChangeDetails: Hashable, Sendable {
     /// Objects changed by the change: properties, content, album title and membership, recovery
     /// from Recently Deleted.
     public internal(set) var updatedLocalIdentifiers: Set<String> = []
-    /// Assets moved to Recently Deleted or purged; albums deleted or merged into another album.
+    /// Assets moved to Recently Deleted or purged; albums deleted or merged into another album;
+    /// folders deleted.
     public internal(set) var deletedLocalIdentifiers: Set<String> = []
 
     init(objectType: ObjectType) { self.objectType = objectType }
@@ -58,10 +61,16 @@ public struct PersistentChange: Hashable, Sendable {
     public let devices: Set<DeviceID>
     let assets: PersistentObjectChangeDetails
     let albums: PersistentObjectChangeDetails
+    let lists: PersistentObjectChangeDetails
 
-    /// The objects of `objectType` the change inserted, updated and deleted.
+    /// The objects of `objectType` the change inserted, updated and deleted. A folder is updated
+    /// when it is renamed or moved; an album moved into or out of a folder is an updated album.
     public func changeDetails(for objectType: ObjectType) -> PersistentObjectChangeDetails {
-        objectType == .asset ? assets : albums
+        switch objectType {
+        case .asset: assets
+        case .assetCollection: albums
+        case .collectionList: lists
+        }
     }
 }
 
@@ -155,6 +164,7 @@ struct PersistentChangeBuilder {
     private var devices: Set<DeviceID> = []
     private var assets: [UUID: Fate] = [:]
     private var albums: [UUID: Fate] = [:]
+    private var lists: [UUID: Fate] = [:]
 
     init(library: UUID) { self.library = library }
 
@@ -172,8 +182,10 @@ struct PersistentChangeBuilder {
         case .assetRecovered: Self.mark(&assets, object, .alive)
         case .assetDeleted, .assetPurged: Self.mark(&assets, object, .deleted)
         case .albumCreated: Self.mark(&albums, object, .inserted)
-        case .albumRenamed, .albumMembersChanged, .albumKeyAssetSet, .albumMoved: Self.mark(&albums, object, .touched)
-        case .collectionListCreated, .collectionListRenamed, .collectionListDeleted, .collectionListMoved: break
+        case .albumRenamed, .albumMembersChanged, .albumKeyAssetSet, .albumMoved, .albumPositioned: Self.mark(&albums, object, .touched)
+        case .collectionListCreated: Self.mark(&lists, object, .inserted)
+        case .collectionListRenamed, .collectionListMoved, .collectionListPositioned: Self.mark(&lists, object, .touched)
+        case .collectionListDeleted: Self.mark(&lists, object, .deleted)
         case .albumDeleted: Self.mark(&albums, object, .deleted)
         case .albumMerged:
             Self.mark(&albums, object, .deleted)
@@ -202,13 +214,15 @@ struct PersistentChangeBuilder {
             devices = []
             assets = [:]
             albums = [:]
+            lists = [:]
             currentBlock = nil
         }
         guard !blocks.isEmpty || !devices.isEmpty else { return }
         changes.append(
             PersistentChange(
                 changeToken: PersistentChangeToken(library: library, sequence: lastSequence), changeBlocks: blocks, devices: devices,
-                assets: Self.details(.asset, assets, kind: .asset), albums: Self.details(.assetCollection, albums, kind: .album)))
+                assets: Self.details(.asset, assets, kind: .asset), albums: Self.details(.assetCollection, albums, kind: .album),
+                lists: Self.details(.collectionList, lists, kind: .collectionList)))
     }
 
     private static func details(_ type: ObjectType, _ fates: [UUID: Fate], kind: ObjectKind) -> PersistentObjectChangeDetails {

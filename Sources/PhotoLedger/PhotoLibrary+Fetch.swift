@@ -20,6 +20,7 @@ extension PhotoLibrary {
     public func fetchAssets(withLocalIdentifiers identifiers: [String], options: FetchOptions? = nil) throws -> FetchResult<Asset> {
         var options = options ?? FetchOptions()
         options.includeHiddenAssets = true
+        options.includeAllBurstAssets = true
         let ids = identifiers.compactMap { LocalIdentifier($0) }.filter { $0.kind == .asset }.map(\.uuid)
         return try fetch(.assetsWithIdentifiers(ids, options))
     }
@@ -27,6 +28,17 @@ extension PhotoLibrary {
     /// All Photos: every asset not hidden and not deleted, by creation date unless sorted otherwise.
     public func fetchAssets(options: FetchOptions = FetchOptions()) throws -> FetchResult<Asset> {
         try fetch(.assets(options))
+    }
+
+    /// Every photo of a burst (PhotoKit's `fetchAssets(withBurstIdentifier:options:)`), its
+    /// representative included, by creation date unless sorted otherwise; hidden ones only with
+    /// ``FetchOptions/includeHiddenAssets``. Empty for an identifier no photo has.
+    public func fetchAssets(withBurstIdentifier burstIdentifier: String, options: FetchOptions? = nil) throws -> FetchResult<Asset> {
+        var options = options ?? FetchOptions()
+        options.includeAllBurstAssets = true
+        let burst = FetchPredicate.burstIdentifier(burstIdentifier)
+        options.predicate = options.predicate.map { .and([burst, $0]) } ?? burst
+        return try fetch(.assets(options))
     }
 
     /// The assets of an album in album order (or a smart album's assets), unless sorted otherwise.
@@ -174,6 +186,9 @@ extension PhotoLibrary {
         var identifiers: [UUID] = []
         var versions: [Int64] = []
         var loaded: [Asset] = []
+        /// Each asset's key in the default order (creation date, else the time it was added), when
+        /// read from asset rows: what an update in place sorts by (``CapturedOutcomes``).
+        var sortKeys: [Double] = []
 
         /// Assets read whole.
         init(_ assets: [Asset], versions: [Int64]) {
@@ -192,6 +207,8 @@ extension PhotoLibrary {
                     identifiers.append(row.withBlob(0) { UUID(bytes: $0) }!)
                 }
                 versions.append(row.int64(Fetching.versionColumn))
+                // coalesce(creation_date, (created_hlc >> 16) / 1000.0), as the default order's SQL.
+                sortKeys.append(row.isNull(6) ? Double(UInt64(bitPattern: row.int64(8)) >> 16) / 1000 : row.double(6))
             }
         }
 
@@ -278,6 +295,13 @@ extension PhotoLibrary {
                 conditions += [CausalLength.present("a.trash_cl"), "a.media_subtypes & \(MediaSubtypes.photoLive.rawValue) <> 0"]
             case .smartAlbumAnimated:
                 conditions += [CausalLength.present("a.trash_cl"), "a.media_subtypes & \(MediaSubtypes.photoAnimation.rawValue) <> 0"]
+            case .smartAlbumPanoramas:
+                conditions += [CausalLength.present("a.trash_cl"), "a.media_subtypes & \(MediaSubtypes.photoPanorama.rawValue) <> 0"]
+            case .smartAlbumScreenshots:
+                conditions += [CausalLength.present("a.trash_cl"), "a.media_subtypes & \(MediaSubtypes.photoScreenshot.rawValue) <> 0"]
+            case .smartAlbumSelfPortraits:
+                conditions += [CausalLength.present("a.trash_cl"), "a.media_subtypes & \(MediaSubtypes.photoSelfPortrait.rawValue) <> 0"]
+            case .smartAlbumBursts: conditions += [CausalLength.present("a.trash_cl"), "a.burst_identifier IS NOT NULL"]
             default: return .empty
             }
         case .collections, .collectionsWithIdentifiers, .collectionsContaining, .collectionsInList, .collectionLists,
@@ -290,6 +314,8 @@ extension PhotoLibrary {
         }
         let hiddenAllowed = options.includeHiddenAssets || Fetching.mentionsHidden(options.predicate) || query.listsHidden
         if !hiddenAllowed, !(query.isRecentlyDeleted) { conditions.append("a.hidden = 0") }
+        // Recently Deleted lists each deleted photo: a deleted photo represents no burst.
+        if !options.includeAllBurstAssets, !query.isRecentlyDeleted { conditions.append(Fetching.burstRepresentativesOnly) }
         if let condition = try assetCondition(options.predicate, access: access) {
             conditions.append(condition.sql)
             values += condition.values
@@ -318,7 +344,12 @@ extension PhotoLibrary {
     static func assets(inAlbum album: UUID, options o: FetchOptions, db: Database, access: Access) throws -> AssetFetch {
         guard let resolved = try AlbumMembers.resolve(album, in: db) else { return .empty }
         let includeHidden = o.includeHiddenAssets || Fetching.mentionsHidden(o.predicate)
-        let assetCondition = try assetCondition(o.predicate, access: access)
+        var assetCondition = try assetCondition(o.predicate, access: access)
+        // Only a library with bursts joins the members to their asset rows for them.
+        if !o.includeAllBurstAssets, try Fetching.hasBursts(db) {
+            let bursts = Fetching.Condition(sql: Fetching.burstRepresentativesOnly, values: [])
+            assetCondition = assetCondition.map { Fetching.Condition(sql: $0.sql + " AND " + bursts.sql, values: $0.values) } ?? bursts
+        }
         let condition = assetCondition?.sql, values = assetCondition?.values ?? []
         let group = try AlbumMembers.group(of: resolved, in: db)
         if o.sortDescriptors.isEmpty {
@@ -387,6 +418,7 @@ extension PhotoLibrary {
         fetch.identifiers.removeLast(fetch.identifiers.count - limit)
         fetch.versions.removeLast(fetch.versions.count - limit)
         if fetch.loaded.count > limit { fetch.loaded.removeLast(fetch.loaded.count - limit) }
+        if fetch.sortKeys.count > limit { fetch.sortKeys.removeLast(fetch.sortKeys.count - limit) }
         return fetch
     }
 

@@ -63,6 +63,9 @@ struct ProjectionBatch: Sendable {
         var purged = false
         var content = Register<ChangeEvent.ContentEdit?>(nil)
         var modificationHLC: Int64 = 0
+        var burstIdentifier: String?
+        var burstAutoPick = false
+        var burstUserPick = Register(false)
 
         /// The state and version memberships carry, as ``ProjectionBatch/assetState(_:)`` computes
         /// them from a stored row equal to this one.
@@ -84,13 +87,19 @@ struct ProjectionBatch: Sendable {
         var modificationHLC: Int64 = 0
         var keyAsset = Register<UUID?>(nil)
         var parent = Register<UUID?>(nil)
+        var position = Register<String?>(nil)
     }
 
     struct ListRow {
         var created = false
+        /// The creation event folded (the smallest identifier when several were).
+        var creationEvent: UUID?
+        /// Whether two different creation events were folded: a conflict to resolve.
+        var createdTwice = false
         var creation = WriterStamp.zero
         var title = Register("")
         var parent = Register<UUID?>(nil)
+        var position = Register<String?>(nil)
         var deleted = false
         var modificationHLC: Int64 = 0
     }
@@ -145,7 +154,7 @@ struct ProjectionBatch: Sendable {
     private(set) var referencedHashes: Set<[UInt8]> = []
     /// Events not folded, with their verdicts.
     private(set) var quarantined: [(event: UUID, kind: QuarantineKind, reason: String)] = []
-    /// The objects whose creations (of an asset or an album) the batch folded: conflicts
+    /// The objects whose creations (of an asset, an album or a folder) the batch folded: conflicts
     /// between creations are looked for among them after it is written.
     private(set) var createdObjects: Set<UUID> = []
     /// Whether the batch folded a creation.
@@ -207,6 +216,9 @@ struct ProjectionBatch: Sendable {
                 row.location.offer(c.location, at: stamp)
                 row.favorite.offer(c.isFavorite, at: stamp)
                 row.hidden.offer(c.isHidden, at: stamp)
+                row.burstIdentifier = c.burstIdentifier
+                row.burstAutoPick = c.burstSelectionTypes.contains(.autoPick)
+                row.burstUserPick.offer(c.burstSelectionTypes.contains(.userPick), at: stamp)
                 row.trashCausalLength = max(row.trashCausalLength, 1)
                 row.modificationHLC = max(row.modificationHLC, hlc)
             }
@@ -220,6 +232,7 @@ struct ProjectionBatch: Sendable {
                 if let location = c.location { row.location.offer(location, at: stamp) }
                 if let favorite = c.isFavorite { row.favorite.offer(favorite, at: stamp) }
                 if let hidden = c.isHidden { row.hidden.offer(hidden, at: stamp) }
+                if let pick = c.burstUserPick { row.burstUserPick.offer(pick, at: stamp) }
                 row.modificationHLC = max(row.modificationHLC, hlc)
             }
         case .assetDeleted(let causalLength), .assetRecovered(let causalLength):
@@ -268,7 +281,10 @@ struct ProjectionBatch: Sendable {
                 row.modificationHLC = max(row.modificationHLC, hlc)
             }
         case .listCreated(let title):
+            createdObjects.insert(id)
             lists.update(id) { row in
+                if let folded = row.creationEvent, folded != event { row.createdTwice = true }
+                row.creationEvent = row.creationEvent.map { $0.bytes.lexicographicallyPrecedes(event.bytes) ? $0 : event } ?? event
                 if !row.created || stamp < row.creation { row.creation = stamp }
                 row.created = true
                 row.title.offer(title, at: stamp)
@@ -287,6 +303,16 @@ struct ProjectionBatch: Sendable {
         case .listMoved(let parent):
             lists.update(id) { row in
                 row.parent.offer(parent, at: stamp)
+                row.modificationHLC = max(row.modificationHLC, hlc)
+            }
+        case .albumPositioned(let position):
+            albums.update(id) { row in
+                row.position.offer(position, at: stamp)
+                row.modificationHLC = max(row.modificationHLC, hlc)
+            }
+        case .listPositioned(let position):
+            lists.update(id) { row in
+                row.position.offer(position, at: stamp)
                 row.modificationHLC = max(row.modificationHLC, hlc)
             }
         case .albumKeyAssetSet(let asset):
@@ -374,6 +400,10 @@ struct ProjectionBatch: Sendable {
             values.append(row.modificationHLC)
             values.append(blob: row.creationEvent?.bytes)
             values.append(row.createdTwice)
+            values.append(row.burstIdentifier)
+            values.append(row.burstAutoPick)
+            values.append(row.burstUserPick.value)
+            values.append(row.burstUserPick.stamp)
         }
         // Memberships already stored take the state and version their asset has now
         // (Migrations/Library/0006_album_member_asset_state.sql).
@@ -422,6 +452,8 @@ struct ProjectionBatch: Sendable {
                 try bind(row.keyAsset.stamp, at: 13, statement)
                 if let parent = row.parent.value { try bind(parent, at: 15, statement) }
                 try bind(row.parent.stamp, at: 16, statement)
+                if let position = row.position.value { try statement.bind(position, at: 18) }
+                try bind(row.position.stamp, at: 19, statement)
                 try statement.step()
             }
         }
@@ -438,6 +470,10 @@ struct ProjectionBatch: Sendable {
                 try bind(row.parent.stamp, at: 9, statement)
                 try statement.bind(row.deleted ? 1 : 0, at: 11)
                 try statement.bind(row.modificationHLC, at: 12)
+                if let creation = row.creationEvent { try bind(creation, at: 13, statement) }
+                try statement.bind(row.createdTwice ? 1 : 0, at: 14)
+                if let position = row.position.value { try statement.bind(position, at: 15) }
+                try bind(row.position.stamp, at: 16, statement)
                 try statement.step()
             }
         }
@@ -522,17 +558,21 @@ struct ProjectionBatch: Sendable {
             duration, creation_date, creation_date_hlc, creation_date_device, latitude, longitude, altitude, location_hlc,
             location_device, favorite, favorite_hlc, favorite_device, hidden, hidden_hlc, hidden_device, trash_cl, trashed_hlc,
             purged, content_sha256, adjustment_sha256, adjustment_format, content_hlc, content_device, modification_hlc, creation_event,
-            created_twice)
+            created_twice, burst_identifier, burst_auto_pick, burst_user_pick, burst_user_pick_hlc, burst_user_pick_device)
         """
 
     private static let assetMerge = """
         ON CONFLICT (asset_id) DO UPDATE SET
-            \(fromCreation(["created_hlc", "source_device", "media_type", "media_subtypes", "pixel_width", "pixel_height", "duration"])),
+            \(fromCreation([
+                "created_hlc", "source_device", "media_type", "media_subtypes", "pixel_width", "pixel_height", "duration", "burst_identifier",
+                "burst_auto_pick",
+            ])),
             created = max(created, excluded.created),
             \(lww(["creation_date"], stamp: "creation_date")),
             \(lww(["latitude", "longitude", "altitude"], stamp: "location")),
             \(lww(["favorite"], stamp: "favorite")),
             \(lww(["hidden"], stamp: "hidden")),
+            \(lww(["burst_user_pick"], stamp: "burst_user_pick")),
             \(lww(["content_sha256", "adjustment_sha256", "adjustment_format"], stamp: "content")),
             trash_cl = max(trash_cl, excluded.trash_cl),
             trashed_hlc = max(trashed_hlc, excluded.trashed_hlc),
@@ -545,7 +585,7 @@ struct ProjectionBatch: Sendable {
         """
 
     /// The asset upsert.
-    static let assetUpsert = BatchInsert(assetColumns, columns: 34, tail: assetMerge)
+    static let assetUpsert = BatchInsert(assetColumns, columns: 39, tail: assetMerge)
 
     /// A verdict on the event alone (rule 0): it never changes, so a repeated fold keeps it.
     static let quarantineSQL = PreparedSQL(
@@ -594,8 +634,9 @@ struct ProjectionBatch: Sendable {
     static let albumSQL = PreparedSQL(
         """
         INSERT INTO albums (album_id, created, created_hlc, source_device, subtype, title, title_hlc, title_device, deleted,
-            merged_into, modification_hlc, key_asset, key_asset_hlc, key_asset_device, parent, parent_hlc, parent_device)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
+            merged_into, modification_hlc, key_asset, key_asset_hlc, key_asset_device, parent, parent_hlc, parent_device, position,
+            position_hlc, position_device)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)
         ON CONFLICT (album_id) DO UPDATE SET
             created_hlc = CASE WHEN \(earlierCreation) THEN excluded.created_hlc ELSE albums.created_hlc END,
             source_device = CASE WHEN \(earlierCreation) THEN excluded.source_device ELSE albums.source_device END,
@@ -604,6 +645,7 @@ struct ProjectionBatch: Sendable {
             \(lww(["title"], stamp: "title")),
             \(lww(["key_asset"], stamp: "key_asset")),
             \(lww(["parent"], stamp: "parent")),
+            \(lww(["position"], stamp: "position")),
             deleted = max(deleted, excluded.deleted),
             merged_into = CASE WHEN excluded.merged_into IS NOT NULL AND (merged_into IS NULL OR excluded.merged_into < merged_into)
                 THEN excluded.merged_into ELSE merged_into END,
@@ -614,16 +656,21 @@ struct ProjectionBatch: Sendable {
     static let listSQL = PreparedSQL(
         """
         INSERT INTO collection_lists (list_id, created, created_hlc, source_device, title, title_hlc, title_device, parent, parent_hlc,
-            parent_device, deleted, modification_hlc)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+            parent_device, deleted, modification_hlc, creation_event, created_twice, position, position_hlc, position_device)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
         ON CONFLICT (list_id) DO UPDATE SET
             created_hlc = CASE WHEN \(earlierListCreation) THEN excluded.created_hlc ELSE collection_lists.created_hlc END,
             source_device = CASE WHEN \(earlierListCreation) THEN excluded.source_device ELSE collection_lists.source_device END,
             created = max(created, excluded.created),
             \(lww(["title"], stamp: "title")),
             \(lww(["parent"], stamp: "parent")),
+            \(lww(["position"], stamp: "position")),
             deleted = max(deleted, excluded.deleted),
-            modification_hlc = max(modification_hlc, excluded.modification_hlc)
+            modification_hlc = max(modification_hlc, excluded.modification_hlc),
+            created_twice = max(created_twice, excluded.created_twice,
+                creation_event IS NOT NULL AND excluded.creation_event IS NOT NULL AND creation_event <> excluded.creation_event),
+            creation_event = CASE WHEN creation_event IS NULL OR excluded.creation_event < creation_event
+                THEN coalesce(excluded.creation_event, creation_event) ELSE creation_event END
         """)
 
     private static let earlierListCreation = """

@@ -18,6 +18,27 @@ public struct AssetCreationOptions: Sendable {
     }
 }
 
+/// Properties of an asset being created that its media cannot say, or that override what its
+/// metadata says (``LibraryChanges/createAsset(withResources:properties:)``).
+public struct AssetCreationProperties: Sendable, Hashable {
+    /// Media subtypes added to the ones read from the media (for example
+    /// ``MediaSubtypes/photoScreenshot``, ``MediaSubtypes/photoPanorama`` or
+    /// ``MediaSubtypes/photoSelfPortrait``).
+    public var mediaSubtypes: MediaSubtypes
+    /// The burst the photo belongs to (PhotoKit's `burstIdentifier`): photos created with the same
+    /// identifier are one burst. Nil keeps the one its metadata names, if any.
+    public var burstIdentifier: String?
+    /// How the photo was selected in its burst (needs a burst identifier).
+    public var burstSelectionTypes: BurstSelectionTypes
+
+    /// Properties that add nothing to what the media says.
+    public init(mediaSubtypes: MediaSubtypes = [], burstIdentifier: String? = nil, burstSelectionTypes: BurstSelectionTypes = []) {
+        self.mediaSubtypes = mediaSubtypes
+        self.burstIdentifier = burstIdentifier
+        self.burstSelectionTypes = burstSelectionTypes
+    }
+}
+
 /// One resource of an asset being created, as PhotoKit's `addResource(with:fileURL:options:)`.
 public struct ResourceInput: Sendable {
     /// Where the bytes come from.
@@ -230,8 +251,19 @@ extension LibraryChanges {
     ///
     /// Every resource is validated and stored (durably) before the asset's event is recorded;
     /// when validation fails nothing is recorded and no moved source is removed.
-    public func createAsset(withResources inputs: [ResourceInput]) throws -> AssetCreationRequest {
+    ///
+    /// - Parameters:
+    ///   - inputs: The resources: one photo or video, and the others that go with it.
+    ///   - properties: Subtypes and a burst the media cannot say (a burst photo made by another
+    ///     app, a screenshot without metadata).
+    /// - Throws: ``PhotoLibraryError`` `.invalidResource` when the properties are invalid (an
+    ///   empty or over-long burst identifier, selection types without a burst), before anything
+    ///   is stored.
+    public func createAsset(withResources inputs: [ResourceInput], properties: AssetCreationProperties = AssetCreationProperties()) throws
+        -> AssetCreationRequest
+    {
         try checkValid("createAsset")
+        try Self.validate(properties)
         guard let primary = inputs.first(where: { $0.type == .photo || $0.type == .video }) else {
             throw PhotoLibraryError(.invalidResource, "an asset needs a photo or a video resource; add one")
         }
@@ -245,7 +277,12 @@ extension LibraryChanges {
             if input.options.shouldMoveFile, case .file(let url) = input.source { moved.append(url) }
         }
         guard let info = primaryInfo else { throw PhotoLibraryError(.invalidResource, "the primary resource could not be read") }
-        let request = try createAsset(primary: info, resources: records, isLivePhoto: inputs.contains { $0.type == .pairedVideo })
+        var creation = ChangeEvent.AssetCreation(
+            primary: info, resources: records, isLivePhoto: inputs.contains { $0.type == .pairedVideo })
+        creation.mediaSubtypes.formUnion(properties.mediaSubtypes)
+        if let burst = properties.burstIdentifier { creation.burstIdentifier = burst }
+        creation.burstSelectionTypes.formUnion(properties.burstSelectionTypes)
+        let request = try createAsset(creation)
         for url in moved { afterCommit.append { try? FileManager.default.removeItem(at: url) } }
         return request
     }
@@ -254,6 +291,28 @@ extension LibraryChanges {
     /// or video holds.
     func createAsset(primary info: MediaInfo, resources records: [ResourceRecord], isLivePhoto: Bool) throws -> AssetCreationRequest {
         try createAsset(ChangeEvent.AssetCreation(primary: info, resources: records, isLivePhoto: isLivePhoto))
+    }
+
+    /// Refuses creation properties no event may carry.
+    static func validate(_ properties: AssetCreationProperties) throws {
+        if let burst = properties.burstIdentifier {
+            guard !burst.isEmpty, burst.utf8.count <= PayloadLimits.maximumBurstIdentifierLength else {
+                throw PhotoLibraryError(
+                    .invalidResource,
+                    "a burst identifier must have 1 to \(PayloadLimits.maximumBurstIdentifierLength) bytes, not \(burst.utf8.count); "
+                        + "use the burst's UUID string")
+            }
+        } else if !properties.burstSelectionTypes.isEmpty {
+            throw PhotoLibraryError(.invalidResource, "burst selection types need a burst identifier; set burstIdentifier too")
+        }
+        guard properties.burstSelectionTypes.isSubset(of: [.autoPick, .userPick]),
+            (0...Int(Int32.max)).contains(properties.mediaSubtypes.rawValue)
+        else {
+            throw PhotoLibraryError(
+                .invalidResource,
+                "unknown burst selection types \(properties.burstSelectionTypes.rawValue) or media subtypes "
+                    + "\(properties.mediaSubtypes.rawValue); use the named values")
+        }
     }
 
     /// Validates and stores one resource; returns its record and, for media, what it holds.
@@ -350,9 +409,13 @@ extension ChangeEvent.AssetCreation {
         var subtypes: MediaSubtypes = []
         if info.isAnimated { subtypes.insert(.photoAnimation) }
         if isLivePhoto { subtypes.insert(.photoLive) }
+        if info.capture.isScreenshot { subtypes.insert(.photoScreenshot) }
+        if info.capture.isSelfPortrait { subtypes.insert(.photoSelfPortrait) }
+        if info.capture.isPanorama { subtypes.insert(.photoPanorama) }
         self.init(
             mediaType: info.mediaType == .video ? .video : .image, mediaSubtypes: subtypes, pixelWidth: info.pixelWidth,
             pixelHeight: info.pixelHeight, duration: info.duration ?? 0, creationDate: info.creationDate, location: info.location,
-            isFavorite: false, isHidden: false, resources: resources)
+            isFavorite: false, isHidden: false, resources: resources, burstIdentifier: info.capture.burstIdentifier,
+            burstSelectionTypes: info.capture.isBurstPick ? [.autoPick] : [])
     }
 }

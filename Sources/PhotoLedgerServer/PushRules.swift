@@ -170,6 +170,13 @@ public struct PushRules: Sendable {
             return "asset \(object) exists in this library already; an asset is created once"
         case (.albumCreated, .asset?):
             return "object \(object) is an asset in this library; an album cannot be created with its identifier"
+        case (.albumCreated, .collectionList?):
+            return "object \(object) is a folder in this library; an album cannot be created with its identifier"
+        case (.collectionListCreated, .collectionList?):
+            return "folder \(object) exists in this library already; a folder is created once"
+        case (.collectionListCreated, let held?):
+            return
+                "object \(object) is \(held == .asset ? "an asset" : "an album") in this library; a folder cannot be created with its identifier"
         default:
             return nil
         }

@@ -11,6 +11,10 @@ enum Exif {
         var creationDate: Date?
         var location: Location?
         var orientation: ImageOrientation?
+        /// The EXIF UserComment (iOS and macOS write `Screenshot` in a screenshot's).
+        var userComment: String?
+        /// The EXIF LensModel (an iPhone's names its camera: `iPhone 12 front camera 2.71mm f/2.2`).
+        var lensModel: String?
     }
 
     /// `Exif\0\0`, the header that starts an EXIF APP1 payload.
@@ -31,6 +35,8 @@ enum Exif {
         static let gpsLongitude: UInt32 = 0x0004
         static let gpsAltitudeRef: UInt32 = 0x0005
         static let gpsAltitude: UInt32 = 0x0006
+        static let userComment: UInt32 = 0x9286
+        static let lensModel: UInt32 = 0xA434
     }
 
     // MARK: Reading
@@ -66,7 +72,9 @@ enum Exif {
             date(text: ascii(ifds.2, Tag.dateTimeOriginal), offset: ascii(ifds.2, Tag.offsetTimeOriginal))
             ?? date(text: ascii(ifds.2, Tag.dateTimeDigitized), offset: ascii(ifds.2, Tag.offsetTimeDigitized))
             ?? date(text: ascii(ifds.0, Tag.dateTime), offset: ascii(ifds.2, Tag.offsetTime))
-        return Metadata(creationDate: date, location: location(ifds.3, order: order), orientation: orientation(ifds.0, order: order))
+        return Metadata(
+            creationDate: date, location: location(ifds.3, order: order), orientation: orientation(ifds.0, order: order),
+            userComment: userComment(ifds.2, order: order), lensModel: ascii(ifds.2, Tag.lensModel))
     }
 
     /// The block re-encoded by libexiv2 (main, Exif, GPS and interoperability IFDs only), or nil.
@@ -77,6 +85,28 @@ enum Exif {
         else { return nil }
         defer { photoledger_exif_recovered_free(result) }
         return Array(UnsafeBufferPointer(start: result, count: length))
+    }
+
+    /// The text of a UserComment: 8 bytes naming its character code (`ASCII`, `UNICODE` for
+    /// UTF-16 in the block's byte order, or zeros, read as UTF-8), then the text.
+    private static func userComment(_ content: UnsafeMutablePointer<ExifContent>?, order: ExifByteOrder) -> String? {
+        guard let entry = entry(content, Tag.userComment), entry.size > 8 else { return nil }
+        let bytes = Array(UnsafeBufferPointer(start: entry.data, count: Int(entry.size)))
+        let code = bytes.prefix(8), body = Array(bytes.dropFirst(8))
+        let text: String
+        if code.elementsEqual(Array("UNICODE".utf8) + [0]) {
+            let bigEndian = order == EXIF_BYTE_ORDER_MOTOROLA
+            var units: [UInt16] = []
+            for index in stride(from: 0, to: body.count - 1, by: 2) {
+                let (first, second) = (UInt16(body[index]), UInt16(body[index + 1]))
+                units.append(bigEndian ? first << 8 | second : second << 8 | first)
+            }
+            text = String(decoding: units, as: UTF16.self)
+        } else {
+            text = String(decoding: body, as: UTF8.self)
+        }
+        let trimmed = text.trimmingCharacters(in: CharacterSet.whitespacesAndNewlines.union(CharacterSet(charactersIn: "\0")))
+        return trimmed.isEmpty ? nil : trimmed
     }
 
     private static func orientation(_ content: UnsafeMutablePointer<ExifContent>?, order: ExifByteOrder) -> ImageOrientation? {

@@ -64,6 +64,8 @@ public struct MediaInfo: Sendable, Hashable {
     public var location: Location?
     /// Whether the image has more than one frame (animated GIF, animated WebP).
     public var isAnimated: Bool
+    /// How the photo was taken, as its metadata says (screenshot, selfie, panorama, burst).
+    public var capture = CaptureMetadata()
 
     /// Image or video.
     public var mediaType: MediaType { format.mediaType }

@@ -60,9 +60,11 @@ enum StillImageDecoder {
             orientation = metadata.orientation ?? ImageOrientation(rawValue: Int(result.orientation)) ?? .up
             shownSize = orientation.swapsWidthAndHeight ? (height, width) : (width, height)
         }
-        let info = MediaInfo(
+        var info = MediaInfo(
             format: format, pixelWidth: shownSize.0, pixelHeight: shownSize.1, orientation: orientation,
             creationDate: metadata.creationDate, location: metadata.location, isAnimated: result.frames > 1)
+        let xmp = result.xmp.map { CaptureMetadata.xmpProperties(UnsafeBufferPointer(start: $0, count: result.xmp_length)) } ?? [:]
+        info.capture = CaptureMetadata(exif: metadata, xmp: xmp)
         guard let handle = result.preview else { return (info, nil) }
         result.preview = nil  // the picture owns it now
         let picture = Picture(handle) { shown, other in (shown == width && other == height) || (shown == height && other == width) }

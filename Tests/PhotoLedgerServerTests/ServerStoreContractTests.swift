@@ -202,6 +202,34 @@ struct ServerStoreContractTests {
     }
 
     @Test(
+        "a folder is created once, and never takes the identifier of an asset or an album, nor they a folder's", arguments: StoreBackend.all
+    )
+    func folderCreations(backend: StoreBackend) throws {
+        let fixture = try ContractFixture(backend)
+        var anna = EventFactory()
+        let folder = anna.make(type: EventType.collectionListCreated.rawValue)
+        let asset = anna.make(type: EventType.assetCreated.rawValue)
+        var again = anna.make(type: EventType.collectionListCreated.rawValue)
+        again.object = folder.object
+        var folderOnAsset = anna.make(type: EventType.collectionListCreated.rawValue)
+        folderOnAsset.object = asset.object
+        var albumOnFolder = anna.make(type: EventType.albumCreated.rawValue)
+        albumOnFolder.object = folder.object
+        var assetOnFolder = anna.make(type: EventType.assetCreated.rawValue)
+        assetOnFolder.object = folder.object
+        let results = try fixture.push([folder, asset, again, folderOnAsset, albumOnFolder, assetOnFolder])
+        #expect(results[0] == .stored(serverSequence: 1) && results[1] == .stored(serverSequence: 2))
+        let reasons = results.dropFirst(2).map { status -> String in
+            if case .rejected(let reason) = status { return reason }
+            return "not rejected: \(status)"
+        }
+        #expect(reasons[0].contains("a folder is created once"), "\(reasons[0])")
+        #expect(reasons[1].contains("is an asset in this library; a folder cannot be created"), "\(reasons[1])")
+        #expect(reasons[2].contains("is a folder in this library; an album cannot be created"), "\(reasons[2])")
+        #expect(reasons[3].contains("an asset is created once"), "\(reasons[3])")
+    }
+
+    @Test(
         "events name their library: another library's events are refused, bound and sealed events come back as pushed",
         arguments: StoreBackend.all)
     func libraryBinding(backend: StoreBackend) throws {

@@ -120,6 +120,15 @@ struct SyncSimulationTests {
             dump["tree"] = try PhotoLibrary.photoCollections(.collectionsInList(nil, FetchOptions()), db: db, access: .full, now: 0).map {
                 [SQLValue.text($0.localIdentifier)]
             }
+            // Each folder's order, and the bursts' representatives, as each device reads them.
+            for list in try PhotoLibrary.collectionLists(.collectionLists(nil, FetchOptions()), db: db) {
+                dump["folder " + list.localIdentifier] = try PhotoLibrary.photoCollections(
+                    .collectionsInList(list.id, FetchOptions()), db: db, access: .full, now: 0
+                ).map { [SQLValue.text($0.localIdentifier)] }
+            }
+            dump["representatives"] = try PhotoLibrary.assets(
+                .assetsInSmartAlbum(.smartAlbumBursts, FetchOptions()), db: db, access: .full, now: 0
+            ).identifiers.map { [SQLValue.text($0.uuidString)] }
             let tree = try CollectionTree(db)
             dump["parents"] = tree.folders.keys.sorted { $0.uuidString < $1.uuidString }.map { id in
                 [SQLValue.text(id.uuidString), SQLValue.text(tree.folders[id]!.parent?.uuidString ?? "top")]

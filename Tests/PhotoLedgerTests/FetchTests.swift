@@ -47,7 +47,8 @@ struct FetchTests {
         let smart = try library.fetchAssetCollections(with: .smartAlbum)
         #expect(
             smart.map(\.title) == [
-                "All Photos", "Favorites", "Recently Added", "Videos", "Recently Deleted", "Hidden", "Live Photos", "Animated",
+                "All Photos", "Favorites", "Recently Added", "Videos", "Recently Deleted", "Hidden", "Live Photos", "Animated", "Panoramas",
+                "Bursts", "Selfies", "Screenshots",
             ])
         func members(_ subtype: CollectionSubtype) throws -> Set<String> {
             let album = try library.fetchAssetCollections(with: .smartAlbum, subtype: subtype)[0]

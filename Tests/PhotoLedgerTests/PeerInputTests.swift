@@ -17,7 +17,7 @@ struct PeerInputTests {
             let event = Event(
                 id: UUID(), device: "ben-laptop", deviceSequence: sequence,
                 timestamp: HLCTimestamp(milliseconds: 1_764_483_790_000, counter: UInt16(index)), changeBlock: album, object: album,
-                type: change.type.rawValue, schemaVersion: EventSchema.currentVersion, payload: change.encoded())
+                type: change.type.rawValue, schemaVersion: change.schemaVersion, payload: change.encoded())
             return SequencedEvent(event: event, serverSequence: sequence, serverChainHash: chain.link(event))
         }
         let applied = try library.replica.apply(library.replica.prepare(events, cursor: Int64(events.count), after: nil))
@@ -78,7 +78,7 @@ struct PeerInputTests {
             var fold = InMemoryFold(library: nil)
             let event = Event(
                 id: UUID(), device: "ben-laptop", deviceSequence: 1, timestamp: HLCTimestamp(milliseconds: 1_764_483_790_000, counter: 0),
-                changeBlock: UUID(), object: UUID(), type: EventType.assetCreated.rawValue, schemaVersion: EventSchema.currentVersion,
+                changeBlock: UUID(), object: UUID(), type: EventType.assetCreated.rawValue, schemaVersion: 2,
                 payload: InMemoryFold.assetCreatedPayload(primary: info))
             let folded = fold.add(event)
             #expect(folded, "\(info): \(fold.reasonsSetAside)")

@@ -379,4 +379,31 @@ struct PerCommitChangeTests {
         #expect(throws: PhotoLibraryError.self) { try failed.get() }
         #expect(try library.fetchAssets().count == 1, "the failed block changed nothing")
     }
+
+    @Test("a commit right after a captured one updates the held fetches in place; applied details equal new fetches")
+    func updatedInPlace() throws {
+        let directory = try TemporaryDirectory()
+        let library = try makeLibrary(directory)
+        let ids = try library.createAssets(120, dates: (0..<120).map { Date(timeIntervalSince1970: Double($0 * 60)) })
+        var photos = try library.fetchAssets()
+        var favorites = try library.fetchAssets(in: library.fetchAssetCollections(with: .smartAlbum, subtype: .smartAlbumFavorites)[0])
+        let observer = RecordingObserver()
+        library.register(observer)
+        // Photos move across the first hundred (read whole) and out of it; one is hidden, one a favorite.
+        for (step, id) in [ids[5], ids[110], ids[0], ids[60]].enumerated() {
+            try library.performChangesAndWait { changes in
+                try changes.assetChangeRequest(for: id).setCreationDate(Date(timeIntervalSince1970: Double(step * 2_000 + 30)))
+                try changes.assetChangeRequest(for: ids[119 - step]).setHidden(true)
+                try changes.assetChangeRequest(for: ids[50 + step]).setFavorite(true)
+            }
+            let generation = try library.readDatabase { try PhotoLibrary.changeGeneration(in: $0) }
+            #expect(library.tracker.outcomes.outcome(of: .assets(FetchOptions()), before: generation + 1) != nil, "kept, step \(step)")
+            let change = try #require(observer.next())
+            photos = HeldResults.applyDetails(change, to: photos, expected: try library.fetchAssets(), name: "all, step \(step)")
+            favorites = HeldResults.applyDetails(
+                change, to: favorites,
+                expected: try library.fetchAssets(in: library.fetchAssetCollections(with: .smartAlbum, subtype: .smartAlbumFavorites)[0]),
+                name: "favorites, step \(step)")
+        }
+    }
 }

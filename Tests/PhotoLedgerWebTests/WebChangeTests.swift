@@ -14,7 +14,8 @@ struct WebChangeTests {
         let smart = try #require(albums["smartAlbums"] as? [[String: Any]])
         #expect(
             smart.map { $0["title"] as? String } == [
-                "All Photos", "Favorites", "Recently Added", "Videos", "Recently Deleted", "Hidden", "Live Photos", "Animated",
+                "All Photos", "Favorites", "Recently Added", "Videos", "Recently Deleted", "Hidden", "Live Photos", "Animated", "Panoramas",
+                "Bursts", "Selfies", "Screenshots",
             ])
         #expect(smart.first { $0["title"] as? String == "Hidden" }?["id"] as? String == "hidden")
         let mine = try #require(albums["albums"] as? [[String: Any]])

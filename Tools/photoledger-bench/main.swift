@@ -68,6 +68,7 @@ struct PhotoledgerBench: ParsableCommand {
             Suite(prefixes: ["host"]) { try HostBenchmarks(quick: quick).run() },
             Suite(prefixes: ["e2e"]) { try EncryptionBenchmarks(quick: quick).run() },
             Suite(prefixes: ["web"]) { try WebBenchmarks(quick: quick).run() },
+            Suite(prefixes: ["photokit"]) { try PhotoKitBenchmarks(quick: quick).run() },
         ]
         var figures: [Figure] = []
         for suite in suites where only.map({ prefix in suite.prefixes.contains { $0.hasPrefix(prefix) || prefix.hasPrefix($0) } }) ?? true {

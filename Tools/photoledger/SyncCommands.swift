@@ -125,7 +125,7 @@ struct Sync: AsyncParsableCommand {
             token = change.changeToken
             let own = change.devices == [library.device]
             let from = own ? "this device" : change.devices.map(\.rawValue).sorted().joined(separator: ", ")
-            for (type, name) in [(ObjectType.asset, "asset"), (.assetCollection, "album")] {
+            for (type, name) in [(ObjectType.asset, "asset"), (.assetCollection, "album"), (.collectionList, "folder")] {
                 let details = change.changeDetails(for: type)
                 for (kind, ids) in [
                     ("inserted", details.insertedLocalIdentifiers), ("updated", details.updatedLocalIdentifiers),

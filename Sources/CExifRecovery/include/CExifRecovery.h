@@ -18,6 +18,18 @@ int photoledger_exif_recover(const unsigned char *tiff, size_t length, unsigned 
 /// Frees bytes returned by `photoledger_exif_recover`.
 void photoledger_exif_recovered_free(unsigned char *bytes);
 
+/// Reads an XMP packet (`length` bytes of XML, as a photo's `xmp-data` holds it) with libexiv2's
+/// XMP parser and lists its properties as UTF-8 text, one a line: the libexiv2 key
+/// (`Xmp.GPano.ProjectionType`, a namespace it does not know named by the packet's own prefix),
+/// a tab, the value (a language alternative gives its `x-default` text; tabs and line breaks in
+/// values become spaces). Returns 0 with the NUL-terminated text in `*result` (free it with
+/// `photoledger_xmp_properties_free`), or -1 when the packet does not parse. Safe to call from
+/// several threads at once; never throws and writes nothing to the standard error.
+int photoledger_xmp_properties(const char *packet, size_t length, char **result);
+
+/// Frees text returned by `photoledger_xmp_properties`.
+void photoledger_xmp_properties_free(char *text);
+
 #ifdef __cplusplus
 }
 #endif

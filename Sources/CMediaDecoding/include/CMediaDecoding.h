@@ -33,6 +33,9 @@ typedef struct {
     size_t exif_length;
     /// The text of a PNG `Raw profile type exif` text chunk (hex-encoded EXIF), or NULL.
     char *exif_text_profile;
+    /// The XMP packet libvips found (`xmp-data`), copied with malloc, or NULL.
+    char *xmp;
+    size_t xmp_length;
     /// With a `preview` size: the decoded picture, upright, its shorter side at least that size
     /// (or the whole picture when it is smaller), or NULL when the format has no reduced decode.
     /// `photoledger_still_free` frees it unless the caller took it (and set it to NULL).

@@ -41,7 +41,7 @@ public enum RandomChanges {
         let albums = try library.fetchAssetCollections(with: .album)
         var r = random
         defer { random = r }
-        let choice = Int.random(in: 0..<18, using: &r)
+        let choice = Int.random(in: 0..<21, using: &r)
         do {
             switch choice {
             case 0, 1:
@@ -122,6 +122,39 @@ public enum RandomChanges {
                         try changes.collectionListChangeRequest(for: parent).removeChildCollections([child])
                     } else {
                         try changes.collectionListChangeRequest(for: target!).addChildCollections([child])
+                    }
+                }
+            case 18:
+                // A photo of one of two bursts (photos of one burst made on several devices).
+                let burst = ["burst-1", "burst-2"].randomElement(using: &r)!
+                let seed = UInt64.random(in: 0...1_000_000, using: &r), autoPick = Int.random(in: 0..<3, using: &r) == 0
+                try library.performChangesAndWait { changes in
+                    _ = try changes.createAsset(
+                        withResources: [ResourceInput(type: .photo, source: .data(samplePhoto(seed)))],
+                        properties: AssetCreationProperties(burstIdentifier: burst, burstSelectionTypes: autoPick ? [.autoPick] : []))
+                }
+            case 19:
+                // A burst photo picked or unpicked: picks on several devices decide the representative.
+                let burst = ["burst-1", "burst-2"].randomElement(using: &r)!
+                guard let photo = try library.fetchAssets(withBurstIdentifier: burst).map(\.localIdentifier).randomElement(using: &r) else {
+                    return
+                }
+                let pick = Bool.random(using: &r)
+                try library.performChangesAndWait { try $0.assetChangeRequest(for: photo).setBurstUserPick(pick) }
+            case 20:
+                // A folder's collections reordered, or one inserted at an index: concurrent reorders conflict.
+                guard let folder = try library.fetchCollectionLists().allObjects.randomElement(using: &r) else { return }
+                let count = try library.fetchCollections(in: folder).count
+                if count > 1, Bool.random(using: &r) {
+                    let from = Int.random(in: 0..<count, using: &r), to = Int.random(in: 0..<count, using: &r)
+                    try library.performChangesAndWait {
+                        try $0.collectionListChangeRequest(for: folder).moveChildCollections(at: [from], to: to)
+                    }
+                } else {
+                    guard let album = albums.randomElement(using: &r) else { return }
+                    let index = Int.random(in: 0...count, using: &r)
+                    try library.performChangesAndWait {
+                        try $0.collectionListChangeRequest(for: folder).insertChildCollections([album], at: [index])
                     }
                 }
             case 14:

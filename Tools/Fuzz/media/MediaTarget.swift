@@ -120,7 +120,7 @@ enum MediaTarget: FuzzTarget {
         let event = Event(
             id: SampleEvents.identifier(1), device: "anna-phone", deviceSequence: 1, timestamp: HLCTimestamp(milliseconds: 1, counter: 0),
             changeBlock: SampleEvents.identifier(2), object: SampleEvents.identifier(3), type: EventType.assetCreated.rawValue,
-            schemaVersion: EventSchema.currentVersion, payload: InMemoryFold.assetCreatedPayload(primary: info))
+            schemaVersion: 2, payload: InMemoryFold.assetCreatedPayload(primary: info))
         require(fold.add(event), "an import of \(info) writes an event other devices set aside: \(fold.reasonsSetAside)")
     }
 
