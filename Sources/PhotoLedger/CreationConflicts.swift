@@ -47,7 +47,8 @@ extension Projection {
             if let id = UUID(bytes: row.blob(0)) { folders[id] = row.int64(1) != 0 }
         }
         for object in created where albums.contains(object) || folders[object] != nil {
-            let asset = try database.firstRow("SELECT 1 FROM assets WHERE asset_id = ? AND created = 1", [object.bytes]) { _ in true } ?? false
+            let asset =
+                try database.firstRow("SELECT 1 FROM assets WHERE asset_id = ? AND created = 1", [object.bytes]) { _ in true } ?? false
             if asset || (albums.contains(object) && folders[object] != nil) || folders[object] == true { objects.insert(object) }
         }
         return try resolveCreations(of: objects, context: context, progress: &progress)
