@@ -21,7 +21,9 @@ extension UUID {
     /// Creates a UUID from 16 bytes at the start of a buffer, or returns nil.
     public init?(bytes buffer: UnsafeRawBufferPointer) {
         guard buffer.count == 16 else { return nil }
-        self.init(bytes: Array(buffer))
+        var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &value) { $0.copyMemory(from: buffer) }
+        self.init(uuid: value)
     }
 
     /// The Unix time in milliseconds stored in a version 7 UUID.

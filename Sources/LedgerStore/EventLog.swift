@@ -413,32 +413,20 @@ public struct EventLog {
     /// Walks the log in order and recomputes the hash chain: the whole log by default, or the
     /// events after `localSequence` continuing from the chain value `head` (the part of a log
     /// whose earlier events were moved to an archive).
-    public func verify(after localSequence: Int64 = 0, head: [UInt8] = HashChain.origin, pageSize: Int = 1000) throws -> Verification {
+    public func verify(after localSequence: Int64 = 0, head: [UInt8] = HashChain.origin) throws -> Verification {
         var chain = HashChain(head: head)
         var count = 0
-        var cursor = localSequence
-        while true {
-            let rows = try database.rows(
-                "SELECT \(Self.columns) FROM events WHERE local_seq > ? ORDER BY local_seq LIMIT ?", [cursor, Int64(pageSize)]
-            ) { row -> Result<StoredEvent, ChainBreak> in
-                do { return .success(try Self.decode(row)) } catch {
-                    let id = row.withBlob(1) { UUID(bytes: $0) }
-                    return .failure(ChainBreak(localSequence: row.int64(0), eventID: id, verifiedCount: 0))
-                }
+        // One scan in order, each row decoded where the statement stands.
+        let scan = try database.cachedStatement("SELECT \(Self.columns) FROM events WHERE local_seq > ? ORDER BY local_seq")
+        defer { scan.reset() }
+        try scan.bind(localSequence, at: 1)
+        while try scan.step() {
+            guard let stored = try? Self.decode(scan), chain.link(stored.event) == stored.hash else {
+                return .broken(
+                    ChainBreak(localSequence: scan.int64(0), eventID: scan.withBlob(1) { UUID(bytes: $0) }, verifiedCount: count))
             }
-            for row in rows {
-                switch row {
-                case .failure(let broken):
-                    return .broken(ChainBreak(localSequence: broken.localSequence, eventID: broken.eventID, verifiedCount: count))
-                case .success(let stored):
-                    guard chain.link(stored.event) == stored.hash else {
-                        return .broken(ChainBreak(localSequence: stored.localSequence, eventID: stored.event.id, verifiedCount: count))
-                    }
-                    count += 1
-                    cursor = stored.localSequence
-                }
-            }
-            if rows.count < pageSize { return .intact(count: count) }
+            count += 1
         }
+        return .intact(count: count)
     }
 }

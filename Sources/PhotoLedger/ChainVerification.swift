@@ -148,17 +148,9 @@ extension PhotoLibrary {
                             chain: .local, position: broken.localSequence, eventID: broken.eventID, location: .live,
                             reason: "the stored hash does not match: the event, or one before it, was changed, removed or reordered"))
                 case .intact(let count):
-                    let last = max(try log.lastLocalSequence(), state.archivedThrough)
-                    let committed = try db.firstRow("SELECT max(end_seq) FROM commits") { $0.optionalInt64(0) } ?? nil
-                    if let committed, committed > last {
-                        return ChainVerificationReport(
-                            archivedEvents: archivedEvents, liveEvents: count,
-                            failure: ChainFailure(
-                                chain: .local, position: last + 1, eventID: nil, location: .live,
-                                reason: "events up to position \(committed) were committed but the log ends at \(last): "
-                                    + "events were removed from its end"))
-                    }
-                    return ChainVerificationReport(archivedEvents: archivedEvents, liveEvents: count, failure: nil)
+                    return ChainVerificationReport(
+                        archivedEvents: archivedEvents, liveEvents: count,
+                        failure: try Self.missingTail(in: db, archivedThrough: state.archivedThrough))
                 }
             }
             report.unboundEvents =
@@ -168,6 +160,17 @@ extension PhotoLibrary {
                 })
             return report
         }
+    }
+
+    /// A failure when the log ends before the last committed change block does: events were
+    /// removed from its end, which the chain alone cannot show.
+    static func missingTail(in db: Database, archivedThrough: Int64) throws -> ChainFailure? {
+        let last = max(try EventLog(db).lastLocalSequence(), archivedThrough)
+        guard let committed = try db.firstRow("SELECT max(end_seq) FROM commits", [], { $0.optionalInt64(0) }) ?? nil, committed > last
+        else { return nil }
+        return ChainFailure(
+            chain: .local, position: last + 1, eventID: nil, location: .live,
+            reason: "events up to position \(committed) were committed but the log ends at \(last): events were removed from its end")
     }
 
     /// The chain of the archive up to the horizon, ending at the chain value the library recorded.

@@ -21,7 +21,15 @@ enum FractionalIndex {
 
     /// Whether `key` is a valid position key.
     static func isValid(_ key: String) -> Bool {
-        !key.isEmpty && key.utf8.last != UInt8(ascii: "0") && key.utf8.allSatisfy { digits.contains($0) }
+        !key.isEmpty && key.utf8.last != UInt8(ascii: "0") && key.utf8.allSatisfy(isDigit)
+    }
+
+    /// Whether `byte` is one of the base-62 digits.
+    static func isDigit(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"): true
+        default: false
+        }
     }
 
     /// A key strictly between `lower` and `upper` (nil means the start or the end of the album).

@@ -457,18 +457,36 @@ public final class PhotoLibrary: Sendable {
 
     /// Rebuilds folding `batchSize` events in memory at a time.
     func rebuild(batchSize: Int) throws {
-        let report = try verifyChain()
-        if let failure = report.failure {
-            throw PhotoLibraryError(
+        func refuse(_ failure: ChainFailure) -> PhotoLibraryError {
+            PhotoLibraryError(
                 .internalError,
                 "could not rebuild the projections: the log does not verify (\(failure)); nothing was changed — restore the library from a "
                     + "backup or from a synced copy")
         }
+        // Without an archive, the fold checks the chain as it reads the log, and its transaction
+        // commits only when every event matched: a mismatch rolls it back, so nothing is changed.
+        // A compacted library's archive is checked first, with the rest of the log.
+        let archived = try readDatabase { try AuditState.read($0) }.archivedThrough > 0
+        if archived, let failure = try verifyChain().failure { throw refuse(failure) }
         let context = foldContext
         do {
             try withArchive { _, archive in
                 let shredded = try storage.write { db in
-                    try Projection(db, archive: archive).rebuild(context: context, batchSize: batchSize)
+                    let projection = Projection(db, archive: archive)
+                    let checked: Int?
+                    do {
+                        checked = try projection.rebuild(
+                            context: context, batchSize: batchSize, chainHead: archived ? nil : HashChain.origin)
+                    } catch let broken as EventLog.ChainBreak {
+                        throw refuse(
+                            ChainFailure(
+                                chain: .local, position: broken.localSequence, eventID: broken.eventID, location: .live,
+                                reason: "the stored hash does not match: the event, or one before it, was changed, removed or reordered"))
+                    }
+                    if !archived {
+                        if checked == nil, let failure = try verifyChain().failure { throw refuse(failure) }
+                        if let failure = try Self.missingTail(in: db, archivedThrough: 0) { throw refuse(failure) }
+                    }
                     return try shred(Set(purgedAssets(db)), in: db, archive: archive)
                 }
                 finishShredding(shredded)

@@ -119,7 +119,13 @@ struct Projection {
     /// its own to the library file, while this connection writes the batch folded before: the
     /// write transaction this runs in keeps other writers out, so that connection reads the
     /// same log.
-    func rebuild(context: FoldContext, batchSize: Int = Self.rebuildBatchSize) throws {
+    ///
+    /// With `chainHead`, the fold also checks the local hash chain as it reads, continuing from
+    /// that value: a mismatch throws `EventLog.ChainBreak` before anything is committed. It
+    /// returns how many events were checked, or nil when none were (a fold that starts from a
+    /// compaction snapshot reads only the events after it, so the caller checks the chain itself).
+    @discardableResult
+    func rebuild(context: FoldContext, batchSize: Int = Self.rebuildBatchSize, chainHead: [UInt8]? = nil) throws -> Int? {
         for table in Self.tables {
             try database.execute("DELETE FROM \(table)")
         }
@@ -137,71 +143,95 @@ struct Projection {
             : RebuildProgress(
                 objects: Int(database.firstRow("SELECT coalesce(max(local_seq), 0) FROM events") { $0.int64(0) } ?? 0))
         let path = database.path
+        let chain = start == 0 ? chainHead : nil
         let folder = FoldingThread { emit in
             var options = Database.Options()
             options.readOnly = true
             options.cacheSizeKiB = 2 * 1024
-            try Self.fold(try Database(path: path, options: options), after: start, context: context, batchSize: batchSize, emit)
+            try Self.fold(
+                try Database(path: path, options: options), after: start, context: context, batchSize: batchSize, chain: chain, emit)
         }
         defer { folder.stop() }
+        var checked = 0
         while let batch = try folder.next() {
             try batch.write(to: database, rebuilding: &progress)
             if batch.foldedCreations { _ = try resolveConflicts(among: batch.createdObjects, context: context, progress: &progress) }
+            checked = batch.checkedEvents
         }
+        return chain == nil ? nil : checked
     }
 
     /// Reads the log after `start` in `database` and folds it in batches of `batchSize` events,
-    /// handing each batch to `emit` (the last one possibly empty).
+    /// handing each batch to `emit` (the last one possibly empty). With `chain`, every event read
+    /// is also linked into a hash chain continuing from that value and compared with its stored
+    /// hash (the first mismatch throws `EventLog.ChainBreak`); the number checked is the last
+    /// batch's `checkedEvents`.
     private static func fold(
-        _ database: Database, after start: Int64, context: FoldContext, batchSize: Int, _ emit: (ProjectionBatch) throws -> Void
+        _ database: Database, after start: Int64, context: FoldContext, batchSize: Int, chain head: [UInt8]?,
+        _ emit: (ProjectionBatch) throws -> Void
     ) throws {
-        // One scan of the columns the fold reads: one read of one state of the log. This device's
-        // events the server rejected are folded out: no other device holds them.
+        // One scan of the log in order: one read of one state of it. This device's events the
+        // server rejected are folded out (no other device holds them), but stay in the chain.
         let scan = try database.cachedStatement(
             """
-            SELECT local_seq, object_id, device_id, hlc, type, schema_version, payload, event_id, library, key_id FROM events
-            WHERE local_seq > ? AND event_id NOT IN (SELECT event_id FROM sync_rejections) ORDER BY local_seq
+            SELECT \(EventLog.columns), event_id IN (SELECT event_id FROM sync_rejections) FROM events
+            WHERE local_seq > ? ORDER BY local_seq
             """)
         defer { scan.reset() }
         try scan.bind(start, at: 1)
-        let sealedRow = try database.cachedStatement("SELECT \(EventLog.columns) FROM events WHERE local_seq = ?")
-        defer { sealedRow.reset() }
+        let (localSequence, eventID, deviceID, hlc, objectID, typeName, schemaVersion, payload, library, keyID, rejected):
+            (Int32, Int32, Int32, Int32, Int32, Int32, Int32, Int32, Int32, Int32, Int32) = (0, 1, 2, 4, 6, 7, 8, 9, 13, 14, 16)
+        var chain = HashChain(head: head ?? HashChain.origin)
+        var checked = 0
         // Runs of events share their type and device: each is decoded from the column's bytes
         // only when it differs from the previous event's.
         var type = (bytes: [UInt8](), name: "")
         var device = (bytes: [UInt8](), name: "")
         var batch = ProjectionBatch()
         while try scan.step() {
-            guard let object = scan.withBlob(1, { UUID(bytes: $0) }), let id = scan.withBlob(7, { UUID(bytes: $0) }) else {
-                throw DecodingError("a 16-byte identifier in the event at local position \(scan.int64(0))", offset: 0)
+            var stored: StoredEvent?
+            if head != nil {
+                let event = try? EventLog.decode(scan)
+                guard let event, chain.link(event.event) == event.hash else {
+                    throw EventLog.ChainBreak(
+                        localSequence: scan.int64(localSequence), eventID: scan.withBlob(eventID) { UUID(bytes: $0) },
+                        verifiedCount: checked)
+                }
+                checked += 1
+                stored = event
             }
-            scan.withBlob(4) { bytes in
+            if scan.int64(rejected) != 0 { continue }
+            guard let object = scan.withBlob(objectID, { UUID(bytes: $0) }), let id = scan.withBlob(eventID, { UUID(bytes: $0) }) else {
+                throw DecodingError("a 16-byte identifier in the event at local position \(scan.int64(localSequence))", offset: 0)
+            }
+            scan.withBlob(typeName) { bytes in
                 guard !bytes.elementsEqual(type.bytes) else { return }
                 type = ([UInt8](bytes), String(decoding: bytes, as: UTF8.self))
             }
-            scan.withBlob(2) { bytes in
+            scan.withBlob(deviceID) { bytes in
                 guard !bytes.elementsEqual(device.bytes) else { return }
                 device = ([UInt8](bytes), String(decoding: bytes, as: UTF8.self))
             }
-            let stamp = WriterStamp(hlc: scan.int64(3), device: device.name)
-            if scan.int64(9) != 0 {
+            let stamp = WriterStamp(hlc: scan.int64(hlc), device: device.name)
+            if scan.int64(keyID) != 0 {
                 // A sealed payload is opened with the whole envelope as associated data.
-                sealedRow.reset()
-                try sealedRow.bind(scan.int64(0), at: 1)
-                guard try sealedRow.step() else { throw DecodingError("the sealed event at local position \(scan.int64(0))", offset: 0) }
-                batch.add(context.verdict(on: try EventLog.decode(sealedRow).event, stamp: stamp), event: id, object: object, stamp: stamp)
+                let event = try stored?.event ?? EventLog.decode(scan).event
+                batch.add(context.verdict(on: event, stamp: stamp), event: id, object: object, stamp: stamp)
             } else {
                 let verdict = context.schema.verdict(
-                    type: type.name, version: Int(clamping: scan.int64(5)), payload: scan.blob(6), object: object, stamp: stamp,
-                    bound: scan.isNull(8) ? nil : scan.withBlob(8) { UUID(bytes: $0) }, library: context.library, sealed: scan.int64(9) != 0
+                    type: type.name, version: Int(clamping: scan.int64(schemaVersion)), payload: scan.blob(payload), object: object,
+                    stamp: stamp, bound: scan.isNull(library) ? nil : scan.withBlob(library) { UUID(bytes: $0) }, library: context.library,
+                    sealed: false
                 )
                 batch.add(verdict, event: id, object: object, stamp: stamp)
             }
             if batch.eventCount >= batchSize {
+                batch.checkedEvents = checked
                 try emit(batch)
                 batch = ProjectionBatch()
             }
         }
+        batch.checkedEvents = checked
         try emit(batch)
     }
 }

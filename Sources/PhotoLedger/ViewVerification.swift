@@ -46,7 +46,7 @@ extension PhotoLibrary {
             let copy = try Database(path: scratch.path)
             let context = foldContext
             try withArchive { _, archive in
-                try copy.inTransaction { try Projection(copy, archive: archive).rebuild(context: context) }
+                try copy.inTransaction { _ = try Projection(copy, archive: archive).rebuild(context: context) }
             }
             return try readDatabase { db in try Self.compareViews(stored: db, folded: copy) }
         } catch {

@@ -139,7 +139,7 @@ struct EventLogTests {
             try db.execute("DROP TRIGGER events_are_never_changed")
             try db.execute("UPDATE events SET payload = CAST('pAyload 1700' AS BLOB) WHERE local_seq = 1700")
         }
-        let result = try queue.read { try EventLog($0).verify(pageSize: 256) }
+        let result = try queue.read { try EventLog($0).verify() }
         #expect(result == .broken(EventLog.ChainBreak(localSequence: 1700, eventID: events[1699].id, verifiedCount: 1699)))
         if case .broken(let broken) = result { #expect(broken.description.contains(events[1699].id.uuidString)) }
     }

@@ -88,6 +88,21 @@ struct RebuildTests {
         #expect(try library.projectionDump() == reference)
     }
 
+    @Test("rebuild refuses a log whose last events were removed, and changes nothing")
+    func truncatedLog() throws {
+        let directory = try TemporaryDirectory()
+        let library = try busyLibrary(directory)
+        let reference = try library.projectionDump()
+        // The chain of what is left still links: only the commit records show the missing tail.
+        try library.storage.write { db in
+            try db.execute("DROP TRIGGER IF EXISTS events_are_never_deleted")
+            try db.execute("DELETE FROM events WHERE local_seq = (SELECT max(local_seq) FROM events)")
+        }
+        let error = try #require(throws: PhotoLibraryError.self) { try library.rebuild() }
+        #expect(error.message.contains("does not verify") && error.message.contains("removed from its end"), "\(error.message)")
+        #expect(try library.projectionDump() == reference)
+    }
+
     @Test("the rebuild filter never forgets an object, and rarely claims one it never saw")
     func objectFilter() {
         var random = SeededRandomNumberGenerator(seed: 5)
