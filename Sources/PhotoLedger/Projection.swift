@@ -39,7 +39,7 @@ struct FoldedEvents: Sendable {
 
     /// Folds `events` as the apply would if all of them are new to the library.
     static func fold(_ events: [Event], context: FoldContext) -> FoldedEvents {
-        var batch = ProjectionBatch()
+        var batch = ProjectionBatch(expectedEvents: events.count)
         for event in events { batch.add(event, context: context) }
         return FoldedEvents(batch: batch, eventCount: events.count, context: context)
     }
@@ -187,7 +187,7 @@ struct Projection {
         // only when it differs from the previous event's.
         var type = (bytes: [UInt8](), name: "")
         var device = (bytes: [UInt8](), name: "")
-        var batch = ProjectionBatch()
+        var batch = ProjectionBatch(expectedEvents: batchSize)
         while try scan.step() {
             var stored: StoredEvent?
             if head != nil {
@@ -228,7 +228,7 @@ struct Projection {
             if batch.eventCount >= batchSize {
                 batch.checkedEvents = checked
                 try emit(batch)
-                batch = ProjectionBatch()
+                batch = ProjectionBatch(expectedEvents: batchSize)
             }
         }
         batch.checkedEvents = checked

@@ -140,6 +140,13 @@ struct ProjectionBatch: Sendable {
 
         var isEmpty: Bool { keys.isEmpty }
 
+        /// Makes room for `count` rows without growing.
+        mutating func reserveCapacity(_ count: Int) {
+            keys.reserveCapacity(count)
+            indexes.reserveCapacity(count)
+            rows.reserveCapacity(count)
+        }
+
         /// The row of `key`, when the batch has one.
         func row(for key: Key) -> Row? { indexes[key].map { rows[$0] } }
     }
@@ -165,6 +172,16 @@ struct ProjectionBatch: Sendable {
     var touched: TouchedObjects {
         TouchedObjects(assets: Set(assets.keys).union(members.keys.lazy.map(\.asset)), albums: Set(albums.keys), lists: Set(lists.keys))
     }
+    /// An empty batch.
+    init() {}
+
+    /// An empty batch with room for the asset rows and creations of `events` events, for a fold
+    /// whose size is known (most events are about assets).
+    init(expectedEvents events: Int) {
+        assets.reserveCapacity(events)
+        createdObjects.reserveCapacity(events)
+    }
+
     /// The number of events folded.
     private(set) var eventCount = 0
     /// During a rebuild that checks the hash chain as it reads: how many events were checked up
