@@ -118,7 +118,7 @@ let package = Package(
 
         // The web view of a library: pages, JSON, images and live changes over libmicrohttpd, for a
         // browser on this machine (or elsewhere, with a password).
-        .target(name: "PhotoLedgerWeb", dependencies: ["LedgerCore", "PhotoLedger", "PhotoLedgerSync", "CMicroHTTPD"]),
+        .target(name: "PhotoLedgerWeb", dependencies: ["LedgerCore", "PhotoLedger", "PhotoLedgerJSON", "PhotoLedgerSync", "CMicroHTTPD"]),
 
         .executableTarget(
             name: "photoledger-server",

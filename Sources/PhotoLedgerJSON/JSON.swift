@@ -1,10 +1,12 @@
 import Foundation
 
-/// A JSON value whose object keys keep the order they were given in, so that every listing is
-/// the same bytes whichever tool or binding prints it.
+/// A JSON value written by hand (no Foundation encoder), whose object keys keep the order they
+/// were given in, so that every listing is the same bytes whichever tool, binding or page prints
+/// it.
 package indirect enum JSON: Sendable {
     case string(String)
     case int(Int64)
+    case double(Double)
     case bool(Bool)
     case null
     case array([JSON])
@@ -13,39 +15,48 @@ package indirect enum JSON: Sendable {
     /// An optional string, null when nil.
     package static func string(_ value: String?) -> JSON { value.map { .string($0) } ?? .null }
 
-    /// Compact JSON text.
-    package func serialized() -> String {
+    /// An integer.
+    package static func int(_ value: Int) -> JSON { .int(Int64(value)) }
+
+    /// Compact JSON text. With `escapingHTML`, the characters that could close a script element
+    /// or start markup (`<`, `>`, `&`) and the line separators JavaScript once refused are written
+    /// as `\u` escapes, so the text can also sit inside an HTML page.
+    package func serialized(escapingHTML: Bool = false) -> String {
         var text = ""
-        write(to: &text)
+        write(to: &text, escapingHTML: escapingHTML)
         return text
     }
 
-    private func write(to text: inout String) {
+    private func write(to text: inout String, escapingHTML: Bool) {
         switch self {
-        case .string(let value): Self.quote(value, into: &text)
+        case .string(let value): Self.quote(value, into: &text, escapingHTML: escapingHTML)
         case .int(let value): text += String(value)
+        case .double(let value): text += value.isFinite ? String(value) : "null"
         case .bool(let value): text += value ? "true" : "false"
         case .null: text += "null"
         case .array(let values):
             text += "["
             for (index, value) in values.enumerated() {
                 if index > 0 { text += "," }
-                value.write(to: &text)
+                value.write(to: &text, escapingHTML: escapingHTML)
             }
             text += "]"
         case .object(let members):
             text += "{"
             for (index, (key, value)) in members.enumerated() {
                 if index > 0 { text += "," }
-                Self.quote(key, into: &text)
+                Self.quote(key, into: &text, escapingHTML: escapingHTML)
                 text += ":"
-                value.write(to: &text)
+                value.write(to: &text, escapingHTML: escapingHTML)
             }
             text += "}"
         }
     }
 
-    private static func quote(_ value: String, into text: inout String) {
+    /// The characters ``serialized(escapingHTML:)`` escapes for HTML.
+    private static let htmlSensitive: Set<Unicode.Scalar> = ["<", ">", "&", "\u{2028}", "\u{2029}"]
+
+    private static func quote(_ value: String, into text: inout String, escapingHTML: Bool) {
         text += "\""
         for scalar in value.unicodeScalars {
             switch scalar {
@@ -55,6 +66,7 @@ package indirect enum JSON: Sendable {
             case "\r": text += "\\r"
             case "\t": text += "\\t"
             case _ where scalar.value < 0x20: text += String(format: "\\u%04x", scalar.value)
+            case _ where escapingHTML && Self.htmlSensitive.contains(scalar): text += String(format: "\\u%04x", scalar.value)
             default: text.unicodeScalars.append(scalar)
             }
         }

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import PhotoLedger
+import PhotoLedgerJSON
 import Synchronization
 
 /// Tells the open pages when the library changed: after every commit of this process (a change
@@ -94,11 +95,11 @@ final class LiveChangeFeed: PhotoLibraryChangeObserver, Sendable {
     }
 
     private static func event(position: Int64, assets: Set<String>, albums: Set<String>, kind: String) -> String {
-        let data = JSONValue.object([
+        let data = JSON.object([
             ("kind", .string(kind)), ("position", .int(position)), ("assets", .array(assets.sorted().map { .string($0) })),
             ("albums", .array(albums.sorted().map { .string($0) })),
         ])
-        return "event: change\ndata: \(data.serialized())\n\n"
+        return "event: change\ndata: \(data.serialized(escapingHTML: true))\n\n"
     }
 }
 

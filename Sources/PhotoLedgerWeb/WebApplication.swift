@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import LedgerCore
 import PhotoLedger
+import PhotoLedgerJSON
 import PhotoLedgerSync
 
 /// The web view's routes over one library: the page and its script, the JSON the page reads, the
@@ -153,11 +154,11 @@ final class WebApplication: Sendable {
 
     // MARK: Reading
 
-    private func albums() throws -> JSONValue {
+    private func albums() throws -> JSON {
         // The library's Hidden smart album is listed as the view's own Hidden page, which shows
         // hidden assets with their controls (unhide); the others as they come.
         let smart = try library.fetchAssetCollections(with: .smartAlbum).allObjects
-        var entries: [JSONValue] = []
+        var entries: [JSON] = []
         for album in smart {
             entries.append(album.subtype == .smartAlbumAllHidden ? try hiddenSummary() : try albumSummary(album))
         }
@@ -169,7 +170,7 @@ final class WebApplication: Sendable {
 
     /// An album's card: its count as the fetch of the albums counted it (what a fetch of its
     /// assets returns), and its first asset, read alone.
-    private func albumSummary(_ album: AssetCollection) throws -> JSONValue {
+    private func albumSummary(_ album: AssetCollection) throws -> JSON {
         let cover = try library.fetchAssets(in: album, options: FetchOptions(fetchLimit: 1)).firstObject
         return .object([
             ("id", .string(album.id.uuidString)), ("title", .string(album.title)), ("kind", .string(Self.kind(of: album))),
@@ -178,7 +179,7 @@ final class WebApplication: Sendable {
     }
 
     /// Hidden assets, on a page of the view's own (the library's Hidden smart album stands there).
-    private func hiddenSummary() throws -> JSONValue {
+    private func hiddenSummary() throws -> JSON {
         let hidden = try hiddenAssets()
         return .object([
             ("id", .string(Self.hiddenID)), ("title", .string("Hidden")), ("kind", .string("hidden")), ("count", .int(hidden.count)),
@@ -216,8 +217,8 @@ final class WebApplication: Sendable {
 
     /// An album's description, its number of items, and the items of `page` in album order
     /// (read from the library's lazy fetch result: a page reads only its own assets).
-    private func album(_ id: String, page: Page) throws -> JSONValue {
-        let header: JSONValue
+    private func album(_ id: String, page: Page) throws -> JSON {
+        let header: JSON
         let assets: FetchResult<Asset>
         if id == Self.hiddenID {
             assets = try hiddenAssets()
@@ -240,7 +241,7 @@ final class WebApplication: Sendable {
         ])
     }
 
-    private func asset(_ id: String) throws -> JSONValue {
+    private func asset(_ id: String) throws -> JSON {
         let asset = try fetchAsset(id)
         let resources = try library.resources(for: asset)
         let containing = try library.fetchAssetCollections(with: .album, options: FetchOptions(sortDescriptors: [SortDescriptor(.title)]))
@@ -248,7 +249,7 @@ final class WebApplication: Sendable {
             .filter { album in
                 try library.fetchAssets(in: album, options: FetchOptions(includeHiddenAssets: true)).contains { $0.id == asset.id }
             }
-        var fields: [(String, JSONValue)] = [
+        var fields: [(String, JSON)] = [
             ("asset", Self.summary(asset)), ("localIdentifier", .string(asset.localIdentifier)),
             ("modificationDate", .string(Self.isoDate(asset.modificationDate))), ("addedDate", .string(Self.isoDate(asset.addedDate))),
             ("deletionDate", .string(asset.deletionDate.map(Self.isoDate))), ("sourceDevice", .string(asset.sourceDevice.rawValue)),
@@ -286,7 +287,7 @@ final class WebApplication: Sendable {
         return .object(fields)
     }
 
-    private func history(_ id: String) throws -> JSONValue {
+    private func history(_ id: String) throws -> JSON {
         let (identifier, title) = try historyObject(id)
         var entries: [ObjectHistoryEntry] = []
         var cursor: ObjectHistoryCursor?
@@ -315,7 +316,7 @@ final class WebApplication: Sendable {
         ])
     }
 
-    private static func fieldChange(_ change: FieldChange, devices: [UUID: String]) -> JSONValue {
+    private static func fieldChange(_ change: FieldChange, devices: [UUID: String]) -> JSON {
         let (outcome, by): (String, UUID?)
         switch change.outcome {
         case .inEffect: (outcome, by) = ("inEffect", nil)
@@ -344,7 +345,7 @@ final class WebApplication: Sendable {
         return history.entries.isEmpty ? (album, "Album") : (asset, "Asset")
     }
 
-    private func status() throws -> JSONValue {
+    private func status() throws -> JSON {
         let statistics = try library.statistics()
         let remote = try SyncRemote.saved(in: library)
         let lastSync = try remote.map { SyncEngine(library: library, remote: $0) }?.lastSync()
@@ -361,7 +362,7 @@ final class WebApplication: Sendable {
         ])
     }
 
-    private func quarantine() throws -> JSONValue {
+    private func quarantine() throws -> JSON {
         let kinds: [QuarantineKind: String] = [.quarantined: "quarantined", .needsNewerVersion: "needsNewerVersion", .sealed: "sealed"]
         return .array(
             try library.quarantine().map { entry in
@@ -586,7 +587,7 @@ final class WebApplication: Sendable {
     // MARK: Encoding
 
     /// What a grid shows of an asset.
-    static func summary(_ asset: Asset) -> JSONValue {
+    static func summary(_ asset: Asset) -> JSON {
         .object([
             ("id", .string(asset.id.uuidString)), ("mediaType", .string(asset.mediaType == .video ? "video" : "image")),
             ("width", .int(asset.pixelWidth)), ("height", .int(asset.pixelHeight)),

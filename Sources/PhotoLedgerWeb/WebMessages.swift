@@ -1,4 +1,5 @@
 import Foundation
+import PhotoLedgerJSON
 import Synchronization
 
 /// A request as the web view's routes see it: the head libmicrohttpd parsed and the whole body.
@@ -60,8 +61,8 @@ struct WebResponse: Sendable {
     }
 
     /// A JSON answer.
-    static func json(_ value: JSONValue, status: Int = 200) -> WebResponse {
-        WebResponse(status: status, contentType: "application/json; charset=utf-8", body: Data(value.serialized().utf8))
+    static func json(_ value: JSON, status: Int = 200) -> WebResponse {
+        WebResponse(status: status, contentType: "application/json; charset=utf-8", body: Data(value.serialized(escapingHTML: true).utf8))
     }
 
     /// A redirection to `location` (303: the client follows with a GET).
@@ -129,79 +130,6 @@ struct WebError: Error, Sendable, CustomStringConvertible {
     static func notFound(_ what: String) -> WebError { WebError(404, "notFound", "\(what) was not found; go back to the albums page") }
 
     static func badRequest(_ message: String) -> WebError { WebError(400, "badRequest", message) }
-}
-
-/// A JSON value written by hand (no Foundation encoder on the request path), keys in the order given.
-indirect enum JSONValue: Sendable {
-    case null
-    case bool(Bool)
-    case int(Int64)
-    case double(Double)
-    case string(String)
-    case array([JSONValue])
-    case object([(String, JSONValue)])
-
-    static func string(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
-    static func int(_ value: Int) -> JSONValue { .int(Int64(value)) }
-
-    /// The compact JSON text; characters that close a script element are escaped, so the text can
-    /// also sit inside HTML.
-    func serialized() -> String {
-        var text = ""
-        write(to: &text)
-        return text
-    }
-
-    private func write(to text: inout String) {
-        switch self {
-        case .null: text += "null"
-        case .bool(let value): text += value ? "true" : "false"
-        case .int(let value): text += String(value)
-        case .double(let value): text += value.isFinite ? String(value) : "null"
-        case .string(let value): Self.quote(value, into: &text)
-        case .array(let values):
-            text += "["
-            for (index, value) in values.enumerated() {
-                if index > 0 { text += "," }
-                value.write(to: &text)
-            }
-            text += "]"
-        case .object(let fields):
-            text += "{"
-            for (index, (key, value)) in fields.enumerated() {
-                if index > 0 { text += "," }
-                Self.quote(key, into: &text)
-                text += ":"
-                value.write(to: &text)
-            }
-            text += "}"
-        }
-    }
-
-    private static func quote(_ value: String, into text: inout String) {
-        text += "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": text += "\\\""
-            case "\\": text += "\\\\"
-            case "\n": text += "\\n"
-            case "\r": text += "\\r"
-            case "\t": text += "\\t"
-            case "<": text += "\\u003c"
-            case ">": text += "\\u003e"
-            case "&": text += "\\u0026"
-            case "\u{2028}": text += "\\u2028"
-            case "\u{2029}": text += "\\u2029"
-            default:
-                if scalar.value < 0x20 {
-                    text += String(format: "\\u%04x", scalar.value)
-                } else {
-                    text.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        text += "\""
-    }
 }
 
 /// Reading a JSON request body (Foundation's parser: bodies are small and come from the page).

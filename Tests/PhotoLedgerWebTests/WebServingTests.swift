@@ -35,6 +35,22 @@ struct WebServingTests {
         }
     }
 
+    @Test func markupInATitleIsEscapedInTheJSONAndReadsBackUnchanged() async throws {
+        let fixture = try WebFixture(photoCount: 1)
+        let title = "</script><b>Tom & Jerry</b>\u{2028}"
+        try fixture.library.performChangesAndWait { changes in
+            try changes.albumChangeRequest(for: fixture.album + "/L0/040").setTitle(title)
+        }
+        let session = try await fixture.logIn()
+        let response = try await fixture.send(.get, "/api/albums/\(fixture.album)", headers: [("Cookie", session.cookie)])
+        let text = String(decoding: response.body.bytes, as: UTF8.self)
+        #expect(response.status == 200 && !text.contains("<") && !text.contains(">") && !text.contains("&"), "\(text)")
+        #expect(text.contains(#"\u003c/script\u003e\u003cb\u003eTom \u0026 Jerry\u003c/b\u003e\u2028"#), "\(text)")
+        let object = try WebFixture.object(response)
+        let album = object["album"] as? [String: Any] ?? object
+        #expect(album["title"] as? String == title, "\(object)")
+    }
+
     @Test func aThumbnailIsSentFromItsFileWithAnETagAndRevalidated() async throws {
         let fixture = try WebFixture(photoCount: 1)
         let session = try await fixture.logIn()
