@@ -244,11 +244,13 @@ extension Projection {
         guard !unreferenced.isEmpty else { return }
         let types = [EventType.assetCreated, .assetContentEdited].map { "'\($0.rawValue)'" }.joined(separator: ", ")
         for store in [archive, database].compactMap({ $0 }) where !unreferenced.isEmpty {
-            for id in try store.rows("SELECT event_id FROM events WHERE type IN (\(types))", [], { $0.blob(0) }).compactMap(
-                UUID.init(bytes:))
-            {
-                guard let stored = try EventLog(store).event(withID: id), try !isExcluded(id) else { continue }
-                unreferenced.subtract(ProjectionBatch.references(of: stored.event, context: context))
+            // One scan of the events that carry resources, each decoded where the statement stands.
+            let scan = try store.cachedStatement("SELECT \(EventLog.columns) FROM events WHERE type IN (\(types))")
+            defer { scan.reset() }
+            while try scan.step() {
+                let event = try EventLog.decode(scan).event
+                guard try !isExcluded(event.id) else { continue }
+                unreferenced.subtract(ProjectionBatch.references(of: event, context: context))
                 if unreferenced.isEmpty { break }
             }
         }
