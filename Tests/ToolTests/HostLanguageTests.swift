@@ -248,6 +248,22 @@ struct HostLanguageTests {
         #expect(output.hasSuffix("closed photoledger.library (closed)\n"))
     }
 
+    @Test func luaChangesMembershipFlagsAndDeletion() throws {
+        let host = try Host()
+        let second = try host.workspace.photo("second.jpg", seed: 3)
+        let result = try host.lua("api.lua", [host.library, host.photo, second])
+        #expect(result.status == 0, "api.lua failed: \(result.output) \(result.errors)")
+        for (step, value) in [
+            ("added", "true"), ("removed", "true"), ("favorite", "true"), ("unfavorite", "true"), ("hidden", "1"), ("shown", "0"),
+            ("deleted", "true"), ("recovered", "true"),
+        ] {
+            #expect(Self.line(step, in: result.output) == value, "\(step): \(result.output)")
+        }
+        #expect(
+            Self.line("unknown", in: result.output)?.hasPrefix("nil identifierNotFound no asset with identifier") == true,
+            "\(result.output)")
+    }
+
     @Test func luaErrorsAreNilMessageAndStatusName() throws {
         let host = try Host()
         let result = try host.lua("errors.lua", [host.library, host.notImage, host.missing, host.badLibrary])

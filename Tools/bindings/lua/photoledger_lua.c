@@ -291,27 +291,50 @@ static int library_delete_album(lua_State *L) {
     return status == PHOTOLEDGER_OK ? succeed(L, NULL) : fail(L, status, message);
 }
 
-/* lib:add_to_album(album, ids), lib:remove_from_album(album, ids), lib:insert_into_album(album,
-   ids, position): ids is an identifier or a list of them; position counts from 1 (the cover). */
-static int library_add_to_album(lua_State *L) {
+/* The C functions that change a list of assets, by the arguments they take besides it. */
+typedef photoledger_status (*album_assets_change)(
+    photoledger_library *library, const char *album, const char *const *assets, size_t count, char **message);
+typedef photoledger_status (*assets_flag_change)(
+    photoledger_library *library, const char *const *assets, size_t count, int value, char **message);
+typedef photoledger_status (*assets_change)(photoledger_library *library, const char *const *assets, size_t count, char **message);
+
+/* lib:NAME(album, ids) for `change`. */
+static int change_album_assets(lua_State *L, album_assets_change change) {
     struct library *library = check_library(L);
     const char *album = luaL_checkstring(L, 2);
     size_t count;
     const char **assets = identifiers(L, 3, &count);
     char *message = NULL;
-    photoledger_status status = photoledger_add_to_album(library->handle, album, assets, count, &message);
+    photoledger_status status = change(library->handle, album, assets, count, &message);
     return status == PHOTOLEDGER_OK ? succeed(L, NULL) : fail(L, status, message);
 }
 
-static int library_remove_from_album(lua_State *L) {
+/* lib:NAME(ids [, flag]) for `change`: the flag is true when left out. */
+static int change_assets_flag(lua_State *L, assets_flag_change change) {
     struct library *library = check_library(L);
-    const char *album = luaL_checkstring(L, 2);
     size_t count;
-    const char **assets = identifiers(L, 3, &count);
+    const char **assets = identifiers(L, 2, &count);
+    int value = lua_isnone(L, 3) ? 1 : lua_toboolean(L, 3);
     char *message = NULL;
-    photoledger_status status = photoledger_remove_from_album(library->handle, album, assets, count, &message);
+    photoledger_status status = change(library->handle, assets, count, value, &message);
     return status == PHOTOLEDGER_OK ? succeed(L, NULL) : fail(L, status, message);
 }
+
+/* lib:NAME(ids) for `change`. */
+static int change_assets(lua_State *L, assets_change change) {
+    struct library *library = check_library(L);
+    size_t count;
+    const char **assets = identifiers(L, 2, &count);
+    char *message = NULL;
+    photoledger_status status = change(library->handle, assets, count, &message);
+    return status == PHOTOLEDGER_OK ? succeed(L, NULL) : fail(L, status, message);
+}
+
+/* lib:add_to_album(album, ids), lib:remove_from_album(album, ids), lib:insert_into_album(album,
+   ids, position): ids is an identifier or a list of them; position counts from 1 (the cover). */
+static int library_add_to_album(lua_State *L) { return change_album_assets(L, photoledger_add_to_album); }
+
+static int library_remove_from_album(lua_State *L) { return change_album_assets(L, photoledger_remove_from_album); }
 
 static int library_insert_into_album(lua_State *L) {
     struct library *library = check_library(L);
@@ -326,44 +349,14 @@ static int library_insert_into_album(lua_State *L) {
 }
 
 /* lib:set_favorite(ids, flag), lib:set_hidden(ids, flag) */
-static int library_set_favorite(lua_State *L) {
-    struct library *library = check_library(L);
-    size_t count;
-    const char **assets = identifiers(L, 2, &count);
-    int value = lua_isnone(L, 3) ? 1 : lua_toboolean(L, 3);
-    char *message = NULL;
-    photoledger_status status = photoledger_set_favorite(library->handle, assets, count, value, &message);
-    return status == PHOTOLEDGER_OK ? succeed(L, NULL) : fail(L, status, message);
-}
+static int library_set_favorite(lua_State *L) { return change_assets_flag(L, photoledger_set_favorite); }
 
-static int library_set_hidden(lua_State *L) {
-    struct library *library = check_library(L);
-    size_t count;
-    const char **assets = identifiers(L, 2, &count);
-    int value = lua_isnone(L, 3) ? 1 : lua_toboolean(L, 3);
-    char *message = NULL;
-    photoledger_status status = photoledger_set_hidden(library->handle, assets, count, value, &message);
-    return status == PHOTOLEDGER_OK ? succeed(L, NULL) : fail(L, status, message);
-}
+static int library_set_hidden(lua_State *L) { return change_assets_flag(L, photoledger_set_hidden); }
 
 /* lib:delete_assets(ids), lib:recover_assets(ids) */
-static int library_delete_assets(lua_State *L) {
-    struct library *library = check_library(L);
-    size_t count;
-    const char **assets = identifiers(L, 2, &count);
-    char *message = NULL;
-    photoledger_status status = photoledger_delete_assets(library->handle, assets, count, &message);
-    return status == PHOTOLEDGER_OK ? succeed(L, NULL) : fail(L, status, message);
-}
+static int library_delete_assets(lua_State *L) { return change_assets(L, photoledger_delete_assets); }
 
-static int library_recover_assets(lua_State *L) {
-    struct library *library = check_library(L);
-    size_t count;
-    const char **assets = identifiers(L, 2, &count);
-    char *message = NULL;
-    photoledger_status status = photoledger_recover_assets(library->handle, assets, count, &message);
-    return status == PHOTOLEDGER_OK ? succeed(L, NULL) : fail(L, status, message);
-}
+static int library_recover_assets(lua_State *L) { return change_assets(L, photoledger_recover_assets); }
 
 /* lib:export(asset, destination [, "current"|"unadjusted"|"original"]) -> true */
 static int library_export(lua_State *L) {
