@@ -446,11 +446,13 @@ public final class PhotoLibrary: Sendable {
 
     // MARK: Maintenance
 
-    /// Verifies the log's hash chain, then deletes and refolds every projection from it. The
-    /// result is identical to the projections maintained incrementally.
+    /// Deletes and refolds every projection from the log, verifying the log's hash chain as it
+    /// reads it; nothing is committed unless the chain verifies. The result is identical to the
+    /// projections maintained incrementally.
     ///
     /// - Throws: ``PhotoLibraryError`` `.internalError` when the chain does not verify: a log
-    ///   that was changed is not folded (restore the library from a backup or a synced copy).
+    ///   that was changed is not folded and the views stay as they were (restore the library from
+    ///   a backup or a synced copy).
     public func rebuild() throws {
         try rebuild(batchSize: Projection.rebuildBatchSize)
     }
