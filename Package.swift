@@ -253,6 +253,10 @@ if Context.environment["PHOTOLEDGER_FUZZ"] == "1" {
         fuzzer("pages", ["SyncProtocol"]),
         fuzzer("json", ["SyncProtocol"]),
         fuzzer("compression", ["SyncProtocol"]),
-        fuzzer("media", ["PhotoLedger", "PhotoMedia", "MediaSynthesis"]),
+        .target(
+            name: "MediaFuzzSupport", dependencies: ["FuzzSupport", "LedgerCore", "PhotoLedger", "PhotoMedia"],
+            path: "Tools/Fuzz/MediaFuzzSupport"),
+        fuzzer("metadata", ["MediaFuzzSupport", "PhotoMedia", "MediaSynthesis"]),
+        fuzzer("media", ["MediaFuzzSupport", "PhotoMedia", "MediaSynthesis"]),
     ]
 }
