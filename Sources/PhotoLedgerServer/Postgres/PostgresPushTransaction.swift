@@ -152,6 +152,15 @@ final class PostgresPushTransaction: PushTransaction {
         pendingRejections.append((id, deviceSequence, reason))
     }
 
+    func retireSnapshots(before position: Int64) throws {
+        _ = try connection.query(
+            "UPDATE libraries SET snapshot_floor = greatest(snapshot_floor, $1) WHERE library_id = $2", [.int64(position), .int64(library)])
+        let retired = try connection.query(
+            "DELETE FROM snapshots WHERE library_id = $1 AND position < $2 RETURNING sha256", [.int64(library), .int64(position)])
+        try PostgresServerStore.retireBlobs(
+            (0..<retired.count).map { retired.bytes($0, 0) }, libraryID: library, at: receivedAt, on: connection)
+    }
+
     func finish(head: LibraryHead, lastDeviceSequence: Int64) throws {
         try flush()
         // One round trip: the head, the device's position and, when events were stored, the
