@@ -4,6 +4,32 @@ import LedgerCrypto
 import LedgerStore
 
 extension SnapshotContent {
+    /// `tables` without the rows of `assets`: their `assets`, `asset_resources` and
+    /// `album_members` rows, and the `referenced_resources` of the resources they hold in
+    /// `resourcesFrom` (`tables` when nil).
+    static func without(_ assets: Set<UUID>, in tables: [Table], resourcesFrom source: [Table]? = nil) -> [Table] {
+        guard !assets.isEmpty else { return tables }
+        let ids = Set(assets.map(\.bytes))
+        var hashes = Set<[UInt8]>()
+        for table in source ?? tables where table.name == "assets" || table.name == "asset_resources" {
+            guard let id = table.columns.firstIndex(of: "asset_id") else { continue }
+            let columns = ["sha256", "content_sha256", "adjustment_sha256"].compactMap { table.columns.firstIndex(of: $0) }
+            for row in table.rows {
+                guard case .blob(let bytes) = row[id], ids.contains(bytes) else { continue }
+                for column in columns { if case .blob(let hash) = row[column] { hashes.insert(hash) } }
+            }
+        }
+        return tables.map { table in
+            var table = table
+            if let id = table.columns.firstIndex(of: "asset_id") {
+                table.rows.removeAll { if case .blob(let bytes) = $0[id] { ids.contains(bytes) } else { false } }
+            } else if table.name == "referenced_resources", let hash = table.columns.firstIndex(of: "sha256") {
+                table.rows.removeAll { if case .blob(let bytes) = $0[hash] { hashes.contains(bytes) } else { false } }
+            }
+            return table
+        }
+    }
+
     /// The canonical encoding of `tables` (as ``encode(_:prefix:)`` writes them from a
     /// database): decoding and encoding again gives the same bytes.
     static func encode(tables: [Table]) -> [UInt8] {
@@ -90,7 +116,8 @@ enum SnapshotSealing {
                 return nil
             }
             var libraryRows = ByteWriter(), libraryCount: UInt64 = 0
-            var partRows = [ByteWriter](repeating: ByteWriter(), count: owners.count), partCounts = [UInt64](repeating: 0, count: owners.count)
+            var partRows = [ByteWriter](repeating: ByteWriter(), count: owners.count),
+                partCounts = [UInt64](repeating: 0, count: owners.count)
             for (index, row) in table.rows.enumerated() {
                 if let part = owner(row) {
                     partRows[part].write(varint: UInt64(index))
@@ -155,7 +182,8 @@ enum SnapshotSealing {
             do {
                 return try AEAD.open(sealed, key: key, nonce: nonce, associatedData: associatedData)
             } catch {
-                throw PhotoLibraryError(.internalError, "the snapshot's \(what) does not open with its key: the snapshot is forged or damaged")
+                throw PhotoLibraryError(
+                    .internalError, "the snapshot's \(what) does not open with its key: the snapshot is forged or damaged")
             }
         }
         var library = ByteReader(try open(generation.derive("snapshot"), header, what: "library part"))
@@ -179,7 +207,9 @@ enum SnapshotSealing {
         guard assetCount <= UInt64(bytes.count) else { throw DecodingError("an asset count of \(assetCount)", offset: library.offset) }
         let owners = try (0..<assetCount).map { _ in (try library.readUUID(), UInt32(truncatingIfNeeded: try library.readVarint())) }
         guard library.isAtEnd else { throw DecodingError("bytes after the library part", offset: library.offset) }
-        guard try reader.readVarint() == assetCount else { throw DecodingError("a count of asset parts unlike the list", offset: reader.offset) }
+        guard try reader.readVarint() == assetCount else {
+            throw DecodingError("a count of asset parts unlike the list", offset: reader.offset)
+        }
         var unreadable: [UUID] = []
         for (asset, keyID) in owners {
             guard let key = assetKeys[asset], key.id == keyID else {

@@ -62,7 +62,8 @@ package struct LibrarySnapshot: Sendable, Hashable {
             let byte = try reader.readByte()
             guard let sealing = Sealing(rawValue: byte) else {
                 throw PhotoLibraryError(
-                    .changeNotSupported, "the snapshot's content is stored in a way this version does not know (\(byte)): update PhotoLedger")
+                    .changeNotSupported,
+                    "the snapshot's content is stored in a way this version does not know (\(byte)): update PhotoLedger")
             }
             self.sealing = sealing
         } catch let error as DecodingError {
@@ -686,6 +687,7 @@ extension PhotoLibrary {
         }
         let context = foldContext
         let refolded: (content: [UInt8], tables: [SnapshotContent.Table])
+        var laterPurged = Set<UUID>()
         do {
             let scratch = try Database(path: scratchURL.path)
             try Migrator.library().migrate(scratch)
@@ -708,6 +710,12 @@ extension PhotoLibrary {
             try scratch.inTransaction {
                 try Projection(scratch).rebuild(context: context)
                 _ = try shred(Set(purgedAssets(scratch)), in: scratch, archive: nil)
+                // Assets purged after the snapshot's position: their events up to it are sealed
+                // with keys destroyed since, so the refold cannot read them and waits for nothing.
+                if encryption.snapshot.enabled {
+                    laterPurged = try Set(readDatabase { try purgedAssets($0) }).subtracting(try purgedAssets(scratch))
+                    try forgetShreddedEvents(of: Array(laterPurged), in: scratch, archive: nil)
+                }
             }
             let content = try SnapshotContent.encode(scratch)
             refolded = (content, try SnapshotContent.decode(content))
@@ -723,8 +731,13 @@ extension PhotoLibrary {
             // history. After an interrupted repair the installed state is already the history's:
             // the differences recorded then stay.
             guard current != refolded.content else { return }
-            let held = try SnapshotContent.keyedRows(try SnapshotContent.decode(current), in: db)
-            let truth = try SnapshotContent.keyedRows(refolded.tables, in: db)
+            // The rows of assets purged since the snapshot's position are not compared: the
+            // history cannot say what they were (their keys are destroyed), and the purge in the
+            // live log folds them to the same tombstone either way.
+            let installed = try SnapshotContent.decode(current)
+            let held = try SnapshotContent.keyedRows(SnapshotContent.without(laterPurged, in: installed), in: db)
+            let truth = try SnapshotContent.keyedRows(
+                SnapshotContent.without(laterPurged, in: refolded.tables, resourcesFrom: installed), in: db)
             try db.execute("DELETE FROM snapshot_differences")
             let record = try db.cachedStatement(
                 "INSERT INTO snapshot_differences (table_name, row_key, kind) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")

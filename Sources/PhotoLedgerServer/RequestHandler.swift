@@ -384,7 +384,8 @@ public final class SyncRequestHandler: Sendable {
         let response = try store.push(candidates, for: credential, receivedAt: now, rules: rules)
         notifier.committed(response, libraryID: credential.libraryID)
         // A stored purge retires the snapshots before it (PushRules): delete their blobs now.
-        if candidates.contains(where: { if case .accept(let event, _) = $0 { event.type == EventType.assetPurged.rawValue } else { false } }) {
+        if candidates.contains(where: { if case .accept(let event, _) = $0 { event.type == EventType.assetPurged.rawValue } else { false } }
+        ) {
             deleteRetiredBlobs()
         }
         return .json(response)

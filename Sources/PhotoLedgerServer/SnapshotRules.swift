@@ -95,7 +95,8 @@ extension ServerStore {
         guard let parsed = SnapshotHeader.parse(header) else {
             throw SnapshotRefusal(
                 status: 409,
-                message: "the blob \(Hex.encode(offer.hash)) is not a PhotoLedger snapshot; upload the snapshot's own bytes, then offer them")
+                message:
+                    "the blob \(Hex.encode(offer.hash)) is not a PhotoLedger snapshot; upload the snapshot's own bytes, then offer them")
         }
         guard parsed.library == credential.libraryUUID, parsed.position == offer.position,
             constantTimeEquals(parsed.chainHash, offer.chainHash)

@@ -128,8 +128,10 @@ struct SnapshotStoreContractTests {
         let library = credential.libraryID
         var events = try fixture.all()
         let first = try blob(fixture, "snapshot at 4"), second = try blob(fixture, "snapshot at 5")
-        _ = try fixture.store.offerSnapshot(SnapshotOffer(position: 4, chainHash: events[3].chainHash, hash: first), for: credential, at: 30)
-        _ = try fixture.store.offerSnapshot(SnapshotOffer(position: 5, chainHash: events[4].chainHash, hash: second), for: credential, at: 31)
+        _ = try fixture.store.offerSnapshot(
+            SnapshotOffer(position: 4, chainHash: events[3].chainHash, hash: first), for: credential, at: 30)
+        _ = try fixture.store.offerSnapshot(
+            SnapshotOffer(position: 5, chainHash: events[4].chainHash, hash: second), for: credential, at: 31)
         // Events of other types retire nothing.
         var anna = EventFactory(seed: 7)
         anna.sequence = 5
@@ -144,7 +146,8 @@ struct SnapshotStoreContractTests {
         events = try fixture.all()
         let third = try blob(fixture, "snapshot at 6")
         let refusal = #expect(throws: SnapshotRefusal.self) {
-            try fixture.store.offerSnapshot(SnapshotOffer(position: 6, chainHash: events[5].chainHash, hash: third), for: credential, at: 40)
+            try fixture.store.offerSnapshot(
+                SnapshotOffer(position: 6, chainHash: events[5].chainHash, hash: third), for: credential, at: 40)
         }
         #expect(refusal?.status == 409)
         #expect(refusal?.message.contains("precedes the purge at position 7") == true)

@@ -444,7 +444,9 @@ struct SnapshotBootstrapTests {
         #expect(refusal?.message.contains("whose key has been destroyed since") == true, "\(String(describing: refusal))")
     }
 
-    @Test("a device started from a snapshot before a purge folds the purge, verifies the snapshot and equals the others", arguments: [false, true])
+    @Test(
+        "a device started from a snapshot before a purge folds the purge, verifies the snapshot and equals the others",
+        arguments: [false, true])
     func startedBeforePurge(encrypted: Bool) async throws {
         let server = try TestServer()
         let directory = try TemporaryDirectory()
@@ -467,7 +469,8 @@ struct SnapshotBootstrapTests {
         var libraryOptions = PhotoLibrary.Options()
         libraryOptions.preauthorized = true
         let cara = try PhotoLibrary(url: directory.file("cara.sqlite"), device: "cara-laptop", options: libraryOptions)
-        let engine = SyncEngine(library: cara, remote: try server.remote(device: "cara-laptop"), transport: testTransport(), options: options)
+        let engine = SyncEngine(
+            library: cara, remote: try server.remote(device: "cara-laptop"), transport: testTransport(), options: options)
         _ = try await engine.sync()
         if encrypted {
             for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }

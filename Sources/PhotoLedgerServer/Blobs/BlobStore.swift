@@ -37,14 +37,18 @@ extension BlobStore {
             defer { close(descriptor) }
             let wanted = Int(min(Int64(count), size))
             while filled < wanted {
-                let read = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + filled, wanted - filled, off_t(offset) + off_t(filled)) }
+                let read = bytes.withUnsafeMutableBytes {
+                    pread(descriptor, $0.baseAddress! + filled, wanted - filled, off_t(offset) + off_t(filled))
+                }
                 guard read > 0 else { break }
                 filled += read
             }
         case .stream(let stream):
             defer { stream.cancel() }
             while filled < count {
-                let read = try bytes.withUnsafeMutableBytes { try stream.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[filled...])) }
+                let read = try bytes.withUnsafeMutableBytes {
+                    try stream.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[filled...]))
+                }
                 guard read > 0 else { break }
                 filled += read
             }
