@@ -184,4 +184,21 @@ struct SnapshotStoreContractTests {
             #expect(refusal?.message.contains(expected) == true, "\(refusal?.message ?? "")")
         }
     }
+
+    @Test("the blob directory reads a blob's first bytes for the header check and deletes a retired snapshot's blob")
+    func blobDirectory() throws {
+        let directory = try TemporaryDirectory()
+        let store = try BlobDirectory(root: directory.file("blobs").path)
+        let bytes = (0..<500).map { UInt8(truncatingIfNeeded: $0 * 7) }
+        let hash = Hex.encode(SHA256.hash(bytes))
+        let upload = try store.beginUpload(of: hash, limit: 1 << 20)
+        try bytes.withUnsafeBytes { try upload.append($0) }
+        #expect(try upload.commit(as: hash))
+        #expect(try store.prefix(of: hash, count: SnapshotHeader.maximumLength) == Array(bytes[..<SnapshotHeader.maximumLength]))
+        #expect(try store.prefix(of: hash, count: 1000) == bytes)
+        try store.remove(hash)
+        #expect(try store.prefix(of: hash, count: 10) == nil)
+        #expect(!FileManager.default.fileExists(atPath: store.path(for: hash)))
+        try store.remove(hash)  // deleting a missing blob succeeds
+    }
 }
