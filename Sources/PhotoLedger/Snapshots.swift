@@ -22,8 +22,24 @@ package struct LibrarySnapshot: Sendable, Hashable {
     package let position: Int64
     /// The server's chain value after the event at ``position``.
     package let chainHash: [UInt8]
+    /// How the content is stored: ``Sealing/plain``, or sealed in an end-to-end encrypted
+    /// library.
+    package let sealing: Sealing
+
+    /// How a snapshot's content is stored (the header's last byte).
+    package enum Sealing: UInt8, Sendable, Hashable {
+        /// In the clear.
+        case plain = 0
+        /// Sealed whole with the library key (snapshots of earlier versions): every holder of
+        /// the library key reads every asset in it, purged since or not.
+        case libraryKey = 1
+        /// Each asset's rows sealed with the asset's own key, the rest with the library key:
+        /// destroying an asset's key (a purge) makes its part of every older snapshot unreadable.
+        case assetKeys = 2
+    }
+
     /// Whether the content is sealed (an end-to-end encrypted library).
-    package let isSealed: Bool
+    package var isSealed: Bool { sealing != .plain }
 
     /// The SHA-256 of ``bytes``: the blob's name.
     package var hash: [UInt8] { SHA256.hash(bytes) }
@@ -43,7 +59,13 @@ package struct LibrarySnapshot: Sendable, Hashable {
             library = try reader.readUUID()
             position = try reader.readInt()
             chainHash = try reader.readRaw(count: 32)
-            isSealed = try reader.readBool()
+            let byte = try reader.readByte()
+            guard let sealing = Sealing(rawValue: byte) else {
+                throw PhotoLibraryError(
+                    .changeNotSupported,
+                    "the snapshot's content is stored in a way this version does not know (\(byte)): update PhotoLedger")
+            }
+            self.sealing = sealing
         } catch let error as DecodingError {
             throw PhotoLibraryError(.internalError, "the downloaded snapshot's header is damaged (\(error))")
         }
@@ -51,13 +73,13 @@ package struct LibrarySnapshot: Sendable, Hashable {
     }
 
     /// The header's bytes, which a sealed content is bound to.
-    static func header(library: UUID, position: Int64, chainHash: [UInt8], sealed: Bool) -> ByteWriter {
+    static func header(library: UUID, position: Int64, chainHash: [UInt8], sealing: Sealing) -> ByteWriter {
         var writer = ByteWriter(capacity: 1 << 16)
         writer.write(raw: magic)
         writer.write(uuid: library)
         writer.write(int: position)
         writer.write(raw: chainHash)
-        writer.write(bool: sealed)
+        writer.write(byte: sealing.rawValue)
         return writer
     }
 }
@@ -301,36 +323,81 @@ extension Replica {
             }
             return (bound, position, chain, try SnapshotContent.encode(db))
         }
-        var writer = LibrarySnapshot.header(library: bound, position: position, chainHash: chain, sealed: state.enabled)
+        var writer = LibrarySnapshot.header(
+            library: bound, position: position, chainHash: chain, sealing: state.enabled ? .assetKeys : .plain)
         if state.enabled {
             guard let ring = state.ring else {
                 throw PhotoLibraryError(
                     .changeNotSupported, "this device does not hold the library key yet (not enrolled): it cannot seal a snapshot")
             }
-            let generation = ring.current
-            let key = generation.key.derive("snapshot")
-            // The nonce is derived from the content: equal content seals to equal bytes, and two
-            // different contents never share a nonce.
-            let nonce = Array(KeyedHash.hash(content, key: key.derive("snapnonc")).prefix(AEAD.nonceLength))
-            let sealed = AEAD.seal(content, key: key, nonce: nonce, associatedData: writer.bytes)
-            writer.write(fixed: UInt64(generation.id))
-            writer.write(raw: nonce)
-            writer.write(bytes: sealed)
+            let tables: [SnapshotContent.Table]
+            do {
+                tables = try SnapshotContent.decode(content)
+            } catch {
+                throw PhotoLibraryError(.internalError, "could not read back the snapshot's content (\(error))")
+            }
+            SnapshotSealing.seal(tables, header: &writer, generation: ring.current, assetKeys: state.assetKeys)
         } else {
             writer.write(bytes: content)
         }
         return try LibrarySnapshot(bytes: writer.bytes)
     }
 
-    /// The content of `snapshot`, opened with the library key in an encrypted library.
+    /// The content of `snapshot`, opened with the library key (and, in a snapshot sealed per
+    /// asset, each asset's key) in an encrypted library.
+    ///
+    /// - Throws: ``SnapshotNeedsKeys`` when this device does not hold the library key generation
+    ///   that sealed it; ``PhotoLibraryError`` `.changeNotSupported` when it holds an asset whose
+    ///   key has been destroyed since (purged), `.internalError` when it is forged or damaged.
     func content(of snapshot: LibrarySnapshot) throws -> [UInt8] {
-        var reader = ByteReader(snapshot.bytes)
+        guard snapshot.sealing == .assetKeys else { return try wholeContent(of: snapshot) }
+        let opened = try readableParts(of: snapshot)
+        if let purged = opened.unreadable.first {
+            throw PhotoLibraryError(
+                .changeNotSupported,
+                "the snapshot at position \(snapshot.position) holds asset \(purged.uuidString), whose key has been destroyed since (the "
+                    + "asset was purged): the snapshot is unusable; replay the history instead")
+        }
+        return SnapshotContent.encode(tables: opened.tables)
+    }
+
+    /// Everything of `snapshot` (sealed per asset) that the keys this device holds open: the
+    /// library's part, and the rows of every asset whose key it holds; the assets whose part it
+    /// cannot open (their keys destroyed by purges) are listed in `unreadable`, their rows absent.
+    func readableParts(of snapshot: LibrarySnapshot) throws -> (tables: [SnapshotContent.Table], unreadable: [UUID]) {
+        let keys = library.encryption.snapshot
         do {
-            _ = try reader.readRaw(count: LibrarySnapshot.magic.count + 16)
-            _ = try reader.readInt()
-            _ = try reader.readRaw(count: 32)
-            _ = try reader.readBool()
-            let headerEnd = reader.offset
+            return try SnapshotSealing.open(
+                snapshot.bytes, headerLength: try Self.headerLength(of: snapshot), generations: { keys.ring?.key($0) },
+                assetKeys: keys.assetKeys)
+        } catch let error as DecodingError {
+            throw PhotoLibraryError(.internalError, "the snapshot is damaged (\(error))")
+        }
+    }
+
+    /// What the keys this device holds read of `snapshot`: the canonical content of the rows it
+    /// opens (``readableParts(of:)``), and the assets whose part it cannot open. For tests and
+    /// audits: after a purge, nothing of the purged asset is in it.
+    package func readableContent(of snapshot: LibrarySnapshot) throws -> (content: [UInt8], unreadable: [UUID]) {
+        guard snapshot.sealing == .assetKeys else { return (try wholeContent(of: snapshot), []) }
+        let opened = try readableParts(of: snapshot)
+        return (SnapshotContent.encode(tables: opened.tables), opened.unreadable)
+    }
+
+    private static func headerLength(of snapshot: LibrarySnapshot) throws -> Int {
+        var reader = ByteReader(snapshot.bytes)
+        _ = try reader.readRaw(count: LibrarySnapshot.magic.count + 16)
+        _ = try reader.readInt()
+        _ = try reader.readRaw(count: 32)
+        _ = try reader.readByte()
+        return reader.offset
+    }
+
+    /// The content of a plain snapshot, or of one sealed whole with the library key.
+    private func wholeContent(of snapshot: LibrarySnapshot) throws -> [UInt8] {
+        do {
+            let headerEnd = try Self.headerLength(of: snapshot)
+            var reader = ByteReader(Array(snapshot.bytes[headerEnd...]))
             guard snapshot.isSealed else { return try reader.readBytes() }
             let keyID = UInt32(truncatingIfNeeded: try reader.readFixed())
             let nonce = try reader.readRaw(count: AEAD.nonceLength)
@@ -392,7 +459,7 @@ extension Replica {
         } catch {
             throw PhotoLibraryError(.internalError, "the snapshot's content is damaged (\(error)); it was not installed")
         }
-        if snapshot.isSealed { try checkKeys(of: tables, position: position) }
+        if snapshot.sealing == .libraryKey { try checkKeys(of: tables, position: position) }
         let now = Int64(library.options.clock())
         var latest: Int64 = Int64(bitPattern: event.event.timestamp.rawValue)
         try library.withDatabase { db in
@@ -620,6 +687,7 @@ extension PhotoLibrary {
         }
         let context = foldContext
         let refolded: (content: [UInt8], tables: [SnapshotContent.Table])
+        var laterPurged = Set<UUID>()
         do {
             let scratch = try Database(path: scratchURL.path)
             try Migrator.library().migrate(scratch)
@@ -642,6 +710,12 @@ extension PhotoLibrary {
             try scratch.inTransaction {
                 try Projection(scratch).rebuild(context: context)
                 _ = try shred(Set(purgedAssets(scratch)), in: scratch, archive: nil)
+                // Assets purged after the snapshot's position: their events up to it are sealed
+                // with keys destroyed since, so the refold cannot read them and waits for nothing.
+                if encryption.snapshot.enabled {
+                    laterPurged = try Set(readDatabase { try purgedAssets($0) }).subtracting(try purgedAssets(scratch))
+                    try forgetShreddedEvents(of: Array(laterPurged), in: scratch, archive: nil)
+                }
             }
             let content = try SnapshotContent.encode(scratch)
             refolded = (content, try SnapshotContent.decode(content))
@@ -657,8 +731,13 @@ extension PhotoLibrary {
             // history. After an interrupted repair the installed state is already the history's:
             // the differences recorded then stay.
             guard current != refolded.content else { return }
-            let held = try SnapshotContent.keyedRows(try SnapshotContent.decode(current), in: db)
-            let truth = try SnapshotContent.keyedRows(refolded.tables, in: db)
+            // The rows of assets purged since the snapshot's position are not compared: the
+            // history cannot say what they were (their keys are destroyed), and the purge in the
+            // live log folds them to the same tombstone either way.
+            let installed = try SnapshotContent.decode(current)
+            let held = try SnapshotContent.keyedRows(SnapshotContent.without(laterPurged, in: installed), in: db)
+            let truth = try SnapshotContent.keyedRows(
+                SnapshotContent.without(laterPurged, in: refolded.tables, resourcesFrom: installed), in: db)
             try db.execute("DELETE FROM snapshot_differences")
             let record = try db.cachedStatement(
                 "INSERT INTO snapshot_differences (table_name, row_key, kind) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")

@@ -75,6 +75,8 @@ public struct PushRules: Sendable {
         var results: [PushResult] = []
         results.reserveCapacity(candidates.count)
         for candidate in candidates { results.append(try answer(candidate, credential: credential, state: &state, transaction)) }
+        // A snapshot before a purge may hold the purged asset: it must no longer be offered.
+        if let purge = state.lastPurge { try transaction.retireSnapshots(before: purge) }
         try transaction.finish(head: state.head, lastDeviceSequence: state.lastDeviceSequence)
         return PushResponse(results: results, lastDeviceSequence: state.lastDeviceSequence)
     }
@@ -84,6 +86,8 @@ public struct PushRules: Sendable {
         var lastDeviceSequence: Int64
         var gapped = false
         var chain: HashChain
+        /// The position of the last purge the push stored.
+        var lastPurge: Int64?
 
         init(head: LibraryHead, lastDeviceSequence: Int64) {
             self.head = head
@@ -140,6 +144,7 @@ public struct PushRules: Sendable {
             state.chain.advance(to: hash)
             state.head = LibraryHead(sequence: state.head.sequence + 1, chainHash: hash)
             state.lastDeviceSequence = sequence
+            if event.type == EventType.assetPurged.rawValue { state.lastPurge = state.head.sequence }
             return PushResult(id: id, status: .stored(serverSequence: state.head.sequence))
         }
     }

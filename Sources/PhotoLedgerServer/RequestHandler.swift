@@ -317,7 +317,16 @@ public final class SyncRequestHandler: Sendable {
             guard case .json(let json) = body else { throw HTTPError.badRequest("a snapshot offer needs a JSON body") }
             let offer = try decode(SnapshotOffer.self, try json.finish())
             do {
-                return .respond(.json(try store.offerSnapshot(offer, for: credential!, at: configuration.clock())))
+                // The blob must be the snapshot offered (its header says so), never another blob of
+                // the library: retiring the snapshot deletes its blob.
+                if try store.blobSize(libraryID: credential!.libraryID, hash: offer.hash) != nil,
+                    let header = try blobs.prefix(of: Hex.encode(offer.hash), count: SnapshotHeader.maximumLength)
+                {
+                    try store.checkSnapshotHeader(header, of: offer, for: credential!)
+                }
+                let record = try store.offerSnapshot(offer, for: credential!, at: configuration.clock())
+                deleteRetiredBlobs()
+                return .respond(.json(record))
             } catch let refusal as SnapshotRefusal {
                 switch refusal.status {
                 case 403: throw HTTPError.forbidden(refusal.message)
@@ -374,6 +383,11 @@ public final class SyncRequestHandler: Sendable {
         let candidates = request.events.map { rules.candidate(for: $0, credential: credential) }
         let response = try store.push(candidates, for: credential, receivedAt: now, rules: rules)
         notifier.committed(response, libraryID: credential.libraryID)
+        // A stored purge retires the snapshots before it (PushRules): delete their blobs now.
+        if candidates.contains(where: { if case .accept(let event, _) = $0 { event.type == EventType.assetPurged.rawValue } else { false } }
+        ) {
+            deleteRetiredBlobs()
+        }
         return .json(response)
     }
 
@@ -434,6 +448,35 @@ public final class SyncRequestHandler: Sendable {
     }
 
     // MARK: Blobs
+
+    /// Deletes the blobs of retired snapshots from the blob store (see
+    /// `ServerStore.retiredBlobs(limit:)`); returns how many were deleted. A failure is logged
+    /// and leaves the blob queued for the next attempt (the next retirement, or the next start).
+    @discardableResult
+    public func deleteRetiredBlobs() -> Int {
+        var deleted = 0
+        do {
+            while true {
+                let hashes = try store.retiredBlobs(limit: 100)
+                guard !hashes.isEmpty else { break }
+                var done: [[UInt8]] = []
+                for hash in hashes {
+                    do {
+                        try blobs.remove(Hex.encode(hash))
+                        done.append(hash)
+                    } catch {
+                        log(.error, "blob deletion failure", [.init("hash", Hex.encode(hash)), .init("error", "\(error)")])
+                    }
+                }
+                try store.forgetRetiredBlobs(done)
+                deleted += done.count
+                if done.count < hashes.count { break }
+            }
+        } catch {
+            log(.error, "store failure", [.init("operation", "retired blobs"), .init("error", "\(error)")])
+        }
+        return deleted
+    }
 
     private func missingBlobs(_ bytes: [UInt8], credential: Credential) throws -> HTTPResponse {
         let request = try decode(MissingBlobsRequest.self, bytes)

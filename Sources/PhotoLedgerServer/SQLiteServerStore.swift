@@ -242,6 +242,15 @@ public final class SQLiteServerStore: ServerStore {
                 """, [library, id.bytes, device.rawValue, deviceSequence, reason, receivedAt])
         }
 
+        func retireSnapshots(before position: Int64) throws {
+            try db.execute(
+                "UPDATE libraries SET snapshot_floor = max(snapshot_floor, ?) WHERE library_id = ?", [position, library])
+            let retired = try db.rows(
+                "DELETE FROM snapshots WHERE library_id = ? AND position < ? RETURNING sha256", [library, position]
+            ) { $0.blob(0) }
+            try SQLiteServerStore.retireBlobs(retired, libraryID: library, at: receivedAt, in: db)
+        }
+
         func finish(head: LibraryHead, lastDeviceSequence: Int64) throws {
             try db.execute(
                 "UPDATE libraries SET last_seq = ?, last_hash = ? WHERE library_id = ?", [head.sequence, head.chainHash, library])
@@ -364,19 +373,70 @@ public final class SQLiteServerStore: ServerStore {
 
     // MARK: Snapshots
 
-    public func recordSnapshot(_ record: SnapshotRecord, libraryID: Int64) throws -> SnapshotRecord {
+    public func recordSnapshot(_ record: SnapshotRecord, libraryID: Int64, keeping: Int) throws -> SnapshotRecording {
         try writer.write { db in
+            let floor = try db.firstRow("SELECT snapshot_floor FROM libraries WHERE library_id = ?", [libraryID]) { $0.int64(0) } ?? 0
+            guard record.position >= floor else { return .precedesPurge(at: floor) }
             try db.execute(
                 """
                 INSERT INTO snapshots (library_id, position, sha256, chain_hash, size, device_id, recorded_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
                 """,
                 [libraryID, record.position, record.hash, record.chainHash, record.size, record.device, Int64(clamping: record.recordedAt)])
-            return try db.firstRow(
+            let kept =
+                try db.firstRow(
+                    """
+                    SELECT position, chain_hash, sha256, size, device_id, recorded_at FROM snapshots
+                    WHERE library_id = ? AND position = ? AND sha256 = ?
+                    """, [libraryID, record.position, record.hash], Self.snapshot) ?? record
+            let retired = try db.rows(
+                """
+                DELETE FROM snapshots WHERE library_id = ?1 AND (position, sha256) NOT IN (
+                    SELECT position, sha256 FROM snapshots WHERE library_id = ?1
+                    ORDER BY position DESC, recorded_at DESC, sha256 LIMIT ?2)
+                RETURNING sha256
+                """, [libraryID, Int64(max(1, keeping))]
+            ) { $0.blob(0) }
+            try Self.retireBlobs(retired, libraryID: libraryID, at: Int64(clamping: record.recordedAt), in: db)
+            return .recorded(kept)
+        }
+    }
+
+    /// Takes the blobs of retired snapshots out of the library, unless a snapshot it keeps names
+    /// them, and queues them for deletion from the blob store.
+    fileprivate static func retireBlobs(_ hashes: [[UInt8]], libraryID: Int64, at milliseconds: Int64, in db: Database) throws {
+        for hash in Set(hashes) {
+            guard try db.firstRow("SELECT 1 FROM snapshots WHERE library_id = ? AND sha256 = ?", [libraryID, hash], { _ in true }) == nil
+            else { continue }
+            try db.execute("DELETE FROM blobs WHERE library_id = ? AND sha256 = ?", [libraryID, hash])
+            try db.execute(
+                "INSERT INTO retired_blobs (sha256, retired_at) VALUES (?, ?) ON CONFLICT DO NOTHING", [hash, milliseconds])
+        }
+    }
+
+    public func snapshots(libraryID: Int64) throws -> [SnapshotRecord] {
+        try read { db in
+            try db.rows(
                 """
                 SELECT position, chain_hash, sha256, size, device_id, recorded_at FROM snapshots
-                WHERE library_id = ? AND position = ? AND sha256 = ?
-                """, [libraryID, record.position, record.hash], Self.snapshot) ?? record
+                WHERE library_id = ? ORDER BY position DESC, recorded_at DESC, sha256
+                """, [libraryID], Self.snapshot)
+        }
+    }
+
+    public func retiredBlobs(limit: Int) throws -> [[UInt8]] {
+        try writer.write { db in
+            try db.execute("DELETE FROM retired_blobs WHERE sha256 IN (SELECT sha256 FROM blobs)")
+            return try db.rows("SELECT sha256 FROM retired_blobs ORDER BY retired_at, sha256 LIMIT ?", [Int64(max(0, limit))]) {
+                $0.blob(0)
+            }
+        }
+    }
+
+    public func forgetRetiredBlobs(_ hashes: [[UInt8]]) throws {
+        guard !hashes.isEmpty else { return }
+        try writer.write { db in
+            for hash in hashes { try db.execute("DELETE FROM retired_blobs WHERE sha256 = ?", [hash]) }
         }
     }
 

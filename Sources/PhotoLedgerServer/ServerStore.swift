@@ -168,6 +168,12 @@ public protocol PushTransaction {
     func insert(_ event: Event, serverSequence: Int64, chainHash: [UInt8], contentHash: [UInt8]?) throws -> Bool
     /// Records a rejection (kept so a repeated push gets the same answer).
     func recordRejection(ofEvent id: UUID, deviceSequence: Int64, reason: String) throws
+    /// Retires every snapshot of the library at a position before `position`, where the push
+    /// stored a purge (such a snapshot may hold the purged asset): their records are deleted,
+    /// their blobs taken out of the library and queued for deletion from the blob store
+    /// (``ServerStore/retiredBlobs(limit:)``), and no snapshot before `position` is recorded
+    /// from then on.
+    func retireSnapshots(before position: Int64) throws
     /// Saves the library's new head and the device's last sequence; called once, at the end.
     func finish(head: LibraryHead, lastDeviceSequence: Int64) throws
     /// Reads ahead what the rules may ask about `candidates` (their identifiers, the objects
@@ -264,12 +270,25 @@ public protocol ServerStore: Sendable {
 
     // MARK: Snapshots
 
-    /// Records a snapshot that passed ``offerSnapshot(_:for:at:)``'s checks and returns the
-    /// record kept: the one given, or the one recorded before for the same position and blob.
-    func recordSnapshot(_ record: SnapshotRecord, libraryID: Int64) throws -> SnapshotRecord
+    /// Records a snapshot that passed ``offerSnapshot(_:for:at:)``'s checks, in one
+    /// transaction: refused (``SnapshotRecording/precedesPurge(at:)``) when the library's log
+    /// holds a purge after its position; otherwise recorded (or the record kept for the same
+    /// position and blob answered), then every snapshot beyond the `keeping` newest is retired:
+    /// its record deleted and, when no snapshot kept names it, its blob taken out of the
+    /// library and queued for deletion from the blob store (``retiredBlobs(limit:)``).
+    func recordSnapshot(_ record: SnapshotRecord, libraryID: Int64, keeping: Int) throws -> SnapshotRecording
     /// The library's newest snapshot (highest position; of two at one position, the one
     /// recorded last), or nil when it has none.
     func latestSnapshot(libraryID: Int64) throws -> SnapshotRecord?
+    /// Every snapshot the library keeps, newest first.
+    func snapshots(libraryID: Int64) throws -> [SnapshotRecord]
+    /// Blobs of retired snapshots waiting to be deleted from the blob store, oldest first, at
+    /// most `limit`; a queued blob that a library holds again (uploaded since) leaves the queue
+    /// instead. Delete each from the blob store, then ``forgetRetiredBlobs(_:)``: a crash in
+    /// between leaves it queued, to be deleted again.
+    func retiredBlobs(limit: Int) throws -> [[UInt8]]
+    /// Takes blobs deleted from the blob store off the queue of ``retiredBlobs(limit:)``.
+    func forgetRetiredBlobs(_ hashes: [[UInt8]]) throws
 
     // MARK: Key store
 

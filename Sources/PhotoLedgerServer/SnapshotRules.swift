@@ -12,6 +12,23 @@ public struct SnapshotRefusal: Error, Sendable, Equatable, CustomStringConvertib
     public var description: String { message }
 }
 
+/// How many snapshots the server keeps per library: when a newer one is recorded, older ones
+/// beyond this number are deleted with their blobs. Two, so a device that began downloading the
+/// previous newest snapshot just before a newer one arrived still finds it.
+public enum SnapshotRetention {
+    /// The snapshots kept per library, newest first.
+    public static let kept = 2
+}
+
+/// What ``ServerStore/recordSnapshot(_:libraryID:keeping:)`` did with a snapshot.
+public enum SnapshotRecording: Sendable, Hashable {
+    /// Recorded (or recorded before, for the same position and blob): the record kept.
+    case recorded(SnapshotRecord)
+    /// Not recorded: the log holds a purge at `purge`, after the snapshot's position, so the
+    /// snapshot may hold the purged asset.
+    case precedesPurge(at: Int64)
+}
+
 extension ServerStore {
     /// Records a snapshot offer after the checks the server can make without reading the
     /// snapshot (its bytes may be end-to-end encrypted), the same for every backend:
@@ -22,7 +39,12 @@ extension ServerStore {
     ///   `offer.chainHash` (the snapshot names this log, not a fork of it);
     /// - the library holds the blob `offer.hash`.
     ///
-    /// An offer already recorded (same position and blob) is answered with the record kept.
+    /// - the log holds no purge after `offer.position` (the snapshot could hold the purged
+    ///   asset; see ``PushTransaction/retireSnapshots(before:)``).
+    ///
+    /// An offer already recorded (same position and blob) is answered with the record kept. Once
+    /// recorded, snapshots beyond the ``SnapshotRetention/kept`` newest are retired with their
+    /// blobs (see ``retiredBlobs(limit:)``).
     ///
     /// - Throws: ``SnapshotRefusal`` when a check fails.
     public func offerSnapshot(_ offer: SnapshotOffer, for credential: Credential, at milliseconds: UInt64) throws -> SnapshotRecord {
@@ -53,6 +75,37 @@ extension ServerStore {
         let record = SnapshotRecord(
             position: offer.position, chainHash: offer.chainHash, hash: offer.hash, size: size, device: credential.device.rawValue,
             recordedAt: milliseconds)
-        return try recordSnapshot(record, libraryID: credential.libraryID)
+        switch try recordSnapshot(record, libraryID: credential.libraryID, keeping: SnapshotRetention.kept) {
+        case .recorded(let kept):
+            return kept
+        case .precedesPurge(let purge):
+            throw SnapshotRefusal(
+                status: 409,
+                message: "the snapshot at position \(offer.position) precedes the purge at position \(purge), so it may hold the purged "
+                    + "asset: sync the device past position \(purge), then take the snapshot again")
+        }
+    }
+
+    /// Checks that `header`, read from the start of the blob an offer names, is the header of a
+    /// snapshot of the credential's library at the offer's position and chain value.
+    ///
+    /// - Throws: ``SnapshotRefusal`` (409) otherwise: the blob is not that snapshot (another
+    ///   library's, another position's, or not a snapshot at all, such as a photo's blob).
+    public func checkSnapshotHeader(_ header: [UInt8], of offer: SnapshotOffer, for credential: Credential) throws {
+        guard let parsed = SnapshotHeader.parse(header) else {
+            throw SnapshotRefusal(
+                status: 409,
+                message:
+                    "the blob \(Hex.encode(offer.hash)) is not a PhotoLedger snapshot; upload the snapshot's own bytes, then offer them")
+        }
+        guard parsed.library == credential.libraryUUID, parsed.position == offer.position,
+            constantTimeEquals(parsed.chainHash, offer.chainHash)
+        else {
+            throw SnapshotRefusal(
+                status: 409,
+                message: "the blob \(Hex.encode(offer.hash)) is a snapshot of library \(parsed.library.uuidString) at position "
+                    + "\(parsed.position), not of this library at position \(offer.position) with the offered chain value; "
+                    + "offer the snapshot the blob holds")
+        }
     }
 }

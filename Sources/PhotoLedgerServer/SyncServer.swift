@@ -154,6 +154,11 @@ public final class SyncServer: @unchecked Sendable {
             guard state.daemon == nil else { return }
             records += Self.installHTTPLayerErrorBodies()
             records += removeLeftoverUploads()
+            // Blobs of snapshots retired just before a crash.
+            let retired = handler.deleteRetiredBlobs()
+            if retired > 0 {
+                records.append(LogRecord(level: .info, message: "deleted retired snapshot blobs", fields: [.init("blobs", "\(retired)")]))
+            }
             let (connectionLimit, limitRecords) = connectionLimit()
             records += limitRecords
             handler.notifier.reopen()

@@ -42,6 +42,10 @@ public enum LiveSyncEvent: Sendable, Equatable {
     case interrupted(reason: String, retryingIn: Duration)
     /// The server answered again after an interruption.
     case resumed
+    /// The library was started from a snapshot and the history before it has now been fetched
+    /// in the background and refolded: the snapshot is verified (any difference repaired, the
+    /// refold winning, and listed in the status).
+    case historyVerified(SnapshotBootstrapStatus)
 }
 
 extension SyncEngine {
@@ -56,6 +60,13 @@ extension SyncEngine {
     /// breaks the protocol or the server's chain) ends the stream with that error. Cancelling
     /// the consuming task (or dropping the stream) stops it between requests; what was applied
     /// stays applied.
+    ///
+    /// A new library started from the server's snapshot (the engine's `bootstrapFromSnapshot`)
+    /// goes live as soon as the snapshot is installed and the events after it are pulled: the
+    /// first sync does not wait for the history before the snapshot. The pull loop fetches that
+    /// history between its pulls, ``SyncEngine/Options/historyPagesPerSync`` pages at a time (at
+    /// least one), without holding a waiting pull meanwhile, then verifies the snapshot and
+    /// reports ``LiveSyncEvent/historyVerified(_:)``.
     ///
     /// An addOnly token only pushes; a readOnly token only pulls.
     public func live(_ options: LiveSyncOptions = LiveSyncOptions()) -> AsyncThrowingStream<LiveSyncEvent, any Error> {
@@ -79,7 +90,8 @@ extension SyncEngine {
         let local = replica.localCommits()
         let (commits, signal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let reconnection = Reconnection(policy: options.reconnect, seed: options.randomSeed, emit: emit)
-        let first = try await reconnection.attempt { try await self.sync() }
+        // Live at once: the history before a snapshot is fetched by the pull loop, after this.
+        let first = try await reconnection.attempt { try await self.sync(progress: nil, historyPages: 0) }
         emit(.started(first))
         let scope = first.scope ?? .readWrite
         let wait = min(max(options.pullWaitSeconds, 1), SyncRoutes.maximumPullWaitSeconds)
@@ -132,10 +144,19 @@ extension SyncEngine {
     private func pullWhileWaiting(wait: Int, reconnection: Reconnection, emit: @Sendable (LiveSyncEvent) -> Void) async throws {
         while true {
             try Task.checkCancellation()
+            // The history before the snapshot this library started from, a few pages between
+            // pulls; the pull after them does not wait, so new events still arrive meanwhile.
+            let history = try await reconnection.attempt { () async throws -> SnapshotBootstrapStatus? in
+                guard let status = try self.replica.bootstrapStatus(), !status.isVerified else { return nil }
+                return try await self.fetchHistory(maximumPages: max(1, min(self.options.historyPagesPerSync, 64)))
+            }
+            if let history, history.isVerified { emit(.historyVerified(history)) }
+            let historyPending = history.map { !$0.isVerified } ?? false
             let report = try await reconnection.attempt {
                 var report = SyncReport()
                 let cursor = try self.cursor()
-                let page = try await self.fetched(since: cursor, after: cursor == 0 ? HashChain.origin : nil, wait: wait)
+                let page = try await self.fetched(
+                    since: cursor, after: cursor == 0 ? HashChain.origin : nil, wait: historyPending ? nil : wait)
                 guard page.cursor >= cursor else {
                     throw SyncError.invalidResponse("the server's cursor went back from \(cursor) to \(page.cursor); was the server reset?")
                 }

@@ -82,13 +82,25 @@ extension SyncEngine {
     public func bootstrapFromSnapshot() async throws -> SnapshotBootstrapStatus? {
         let scope = try await bind()
         guard scope != .addOnly, try replica.isEmpty() else { return nil }
-        guard let record = try await latestSnapshot() else { return nil }
-        let response = try await send(
-            HTTPRequest(
-                method: .get, url: remote.url(SyncRoutes.blob(library: remote.libraryName, hash: Hex.encode(record.hash))),
-                headers: authorized([:]), timeout: .seconds(3600)))
-        guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
-        let snapshot = try LibrarySnapshot(bytes: response.body.bytes)
+        // The server retires a snapshot when a newer one arrives or a purge follows it, deleting
+        // its blob: one retired between the record and the download is asked for again.
+        var found: (SnapshotRecord, [UInt8])?
+        for _ in 0..<3 {
+            guard let record = try await latestSnapshot() else { return nil }
+            let response = try await send(
+                HTTPRequest(
+                    method: .get, url: remote.url(SyncRoutes.blob(library: remote.libraryName, hash: Hex.encode(record.hash))),
+                    headers: authorized([:]), timeout: .seconds(3600)))
+            if response.status == 404 { continue }
+            guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
+            found = (record, response.body.bytes)
+            break
+        }
+        guard case let (record, bytes)? = found else {
+            throw PhotoLibraryError(
+                .changeNotSupported, "the server retired its snapshots while this device was downloading them (newer snapshots or purges)")
+        }
+        let snapshot = try LibrarySnapshot(bytes: bytes)
         guard snapshot.position == record.position, snapshot.chainHash == record.chainHash else {
             throw PhotoLibraryError(
                 .internalError,

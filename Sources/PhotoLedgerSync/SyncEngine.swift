@@ -161,6 +161,12 @@ public final class SyncEngine: Sendable {
     /// unsent changes are folded out (they can never reach the other devices).
     @discardableResult
     public func sync(progress: (@Sendable (SyncProgress) -> Void)? = nil) async throws -> SyncReport {
+        try await sync(progress: progress, historyPages: options.historyPagesPerSync)
+    }
+
+    /// A full sync that fetches at most `historyPages` pages of the history before the snapshot
+    /// the library was started from (0: none, leaving it to ``fetchHistory(maximumPages:progress:)``).
+    func sync(progress: (@Sendable (SyncProgress) -> Void)?, historyPages: Int) async throws -> SyncReport {
         var report = SyncReport()
         let scope = try await bind()
         report.scope = scope
@@ -187,9 +193,9 @@ public final class SyncEngine: Sendable {
             try await exchangeKeys(&report)  // the keys of what was pulled
             if options.downloadResourcesEagerly { try await downloadResources(&report, progress) }
         }
-        if scope != .addOnly, options.historyPagesPerSync > 0 {
+        if scope != .addOnly, historyPages > 0 {
             let before = try replica.bootstrapStatus()
-            report.snapshot = try await fetchHistory(maximumPages: options.historyPagesPerSync, progress: progress)
+            report.snapshot = try await fetchHistory(maximumPages: historyPages, progress: progress)
             if let before, before.fetchedThrough != report.snapshot?.fetchedThrough {
                 // The history's pages told the server positions before this device's cursor: tell
                 // it the cursor again, which the library's compaction watermark is made of.

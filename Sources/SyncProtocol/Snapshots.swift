@@ -1,3 +1,4 @@
+import Foundation
 import LedgerCore
 
 /// `POST /v1/libraries/{library}/snapshots`: a device's claim that the folded state of the
@@ -128,4 +129,42 @@ private func hash32(_ key: String, _ reader: inout JSONReader) throws -> [UInt8]
         throw WireFormatError(field: key, message: "must be 64 hexadecimal digits")
     }
     return value
+}
+
+/// The header at the start of a snapshot's bytes, in the clear even when the content is
+/// end-to-end encrypted: the magic `PLSNAP01`, the shared library's identifier, the server
+/// position the snapshot folds the log up to (zigzag varint) and the server's chain value there.
+///
+/// The server reads it before recording an offer, so the blob a device names is a snapshot of
+/// this library at the offered position and chain value — not a photo's blob, which the server
+/// would otherwise delete when the snapshot is retired.
+public struct SnapshotHeader: Sendable, Hashable {
+    /// The first bytes of every snapshot.
+    public static let magic = Array("PLSNAP01".utf8)
+    /// The most bytes a header takes (magic, identifier, a 10-byte varint, chain value).
+    public static let maximumLength = 8 + 16 + 10 + 32
+
+    /// The shared library the snapshot belongs to.
+    public var library: UUID
+    /// The server position the snapshot folds the log up to.
+    public var position: Int64
+    /// The server's chain value at ``position``.
+    public var chainHash: [UInt8]
+
+    /// Creates a header.
+    public init(library: UUID, position: Int64, chainHash: [UInt8]) {
+        self.library = library
+        self.position = position
+        self.chainHash = chainHash
+    }
+
+    /// Reads the header at the start of `bytes` (the snapshot's first ``maximumLength`` bytes
+    /// suffice), or nil when they do not start with one.
+    public static func parse(_ bytes: [UInt8]) -> SnapshotHeader? {
+        var reader = ByteReader(bytes)
+        guard (try? reader.readRaw(count: magic.count)) == magic, let library = try? reader.readUUID(),
+            let position = try? reader.readInt(), let chainHash = try? reader.readRaw(count: 32)
+        else { return nil }
+        return SnapshotHeader(library: library, position: position, chainHash: chainHash)
+    }
 }

@@ -124,6 +124,12 @@ struct S3BlobStoreTests {
         #expect(try read(store.content(of: hash)) == bytes)
         // The rest from an offset, as a resumed download asks for it (a ranged GET).
         #expect(try read(store.content(of: hash, from: 123_456)) == Array(bytes[123_456...]))
+        // The first bytes alone (a snapshot's header); then the blob deleted (a retired snapshot's).
+        #expect(try store.prefix(of: hash, count: 66) == Array(bytes[..<66]))
+        try store.remove(hash)
+        #expect(try read(store.content(of: hash)) == nil)
+        #expect(try store.prefix(of: hash, count: 66) == nil)
+        try store.remove(hash)  // deleting a missing blob succeeds
     }
 
     @Test(

@@ -79,4 +79,126 @@ struct SnapshotStoreContractTests {
         #expect(missing?.status == 404)
         #expect(try fixture.store.latestSnapshot(libraryID: try fixture.credential(0).libraryID) == nil)
     }
+
+    /// Records a blob of the first library named by the SHA-256 of `text`.
+    func blob(_ fixture: ContractFixture, _ text: String) throws -> [UInt8] {
+        let hash = SHA256.hash(Array(text.utf8))
+        _ = try fixture.store.recordBlob(libraryID: try fixture.credential(0).libraryID, hash: hash, size: Int64(text.utf8.count), at: 20)
+        return hash
+    }
+
+    @Test("a newer snapshot retires those beyond the kept number, with their blobs queued for deletion", arguments: StoreBackend.all)
+    func retention(backend: StoreBackend) throws {
+        let (fixture, _) = try prepared(backend)
+        let credential = try fixture.credential(0)
+        let library = credential.libraryID
+        let events = try fixture.all()
+        let blobs = try (1...4).map { try blob(fixture, "snapshot \($0)") }
+        for position in 1...3 {
+            _ = try fixture.store.offerSnapshot(
+                SnapshotOffer(position: Int64(position), chainHash: events[position - 1].chainHash, hash: blobs[position - 1]),
+                for: credential, at: UInt64(30 + position))
+        }
+        #expect(SnapshotRetention.kept == 2)
+        #expect(try fixture.store.snapshots(libraryID: library).map(\.position) == [3, 2])
+        // The retired snapshot's blob left the library and waits for deletion from the blob store.
+        #expect(try fixture.store.blobSize(libraryID: library, hash: blobs[0]) == nil)
+        #expect(try fixture.store.blobSize(libraryID: library, hash: blobs[1]) == 10)
+        #expect(try fixture.store.retiredBlobs(limit: 10) == [blobs[0]])
+        try fixture.store.forgetRetiredBlobs([blobs[0]])
+        #expect(try fixture.store.retiredBlobs(limit: 10).isEmpty)
+        // An offer older than the kept ones is retired at once; a blob uploaded again leaves the queue.
+        _ = try fixture.store.offerSnapshot(
+            SnapshotOffer(position: 1, chainHash: events[0].chainHash, hash: blobs[3]), for: credential, at: 40)
+        #expect(try fixture.store.snapshots(libraryID: library).map(\.position) == [3, 2])
+        _ = try fixture.store.recordBlob(libraryID: library, hash: blobs[3], size: 10, at: 41)
+        #expect(try fixture.store.retiredBlobs(limit: 10).isEmpty)
+        // Retirement keeps a blob that a kept snapshot names.
+        _ = try fixture.store.offerSnapshot(
+            SnapshotOffer(position: 4, chainHash: events[3].chainHash, hash: blobs[2]), for: credential, at: 50)
+        #expect(try fixture.store.snapshots(libraryID: library).map(\.position) == [4, 3])
+        #expect(try fixture.store.blobSize(libraryID: library, hash: blobs[2]) == 10)
+        #expect(try fixture.store.retiredBlobs(limit: 10) == [blobs[1]])
+    }
+
+    @Test("a stored purge retires every snapshot before it, and none before it is recorded after", arguments: StoreBackend.all)
+    func purgeRetires(backend: StoreBackend) throws {
+        let (fixture, _) = try prepared(backend)
+        let credential = try fixture.credential(0)
+        let library = credential.libraryID
+        var events = try fixture.all()
+        let first = try blob(fixture, "snapshot at 4"), second = try blob(fixture, "snapshot at 5")
+        _ = try fixture.store.offerSnapshot(
+            SnapshotOffer(position: 4, chainHash: events[3].chainHash, hash: first), for: credential, at: 30)
+        _ = try fixture.store.offerSnapshot(
+            SnapshotOffer(position: 5, chainHash: events[4].chainHash, hash: second), for: credential, at: 31)
+        // Events of other types retire nothing.
+        var anna = EventFactory(seed: 7)
+        anna.sequence = 5
+        #expect(try fixture.push([anna.make(type: "asset.changed")]) == [.stored(serverSequence: 6)])
+        #expect(try fixture.store.snapshots(libraryID: library).count == 2)
+        #expect(try fixture.push([anna.make(type: "asset.purged")]) == [.stored(serverSequence: 7)])
+        #expect(try fixture.store.snapshots(libraryID: library).isEmpty)
+        #expect(try fixture.store.latestSnapshot(libraryID: library) == nil)
+        #expect(Set(try fixture.store.retiredBlobs(limit: 10)) == [first, second])
+        #expect(try fixture.store.blobSize(libraryID: library, hash: first) == nil)
+        // A device that folded the log only up to before the purge cannot offer its snapshot.
+        events = try fixture.all()
+        let third = try blob(fixture, "snapshot at 6")
+        let refusal = #expect(throws: SnapshotRefusal.self) {
+            try fixture.store.offerSnapshot(
+                SnapshotOffer(position: 6, chainHash: events[5].chainHash, hash: third), for: credential, at: 40)
+        }
+        #expect(refusal?.status == 409)
+        #expect(refusal?.message.contains("precedes the purge at position 7") == true)
+        // One that folded the purge can.
+        let record = try fixture.store.offerSnapshot(
+            SnapshotOffer(position: 7, chainHash: events[6].chainHash, hash: third), for: credential, at: 41)
+        #expect(try fixture.store.latestSnapshot(libraryID: library) == record)
+    }
+
+    @Test("the server reads a snapshot's header: only this library's snapshot at the offered position and chain value passes")
+    func header() throws {
+        let (fixture, _) = try prepared(.sqlite)
+        let credential = try fixture.credential(0)
+        let events = try fixture.all()
+        let offer = SnapshotOffer(position: 3, chainHash: events[2].chainHash, hash: SHA256.hash([1]))
+        func header(_ library: UUID, _ position: Int64, _ chain: [UInt8]) -> [UInt8] {
+            var writer = ByteWriter()
+            writer.write(raw: SnapshotHeader.magic)
+            writer.write(uuid: library)
+            writer.write(int: position)
+            writer.write(raw: chain)
+            writer.write(bool: true)
+            return writer.bytes
+        }
+        try fixture.store.checkSnapshotHeader(header(credential.libraryUUID, 3, events[2].chainHash), of: offer, for: credential)
+        for (bytes, expected) in [
+            (Array("\u{89}PNG\r\n\u{1A}\n not a snapshot".utf8), "is not a PhotoLedger snapshot"),
+            (header(UUID(), 3, events[2].chainHash), "not of this library at position 3"),
+            (header(credential.libraryUUID, 2, events[2].chainHash), "at position 2, not of this library"),
+            (header(credential.libraryUUID, 3, events[1].chainHash), "with the offered chain value"),
+        ] {
+            let refusal = #expect(throws: SnapshotRefusal.self) { try fixture.store.checkSnapshotHeader(bytes, of: offer, for: credential) }
+            #expect(refusal?.status == 409)
+            #expect(refusal?.message.contains(expected) == true, "\(refusal?.message ?? "")")
+        }
+    }
+
+    @Test("the blob directory reads a blob's first bytes for the header check and deletes a retired snapshot's blob")
+    func blobDirectory() throws {
+        let directory = try TemporaryDirectory()
+        let store = try BlobDirectory(root: directory.file("blobs").path)
+        let bytes = (0..<500).map { UInt8(truncatingIfNeeded: $0 * 7) }
+        let hash = Hex.encode(SHA256.hash(bytes))
+        let upload = try store.beginUpload(of: hash, limit: 1 << 20)
+        try bytes.withUnsafeBytes { try upload.append($0) }
+        #expect(try upload.commit(as: hash))
+        #expect(try store.prefix(of: hash, count: SnapshotHeader.maximumLength) == Array(bytes[..<SnapshotHeader.maximumLength]))
+        #expect(try store.prefix(of: hash, count: 1000) == bytes)
+        try store.remove(hash)
+        #expect(try store.prefix(of: hash, count: 10) == nil)
+        #expect(!FileManager.default.fileExists(atPath: store.path(for: hash)))
+        try store.remove(hash)  // deleting a missing blob succeeds
+    }
 }

@@ -96,9 +96,16 @@ struct SnapshotBootstrapTests {
         try await writers[0].library.performChanges { changes in _ = try changes.createAlbum(title: "Start") }
         try await world.churn(writers, steps: 30)
         // One writer snapshots its fold; then the library moves on.
-        let upload = try await writers[0].engine.uploadSnapshot()
+        var upload = try await writers[0].engine.uploadSnapshot()
         #expect(upload.record.position == (try writers[0].engine.cursor()))
         try await world.churn(writers, steps: 15)
+        if try await writers[0].engine.latestSnapshot() == nil {
+            // A purge since retired it (it may hold the purged asset): one taken after the purge.
+            try await writers[0].engine.sync()
+            upload = try await writers[0].engine.uploadSnapshot()
+            try await writers[1].library.performChanges { changes in _ = try changes.createAlbum(title: "After") }
+            try await world.churn(writers, steps: 0)
+        }
 
         let replayer = try world.device("replayer", seed: 1)
         try await replayer.engine.sync()
@@ -351,7 +358,7 @@ struct SnapshotBootstrapTests {
         #expect(try cara.viewsForTests() == anna.library.viewsForTests())
     }
 
-    @Test("a purge makes an encrypted library's older snapshots holding the purged asset unusable: a new device replays instead")
+    @Test("a purge retires the server's snapshots before it and deletes their blobs; a new device replays, a later snapshot serves")
     func purgeRetiresSnapshot() async throws {
         let server = try TestServer()
         let directory = try TemporaryDirectory()
@@ -363,17 +370,23 @@ struct SnapshotBootstrapTests {
             }
         }
         try await anna.sync()
-        try await anna.engine.uploadSnapshot()
+        let old = try await anna.engine.uploadSnapshot()
+        func stored(_ hash: [UInt8]) throws -> Bool {
+            try EncryptionSyncTests().everything(under: server.directory.url).contains { SHA256.hash($0.bytes) == hash }
+        }
+        #expect(try stored(old.record.hash))
         try anna.library.performChangesAndWait { try $0.deleteAssets([assets[0]]) }
         try anna.library.performChangesAndWait { try $0.purgeAssets([assets[0]]) }
         try await anna.sync()
+        // The server no longer offers it, and its bytes are gone from the blob store.
+        #expect(try await anna.engine.latestSnapshot() == nil)
+        #expect(try !stored(old.record.hash))
 
         let (cara, engine) = try Self.snapshotDevice("cara-laptop", server: server, directory: directory)
         _ = try await engine.sync()
         for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }
         let report = try await engine.sync()
         #expect(report.snapshot == nil)
-        #expect(report.snapshotNotes.contains { $0.contains("whose key has been destroyed since") }, "\(report.snapshotNotes)")
         #expect(try cara.viewsForTests() == anna.library.viewsForTests())
         #expect(try cara.fetchAssets().count == 2)
         // A snapshot taken after the purge is usable again.
@@ -384,6 +397,145 @@ struct SnapshotBootstrapTests {
         let started = try await danaEngine.sync()
         #expect(started.snapshot?.isVerified == true && started.snapshot?.differences.isEmpty == true, "\(started)")
         #expect(try dana.viewsForTests() == anna.library.viewsForTests())
+    }
+
+    @Test("an encrypted snapshot seals each asset's rows with the asset's key: after a purge, everything left reads nothing of the asset")
+    func purgedAssetUnreadableInOldSnapshot() async throws {
+        let server = try TestServer()
+        let directory = try TemporaryDirectory()
+        let anna = try Device("anna-phone", server: server, directory: directory, clock: server.clock, seed: 1)
+        _ = try anna.library.enableEncryption()
+        let assets = try await anna.library.performChanges { changes in
+            let assets = try (0..<3).map { _ in
+                try changes.createImageRecord(width: 64, height: 48, creationDate: nil).placeholderForCreatedAsset.localIdentifier
+            }
+            try changes.createAlbum(title: "Garden").addAssets(assets)
+            return assets
+        }
+        try await anna.library.performChanges { changes in
+            try changes.assetChangeRequest(for: assets[0]).setFavorite(true)
+        }
+        try await anna.sync()
+        let upload = try await anna.engine.uploadSnapshot()
+        // A server that keeps old snapshot bytes: these are they.
+        let bytes = try #require(
+            try EncryptionSyncTests().everything(under: server.directory.url).first { SHA256.hash($0.bytes) == upload.record.hash }
+        ).bytes
+        let old = try LibrarySnapshot(bytes: bytes)
+        #expect(old.sealing == .assetKeys)
+        let doomed = try #require(UUID(uuidString: String(assets[0].prefix(36))))
+        let before = try anna.library.replica.readableContent(of: old)
+        #expect(before.unreadable.isEmpty)
+        #expect(before.content.firstRange(of: doomed.bytes) != nil, "before the purge, the asset's rows are in the snapshot")
+
+        try anna.library.performChangesAndWait { try $0.deleteAssets([assets[0]]) }
+        try anna.library.performChangesAndWait { try $0.purgeAssets([assets[0]]) }
+        try await anna.sync()
+        // Every key left (the library key, every other asset's key) reads nothing of the purged asset.
+        let after = try anna.library.replica.readableContent(of: old)
+        #expect(after.unreadable == [doomed])
+        #expect(after.content.firstRange(of: doomed.bytes) == nil, "no row of the purged asset: not its record, resources or memberships")
+        for kept in assets.dropFirst() {
+            let id = try #require(UUID(uuidString: String(kept.prefix(36))))
+            #expect(after.content.firstRange(of: id.bytes) != nil)
+        }
+        // A device offered those bytes anyway (a server that kept them) cannot start from them.
+        let refusal = #expect(throws: PhotoLibraryError.self) { try anna.library.replica.content(of: old) }
+        #expect(refusal?.message.contains("whose key has been destroyed since") == true, "\(String(describing: refusal))")
+    }
+
+    @Test(
+        "a device started from a snapshot before a purge folds the purge, verifies the snapshot and equals the others",
+        arguments: [false, true])
+    func startedBeforePurge(encrypted: Bool) async throws {
+        let server = try TestServer()
+        let directory = try TemporaryDirectory()
+        let anna = try Device("anna-phone", server: server, directory: directory, clock: server.clock, seed: 1)
+        if encrypted { _ = try anna.library.enableEncryption() }
+        let assets = try await anna.library.performChanges { changes in
+            let assets = try (0..<4).map { _ in
+                try changes.createImageRecord(width: 64, height: 48, creationDate: nil).placeholderForCreatedAsset.localIdentifier
+            }
+            try changes.createAlbum(title: "Garden").addAssets(assets)
+            return assets
+        }
+        try await anna.sync()
+        try await anna.engine.uploadSnapshot()
+        // Cara starts from the snapshot and leaves its history for later.
+        var options = SyncEngine.Options()
+        options.bootstrapFromSnapshot = true
+        options.historyPagesPerSync = 0
+        options.pullPageSize = 2
+        var libraryOptions = PhotoLibrary.Options()
+        libraryOptions.preauthorized = true
+        let cara = try PhotoLibrary(url: directory.file("cara.sqlite"), device: "cara-laptop", options: libraryOptions)
+        let engine = SyncEngine(
+            library: cara, remote: try server.remote(device: "cara-laptop"), transport: testTransport(), options: options)
+        _ = try await engine.sync()
+        if encrypted {
+            for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }
+            _ = try await engine.sync()
+        }
+        #expect(try cara.snapshotBootstrapStatus()?.isVerified == false)
+        #expect(try cara.fetchAssets().count == 4)
+
+        try anna.library.performChangesAndWait { try $0.deleteAssets([assets[1]]) }
+        try anna.library.performChangesAndWait { try $0.purgeAssets([assets[1]]) }
+        try await anna.sync()
+        _ = try await engine.sync()
+        #expect(try cara.fetchAssets().count == 3)
+        let status = try #require(try await engine.fetchHistory())
+        #expect(status.isVerified && status.differences.isEmpty, "\(status)")
+        #expect(try cara.viewsForTests() == anna.library.viewsForTests())
+        #expect(try cara.verify().failure == nil)
+        try cara.rebuild()
+        #expect(try cara.viewsForTests() == anna.library.viewsForTests())
+    }
+
+    @Test("sync --watch on a new device goes live from the snapshot at once and verifies the history in the background")
+    func liveFromSnapshot() async throws {
+        let server = try TestServer()
+        let directory = try TemporaryDirectory()
+        let anna = try Device("anna-phone", server: server, directory: directory, clock: server.clock, seed: 1)
+        var random = SeededRandomNumberGenerator(seed: 5)
+        try await anna.library.performChanges { changes in _ = try changes.createAlbum(title: "Start") }
+        for _ in 0..<30 { try RandomChanges.apply(on: anna.library, random: &random) }
+        try await anna.sync()
+        let upload = try await anna.engine.uploadSnapshot()
+        try anna.library.performChangesAndWait { changes in _ = try changes.createAlbum(title: "After the snapshot") }
+        try await anna.sync()
+
+        var options = SyncEngine.Options()
+        options.bootstrapFromSnapshot = true
+        options.historyPagesPerSync = 1
+        options.pullPageSize = 4
+        var libraryOptions = PhotoLibrary.Options()
+        libraryOptions.preauthorized = true
+        let ben = try PhotoLibrary(url: directory.file("ben.sqlite"), device: "ben-tablet", options: libraryOptions)
+        let engine = SyncEngine(library: ben, remote: try server.remote(device: "ben-tablet"), transport: testTransport(), options: options)
+        let watcher = LiveSyncTests.Watcher(engine.live(LiveSyncTests.options()))
+        guard case .started(let first) = try await watcher.next(where: { _ in true }) else {
+            Issue.record("the first event is not the first sync: \(watcher.seen)")
+            return
+        }
+        // Live before any of the history is here, with the views of the whole log.
+        #expect(first.snapshot?.position == upload.record.position)
+        #expect(first.snapshot?.fetchedThrough == 0 && first.snapshot?.isVerified == false, "\(String(describing: first.snapshot))")
+        #expect(try Self.state(ben).rows == Self.state(anna.library).rows)
+        // Changes flow while the history arrives.
+        let album = try anna.library.performChangesAndWait { try $0.createAlbum(title: "Live").localIdentifier }
+        try await anna.sync()
+        let verified = try await watcher.next { if case .historyVerified = $0 { true } else { false } }
+        guard case .historyVerified(let status) = verified else { return }
+        #expect(status.isVerified && status.differences.isEmpty, "\(status)")
+        // The album came by a live pull, before or after the verification.
+        let start = ContinuousClock.now
+        while try ben.fetchAssetCollections(withLocalIdentifiers: [album]).count != 1, ContinuousClock.now - start < .seconds(120) {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(try Self.state(ben).rows == Self.state(anna.library).rows)
+        #expect(try Self.state(ben).history == Self.state(anna.library).history)
+        #expect(try ben.verify().failure == nil)
     }
 
     /// The stores the server binary runs on here: its SQLite file, and PostgreSQL when the tests

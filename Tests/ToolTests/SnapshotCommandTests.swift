@@ -46,4 +46,41 @@ struct SnapshotCommandTests {
         #expect(try cara.cli(["history", "--json"]).output == dana.cli(["history", "--json"]).output)
         #expect(try cara.cli(["verify"]).status == 0)
     }
+
+    @Test func watchOnANewDeviceGoesLiveFromTheSnapshotAndVerifiesInTheBackground() throws {
+        let anna = try Workspace(device: "anna"), ben = try Workspace(device: "ben")
+        let server = try TestServer(folder: anna.folder)
+        for workspace in [anna, ben] {
+            let set = try workspace.cli([
+                "remote", "set", "\(server.url)/v1/libraries/family", "--token", try server.token(for: workspace.device),
+            ])
+            #expect(set.status == 0, "\(set.errors)")
+        }
+        let photos = try anna.importPhotos([try anna.photo("a.jpg", seed: 1), try anna.photo("b.jpg", seed: 2)], album: "Trip")
+        let upload = try #require(try anna.json(["snapshot"]) as? [String: Any])
+        let position = try #require(upload["position"] as? Int)
+        #expect(try anna.cli(["favorite", photos[0]]).status == 0)
+        #expect(try anna.cli(["sync"]).status == 0)
+
+        let process = Process()
+        process.executableURL = ToolRunner.binDirectory.appendingPathComponent("photoledger")
+        process.arguments = ["sync", "--watch", "--library", ben.library.path]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        let output = SyncWatchTests.OutputReader(pipe)
+        #expect(output.wait(for: "Watching \(server.url)/v1/libraries/family live; press Ctrl-C to stop."))
+        // The verification comes after going live, from the history fetched while watching.
+        #expect(output.wait(for: "Snapshot: started from a snapshot at server position \(position) made by anna; verified"))
+        let text = output.current
+        let live = try #require(text.range(of: "Watching"))
+        let verified = try #require(text.range(of: "Snapshot: started from a snapshot"))
+        #expect(live.lowerBound < verified.lowerBound, "\(text)")
+        kill(process.processIdentifier, SIGINT)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+        #expect(try ben.cli(["history", "--json"]).output == anna.cli(["history", "--json"]).output)
+    }
 }

@@ -105,6 +105,15 @@ struct Sync: AsyncParsableCommand {
                 case .resumed:
                     context.say("Connected again.")
                     if context.json { context.emit(.object([("event", .string("resumed"))])) }
+                case .historyVerified(let status):
+                    if status.differences.isEmpty { context.say("Snapshot: \(status)") } else { context.warn("snapshot: \(status)") }
+                    if context.json {
+                        context.emit(
+                            .object([
+                                ("event", .string("historyVerified")), ("position", .int(status.position)),
+                                ("differences", .int(Int64(status.differences.count))),
+                            ]))
+                    }
                 }
             }
         }

@@ -55,6 +55,13 @@ public struct BlobDirectory: BlobStore {
         try BlobFileUpload(directory: self, limit: limit)
     }
 
+    /// Deletes the blob's file (nothing when it is absent).
+    public func remove(_ hash: String) throws {
+        guard unlink(path(for: hash)) == 0 || errno == ENOENT else {
+            throw ServerStoreError("cannot delete the blob file \(path(for: hash)): \(String(cString: strerror(errno)))")
+        }
+    }
+
     /// The blob's file, or nil when it is absent.
     public func content(of hash: String, from offset: Int64) throws -> BlobContent? {
         open(hash).map { .file(descriptor: $0.descriptor, offset: min(offset, $0.size), size: max(0, $0.size - offset)) }

@@ -13,6 +13,8 @@ public protocol BlobStore: Sendable {
     /// The blob's bytes from byte `offset` on (0 for all of them, less than the blob's size
     /// otherwise), ready to stream out, or nil when the store does not hold it.
     func content(of hash: String, from offset: Int64) throws -> BlobContent?
+    /// Deletes the blob named `hash`; deleting a blob the store does not hold succeeds.
+    func remove(_ hash: String) throws
     /// Removes what uploads interrupted by a crash left behind, before the server serves; returns
     /// where it looked and how many it removed (nil when the store keeps nothing of the kind).
     func removeLeftoverUploads() -> (place: String, removed: Int)?
@@ -23,6 +25,36 @@ extension BlobStore {
 
     /// The blob's bytes, ready to stream out, or nil when the store does not hold it.
     public func content(of hash: String) throws -> BlobContent? { try content(of: hash, from: 0) }
+
+    /// The blob's first bytes, at most `count` (fewer when it is shorter), or nil when the store
+    /// does not hold it.
+    public func prefix(of hash: String, count: Int) throws -> [UInt8]? {
+        guard let content = try content(of: hash) else { return nil }
+        var bytes = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        switch content {
+        case .file(let descriptor, let offset, let size):
+            defer { close(descriptor) }
+            let wanted = Int(min(Int64(count), size))
+            while filled < wanted {
+                let read = bytes.withUnsafeMutableBytes {
+                    pread(descriptor, $0.baseAddress! + filled, wanted - filled, off_t(offset) + off_t(filled))
+                }
+                guard read > 0 else { break }
+                filled += read
+            }
+        case .stream(let stream):
+            defer { stream.cancel() }
+            while filled < count {
+                let read = try bytes.withUnsafeMutableBytes {
+                    try stream.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[filled...]))
+                }
+                guard read > 0 else { break }
+                filled += read
+            }
+        }
+        return Array(bytes[..<filled])
+    }
 }
 
 /// A blob being uploaded: bytes are hashed as they arrive; ``commit(as:)`` names the blob only

@@ -47,6 +47,15 @@ public final class S3BlobStore: BlobStore {
         S3BlobUpload(client: client, key: configuration.key(for: hash), limit: limit)
     }
 
+    /// Deletes the blob's object (S3 answers a delete of a missing object with success too).
+    public func remove(_ hash: String) throws {
+        let response = try client.send("DELETE", key: configuration.key(for: hash))
+        guard (200..<300).contains(response.status) || response.status == 404 else {
+            throw S3Error(
+                .failed, "deleting blob \(hash) answered \(response.status) \(response.errorSummary)", url: configuration.description)
+        }
+    }
+
     /// The blob streamed from its object, or nil when there is no such object.
     public func content(of hash: String, from offset: Int64) throws -> BlobContent? {
         try S3BlobStream.open(client: client, key: configuration.key(for: hash), from: offset).map { .stream($0) }

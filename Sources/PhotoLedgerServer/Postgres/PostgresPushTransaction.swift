@@ -76,18 +76,30 @@ final class PostgresPushTransaction: PushTransaction {
     func prefetch(for candidates: [PushCandidate]) throws {
         let ids = Array(Set(candidates.map(\.id)).filter { storedEvents[$0] == nil || storedRejections[$0] == nil })
         try readIdentifiers(ids)
+        // The rules ask about objects for creations (and for every event of an addOnly token,
+        // which may push creations only: those ask one at a time).
         var objects: Set<UUID> = []
-        for case .accept(let event, _) in candidates where storedObjects[event.object] == nil { objects.insert(event.object) }
+        for case .accept(let event, _) in candidates
+        where storedObjects[event.object] == nil && EventType(rawValue: event.type)?.isCreation == true {
+            objects.insert(event.object)
+        }
         try readObjects(Array(objects))
     }
 
     private func readIdentifiers(_ ids: [UUID]) throws {
         guard !ids.isEmpty else { return }
+        // One unique-index probe per identifier, whatever the statistics say. The form
+        // `event_id = ANY($2)` let the planner, without statistics (a log that grew since its
+        // last ANALYZE, or that was never analyzed), take `library_id = $1` for 0.5 % of the log
+        // and read the library's whole log with the identifiers as a filter: a push cost time
+        // proportional to the log. Planned at each execution: a generic plan made while the
+        // log is empty picks either index of `library_id` (their costs tie there) and keeps it.
         let result = try connection.query(
             """
-            SELECT event_id, server_seq, content_hash, NULL::text FROM server_events WHERE library_id = $1 AND event_id = ANY($2)
-            UNION ALL
-            SELECT event_id, NULL::bigint, NULL::bytea, reason FROM rejected_events WHERE library_id = $1 AND event_id = ANY($2)
+            SELECT i.id, e.server_seq, e.content_hash, r.reason FROM unnest($2::bytea[]) AS i (id)
+            LEFT JOIN LATERAL (SELECT server_seq, content_hash FROM server_events
+                               WHERE library_id = $1 AND event_id = i.id LIMIT 1) e ON true
+            LEFT JOIN LATERAL (SELECT reason FROM rejected_events WHERE library_id = $1 AND event_id = i.id LIMIT 1) r ON true
             """, [.int64(library), .array(element: .bytea, ids.map(PostgresValue.uuid))], planned: .eachTime)
         for id in ids {
             storedEvents[id] = .some(nil)
@@ -95,11 +107,8 @@ final class PostgresPushTransaction: PushTransaction {
         }
         for row in 0..<result.count {
             guard let id = result.uuid(row, 0) else { continue }
-            if let reason = result.optionalText(row, 3) {
-                storedRejections[id] = .some(reason)
-            } else {
-                storedEvents[id] = .some((result.int64(row, 1), result.optionalBytes(row, 2)))
-            }
+            if let sequence = result.optionalInt64(row, 1) { storedEvents[id] = .some((sequence, result.optionalBytes(row, 2))) }
+            if let reason = result.optionalText(row, 3) { storedRejections[id] = .some(reason) }
         }
     }
 
@@ -150,6 +159,15 @@ final class PostgresPushTransaction: PushTransaction {
         guard try rejectionReason(ofEvent: id) == nil else { return }
         pendingRejectionByID[id] = reason
         pendingRejections.append((id, deviceSequence, reason))
+    }
+
+    func retireSnapshots(before position: Int64) throws {
+        _ = try connection.query(
+            "UPDATE libraries SET snapshot_floor = greatest(snapshot_floor, $1) WHERE library_id = $2", [.int64(position), .int64(library)])
+        let retired = try connection.query(
+            "DELETE FROM snapshots WHERE library_id = $1 AND position < $2 RETURNING sha256", [.int64(library), .int64(position)])
+        try PostgresServerStore.retireBlobs(
+            (0..<retired.count).map { retired.bytes($0, 0) }, libraryID: library, at: receivedAt, on: connection)
     }
 
     func finish(head: LibraryHead, lastDeviceSequence: Int64) throws {

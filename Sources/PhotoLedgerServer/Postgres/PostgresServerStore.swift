@@ -376,8 +376,15 @@ public final class PostgresServerStore: ServerStore {
 
     // MARK: Snapshots
 
-    public func recordSnapshot(_ record: SnapshotRecord, libraryID: Int64) throws -> SnapshotRecord {
-        try withConnection { connection in
+    public func recordSnapshot(_ record: SnapshotRecord, libraryID: Int64, keeping: Int) throws -> SnapshotRecording {
+        try inTransaction { connection in
+            // The library's row: a push storing a purge holds it until it commits, so the floor
+            // read here is the one of every purge committed before the snapshot is recorded.
+            let row = try connection.query(
+                "SELECT snapshot_floor FROM libraries WHERE library_id = $1 FOR NO KEY UPDATE", [.int64(libraryID)])
+            guard row.count > 0 else { throw ServerStoreError("library \(libraryID) no longer exists") }
+            let floor = row.int64(0, 0)
+            guard record.position >= floor else { return .precedesPurge(at: floor) }
             _ = try connection.query(
                 """
                 INSERT INTO snapshots (library_id, position, sha256, chain_hash, size, device_id, recorded_at)
@@ -392,7 +399,61 @@ public final class PostgresServerStore: ServerStore {
                 SELECT position, chain_hash, sha256, size, device_id, recorded_at FROM snapshots
                 WHERE library_id = $1 AND position = $2 AND sha256 = $3
                 """, [.int64(libraryID), .int64(record.position), .bytes(record.hash)])
-            return result.count > 0 ? Self.snapshot(result) : record
+            let kept = result.count > 0 ? Self.snapshot(result) : record
+            let retired = try connection.query(
+                """
+                DELETE FROM snapshots WHERE library_id = $1 AND (position, sha256) NOT IN (
+                    SELECT position, sha256 FROM snapshots WHERE library_id = $1
+                    ORDER BY position DESC, recorded_at DESC, sha256 LIMIT $2)
+                RETURNING sha256
+                """, [.int64(libraryID), .int64(Int64(max(1, keeping)))])
+            try Self.retireBlobs(
+                (0..<retired.count).map { retired.bytes($0, 0) }, libraryID: libraryID, at: Int64(clamping: record.recordedAt),
+                on: connection)
+            return .recorded(kept)
+        }
+    }
+
+    /// Takes the blobs of retired snapshots out of the library, unless a snapshot it keeps names
+    /// them, and queues them for deletion from the blob store.
+    static func retireBlobs(_ hashes: [[UInt8]], libraryID: Int64, at milliseconds: Int64, on connection: PostgresConnection) throws {
+        let unique = Array(Set(hashes))
+        guard !unique.isEmpty else { return }
+        _ = try connection.query(
+            """
+            WITH unheld AS (
+                DELETE FROM blobs b WHERE b.library_id = $1 AND b.sha256 = ANY($2)
+                AND NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.library_id = $1 AND s.sha256 = b.sha256)
+                RETURNING b.sha256)
+            INSERT INTO retired_blobs (sha256, retired_at) SELECT sha256, $3 FROM unheld ON CONFLICT DO NOTHING
+            """, [.int64(libraryID), .array(element: .bytea, unique.map(PostgresValue.bytes)), .int64(milliseconds)])
+    }
+
+    public func snapshots(libraryID: Int64) throws -> [SnapshotRecord] {
+        try withConnection { connection in
+            let result = try connection.query(
+                """
+                SELECT position, chain_hash, sha256, size, device_id, recorded_at FROM snapshots
+                WHERE library_id = $1 ORDER BY position DESC, recorded_at DESC, sha256
+                """, [.int64(libraryID)])
+            return (0..<result.count).map { Self.snapshot(result, row: $0) }
+        }
+    }
+
+    public func retiredBlobs(limit: Int) throws -> [[UInt8]] {
+        try withConnection { connection in
+            _ = try connection.query("DELETE FROM retired_blobs r WHERE EXISTS (SELECT 1 FROM blobs b WHERE b.sha256 = r.sha256)", [])
+            let result = try connection.query(
+                "SELECT sha256 FROM retired_blobs ORDER BY retired_at, sha256 LIMIT $1", [.int64(Int64(max(0, limit)))])
+            return (0..<result.count).map { result.bytes($0, 0) }
+        }
+    }
+
+    public func forgetRetiredBlobs(_ hashes: [[UInt8]]) throws {
+        guard !hashes.isEmpty else { return }
+        try withConnection { connection in
+            _ = try connection.query(
+                "DELETE FROM retired_blobs WHERE sha256 = ANY($1)", [.array(element: .bytea, hashes.map(PostgresValue.bytes))])
         }
     }
 
@@ -407,10 +468,10 @@ public final class PostgresServerStore: ServerStore {
         }
     }
 
-    private static func snapshot(_ result: PostgresResult) -> SnapshotRecord {
+    private static func snapshot(_ result: PostgresResult, row: Int = 0) -> SnapshotRecord {
         SnapshotRecord(
-            position: result.int64(0, 0), chainHash: result.bytes(0, 1), hash: result.bytes(0, 2), size: result.int64(0, 3),
-            device: result.text(0, 4), recordedAt: UInt64(clamping: result.int64(0, 5)))
+            position: result.int64(row, 0), chainHash: result.bytes(row, 1), hash: result.bytes(row, 2), size: result.int64(row, 3),
+            device: result.text(row, 4), recordedAt: UInt64(clamping: result.int64(row, 5)))
     }
 
     public func keyEntry(libraryID: Int64, name: String) throws -> [UInt8]? {
