@@ -97,7 +97,8 @@ struct Projection {
 
     /// The projection tables, in the order a dump lists them.
     static let tables = [
-        "assets", "asset_resources", "referenced_resources", "albums", "album_members", "collection_lists", "quarantine", "asset_renditions",
+        "assets", "asset_resources", "referenced_resources", "albums", "album_members", "collection_lists", "quarantine",
+        "asset_renditions",
     ]
 
     /// Tables added after compaction snapshots were first taken: a snapshot taken before one

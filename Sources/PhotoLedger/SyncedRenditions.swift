@@ -58,7 +58,9 @@ extension PhotoLibrary {
             let shown = try db.rows(Self.shownSourcesSQL) { row in (UUID(bytes: row.blob(0)), row.blob(1)) }
             let recorded = Set(
                 try db.rows("SELECT asset_id, source_sha256, box, fills FROM asset_renditions") { row in
-                    UUID(bytes: row.blob(0)).map { RecordedRendition(asset: $0, source: row.blob(1), box: row.int64(2), fills: row.int64(3) != 0) }
+                    UUID(bytes: row.blob(0)).map {
+                        RecordedRendition(asset: $0, source: row.blob(1), box: row.int64(2), fills: row.int64(3) != 0)
+                    }
                 }.compactMap { $0 })
             return (shown, recorded)
         }
@@ -71,7 +73,9 @@ extension PhotoLibrary {
             }
             guard !unrecorded.isEmpty else { continue }
             for scale in renditions.cache.scales(of: hash, among: unrecorded) {
-                guard let size = scale.size, let cached = renditions.cache.lookup(RenditionKey(source: hash, scale: scale)) else { continue }
+                guard let size = scale.size, let cached = renditions.cache.lookup(RenditionKey(source: hash, scale: scale)) else {
+                    continue
+                }
                 let stored: StoredResource
                 do { stored = try resources.ingest(cached.rendition.bytes, name: "rendition") } catch { throw Self.translate(error) }
                 guard let digest = Hex.decode(stored.hash) else { continue }

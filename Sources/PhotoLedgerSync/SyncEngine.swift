@@ -276,7 +276,9 @@ public final class SyncEngine: Sendable {
                         headers: self.authorized(["Content-Type": "application/octet-stream"]), body: .file(resource.file),
                         timeout: .seconds(3600)))
                 guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
-                return (hash: resource.hash, size: (try? FileManager.default.attributesOfItem(atPath: resource.file.path)[.size] as? Int64) ?? 0)
+                return (
+                    hash: resource.hash, size: (try? FileManager.default.attributesOfItem(atPath: resource.file.path)[.size] as? Int64) ?? 0
+                )
             } each: { upload in
                 done += 1
                 if blobs.renditions.contains(upload.hash) { report.uploadedRenditions += 1 } else { report.uploadedResources += 1 }

@@ -2,9 +2,9 @@ import Foundation
 import LedgerCore
 import MediaSynthesis
 import PhotoMedia
-import Synchronization
 import SyncProtocol
 import SyncTransport
+import Synchronization
 import Testing
 
 @testable import PhotoLedger
@@ -112,7 +112,8 @@ struct RenditionSyncTests {
         let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
         // A square photo's 256-pixel fit and fill are the same bytes: one blob for two records.
         let assets = try await createPhotos(
-            anna.library, [try quartersPhoto(1), try quartersPhoto(2, width: 480, height: 640), try quartersPhoto(3, width: 400, height: 400)])
+            anna.library,
+            [try quartersPhoto(1), try quartersPhoto(2, width: 480, height: 640), try quartersPhoto(3, width: 400, height: 400)])
         let sent = try await anna.sync()
         #expect(sent.recordedRenditions == 9)
         #expect(sent.uploadedResources == 3 && sent.uploadedRenditions == 8)
@@ -226,7 +227,9 @@ struct RenditionSyncTests {
         var blobs: [(path: String, bytes: [UInt8])] = []
         let enumerator = FileManager.default.enumerator(at: server.directory.url, includingPropertiesForKeys: [.isRegularFileKey])
         while let url = enumerator?.nextObject() as? URL {
-            guard url.path.contains("/blobs/"), (try url.resourceValues(forKeys: [.isRegularFileKey])).isRegularFile == true else { continue }
+            guard url.path.contains("/blobs/"), (try url.resourceValues(forKeys: [.isRegularFileKey])).isRegularFile == true else {
+                continue
+            }
             blobs.append((url.path, try [UInt8](Data(contentsOf: url))))
         }
         #expect(blobs.count == 8)

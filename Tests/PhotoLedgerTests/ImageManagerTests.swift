@@ -264,7 +264,8 @@ struct ImageManagerTests {
         try library.performChangesAndWait { try $0.assetChangeRequest(for: asset).revertAssetContentToOriginal() }
         try library.collectGarbage(gracePeriod: 0)
         #expect(edited.allSatisfy { !FileManager.default.fileExists(atPath: $0.path) })
-        #expect(FileManager.default.fileExists(atPath: original.fileURL.path) && FileManager.default.fileExists(atPath: cached.fileURL.path))
+        #expect(
+            FileManager.default.fileExists(atPath: original.fileURL.path) && FileManager.default.fileExists(atPath: cached.fileURL.path))
     }
 
     @Test("garbage collection after a purge and a compaction removes the purged asset's renditions and keeps the others")
