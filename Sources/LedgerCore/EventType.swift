@@ -28,6 +28,9 @@ public enum EventType: String, Sendable, Hashable, CaseIterable {
     case assetPurged = "asset.purged"
     /// An asset's content edited, or reverted to the original.
     case assetContentEdited = "asset.contentEdited"
+    /// A rendition of one of an asset's resources recorded (a thumbnail a device made, synced as a
+    /// derived resource so that other devices can show the asset before they hold its original).
+    case assetRenditionRecorded = "asset.renditionRecorded"
     /// A new album.
     case albumCreated = "album.created"
     /// An album's new title.
@@ -58,7 +61,8 @@ public enum EventType: String, Sendable, Hashable, CaseIterable {
     /// The kind of object the event's object identifier names.
     public var objectKind: ObjectKind {
         switch self {
-        case .assetCreated, .assetChanged, .assetDeleted, .assetRecovered, .assetPurged, .assetContentEdited: return .asset
+        case .assetCreated, .assetChanged, .assetDeleted, .assetRecovered, .assetPurged, .assetContentEdited, .assetRenditionRecorded:
+            return .asset
         case .albumCreated, .albumRenamed, .albumDeleted, .albumMembersChanged, .albumMerged, .albumKeyAssetSet, .albumMoved,
             .albumPositioned:
             return .album

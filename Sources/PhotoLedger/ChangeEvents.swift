@@ -32,6 +32,46 @@ struct ResourceRecord: Sendable, Hashable {
     }
 }
 
+/// A rendition a device made of one of an asset's resources and recorded for the others
+/// (`asset.renditionRecorded`): the resource it was made from, its box size and mode, and its
+/// own bytes, a derived resource stored and synced like a resource, never shown as one.
+struct RenditionRecord: Sendable, Hashable {
+    /// SHA-256 of the resource the rendition was made from.
+    var source: [UInt8]
+    /// The side of its box in pixels (one of the image manager's box sizes).
+    var boxSize: Int
+    /// Aspect fill (true) or fit (false).
+    var fills: Bool
+    /// SHA-256 of the rendition's encoded bytes.
+    var sha256: [UInt8]
+    /// Its size in bytes.
+    var size: Int64
+    /// A PNG (true) or a JPEG (false).
+    var isPNG: Bool
+
+    func write(to writer: inout ByteWriter) {
+        writer.write(raw: source)
+        writer.write(varint: UInt64(boxSize))
+        writer.write(bool: fills)
+        writer.write(raw: sha256)
+        writer.write(varint: UInt64(size))
+        writer.write(bool: isPNG)
+    }
+
+    static func read(from reader: inout ByteReader) throws -> RenditionRecord {
+        let source = try reader.readRaw(count: 32)
+        let box = try reader.readCount("a rendition box size", upTo: PayloadLimits.maximumPixels)
+        guard PayloadLimits.renditionBoxSizes.contains(box) else {
+            throw PayloadError("a rendition box size of \(box) (not one of \(PayloadLimits.renditionBoxSizes))")
+        }
+        let fills = try reader.readBool()
+        let sha256 = try reader.readRaw(count: 32)
+        let size = try reader.readCount("a rendition size", upTo: PayloadLimits.maximumRenditionSize)
+        guard size > 0 else { throw PayloadError("an empty rendition") }
+        return RenditionRecord(source: source, boxSize: box, fills: fills, sha256: sha256, size: Int64(size), isPNG: try reader.readBool())
+    }
+}
+
 /// The decoded payload of a library event.
 enum ChangeEvent: Sendable, Hashable {
     /// A new asset with its metadata and resources.
@@ -46,6 +86,8 @@ enum ChangeEvent: Sendable, Hashable {
     case assetPurged
     /// A content edit, or a revert to the original when `rendered` is nil.
     case assetContentEdited(ContentEdit)
+    /// A rendition of one of the asset's resources, recorded by the device that made it.
+    case renditionRecorded(RenditionRecord)
     /// A new album.
     case albumCreated(title: String, subtype: Int)
     /// A new title.
@@ -138,6 +180,7 @@ enum ChangeEvent: Sendable, Hashable {
         case .assetRecovered: return .assetRecovered
         case .assetPurged: return .assetPurged
         case .assetContentEdited: return .assetContentEdited
+        case .renditionRecorded: return .assetRenditionRecorded
         case .albumCreated: return .albumCreated
         case .albumRenamed: return .albumRenamed
         case .albumDeleted: return .albumDeleted
@@ -204,6 +247,8 @@ enum ChangeEvent: Sendable, Hashable {
                 record?.write(to: &w)
             }
             w.write(string: edit.adjustmentFormat ?? "")
+        case .renditionRecorded(let rendition):
+            rendition.write(to: &w)
         case .albumCreated(let title, let subtype):
             w.write(string: title)
             w.write(varint: UInt64(subtype))
@@ -352,6 +397,7 @@ enum ChangeEvent: Sendable, Hashable {
             let format = try r.readBoundedString("an adjustment format", upTo: PayloadLimits.maximumNameLength)
             return .assetContentEdited(
                 ContentEdit(rendered: rendered, adjustment: adjustment, adjustmentFormat: format.isEmpty ? nil : format))
+        case .assetRenditionRecorded: return .renditionRecorded(try RenditionRecord.read(from: &r))
         case .albumCreated:
             let title = try r.readBoundedString("a title", upTo: PayloadLimits.maximumTitleLength)
             let subtype = try r.readCount("an album subtype", upTo: Int(Int32.max))
@@ -423,6 +469,10 @@ enum PayloadLimits {
     static let maximumResources = 64
     /// Bytes of one resource.
     static let maximumResourceSize: Int64 = 1 << 50
+    /// Bytes of one recorded rendition (a 2048-pixel PNG with transparency stays far below).
+    static let maximumRenditionSize = 64 << 20
+    /// The box sizes a rendition may be recorded at.
+    static let renditionBoxSizes = [256, 512, 1024, 2048]
     /// Bytes of a uniform type identifier, a file name or an adjustment format.
     static let maximumNameLength = 4096
     /// Bytes of an album title.

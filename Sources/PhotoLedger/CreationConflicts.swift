@@ -168,6 +168,7 @@ extension Projection {
             let losers = try database.rows("SELECT album_id FROM albums WHERE merged_into = ?", [key]) { $0.blob(0) }
             try database.execute("DELETE FROM album_members WHERE asset_id = ?1 OR album_id = ?1", [key])
             try database.execute("DELETE FROM asset_resources WHERE asset_id = ?", [key])
+            try database.execute("DELETE FROM asset_renditions WHERE asset_id = ?", [key])
             try database.execute("DELETE FROM assets WHERE asset_id = ?", [key])
             try database.execute("DELETE FROM albums WHERE album_id = ?", [key])
             try database.execute("DELETE FROM collection_lists WHERE list_id = ?", [key])

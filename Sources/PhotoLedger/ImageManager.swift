@@ -111,8 +111,16 @@ public struct ImageCachingProgress: Sendable, Hashable {
 /// so a rendition is never stale. The folder holds at most
 /// ``PhotoLibrary/Options/renditionCacheLimit`` bytes (least recently used renditions are
 /// evicted), and ``PhotoLibrary/collectGarbage(gracePeriod:)`` removes the renditions of
-/// sources no asset shows any more (purged assets, replaced edits). Renditions do not sync:
-/// each device makes its own (they are derived, and made again whenever missing).
+/// sources no asset shows any more (purged assets, replaced edits).
+///
+/// **Synced renditions.** The renditions of the common sizes (256 pixels fit and fill, 1024
+/// pixels fit) sync as derived resources: the device that made one records it when it syncs
+/// (its bytes under their own SHA-256, with the source's hash, box and mode, in an
+/// `asset.renditionRecorded` event; sealed with the asset's key in an encrypted library), and
+/// the other devices download them before any original. When this device has no rendition of
+/// its own and the original is not here, a recorded one answers the request (downloaded first
+/// when it is not here and network access is allowed), so a new device shows the library
+/// before it holds the originals. Any other size needs the original.
 ///
 /// **Bytes not on this device.** With ``ImageRequestOptions/isNetworkAccessAllowed`` a request
 /// fetches them through the library's sync (as ``PhotoLibrary/requestImageData(for:version:)``
@@ -339,8 +347,20 @@ public struct ImageManager: Sendable {
         _ source: RenditionSource, scales: [RenditionScale], allowsNetwork: Bool
     ) -> [RenditionScale: Result<CachedRendition, PhotoLibraryError>] {
         library.renditions.renditions(of: source, scales: scales) { missing in
-            try library.ensureLocalResource(source.hash, allowsNetwork: allowsNetwork)
-            return try library.makeRenditions(of: source, scales: missing)
+            // Without the original here, the renditions another device recorded stand in for
+            // the ones it would make (SyncedRenditions.swift).
+            var recorded: [RenditionScale: Rendition] = [:]
+            if !library.resources.contains(source.hash) {
+                for scale in missing {
+                    recorded[scale] = library.recordedRendition(of: source.hash, scale: scale, allowsNetwork: allowsNetwork)
+                }
+            }
+            let rest = missing.filter { recorded[$0] == nil }
+            if !rest.isEmpty {
+                try library.ensureLocalResource(source.hash, allowsNetwork: allowsNetwork)
+                for (scale, made) in zip(rest, try library.makeRenditions(of: source, scales: rest)) { recorded[scale] = made }
+            }
+            return missing.map { recorded[$0]! }
         }
     }
 

@@ -96,6 +96,8 @@ package struct InMemoryFold: Sendable {
             .assetDeleted(causalLength: 2), .assetRecovered(causalLength: 3), .assetPurged,
             .assetContentEdited(.init(rendered: photo, adjustment: adjustment, adjustmentFormat: "com.example.filters")),
             .assetContentEdited(.init(rendered: nil, adjustment: nil, adjustmentFormat: nil)),
+            .renditionRecorded(
+                .init(source: photo.sha256, boxSize: 256, fills: true, sha256: adjustment.sha256, size: 18_000, isPNG: false)),
             .albumCreated(title: "Trip", subtype: 2), .albumRenamed(title: "Trip to Paris"), .albumDeleted,
             .albumMembersChanged(
                 operation: .insert,

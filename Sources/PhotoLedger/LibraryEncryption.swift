@@ -374,7 +374,7 @@ extension LibraryChanges {
             )
         }
         switch change {
-        case .assetCreated, .assetChanged, .assetDeleted, .assetRecovered, .assetContentEdited:
+        case .assetCreated, .assetChanged, .assetDeleted, .assetRecovered, .assetContentEdited, .renditionRecorded:
             let (id, key) = try assetKey(
                 for: event.object, creating: { if case .assetCreated = change { true } else { false } }(), ring: ring, held: keys)
             return PayloadSeal.seal(event, keyID: id, payloadKey: key)

@@ -280,6 +280,8 @@ struct HistoryFold {
             return [("isDeleted", nil, .causalLength(cl, odd: "false", even: "true"), nil)]
         case .assetPurged:
             return [("isPurged", "true", .plain, nil)]
+        case .renditionRecorded:
+            return []  // a derived resource: no field of the asset changes
         case .assetContentEdited(let edit):
             return [("content", edit.rendered.map { "edited " + Hex.encode($0.sha256).prefix(16) } ?? "original", .register, .content)]
         case .albumCreated(let title, let subtype):

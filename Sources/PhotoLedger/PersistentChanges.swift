@@ -178,6 +178,7 @@ struct PersistentChangeBuilder {
         guard let object, let type = EventType(rawValue: type) else { return }
         switch type {
         case .assetCreated: Self.mark(&assets, object, .inserted)
+        case .assetRenditionRecorded: break  // a derived resource: the asset is unchanged
         case .assetChanged, .assetContentEdited: Self.mark(&assets, object, .touched)
         case .assetRecovered: Self.mark(&assets, object, .alive)
         case .assetDeleted, .assetPurged: Self.mark(&assets, object, .deleted)

@@ -96,11 +96,14 @@ struct Projection {
     }
 
     /// The projection tables, in the order a dump lists them.
-    static let tables = ["assets", "asset_resources", "referenced_resources", "albums", "album_members", "collection_lists", "quarantine"]
+    static let tables = [
+        "assets", "asset_resources", "referenced_resources", "albums", "album_members", "collection_lists", "quarantine",
+        "asset_renditions",
+    ]
 
     /// Tables added after compaction snapshots were first taken: a snapshot taken before one
     /// existed has no copy of it (it held no rows then).
-    static let addedAfterSnapshots: Set<String> = ["collection_lists"]
+    static let addedAfterSnapshots: Set<String> = ["collection_lists", "asset_renditions"]
 
     /// How many events a rebuild folds in memory before handing them to the writing
     /// connection: small enough that folding the next batch overlaps writing this one from

@@ -157,6 +157,9 @@ struct ProjectionBatch: Sendable {
     private var lists = Rows<UUID, ListRow>(empty: ListRow())
     private var resources: [(asset: UUID, index: Int, record: ResourceRecord)] = []
     private var referenced: [ResourceRecord] = []
+    /// Renditions recorded, by asset (they change no asset row: a rendition is derived, and
+    /// touches nothing a fetch or an observer shows).
+    private var renditions: [(asset: UUID, record: RenditionRecord)] = []
     /// The resources the folded events refer to (SHA-256 digests).
     private(set) var referencedHashes: Set<[UInt8]> = []
     /// Events not folded, with their verdicts.
@@ -274,6 +277,8 @@ struct ProjectionBatch: Sendable {
                 row.modificationHLC = max(row.modificationHLC, hlc)
             }
             for record in [edit.rendered, edit.adjustment].compactMap({ $0 }) { reference(record) }
+        case .renditionRecorded(let record):
+            renditions.append((id, record))
         case .albumCreated(let title, let subtype):
             createdObjects.insert(id)
             albums.update(id) { row in
@@ -452,6 +457,20 @@ struct ProjectionBatch: Sendable {
                 try statement.bind(record.sha256, at: 1)
                 try statement.bind(record.size, at: 2)
                 try statement.bind(record.uniformType, at: 3)
+                try statement.step()
+            }
+        }
+        if !renditions.isEmpty {
+            let statement = try database.cachedStatement(Self.renditionSQL)
+            for (asset, record) in renditions {
+                defer { statement.reset() }
+                try bind(asset, at: 1, statement)
+                try statement.bind(record.source, at: 2)
+                try statement.bind(Int64(record.boxSize), at: 3)
+                try statement.bind(record.fills ? 1 : 0, at: 4)
+                try statement.bind(record.sha256, at: 5)
+                try statement.bind(record.size, at: 6)
+                try statement.bind(record.isPNG ? 1 : 0, at: 7)
                 try statement.step()
             }
         }
@@ -640,6 +659,14 @@ struct ProjectionBatch: Sendable {
     static let resourceSQL = PreparedSQL(
         """
         INSERT INTO asset_resources (asset_id, resource_index, type, sha256, size, uniform_type, original_filename)
+        VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+        """)
+
+    /// Every recorded rendition is kept (two devices may record different bytes for one source
+    /// and box: readers take the smallest hash), so the fold is a set union.
+    static let renditionSQL = PreparedSQL(
+        """
+        INSERT INTO asset_renditions (asset_id, source_sha256, box, fills, sha256, size, png)
         VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
         """)
 

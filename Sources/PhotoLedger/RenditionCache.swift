@@ -26,7 +26,9 @@ struct CachedRendition: Sendable {
 }
 
 /// The renditions of a library's photos and videos, in a folder beside its resource store:
-/// derived resources, never synced, made again whenever they are missing.
+/// derived resources, made again whenever they are missing. The cache itself does not sync: the
+/// renditions of the common sizes are recorded and synced through the resource store
+/// (SyncedRenditions.swift), and a recorded one lands here when a request uses it.
 ///
 /// Layout: `<library>.renditions/<first two hex digits>/<source SHA-256>-<scale>.<jpg|png>`, the
 /// scale written `256-fit`, `1024-fill` or `full`, and `tmp/` for files being written. A name

@@ -275,25 +275,37 @@ package struct Replica: Sendable {
     /// themselves in a plain library, their encryptions in an encrypted one
     /// (``PhotoLibrary/encryptedBlobNames(for:)``).
     package func resourceHashes(referencedBy events: [Event]) throws -> Set<String> {
-        var hashes = Set<String>()
-        var sealed: [(asset: UUID, sha256: String)] = []
+        let blobs = try blobs(referencedBy: events)
+        return blobs.resources.union(blobs.renditions)
+    }
+
+    /// The blobs `events` refer to, the resources' apart from the recorded renditions'.
+    package func blobs(referencedBy events: [Event]) throws -> (resources: Set<String>, renditions: Set<String>) {
+        var hashes = (resources: Set<String>(), renditions: Set<String>())
+        var sealed: (resources: [(asset: UUID, sha256: String)], renditions: [(asset: UUID, sha256: String)]) = ([], [])
         let context = library.foldContext
         for event in events {
             let stamp = WriterStamp(hlc: Int64(bitPattern: event.timestamp.rawValue), device: event.device.rawValue)
             var referenced: [String] = []
+            var isRendition = false
             switch context.verdict(on: event, stamp: stamp) {
             case .fold(.assetCreated(let creation), _): referenced = creation.resources.map { Hex.encode($0.sha256) }
             case .fold(.assetContentEdited(let edit), _):
                 referenced = [edit.rendered, edit.adjustment].compactMap { $0.map { Hex.encode($0.sha256) } }
+            case .fold(.renditionRecorded(let rendition), _):
+                referenced = [Hex.encode(rendition.sha256)]
+                isRendition = true
             default: break
             }
-            if let seal = event.seal, KeyKind.of(seal.keyID) == .asset {
-                sealed += referenced.map { (event.object, $0) }
-            } else {
-                hashes.formUnion(referenced)
+            switch (event.seal.map { KeyKind.of($0.keyID) == .asset } ?? false, isRendition) {
+            case (true, false): sealed.resources += referenced.map { (event.object, $0) }
+            case (true, true): sealed.renditions += referenced.map { (event.object, $0) }
+            case (false, false): hashes.resources.formUnion(referenced)
+            case (false, true): hashes.renditions.formUnion(referenced)
             }
         }
-        if !sealed.isEmpty { hashes.formUnion(try library.encryptedBlobNames(for: sealed)) }
+        if !sealed.resources.isEmpty { hashes.resources.formUnion(try library.encryptedBlobNames(for: sealed.resources)) }
+        if !sealed.renditions.isEmpty { hashes.renditions.formUnion(try library.encryptedBlobNames(for: sealed.renditions)) }
         return hashes
     }
 
@@ -304,6 +316,14 @@ package struct Replica: Sendable {
             try db.rows("SELECT sha256, size FROM referenced_resources ORDER BY sha256") { (Hex.encode($0.blob(0)), $0.int64(1)) }
         }.filter { !library.resources.contains($0.hash) }
     }
+
+    /// Recorded renditions of what the assets show that are not on this device yet, with their
+    /// sizes: blobs to download before originals (SyncedRenditions.swift).
+    package func missingRenditions() throws -> [(hash: String, size: Int64)] { try library.missingRecordedRenditions() }
+
+    /// Records the renditions this device made for the other devices, before an upload; returns
+    /// how many.
+    package func recordRenditions() throws -> Int { try library.recordRenditions() }
 
     /// The file holding a stored resource, or nil when it is not on this device.
     package func resourceFile(_ hash: String) -> URL? {

@@ -210,13 +210,16 @@ extension PhotoLibrary {
     }
 
     /// Removes stored resources that no event refers to (left by a crash between storing a
-    /// resource and committing its change block) and abandoned temporary files, and the image
-    /// manager's renditions of resources no asset shows any more (see ``ImageManager``).
+    /// resource and committing its change block), recorded renditions of sources no asset shows
+    /// any more (an edit replaced or reverted, a purged asset), abandoned temporary files, and
+    /// the image manager's renditions of resources no asset shows any more (see ``ImageManager``).
     @discardableResult
     public func collectGarbage(gracePeriod: TimeInterval = 3600) throws -> [String] {
         do {
             return try storage.write { db in
+                // Recorded renditions count while an asset shows their source (SyncedRenditions.swift).
                 let referenced = Set(try db.rows("SELECT sha256 FROM referenced_resources") { Hex.encode($0.blob(0)) })
+                    .union(try Self.keptRenditions(db))
                 let now = Date(timeIntervalSince1970: Double(options.clock()) / 1000)
                 try renditions.collectGarbage(db, gracePeriod: gracePeriod, now: now)
                 return try resources.collectGarbage(referenced: referenced, gracePeriod: gracePeriod, now: now).removedResources

@@ -53,7 +53,10 @@ extension PhotoLibrary {
                 destroyed.insert(asset)
             }
             resources.formUnion(
-                try db.rows("SELECT sha256 FROM asset_resources WHERE asset_id = ?", [asset.bytes]) { Hex.encode($0.blob(0)) })
+                try db.rows(
+                    "SELECT sha256 FROM asset_resources WHERE asset_id = ?1 UNION SELECT sha256 FROM asset_renditions WHERE asset_id = ?1",
+                    [asset.bytes]
+                ) { Hex.encode($0.blob(0)) })
         }
         // Fold the assets again with what can still be read.
         var context = foldContext
@@ -68,7 +71,10 @@ extension PhotoLibrary {
             try resources.compactMap { hash -> String? in
                 guard let bytes = Hex.decode(hash) else { return nil }
                 let shown = try db.firstRow(
-                    "SELECT 1 FROM asset_resources r JOIN assets a ON a.asset_id = r.asset_id WHERE r.sha256 = ? AND a.purged = 0", [bytes]
+                    """
+                    SELECT 1 FROM asset_resources r JOIN assets a ON a.asset_id = r.asset_id WHERE r.sha256 = ?1 AND a.purged = 0
+                    UNION ALL SELECT 1 FROM asset_renditions r JOIN assets a ON a.asset_id = r.asset_id WHERE r.sha256 = ?1 AND a.purged = 0
+                    """, [bytes]
                 ) { _ in true }
                 return shown == true ? hash : nil
             })

@@ -15,6 +15,8 @@ package enum SyncJSON {
             ("scope", .string(report.scope?.rawValue)), ("quarantinedEvents", .array(report.quarantinedEvents.map { .string($0) })),
             ("changedVerdicts", .int(Int64(report.changedVerdicts))),
             ("unavailableResources", .array(report.unavailableResources.map { .string($0) })),
+            ("recordedRenditions", .int(Int64(report.recordedRenditions))), ("uploadedRenditions", .int(Int64(report.uploadedRenditions))),
+            ("downloadedRenditions", .int(Int64(report.downloadedRenditions))),
         ])
     }
 }

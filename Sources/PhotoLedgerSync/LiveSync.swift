@@ -176,6 +176,7 @@ extension SyncEngine {
                     (more, previous) = (next.hasMore && next.eventCount > 0, next.lastChainHash)
                 }
                 if encrypted { try await self.exchangeKeys(&report) }
+                try await self.downloadRenditions(&report, nil)
                 if self.options.downloadResourcesEagerly { try await self.downloadResources(&report, nil) }
                 report.cursor = try self.cursor()
                 try self.replica.recordSync()

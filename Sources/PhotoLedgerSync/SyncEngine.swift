@@ -53,6 +53,14 @@ public struct SyncReport: Sendable, Equatable {
     /// Resources that events refer to but the server does not hold (never uploaded by the
     /// device that made the events): they stay missing here, and the rest of the sync goes on.
     public var unavailableResources: [String] = []
+    /// Renditions this device made and recorded for the others now (see `ImageManager`).
+    public var recordedRenditions = 0
+    /// Recorded renditions uploaded now (their bytes are counted in ``uploadedBytes``; they
+    /// are not counted in ``uploadedResources``).
+    public var uploadedRenditions = 0
+    /// Renditions other devices recorded that were downloaded now (their bytes are counted in
+    /// ``downloadedBytes``; they are not counted in ``downloadedResources``).
+    public var downloadedRenditions = 0
     /// Resources downloaded, and their bytes.
     public var downloadedResources = 0
     public var downloadedBytes: Int64 = 0
@@ -71,9 +79,11 @@ public struct SyncReport: Sendable, Equatable {
     public init() {}
 }
 
-/// Syncs a library with a server: upload missing resources → push pending events in batches →
-/// pull pages since the stored cursor (each page applied in one transaction with the cursor,
-/// through the same fold as local changes) → download missing resources.
+/// Syncs a library with a server: record the renditions this device made for the others →
+/// upload missing resources (renditions included) → push pending events in batches → pull pages
+/// since the stored cursor (each page applied in one transaction with the cursor, through the
+/// same fold as local changes) → download the renditions other devices recorded → download
+/// missing resources (when ``Options/downloadResourcesEagerly``).
 ///
 /// Pulling ends with a page that brings no events, so the server has recorded that this device
 /// holds everything up to its cursor: that position is what the library's compaction watermark
@@ -172,6 +182,8 @@ public final class SyncEngine: Sendable {
         report.scope = scope
         try await exchangeKeys(&report)
         if scope != .readOnly {
+            // Only a readWrite token may push a rendition's record (it changes an existing asset).
+            if scope == .readWrite { report.recordedRenditions = try replica.recordRenditions() }
             try await uploadResources(&report, progress)
             try await publishKeys(&report)  // the asset keys name the blobs just uploaded
             try await push(&report, progress)
@@ -191,6 +203,7 @@ public final class SyncEngine: Sendable {
             }
             if !waitForKeys { try await pull(&report, progress) }
             try await exchangeKeys(&report)  // the keys of what was pulled
+            try await downloadRenditions(&report, progress)  // before originals, and without them
             if options.downloadResourcesEagerly { try await downloadResources(&report, progress) }
         }
         if scope != .addOnly, historyPages > 0 {
@@ -244,14 +257,18 @@ public final class SyncEngine: Sendable {
             let pending = try replica.outbox(afterDeviceSequence: cursor, limit: options.pushBatchSize * 4)
             guard let last = pending.last else { return }
             cursor = last.deviceSequence
-            let hashes = try replica.resourceHashes(referencedBy: pending).sorted()
+            let blobs = try replica.blobs(referencedBy: pending)
+            let hashes = blobs.resources.union(blobs.renditions).sorted()
             guard !hashes.isEmpty else { continue }
             let missing = try await exchange(
                 .post, SyncRoutes.missingBlobs(library: remote.libraryName), MissingBlobsRequest(hashes: hashes),
                 as: MissingBlobsResponse.self
             ).missing
-            let files = try missing.map { hash in
+            let files = try missing.compactMap { hash -> (hash: String, file: URL)? in
                 guard let file = replica.resourceFile(hash) else {
+                    // A rendition is derived: one no longer here (collected as garbage) is not
+                    // sent, and the devices that need it make their own from the original.
+                    if blobs.renditions.contains(hash) { return nil }
                     throw PhotoLibraryError(
                         .missingResource, "resource \(hash) of a pending change is missing on this device; it cannot be uploaded")
                 }
@@ -265,11 +282,13 @@ public final class SyncEngine: Sendable {
                         headers: self.authorized(["Content-Type": "application/octet-stream"]), body: .file(resource.file),
                         timeout: .seconds(3600)))
                 guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
-                return (try? FileManager.default.attributesOfItem(atPath: resource.file.path)[.size] as? Int64) ?? 0
-            } each: { size in
+                return (
+                    hash: resource.hash, size: (try? FileManager.default.attributesOfItem(atPath: resource.file.path)[.size] as? Int64) ?? 0
+                )
+            } each: { upload in
                 done += 1
-                report.uploadedResources += 1
-                report.uploadedBytes += size
+                if blobs.renditions.contains(upload.hash) { report.uploadedRenditions += 1 } else { report.uploadedResources += 1 }
+                report.uploadedBytes += upload.size
                 progress?(SyncProgress(phase: .uploadingResources, completed: done, total: missing.count, bytes: report.uploadedBytes))
             }
         }
@@ -452,6 +471,28 @@ public final class SyncEngine: Sendable {
             progress?(SyncProgress(phase: .downloadingResources, completed: done, total: missing.count, bytes: report.downloadedBytes))
         }
         report.unavailableResources.sort()
+    }
+
+    /// Downloads the renditions other devices recorded of what the assets show, that this device
+    /// lacks: small, so always downloaded (before originals), whether or not originals are. One
+    /// the server does not hold yet (its device has not uploaded it) is left for a later sync.
+    func downloadRenditions(_ report: inout SyncReport, _ progress: (@Sendable (SyncProgress) -> Void)?) async throws {
+        let missing = try replica.missingRenditions()
+        var done = 0
+        try await Self.concurrently(missing, limit: options.transferConcurrency) { rendition -> (size: Int64, available: Bool) in
+            do {
+                try await self.download(rendition.hash)
+                return (rendition.size, true)
+            } catch SyncError.resourceUnavailable {
+                return (rendition.size, false)
+            }
+        } each: { outcome in
+            done += 1
+            guard outcome.available else { return }
+            report.downloadedRenditions += 1
+            report.downloadedBytes += outcome.size
+            progress?(SyncProgress(phase: .downloadingResources, completed: done, total: missing.count, bytes: report.downloadedBytes))
+        }
     }
 
     /// Downloads one resource into the library's store. An interrupted download is resumed, by

@@ -106,8 +106,16 @@ struct EncryptionSyncTests {
                 #expect(bytes.firstRange(of: needle) == nil, "\(path) holds \(what)")
             }
         }
+        // The renditions the import made sync too (SyncedRenditions.swift), encrypted like the originals.
+        let renditions = try anna.library.readDatabase { db in try db.rows("SELECT sha256 FROM asset_renditions") { $0.blob(0) } }
+        #expect(!renditions.isEmpty)
+        for rendition in renditions {
+            for (path, bytes) in stored {
+                #expect(bytes.firstRange(of: rendition) == nil && bytes.firstRange(of: Array(Hex.encode(rendition).utf8)) == nil, "\(path)")
+            }
+        }
         let blobs = stored.filter { $0.path.contains("/blobs/") }
-        #expect(blobs.count == 4)
+        #expect(blobs.count == 4 + renditions.count)
         for (path, bytes) in blobs {
             #expect(
                 !bytes.starts(with: [0xFF, 0xD8, 0xFF]) && !(bytes.count > 8 && bytes[4..<8].elementsEqual(Array("ftyp".utf8))), "\(path)")
@@ -220,7 +228,10 @@ struct EncryptionSyncTests {
         _ = try anna.library.enableEncryption()
         let files = Array(try media(in: directory).prefix(2))
         let assets = try await anna.library.performChanges { changes in
-            let assets = try changes.importAssets(fromFilesAt: files).compactMap { result -> String? in
+            // No thumbnails: the counts of blobs and events below are the originals' (RenditionSyncTests
+            // shreds renditions).
+            let options = AssetImportOptions(makesThumbnails: false)
+            let assets = try changes.importAssets(fromFilesAt: files, options: options).compactMap { result -> String? in
                 if case .created(let request) = result { return request.placeholderForCreatedAsset.localIdentifier }
                 return nil
             }

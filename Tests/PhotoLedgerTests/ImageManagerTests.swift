@@ -213,6 +213,61 @@ struct ImageManagerTests {
         #expect(FileManager.default.fileExists(atPath: original.fileURL.path))
     }
 
+    @Test("after a revert no edited rendition is delivered, as the image or as a stand-in; a repeated edit finds its renditions again")
+    func revertInvalidatesEditedRenditions() async throws {
+        let directory = try TemporaryDirectory()
+        let library = try makeLibrary(directory, clock: wallClock())
+        // The original is one colour; the edit shows the four quarters.
+        let asset = try createAsset(library, try solidPhoto(1, width: 1600, height: 1200))
+        let manager = library.imageManager
+        let original = try await manager.requestImage(for: asset, targetSize: square(256), contentMode: .aspectFit)
+        let edit = ContentEditingOutput(
+            renderedContent: .data(Data(try StillEncoder.encode([quarters(width: 1600, height: 1200)], as: "jpeg"))),
+            adjustmentFormatIdentifier: "com.example.quarters", adjustmentFormatVersion: "1", adjustmentData: Data("quarters".utf8))
+        try library.performChangesAndWait { try $0.assetChangeRequest(for: asset).setContentEditingOutput(edit) }
+        var edited: [URL] = []
+        for (side, mode) in [(256.0, ImageContentMode.aspectFit), (512, .aspectFit), (1024, .aspectFit), (1024, .aspectFill)] {
+            let image = try await manager.requestImage(for: asset, targetSize: square(side), contentMode: mode)
+            #expect(corner(try RGBImage.decode(image.data), right: false, bottom: false) == "red")
+            edited.append(image.fileURL)
+        }
+        try library.performChangesAndWait { try $0.assetChangeRequest(for: asset).revertAssetContentToOriginal() }
+
+        // Opportunistic: the stand-in is the original's cached 256, never the edit's 512.
+        let opportunistic = Deliveries()
+        manager.requestImage(for: asset, targetSize: square(1024), contentMode: .aspectFit) { opportunistic.handler($0) }
+        let results = try opportunistic.wait(for: 2).map { try $0.get() }
+        #expect(results.map(\.isDegraded) == [true, false])
+        #expect(results[0].fileURL == original.fileURL)
+        #expect(!edited.contains(results[1].fileURL))
+        #expect(try corner(RGBImage.decode(results[1].data), right: false, bottom: false) != "red")
+        // Fast format: the nearest cached rendition of the original, not the edit's 1024 fill.
+        let fast = Deliveries()
+        manager.requestImage(
+            for: asset, targetSize: square(1024), contentMode: .aspectFill, options: ImageRequestOptions(deliveryMode: .fastFormat)
+        ) { fast.handler($0) }
+        let answer = try #require(try fast.wait(for: 1).first?.get())
+        #expect(!edited.contains(answer.fileURL))
+        #expect(try corner(RGBImage.decode(answer.data), right: false, bottom: false) != "red")
+        // Caching ahead after the revert caches the original's rendition.
+        manager.startCachingImages(for: [asset], targetSize: square(512), contentMode: .aspectFit)
+        manager.waitForCaching()
+        let cached = try await manager.requestImage(for: asset, targetSize: square(512), contentMode: .aspectFit)
+        #expect(!edited.contains(cached.fileURL))
+        #expect(try corner(RGBImage.decode(cached.data), right: false, bottom: false) != "red")
+        // The unadjusted version still is the original; the same edit again finds its renditions.
+        let before = decodes(library)
+        try library.performChangesAndWait { try $0.assetChangeRequest(for: asset).setContentEditingOutput(edit) }
+        let again = try await manager.requestImage(for: asset, targetSize: square(512), contentMode: .aspectFit)
+        #expect(again.fileURL == edited[1] && decodes(library) == before)
+        // Reverted again, the edit's renditions are garbage; the original's stay.
+        try library.performChangesAndWait { try $0.assetChangeRequest(for: asset).revertAssetContentToOriginal() }
+        try library.collectGarbage(gracePeriod: 0)
+        #expect(edited.allSatisfy { !FileManager.default.fileExists(atPath: $0.path) })
+        #expect(
+            FileManager.default.fileExists(atPath: original.fileURL.path) && FileManager.default.fileExists(atPath: cached.fileURL.path))
+    }
+
     @Test("garbage collection after a purge and a compaction removes the purged asset's renditions and keeps the others")
     func garbageCollection() async throws {
         let directory = try TemporaryDirectory()

@@ -241,7 +241,9 @@ struct SyncWatchTests {
         try process.run()
         defer { if process.isRunning { process.terminate() } }
         let output = OutputReader(pipe)
-        #expect(output.wait(for: "Synced with \(server.url)/v1/libraries/family: pushed 0 events, pulled 1"))
+        // The photo's creation, and the records of the thumbnails Anna's import made.
+        #expect(output.wait(for: "Synced with \(server.url)/v1/libraries/family: pushed 0 events, pulled 4"))
+        #expect(output.current.contains("down."))
         #expect(output.wait(for: "Watching \(server.url)/v1/libraries/family live; press Ctrl-C to stop."))
 
         // Anna's favourite reaches Ben's watching process without Ben asking.

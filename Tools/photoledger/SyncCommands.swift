@@ -185,7 +185,9 @@ struct Sync: AsyncParsableCommand {
             context.say(
                 "Synced with \(engine.remote.description)\(scope): pushed \(count(report.pushedEvents, "event")), pulled \(report.pulledEvents); "
                     + "uploaded \(count(report.uploadedResources, "photo")) (\(formatBytes(report.uploadedBytes))), "
-                    + "downloaded \(report.downloadedResources) (\(formatBytes(report.downloadedBytes))).")
+                    + "downloaded \(report.downloadedResources) (\(formatBytes(report.downloadedBytes)))"
+                    + (report.uploadedRenditions + report.downloadedRenditions > 0
+                        ? "; thumbnails: \(report.uploadedRenditions) up, \(report.downloadedRenditions) down." : "."))
         }
     }
 
