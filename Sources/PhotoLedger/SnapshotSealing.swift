@@ -52,7 +52,8 @@ extension SnapshotContent {
 /// the snapshot's bytes.
 ///
 /// Every row that belongs to an asset — its `assets` row, its `asset_resources`, its
-/// `album_members` rows, and the `referenced_resources` rows of the resources it holds — is sealed
+/// `album_members` and `asset_renditions` rows, and the `referenced_resources` rows of the
+/// resources it holds — is sealed
 /// in the asset's own *part* with a key derived from the asset's key; the rest (albums, folders,
 /// quarantine, purged assets, whose rows hold nothing but their tombstone) is the *library part*,
 /// sealed with the current library key generation. Only assets whose key the writing device holds
@@ -74,7 +75,9 @@ extension SnapshotContent {
 /// still seal to equal bytes.
 enum SnapshotSealing {
     /// The assets' rows by table: the column that names the asset, for tables with one.
-    private static let assetColumns = ["assets": "asset_id", "asset_resources": "asset_id", "album_members": "asset_id"]
+    private static let assetColumns = [
+        "assets": "asset_id", "asset_resources": "asset_id", "album_members": "asset_id", "asset_renditions": "asset_id",
+    ]
 
     /// Seals `tables` after the header in `writer` (see the type's documentation).
     static func seal(
