@@ -216,12 +216,49 @@ public struct RecoveryKey: Sendable {
 /// library's identity public key and the new device's public key, so a server that substituted
 /// either key makes the two screens disagree.
 public enum ShortAuthenticationCode {
-    /// Eight digits in two groups of four, such as `4821 0937`.
-    public static func code(libraryPublicKey: [UInt8], devicePublicKey: [UInt8]) -> String {
-        let digest = LedgerCore.SHA256.hash(Array("photoledger enrolment v1".utf8) + libraryPublicKey + devicePublicKey)
+    /// Eight digits in two groups of four, such as `4821 0937`. An add-only device (one that may
+    /// add assets but never read the library) has a code of its own for the same keys, so a
+    /// server that passed its key off as a reader's makes the two screens disagree.
+    public static func code(libraryPublicKey: [UInt8], devicePublicKey: [UInt8], addOnly: Bool = false) -> String {
+        let label = addOnly ? "photoledger add-only enrolment v1" : "photoledger enrolment v1"
+        let digest = LedgerCore.SHA256.hash(Array(label.utf8) + libraryPublicKey + devicePublicKey)
         let value = digest.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) } % 100_000_000
         let digits = String(value).leftPadded(to: 8)
         return "\(digits.prefix(4)) \(digits.suffix(4))"
+    }
+}
+
+/// The approval of an add-only device: an authenticated box from the library's identity to the
+/// device's public key, naming both keys and the device. The device takes it as proof that a
+/// holder of the library's identity approved it after comparing codes, and from then on seals
+/// the keys of the assets it adds to that identity's public key (``WrappedAssetKey``'s
+/// ``WrappedAssetKey/sealed(toIdentity:writer:grant:)``); it never receives the ring. Readers
+/// check the grant carried by such a record before they take the key.
+public enum AddOnlyGrant {
+    static func message(libraryPublicKey: [UInt8], devicePublicKey: [UInt8], device: String) -> [UInt8] {
+        Array("photoledger add-only grant v1".utf8) + libraryPublicKey + devicePublicKey + Array(device.utf8)
+    }
+
+    /// The grant for `device`, whose public key is `devicePublicKey`, made with the library's identity.
+    public static func make(identity: BoxKeyPair, devicePublicKey: [UInt8], device: String) throws -> [UInt8] {
+        try AuthenticatedBox.seal(
+            message(libraryPublicKey: identity.publicKey, devicePublicKey: devicePublicKey, device: device), to: devicePublicKey,
+            from: identity)
+    }
+
+    /// Whether `grant` is the grant of the identity `libraryPublicKey` for this device (`device`, the holder of `keyPair`).
+    public static func isValid(_ grant: [UInt8], libraryPublicKey: [UInt8], device keyPair: BoxKeyPair, device name: String) -> Bool {
+        guard let opened = try? AuthenticatedBox.open(grant, from: libraryPublicKey, with: keyPair) else { return false }
+        return opened == message(libraryPublicKey: libraryPublicKey, devicePublicKey: keyPair.publicKey, device: name)
+    }
+
+    /// Whether `grant` is a grant of `identity` (this library) for the device whose public key is
+    /// `devicePublicKey`, as a reader checks it; returns the device's name.
+    public static func grantee(of grant: [UInt8], devicePublicKey: [UInt8], identity: BoxKeyPair) -> String? {
+        guard let opened = try? AuthenticatedBox.open(grant, from: devicePublicKey, with: identity) else { return nil }
+        let prefix = message(libraryPublicKey: identity.publicKey, devicePublicKey: devicePublicKey, device: "")
+        guard opened.count >= prefix.count, Array(opened.prefix(prefix.count)) == prefix else { return nil }
+        return String(decoding: opened.dropFirst(prefix.count), as: UTF8.self)
     }
 }
 

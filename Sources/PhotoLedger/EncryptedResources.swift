@@ -39,7 +39,7 @@ extension PhotoLibrary {
     /// key, and the key record queued for the server's key store again).
     func encryptedBlobNames(for references: [(asset: UUID, sha256: String)]) throws -> Set<String> {
         let state = encryption.snapshot
-        guard let ring = state.ring else { return [] }
+        guard let wrapper = state.assetKeyWrapper else { return [] }
         var names = Set<String>()
         var byAsset: [UUID: [String]] = [:]
         for (asset, hash) in references { byAsset[asset, default: []].append(hash) }
@@ -98,8 +98,8 @@ extension PhotoLibrary {
                     guard let (keyID, key) = state.assetKeys[asset], let map = maps[asset] else { continue }
                     try db.execute("UPDATE e2e_asset_keys SET blobs = ? WHERE asset = ?", [Self.blobColumn(map), asset.bytes])
                     try Self.queue(
-                        db, KeyStoreName.asset(asset),
-                        WrappedAssetKey(asset: asset, keyID: keyID, key: key, blobs: map).sealed(under: ring.current))
+                        db, KeyStoreName.asset(asset), try wrapper.wrap(WrappedAssetKey(asset: asset, keyID: keyID, key: key, blobs: map)),
+                        createOnly: wrapper.createOnly)
                 }
             }
         }

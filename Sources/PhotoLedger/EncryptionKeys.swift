@@ -72,6 +72,12 @@ final class EncryptionKeys: Sendable {
         var device: BoxKeyPair?
         var ring: KeyRing?
         var libraryPublicKey: [UInt8]?
+        /// Whether this device joined as an add-only device: it seals what it adds to the
+        /// library's identity and never holds the ring.
+        var addOnly = false
+        /// The approval of this add-only device by the library's identity (``AddOnlyGrant``),
+        /// once it arrived and was checked.
+        var grant: [UInt8]?
         /// Asset keys held, by asset.
         var assetKeys: [UUID: (id: UInt32, key: SecretKey)] = [:]
         /// Payload keys of every key held (library generations and assets).
@@ -98,6 +104,9 @@ final class EncryptionKeys: Sendable {
             loaded.device = BoxKeyPair(secretKey: try SecretKey(bytes: row.0))
             loaded.ring = try row.1.map { try KeyRing(serialized: $0) }
             loaded.libraryPublicKey = row.2 ?? loaded.ring?.identity.publicKey
+            try db.forEachRow("SELECT key, value FROM device_settings WHERE key IN ('e2e.addOnly', 'e2e.addOnlyGrant')") { row in
+                if row.text(0) == "e2e.addOnly" { loaded.addOnly = row.blob(1) == [1] } else { loaded.grant = row.blob(1) }
+            }
             try db.forEachRow("SELECT asset, key_id, key FROM e2e_asset_keys WHERE key IS NOT NULL") { row in
                 guard let asset = UUID(bytes: row.blob(0)) else { return }
                 loaded.assetKeys[asset] = (UInt32(truncatingIfNeeded: row.int64(1)), try SecretKey(bytes: row.blob(2)))

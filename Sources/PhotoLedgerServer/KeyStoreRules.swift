@@ -12,8 +12,14 @@ import SyncProtocol
 /// - `ring/NAME` (the key ring sealed for a device): written by readWrite devices (enrolment,
 ///   rotation) or by the device itself (a restore with the recovery key); deleted by readWrite.
 /// - `ring/recovery`: written by readWrite devices.
-/// - `asset/UUID` (an asset's key sealed under a library key): written by devices that may write;
-///   an addOnly device only creates; deleted (crypto-shredding) by readWrite devices.
+/// - `writer/NAME` (an add-only device's public key): written by that device only; deleted by
+///   readWrite devices (revocation) or by the device itself.
+/// - `grant/NAME` (the approval of an add-only device): written and deleted by readWrite devices.
+/// - `asset/UUID` (an asset's key sealed under a library key, or sealed to the library's identity
+///   by an add-only device): written by devices that may write; an addOnly device only creates the
+///   key of a new asset (no entry of that name, no event of that object from another device:
+///   ``SyncRequestHandler`` checks both), never replaces one; deleted (crypto-shredding) by
+///   readWrite devices.
 public enum KeyStoreRules {
     /// Why `credential` may not make `change`, or nil when it may.
     public static func problem(with change: KeyChange, for credential: Credential) -> String? {
@@ -35,6 +41,14 @@ public enum KeyStoreRules {
             } else {
                 guard parts[1] == own else { return "a device publishes only its own key ('device/\(own)')" }
             }
+        case "writer":
+            if change.value == nil {
+                guard readWrite || parts[1] == own else { return "only a readWrite device may delete another device's key" }
+            } else {
+                guard parts[1] == own else { return "a device publishes only its own key ('writer/\(own)')" }
+            }
+        case "grant":
+            guard readWrite else { return "only a readWrite device may approve or revoke an add-only device" }
         case "ring":
             guard readWrite || (parts[1] == own && change.value != nil) else {
                 return "only a readWrite device may seal the key ring for another device or for the recovery key"
@@ -82,7 +96,7 @@ extension SyncRequestHandler {
         var results: [KeyChangesResponse.Result?] = []
         var allowed: [KeyChange] = []
         for change in request.changes {
-            if let problem = KeyStoreRules.problem(with: change, for: credential) {
+            if let problem = try KeyStoreRules.problem(with: change, for: credential) ?? addOnlyAssetProblem(change, credential) {
                 results.append(KeyChangesResponse.Result(name: change.name, status: .forbidden, reason: problem))
             } else {
                 results.append(nil)
@@ -95,5 +109,26 @@ extension SyncRequestHandler {
             results[index] ?? KeyChangesResponse.Result(name: request.changes[index].name, status: statuses.next() ?? .conflict)
         }
         return .json(KeyChangesResponse(results: answered))
+    }
+
+    /// Why an addOnly device may not write this asset key, or nil: it only creates the key of a
+    /// new asset. An entry of that name with other bytes is never replaced, and an asset the log
+    /// holds already (made elsewhere, or purged with its key destroyed) gets no key from it.
+    private func addOnlyAssetProblem(_ change: KeyChange, _ credential: Credential) throws -> String? {
+        guard credential.scope == .addOnly, let value = change.value, change.name.hasPrefix("asset/"),
+            let asset = UUID(uuidString: String(change.name.dropFirst("asset/".count)))
+        else { return nil }
+        if let held = try store.keyEntry(libraryID: credential.libraryID, name: change.name) {
+            return held == value
+                ? nil
+                : "an addOnly device may only create the key of a new asset: '\(change.name)' exists already and is never replaced"
+        }
+        let presence = try store.withPushTransaction(library: credential.libraryID, device: credential.device, at: configuration.clock()) {
+            try $0.presence(ofObject: asset)
+        }
+        if case .held = presence {
+            return "an addOnly device may only create the key of a new asset: asset \(asset.uuidString) exists in this library already"
+        }
+        return nil
     }
 }

@@ -38,7 +38,12 @@ extension SyncEngine {
             throw SyncError.invalidRemote(error.message)
         }
         report.encryptionNotes += absorbed.problems
-        if absorbed.enrolled { report.encryptionNotes.append("this device was enrolled: it now reads the library") }
+        if absorbed.enrolled {
+            report.encryptionNotes.append(
+                replica.encryptionStatus == .addOnly
+                    ? "this add-only device was approved: it seals the assets it adds for the library's readers, and reads nothing"
+                    : "this device was enrolled: it now reads the library")
+        }
         if absorbed.newGenerations && !absorbed.enrolled {
             report.encryptionNotes.append("a new library key generation arrived (a device was revoked)")
         }
@@ -107,6 +112,9 @@ public struct EnrolmentRequest: Sendable, Hashable {
     public var publicKey: [UInt8]
     /// The short authentication code the approving device shows; the new device must show the same.
     public var code: String
+    /// Whether the device asked to join as an add-only device (its token may only add assets):
+    /// approving it gives it no key, only the right to seal new assets for the library's readers.
+    public var addOnly: Bool = false
 }
 
 extension SyncEngine {
@@ -125,16 +133,17 @@ extension SyncEngine {
     public func enrolmentRequests() async throws -> [EnrolmentRequest] {
         let entries = try await keyStoreEntries()
         return try entries.keys.sorted().compactMap { name in
-            guard name.hasPrefix("device/"), let key = entries[name], key.count == 32 else { return nil }
-            let device = DeviceID(String(name.dropFirst("device/".count)))
-            guard entries["ring/\(device.rawValue)"] == nil, device != library.device else { return nil }
-            return EnrolmentRequest(device: device, publicKey: key, code: try library.enrolmentCode(for: key))
+            let addOnly = name.hasPrefix("writer/")
+            guard name.hasPrefix("device/") || addOnly, let key = entries[name], key.count == 32 else { return nil }
+            let device = DeviceID(String(name.drop { $0 != "/" }.dropFirst()))
+            guard entries[addOnly ? "grant/\(device.rawValue)" : "ring/\(device.rawValue)"] == nil, device != library.device else { return nil }
+            return EnrolmentRequest(device: device, publicKey: key, code: try library.enrolmentCode(for: key, addOnly: addOnly), addOnly: addOnly)
         }
     }
 
     /// Approves a device (after the user confirmed the codes match) and publishes its ring.
     public func approve(_ request: EnrolmentRequest) async throws {
-        try library.approveEnrolment(of: request.device, publicKey: request.publicKey)
+        try library.approveEnrolment(of: request.device, publicKey: request.publicKey, addOnly: request.addOnly)
         try await publishKeysOrThrow()
     }
 
@@ -144,6 +153,12 @@ extension SyncEngine {
     /// admin revoke-token`), so it cannot even fetch the ciphertext.
     public func revoke(_ device: DeviceID, recovery: RecoveryKeyText? = nil) async throws {
         let entries = try await keyStoreEntries()
+        if entries["writer/\(device.rawValue)"] != nil || entries["grant/\(device.rawValue)"] != nil {
+            // An add-only device held no key: its grant goes, no key changes.
+            try library.revokeAddOnlyDevice(device)
+            try await publishKeysOrThrow()
+            return
+        }
         guard entries["device/\(device.rawValue)"] != nil || entries["ring/\(device.rawValue)"] != nil else {
             throw SyncError.invalidRemote(
                 "no device named '\(device.rawValue)' is enrolled in this library; `photoledger device list` shows them")

@@ -295,6 +295,132 @@ struct EncryptionSyncTests {
         #expect(try cara.library.viewsForTests() == annaViews)
     }
 
+    @Test(
+        "an add-only device adds photos that readers open with their metadata and bytes, holds nothing that opens anything else, and cannot replace an asset's key"
+    )
+    func addOnlyDeviceWritesWithoutReading() async throws {
+        let server = try TestServer()
+        let clock = TestClock()
+        let directory = try TemporaryDirectory()
+        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
+        let camera = try Device("camera", server: server, directory: directory, clock: clock, seed: 2, scope: .addOnly)
+        _ = try anna.library.enableEncryption()
+        let files = try media(in: directory)
+        let annaAssets = try await anna.library.performChanges { changes in
+            let assets = try changes.importAssets(fromFilesAt: [files[0]]).compactMap { result -> String? in
+                if case .created(let request) = result { return request.placeholderForCreatedAsset.localIdentifier }
+                return nil
+            }
+            try changes.createAlbum(title: Self.titles[0]).addAssets(assets)
+            return assets
+        }
+        try await anna.sync()
+
+        // The camera asks to join as an add-only device, with a code of its own; before it is approved it adds nothing.
+        let waiting = try await camera.sync()
+        #expect(waiting.encryptionNotes.contains { $0.contains("photoledger device approve camera") })
+        guard case .awaitingEnrolment(let code?) = camera.library.encryptionStatus else {
+            Issue.record("the camera should await approval with a code")
+            return
+        }
+        let early = await #expect(throws: PhotoLibraryError.self) {
+            try await camera.library.performChanges { _ = try $0.importAssets(fromFilesAt: [files[1]]) }
+        }
+        #expect(early?.message.contains("add-only device has not been approved yet") == true)
+        let requests = try await anna.engine.enrolmentRequests()
+        let request = try #require(requests.first)
+        #expect(requests.count == 1 && request.device == "camera" && request.addOnly && request.code == code)
+        try await anna.engine.approve(request)
+        let approved = try await camera.sync()
+        #expect(approved.encryptionNotes.contains { $0.contains("add-only device was approved") })
+        #expect(camera.library.encryptionStatus == .addOnly)
+
+        // Two imports on the camera: photos with EXIF and GPS and a movie, then a PNG on its own (no album).
+        try await camera.library.performChanges { changes in
+            let results = try changes.importAssets(fromFilesAt: [files[1], files[3]])
+            #expect(results.allSatisfy { if case .created = $0 { true } else { false } })
+        }
+        try await camera.library.performChanges { _ = try $0.createAsset(fromImageAt: files[2]) }
+        let report = try await camera.sync()
+        #expect(report.encryptionNotes.isEmpty)
+        #expect(report.uploadedResources == 3)
+        let cameraEvents = try camera.library.allEventsForTests()
+        #expect(cameraEvents.count == 3 && cameraEvents.allSatisfy { $0.seal.map { KeyKind.of($0.keyID) == .asset } == true })
+
+        // Anna reads the camera's assets: metadata and bytes.
+        try await anna.sync()
+        #expect(try anna.library.statistics().quarantined.isEmpty)
+        let all = try anna.library.fetchAssets()
+        #expect(all.count == 4)
+        let added = all.filter { !annaAssets.contains($0.localIdentifier) }
+        #expect(added.count == 3)
+        var names: [String: Asset] = [:]
+        for asset in added {
+            let resource = try #require(try anna.library.resources(for: asset).first)
+            names[resource.originalFilename] = asset
+            let original = try [UInt8](Data(contentsOf: try #require(files.first { $0.lastPathComponent == resource.originalFilename })))
+            #expect(try anna.library.requestData(for: resource) == original)
+        }
+        #expect(Set(names.keys) == Set(Self.fileNames.dropFirst()))
+        let beach = try #require(names[Self.fileNames[1]])
+        #expect(beach.creationDate == Date(timeIntervalSince1970: 1_650_000_000))
+        #expect(abs((beach.location?.latitude ?? 0) - 51.5007) < 0.001 && abs((beach.location?.longitude ?? 0) + 0.1246) < 0.001)
+        #expect(names[Self.fileNames[3]]?.mediaType == .video)
+        // Anna may edit them like any asset, and the chains agree.
+        try anna.library.performChangesAndWait { try $0.assetChangeRequest(for: beach).setFavorite(true) }
+        try await anna.sync()
+        #expect(try anna.library.fetchAssets().first { $0.localIdentifier == beach.localIdentifier }?.isFavorite == true)
+
+        // Nothing the camera holds or received opens any other asset's payload: not its device key, not the keys of its
+        // own assets, not any key-sized run of bytes of its database or of the server's key store.
+        let state = camera.library.encryption.snapshot
+        #expect(state.ring == nil)
+        let cameraObjects = Set(cameraEvents.map(\.object))
+        #expect(Set(state.assetKeys.keys) == cameraObjects)
+        let others = try anna.library.allEventsForTests().filter { $0.seal != nil && !cameraObjects.contains($0.object) }
+        #expect(others.count >= 3)
+        var candidates: [[UInt8]] = state.assetKeys.values.map(\.key.bytes) + [try #require(state.device).secretKey.bytes]
+        let held = try camera.library.readDatabase { db in
+            try ["e2e_state", "e2e_asset_keys", "e2e_outbox", "device_settings"].flatMap { table in
+                try db.rows("SELECT * FROM \(table)") { row in (0..<row.columnCount).map { row.value($0) } }.joined()
+            }
+        }
+        let received = try await camera.engine.keyStoreEntries().values
+        for case .blob(let bytes) in held { candidates.append(bytes) }
+        candidates += received
+        for bytes in candidates where bytes.count >= SecretKey.length {
+            for start in 0...(bytes.count - SecretKey.length) {
+                let key = try SecretKey(bytes: Array(bytes[start..<start + SecretKey.length]))
+                for event in others {
+                    #expect((try? PayloadSeal.open(event, payloadKey: PayloadSeal.payloadKey(of: key))) == nil)
+                    #expect((try? PayloadSeal.open(event, payloadKey: key)) == nil)
+                }
+            }
+        }
+
+        // The camera may not replace the key of an existing asset: the server refuses, saying why.
+        let target = try #require(LocalIdentifier(annaAssets[0])).uuid
+        let forged = try WrappedAssetKey(asset: target, keyID: KeyKind.asset.newIdentifier(), key: SecretKey()).sealed(
+            toIdentity: try #require(state.libraryPublicKey), writer: try #require(state.device), grant: try #require(state.grant))
+        try camera.library.withDatabase { try PhotoLibrary.queue($0, KeyStoreName.asset(target), forged, createOnly: true) }
+        let refused = try await camera.sync()
+        #expect(
+            refused.encryptionNotes.contains {
+                $0.contains("refused the key entry 'asset/\(target.uuidString.lowercased())'")
+                    && $0.contains("an addOnly device may only create the key of a new asset")
+            })
+        #expect(try server.store.keyEntry(libraryID: 1, name: KeyStoreName.asset(target)) != forged)
+        // Nor create one for an asset the log holds whose entry is gone.
+        let orphan = try #require(LocalIdentifier(try #require(names[Self.fileNames[2]]).localIdentifier)).uuid
+        _ = try server.store.applyKeyChanges(libraryID: 1, [KeyChange(name: KeyStoreName.asset(orphan), value: nil)], by: "anna-phone", at: 1)
+        let again = try WrappedAssetKey(asset: orphan, keyID: KeyKind.asset.newIdentifier(), key: SecretKey()).sealed(
+            toIdentity: try #require(state.libraryPublicKey), writer: try #require(state.device), grant: try #require(state.grant))
+        try camera.library.withDatabase { try PhotoLibrary.queue($0, KeyStoreName.asset(orphan), again, createOnly: true) }
+        let refusedAgain = try await camera.sync()
+        #expect(refusedAgain.encryptionNotes.contains { $0.contains("exists in this library already") })
+        #expect(try anna.library.verify().failure == nil)
+    }
+
     /// Every file under `directory`, with its bytes.
     func everything(under directory: URL) throws -> [(path: String, bytes: [UInt8])] {
         var files: [(String, [UInt8])] = []
