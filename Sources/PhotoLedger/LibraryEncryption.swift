@@ -254,33 +254,44 @@ extension PhotoLibrary {
         guard !arriving.isEmpty else { return 0 }
         var wrappingKeys: [UInt32: SecretKey] = [:]
         for (id, key) in ring.generations { wrappingKeys[id] = WrappedAssetKey.wrappingKey(of: key) }
-        try withDatabase { db in
-            for (asset, value) in arriving {
-                let record: WrappedAssetKey
-                if WrappedAssetKey.isSealedToIdentity(value) {
-                    // Added by an add-only device: sealed to the identity, with the device's grant.
-                    guard let opened = try? WrappedAssetKey.open(asset: asset, sealedToIdentity: value, identity: ring.identity) else {
-                        continue
-                    }
-                    record = opened.record
-                } else {
-                    guard let wrapping = WrappedAssetKey.identifiers(of: value).flatMap({ wrappingKeys[$0.generation] }),
-                        let opened = try? WrappedAssetKey(asset: asset, unsealing: value, wrappingKey: wrapping)
-                    else { continue }
-                    record = opened
-                }
-                let blobs = Self.blobColumn(record.blobs)
-                if let held = state.assetKeys[asset], held.id == record.keyID {
-                    try db.execute("UPDATE e2e_asset_keys SET blobs = ? WHERE asset = ? AND key IS NOT NULL", [blobs, asset.bytes])
+        // Opened first, then written in asset order with few statements: a large library's keys
+        // arrive by the ten thousand, and one upsert each in random order cost more than opening them.
+        var blobUpdates: [(asset: UUID, blobs: [UInt8])] = []
+        var adopted: [(asset: [UInt8], record: WrappedAssetKey, blobs: [UInt8])] = []
+        adopted.reserveCapacity(arriving.count)
+        for (asset, value) in arriving {
+            let record: WrappedAssetKey
+            if WrappedAssetKey.isSealedToIdentity(value) {
+                // Added by an add-only device: sealed to the identity, with the device's grant.
+                guard let opened = try? WrappedAssetKey.open(asset: asset, sealedToIdentity: value, identity: ring.identity) else {
                     continue
                 }
-                try db.execute(
-                    """
-                    INSERT INTO e2e_asset_keys (asset, key_id, key, blobs) VALUES (?, ?, ?, ?)
-                    ON CONFLICT (asset) DO UPDATE SET key_id = excluded.key_id, key = excluded.key, blobs = excluded.blobs
-                    WHERE e2e_asset_keys.key IS NOT NULL AND e2e_asset_keys.own = 0
-                    """, [asset.bytes, Int64(record.keyID), record.key.bytes, blobs])
+                record = opened.record
+            } else {
+                guard let wrapping = WrappedAssetKey.identifiers(of: value).flatMap({ wrappingKeys[$0.generation] }),
+                    let opened = try? WrappedAssetKey(asset: asset, unsealing: value, wrappingKey: wrapping)
+                else { continue }
+                record = opened
+            }
+            let blobs = Self.blobColumn(record.blobs)
+            if let held = state.assetKeys[asset], held.id == record.keyID {
+                blobUpdates.append((asset, blobs))
+            } else {
+                adopted.append((asset.bytes, record, blobs))
                 opened[asset] = (record.keyID, record.key)
+            }
+        }
+        adopted.sort { $0.asset.lexicographicallyPrecedes($1.asset) }
+        try withDatabase { db in
+            for (asset, blobs) in blobUpdates {
+                try db.execute("UPDATE e2e_asset_keys SET blobs = ? WHERE asset = ? AND key IS NOT NULL", [blobs, asset.bytes])
+            }
+            try Self.assetKeyUpsert.run(count: adopted.count, in: db) { row, values in
+                let (asset, record, blobs) = adopted[row]
+                values.append(blob: asset)
+                values.append(Int64(record.keyID))
+                values.append(blob: record.key.bytes)
+                values.append(blob: blobs)
             }
         }
         guard !opened.isEmpty else { return 0 }
@@ -288,6 +299,14 @@ extension PhotoLibrary {
         try refoldSealed()
         return opened.count
     }
+
+    /// Stores arriving asset keys; a key this device made or destroyed is never replaced.
+    private static let assetKeyUpsert = BatchInsert(
+        "INSERT INTO e2e_asset_keys (asset, key_id, key, blobs)", columns: 4,
+        tail: """
+            ON CONFLICT (asset) DO UPDATE SET key_id = excluded.key_id, key = excluded.key, blobs = excluded.blobs
+            WHERE e2e_asset_keys.key IS NOT NULL AND e2e_asset_keys.own = 0
+            """)
 
     /// Folds again, when events wait sealed with keys that this device now holds.
     func refoldSealed() throws {
