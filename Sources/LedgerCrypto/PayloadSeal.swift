@@ -10,6 +10,14 @@ public enum PayloadSeal {
     /// The subkey that seals payloads under `key` (a library key generation or an asset key).
     public static func payloadKey(of key: SecretKey) -> SecretKey { key.derive("payload1") }
 
+    /// An asset's key under a library key generation: the keyed hash (BLAKE2b, keyed with the
+    /// asset key) of the generation key. It needs both: a device revoked before the generation
+    /// was made cannot compute it from the asset key it kept, and destroying the asset key
+    /// (crypto-shredding) destroys every one of them.
+    public static func assetEpochKey(assetKey: SecretKey, generationKey: SecretKey) -> SecretKey {
+        try! SecretKey(bytes: KeyedHash.hash(Array("photoledger asset epoch v1".utf8) + generationKey.bytes, key: assetKey))  // 32 bytes
+    }
+
     /// `event` with its plain payload sealed by `payloadKey` (see ``payloadKey(of:)``) under the
     /// identifier `keyID`.
     public static func seal(_ event: Event, keyID: UInt32, payloadKey: SecretKey) -> Event {
@@ -111,9 +119,12 @@ public struct WrappedAssetKey: Sendable {
                 try KeyAgreement.shared(ephemeral.secretKey, libraryPublicKey), try KeyAgreement.shared(writer.secretKey, libraryPublicKey),
                 ephemeral.publicKey, writer.publicKey, libraryPublicKey,
             ])
-        let header =
-            [0, 0, 0, 0] + withUnsafeBytes(of: keyID.bigEndian, Array.init) + ephemeral.publicKey + writer.publicKey
-            + withUnsafeBytes(of: UInt16(grant.count).bigEndian, Array.init) + grant
+        var header = [UInt8](repeating: 0, count: 4)
+        header += withUnsafeBytes(of: keyID.bigEndian, Array.init)
+        header += ephemeral.publicKey
+        header += writer.publicKey
+        header += withUnsafeBytes(of: UInt16(grant.count).bigEndian, Array.init)
+        header += grant
         let (nonce, ciphertext) = AEAD.seal(plainRecord, key: key, associatedData: Self.context(asset, keyID, generation: 0) + header)
         return header + nonce + ciphertext
     }
@@ -155,11 +166,13 @@ public struct WrappedAssetKey: Sendable {
                     writer, identity.publicKey,
                 ])
             plain = try AEAD.open(
-                Array(sealed[(nonceStart + AEAD.nonceLength)...]), key: key, nonce: Array(sealed[nonceStart..<nonceStart + AEAD.nonceLength]),
+                Array(sealed[(nonceStart + AEAD.nonceLength)...]), key: key,
+                nonce: Array(sealed[nonceStart..<nonceStart + AEAD.nonceLength]),
                 associatedData: context(asset, keyID, generation: 0) + header)
         } catch {
             throw CryptoError(
-                "the wrapped key of asset \(asset) does not open with the library's identity (sealed to another library, another asset's, or damaged)")
+                "the wrapped key of asset \(asset) does not open with the library's identity (sealed to another library, another asset's, or damaged)"
+            )
         }
         return (try WrappedAssetKey(asset: asset, keyID: keyID, plainRecord: plain), grantee)
     }

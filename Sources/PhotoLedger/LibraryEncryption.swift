@@ -77,7 +77,7 @@ extension PhotoLibrary {
     ///
     /// A device whose token allows adding assets only (addOnly) asks to join as an add-only
     /// device: its key is published as `writer/NAME`, its code is an add-only code, and an
-    /// approval gives it an ``AddOnlyGrant`` instead of the key ring.
+    /// approval gives it an `AddOnlyGrant` instead of the key ring.
     ///
     /// - Throws: ``PhotoLibraryError`` `.changeNotSupported` when the library holds changes of
     ///   its own (a device joins with a new, empty library).
@@ -118,7 +118,7 @@ extension PhotoLibrary {
     /// queued for the server (the next sync publishes it). Call it only after the user confirmed
     /// that both devices show the same ``enrolmentCode(for:)``.
     ///
-    /// An add-only device (`addOnly`) receives no key: an ``AddOnlyGrant`` from the library's
+    /// An add-only device (`addOnly`) receives no key: an `AddOnlyGrant` from the library's
     /// identity, with which it seals the keys of the assets it adds for the library's readers.
     public func approveEnrolment(of device: DeviceID, publicKey devicePublicKey: [UInt8], addOnly: Bool = false) throws {
         let ring = try enrolledRing("approve a device")
@@ -431,7 +431,7 @@ package enum KeyStoreName {
     package static func ring(for device: DeviceID) -> String { "ring/\(device.rawValue)" }
     /// An add-only device's public key, published by the device itself.
     package static func writer(_ device: DeviceID) -> String { "writer/\(device.rawValue)" }
-    /// The approval of an add-only device (``AddOnlyGrant``), written by an enrolled device.
+    /// The approval of an add-only device (`AddOnlyGrant`), written by an enrolled device.
     package static func grant(for device: DeviceID) -> String { "grant/\(device.rawValue)" }
     /// An asset's key, sealed under a library key generation: `asset/` and the asset's UUID in
     /// lowercase.
@@ -466,11 +466,24 @@ extension LibraryChanges {
             // An add-only device publishes a new asset's key once, with its blobs' names, when the
             // resources are encrypted for upload (the server lets it create the entry, never replace it).
             let (id, key) = try assetKey(
-                for: event.object, creating: true, wrapper: wrapper, held: keys, publishNow: !wrapper.createOnly || creation.resources.isEmpty)
+                for: event.object, creating: true, wrapper: wrapper, held: keys,
+                publishNow: !wrapper.createOnly || creation.resources.isEmpty)
             return PayloadSeal.seal(event, keyID: id, payloadKey: key)
         case .assetChanged, .assetDeleted, .assetRecovered, .assetContentEdited:
-            let (id, key) = try assetKey(for: event.object, creating: false, wrapper: wrapper, held: keys, publishNow: true)
-            return PayloadSeal.seal(event, keyID: id, payloadKey: key)
+            // Later changes of an asset are sealed with its key under the current generation: a
+            // device revoked before this generation holds the asset key, and still cannot open them.
+            guard let ring = keys.ring else {
+                throw PhotoLibraryError(.accessRestricted, "an add-only device can only add assets; this change needs an enrolled device")
+            }
+            let current = ring.current
+            let id = KeyKind.assetEpoch(generation: current.id)
+            if let key = keys.payloadKeys.payloadKey(id, object: event.object) {
+                return PayloadSeal.seal(event, keyID: id, payloadKey: key)
+            }
+            let assetKey = try heldAssetKey(event.object)
+            return PayloadSeal.seal(
+                event, keyID: id,
+                payloadKey: PayloadSeal.payloadKey(of: PayloadSeal.assetEpochKey(assetKey: assetKey, generationKey: current.key)))
         default:
             guard let ring = keys.ring else {
                 throw PhotoLibraryError(.accessRestricted, "an add-only device can only add assets; this change needs an enrolled device")
@@ -482,11 +495,27 @@ extension LibraryChanges {
         }
     }
 
+    /// The key of `asset` as this device holds it (made in this block, or stored).
+    private func heldAssetKey(_ asset: UUID) throws -> SecretKey {
+        if let made = newAssetKeys[asset] { return made.key }
+        guard
+            let stored = try database.firstRow(
+                "SELECT key FROM e2e_asset_keys WHERE asset = ? AND key IS NOT NULL", [asset.bytes], { $0.blob(0) })
+        else {
+            throw PhotoLibraryError(
+                .accessRestricted,
+                "this device does not hold the key of asset \(LocalIdentifier(uuid: asset, kind: .asset)); sync, then try again")
+        }
+        return try SecretKey(bytes: stored)
+    }
+
     /// The identifier and payload key of `asset`'s key: a new key for a new asset (stored in this
     /// transaction, queued for the server's key store), the held one otherwise.
-    private func assetKey(for asset: UUID, creating: Bool, wrapper: AssetKeyWrapper, held: EncryptionKeys.State, publishNow: Bool) throws -> (
-        UInt32, SecretKey
-    ) {
+    private func assetKey(for asset: UUID, creating: Bool, wrapper: AssetKeyWrapper, held: EncryptionKeys.State, publishNow: Bool) throws
+        -> (
+            UInt32, SecretKey
+        )
+    {
         if let (id, stored) = try database.firstRow(
             "SELECT key_id, key FROM e2e_asset_keys WHERE asset = ? AND key IS NOT NULL", [asset.bytes], { ($0.int64(0), $0.blob(1)) })
         {

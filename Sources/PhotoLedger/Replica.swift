@@ -276,7 +276,7 @@ package struct Replica: Sendable {
     /// (``PhotoLibrary/encryptedBlobNames(for:)``).
     package func resourceHashes(referencedBy events: [Event]) throws -> Set<String> {
         var hashes = Set<String>()
-        var sealed: [(asset: UUID, sha256: String)] = []
+        var sealed: [(asset: UUID, sha256: String, keyID: UInt32)] = []
         let context = library.foldContext
         for event in events {
             let stamp = WriterStamp(hlc: Int64(bitPattern: event.timestamp.rawValue), device: event.device.rawValue)
@@ -287,8 +287,8 @@ package struct Replica: Sendable {
                 referenced = [edit.rendered, edit.adjustment].compactMap { $0.map { Hex.encode($0.sha256) } }
             default: break
             }
-            if let seal = event.seal, KeyKind.of(seal.keyID) == .asset {
-                sealed += referenced.map { (event.object, $0) }
+            if let seal = event.seal, KeyKind.isAssetKey(seal.keyID) {
+                sealed += referenced.map { (event.object, $0, seal.keyID) }
             } else {
                 hashes.formUnion(referenced)
             }

@@ -18,7 +18,7 @@ import SyncProtocol
 /// - `asset/UUID` (an asset's key sealed under a library key, or sealed to the library's identity
 ///   by an add-only device): written by devices that may write; an addOnly device only creates the
 ///   key of a new asset (no entry of that name, no event of that object from another device:
-///   ``SyncRequestHandler`` checks both), never replaces one; deleted (crypto-shredding) by
+///   `SyncRequestHandler` checks both), never replaces one; deleted (crypto-shredding) by
 ///   readWrite devices.
 public enum KeyStoreRules {
     /// Why `credential` may not make `change`, or nil when it may.

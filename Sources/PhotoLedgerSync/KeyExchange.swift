@@ -136,8 +136,11 @@ extension SyncEngine {
             let addOnly = name.hasPrefix("writer/")
             guard name.hasPrefix("device/") || addOnly, let key = entries[name], key.count == 32 else { return nil }
             let device = DeviceID(String(name.drop { $0 != "/" }.dropFirst()))
-            guard entries[addOnly ? "grant/\(device.rawValue)" : "ring/\(device.rawValue)"] == nil, device != library.device else { return nil }
-            return EnrolmentRequest(device: device, publicKey: key, code: try library.enrolmentCode(for: key, addOnly: addOnly), addOnly: addOnly)
+            guard entries[addOnly ? "grant/\(device.rawValue)" : "ring/\(device.rawValue)"] == nil, device != library.device else {
+                return nil
+            }
+            return EnrolmentRequest(
+                device: device, publicKey: key, code: try library.enrolmentCode(for: key, addOnly: addOnly), addOnly: addOnly)
         }
     }
 

@@ -167,6 +167,94 @@ struct EncryptionSyncTests {
         #expect(revoke?.description.contains("no device named 'nobody'") == true)
     }
 
+    @Test(
+        "a revoked device cannot read a favorite, a new place or an edit made after its revocation on an asset it held; the other devices read them"
+    )
+    func revokedDeviceCannotReadLaterChanges() async throws {
+        let server = try TestServer()
+        let clock = TestClock()
+        let directory = try TemporaryDirectory()
+        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
+        let ben = try Device("ben-tablet", server: server, directory: directory, clock: clock, seed: 2)
+        let cara = try Device("cara-laptop", server: server, directory: directory, clock: clock, seed: 3)
+        _ = try anna.library.enableEncryption()
+        let files = Array(try media(in: directory).prefix(1))
+        let asset = try await anna.library.performChanges { changes in
+            guard case .created(let request)? = try changes.importAssets(fromFilesAt: files).first else {
+                throw PhotoLibraryError(.internalError, "the photo was not imported")
+            }
+            return request.placeholderForCreatedAsset.localIdentifier
+        }
+        try await anna.sync()
+        for device in [ben, cara] {
+            try await device.sync()
+            for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }
+            try await device.sync()
+        }
+        #expect(try cara.library.fetchAssets().count == 1)
+        #expect(cara.library.encryption.snapshot.assetKeys.count == 1)
+
+        try await anna.engine.revoke("cara-laptop")
+        let rendered = Data(JPEGEncoder().encode(RGBImage.scene(width: 200, height: 100, seed: 9)))
+        try anna.library.performChangesAndWait { changes in
+            let request = try changes.assetChangeRequest(for: asset)
+            try request.setFavorite(true)
+            try request.setLocation(Location(latitude: 59.3293, longitude: 18.0686))
+            try request.setContentEditingOutput(
+                ContentEditingOutput(
+                    renderedContent: .data(rendered), adjustmentFormatIdentifier: "com.example.crop", adjustmentFormatVersion: "1",
+                    adjustmentData: Data("crop".utf8)))
+        }
+        try await anna.sync()
+        try await ben.sync()
+        try await cara.sync()
+
+        // Ben reads the changes: the favorite, the place, the edit and its bytes.
+        let benAsset = try #require(try ben.library.fetchAssets().first)
+        #expect(benAsset.isFavorite && abs((benAsset.location?.latitude ?? 0) - 59.3293) < 0.001)
+        #expect(try ben.library.adjustmentData(for: asset)?.formatIdentifier == "com.example.crop")
+        #expect(try ben.library.requestImageData(for: asset) == rendered)
+        #expect(try ben.library.viewsForTests() == anna.library.viewsForTests())
+
+        // Cara kept the asset key, and still sees the asset only as it was: the changes wait sealed.
+        let caraAsset = try #require(try cara.library.fetchAssets().first)
+        #expect(!caraAsset.isFavorite && abs((caraAsset.location?.latitude ?? 0) - 38.7223) < 0.001)
+        #expect(try cara.library.adjustmentData(for: asset) == nil)
+        let uuid = try #require(LocalIdentifier(asset)).uuid
+        let later = try anna.library.allEventsForTests().filter { $0.object == uuid && $0.type != EventType.assetCreated.rawValue }
+        #expect(later.count >= 2)
+        #expect(later.allSatisfy { $0.seal.map { KeyKind.of($0.keyID) == .assetEpoch } == true })
+        #expect(try cara.library.statistics().quarantined[.sealed] == later.count)
+        // No key Cara holds, nor any it can derive, opens them or the edit's bytes.
+        let held = cara.library.encryption.snapshot
+        let generations = held.ring?.generations.map(\.key) ?? []
+        var keys = held.assetKeys.values.map(\.key) + generations
+        keys += generations.flatMap { generation in
+            held.assetKeys.values.map { PayloadSeal.assetEpochKey(assetKey: $0.key, generationKey: generation) }
+        }
+        keys += keys.map(PayloadSeal.payloadKey(of:))
+        for event in later {
+            for key in keys { #expect((try? PayloadSeal.open(event, payloadKey: key)) == nil) }
+        }
+        let blobs = try everything(under: server.directory.url).filter { $0.path.contains("/blobs/") }
+        #expect(blobs.count >= 2)
+        let opening = blobs.filter { blob in
+            keys.contains { key in
+                (try? ResourceCipher.decrypt(
+                    fileAt: URL(fileURLWithPath: blob.path), to: directory.file("attempt"), key: PhotoLibrary.resourceKey(of: key))) != nil
+            }
+        }
+        #expect(opening.count == 1)
+        // A device enrolled after the revocation reads everything, and the chains agree.
+        let dave = try Device("dave-phone", server: server, directory: directory, clock: clock, seed: 4)
+        try await dave.sync()
+        for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }
+        try await dave.sync()
+        #expect(try dave.library.viewsForTests() == anna.library.viewsForTests())
+        #expect(try dave.library.requestImageData(for: asset) == rendered)
+        #expect(try cara.library.verify().failure == nil)
+    }
+
     @Test("a readOnly device reads an encrypted library but cannot enrol others: the server's refusal is the error")
     func readOnlyCannotApprove() async throws {
         let server = try TestServer()
@@ -358,7 +446,7 @@ struct EncryptionSyncTests {
         for asset in added {
             let resource = try #require(try anna.library.resources(for: asset).first)
             names[resource.originalFilename] = asset
-            let original = try [UInt8](Data(contentsOf: try #require(files.first { $0.lastPathComponent == resource.originalFilename })))
+            let original = try Data(contentsOf: try #require(files.first { $0.lastPathComponent == resource.originalFilename }))
             #expect(try anna.library.requestData(for: resource) == original)
         }
         #expect(Set(names.keys) == Set(Self.fileNames.dropFirst()))
@@ -411,14 +499,100 @@ struct EncryptionSyncTests {
             })
         #expect(try server.store.keyEntry(libraryID: 1, name: KeyStoreName.asset(target)) != forged)
         // Nor create one for an asset the log holds whose entry is gone.
-        let orphan = try #require(LocalIdentifier(try #require(names[Self.fileNames[2]]).localIdentifier)).uuid
-        _ = try server.store.applyKeyChanges(libraryID: 1, [KeyChange(name: KeyStoreName.asset(orphan), value: nil)], by: "anna-phone", at: 1)
+        let png = try #require(names[Self.fileNames[2]])
+        let orphan = try #require(LocalIdentifier(png.localIdentifier)).uuid
+        _ = try server.store.applyKeyChanges(
+            libraryID: 1, [KeyChange(name: KeyStoreName.asset(orphan), value: nil)], by: "anna-phone", at: 1)
         let again = try WrappedAssetKey(asset: orphan, keyID: KeyKind.asset.newIdentifier(), key: SecretKey()).sealed(
             toIdentity: try #require(state.libraryPublicKey), writer: try #require(state.device), grant: try #require(state.grant))
         try camera.library.withDatabase { try PhotoLibrary.queue($0, KeyStoreName.asset(orphan), again, createOnly: true) }
         let refusedAgain = try await camera.sync()
         #expect(refusedAgain.encryptionNotes.contains { $0.contains("exists in this library already") })
         #expect(try anna.library.verify().failure == nil)
+    }
+
+    @Test(
+        "purging an asset whose creation was compacted into the archive shreds it there too: views, verify and rebuild agree on every device"
+    )
+    func purgeAfterCompaction() async throws {
+        let server = try TestServer()
+        let clock = TestClock()
+        let directory = try TemporaryDirectory()
+        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
+        let ben = try Device("ben-tablet", server: server, directory: directory, clock: clock, seed: 2)
+        _ = try anna.library.enableEncryption()
+        let files = Array(try media(in: directory).prefix(2))
+        let assets = try await anna.library.performChanges { changes in
+            let assets = try changes.importAssets(fromFilesAt: files).compactMap { result -> String? in
+                if case .created(let request) = result { return request.placeholderForCreatedAsset.localIdentifier }
+                return nil
+            }
+            try changes.createAlbum(title: "Kept Album").addAssets(assets)
+            return assets
+        }
+        try await anna.sync()
+        try await ben.sync()
+        for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }
+        try await ben.sync()
+        _ = try anna.library.createAlbumForTests("Later")
+        try await anna.sync()
+        try await ben.sync()
+        try await anna.sync()
+        let doomed = try #require(LocalIdentifier(assets[0])).uuid
+        for device in [anna, ben] {
+            let result = try await device.engine.compactAcknowledgedEvents()
+            #expect(result.report.archivedEvents > 0)
+            let live = try device.library.readDatabase { db in
+                try db.firstRow("SELECT count(*) FROM events WHERE object_id = ?", [doomed.bytes]) { $0.int64(0) }
+            }
+            #expect(live == 0, "the asset's creation is in the archive of \(device.library.device)")
+        }
+
+        let doomedResource = try #require(try anna.library.resources(for: assets[0]).first)
+        try anna.library.performChangesAndWait { try $0.deleteAssets([assets[0]]) }
+        try anna.library.performChangesAndWait { try $0.purgeAssets([assets[0]]) }
+        try await anna.sync()
+        try await ben.sync()
+
+        // Nothing of the purged asset's content (its file name, the hash of its bytes) stays in any table, the
+        // projection snapshot included.
+        let name = Array(Self.fileNames[0].utf8)
+        let hash = try #require(Hex.decode(doomedResource.sha256))
+        let annaViews = try anna.library.viewsForTests()
+        for device in [anna, ben] {
+            let tables = try device.library.readDatabase { db in
+                try db.rows("SELECT name FROM sqlite_master WHERE type = 'table'") { $0.text(0) }
+            }
+            for table in tables {
+                let values = try device.library.readDatabase { db in
+                    try db.rows("SELECT * FROM \(table)") { row in (0..<row.columnCount).map { row.value($0) } }.joined()
+                }
+                for value in values {
+                    switch value {
+                    case .text(let text):
+                        #expect(
+                            !text.contains(Self.fileNames[0]) && !text.contains(doomedResource.sha256), "\(device.library.device): \(table)"
+                        )
+                    case .blob(let bytes):
+                        #expect(
+                            bytes.firstRange(of: name) == nil && bytes.firstRange(of: hash) == nil, "\(device.library.device): \(table)")
+                    default: break
+                    }
+                }
+            }
+            #expect(try device.library.fetchAssets().count == 1)
+            #expect(try device.library.statistics().quarantined.isEmpty)
+            #expect(device.library.encryption.snapshot.assetKeys[doomed] == nil)
+            #expect(try device.library.verify().failure == nil)
+            #expect(try device.library.verify().archivedEvents > 0)
+            #expect(try device.library.viewsForTests() == annaViews, "\(device.library.device)")
+            try device.library.rebuild()
+            #expect(try device.library.viewsForTests() == annaViews, "\(device.library.device) after a rebuild")
+        }
+        let history = try ben.library.history(of: assets[0]).entries
+        #expect(history.map(\.type) == ["asset.created", "asset.deleted", "asset.purged"])
+        #expect(history.prefix(2).allSatisfy { $0.changes.isEmpty })
+        #expect(try anna.library.fetchAssetCollections(with: .album).count == 2)
     }
 
     /// Every file under `directory`, with its bytes.

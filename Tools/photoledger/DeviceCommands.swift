@@ -120,7 +120,9 @@ struct Device: AsyncParsableCommand {
                 print("No device is waiting to join.")
             } else {
                 for request in requests {
-                    print("\(request.device.rawValue)  waiting\(request.addOnly ? " (add-only: it will add, not read)" : ""), code \(request.code)")
+                    print(
+                        "\(request.device.rawValue)  waiting\(request.addOnly ? " (add-only: it will add, not read)" : ""), code \(request.code)"
+                    )
                 }
             }
         }
