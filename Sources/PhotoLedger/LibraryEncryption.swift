@@ -437,10 +437,34 @@ package enum KeyStoreName {
     /// lowercase.
     package static func asset(_ asset: UUID) -> String { "asset/\(asset.uuidString.lowercased())" }
 
-    /// The asset of an asset key's entry, or nil for another entry.
+    /// The asset of an asset key's entry, or nil for another entry (read byte by byte: a large
+    /// library's keys arrive by the ten thousand).
     package static func asset(in name: String) -> UUID? {
-        guard name.hasPrefix("asset/") else { return nil }
-        return UUID(uuidString: String(name.dropFirst(6)))
+        let utf8 = name.utf8
+        guard utf8.count == 42, name.hasPrefix("asset/") else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(16)
+        var high: UInt8?
+        for (index, character) in utf8.dropFirst(6).enumerated() {
+            if index == 8 || index == 13 || index == 18 || index == 23 {
+                guard character == 0x2D else { return nil }
+                continue
+            }
+            let nibble: UInt8
+            switch character {
+            case 0x30...0x39: nibble = character - 0x30
+            case 0x61...0x66: nibble = character - 0x61 + 10
+            case 0x41...0x46: nibble = character - 0x41 + 10
+            default: return nil
+            }
+            if let first = high {
+                bytes.append(first << 4 | nibble)
+                high = nil
+            } else {
+                high = nibble
+            }
+        }
+        return bytes.count == 16 ? UUID(bytes: bytes) : nil
     }
 }
 

@@ -9,7 +9,7 @@ import SyncProtocol
 /// enrolled, its assets' keys with their blob names, destroyed keys), then read what changed on
 /// the server since the last look (a ring sealed for this device, other devices' asset keys).
 extension SyncEngine {
-    /// Publishes queued entries, then reads the key store's changes. In a plain library it only
+    /// Reads the key store's changes, then publishes queued entries. In a plain library it only
     /// checks that the server's library is plain too: a plain library with changes of its own
     /// never syncs with an encrypted one (its changes would reach the server in the clear), and
     /// an empty one joins it (its public key is published, to be approved).
@@ -25,7 +25,6 @@ extension SyncEngine {
                         + "(`photoledger init`, `photoledger remote`, `photoledger device enroll`)")
             }
         }
-        try await publishKeys(&report)
         let cursor = try replica.keyStoreCursor()
         let response = try await exchange(
             .get, SyncRoutes.keys(library: remote.libraryName, after: cursor), nil as KeyChangesRequest?, as: KeyEntriesResponse.self)
@@ -55,12 +54,18 @@ extension SyncEngine {
                 "this device holds no key of the encrypted library yet: approve it on an enrolled device (`photoledger device approve "
                     + "\(library.device.rawValue)`)" + (code.map { " and check that it shows the code \($0)" } ?? ""))
         }
+        // Published after reading: the server says where this device's writes went, so it need
+        // not read them back.
+        try await publishKeys(&report)
     }
 
-    /// Writes the entries this device queued to the server's key store.
+    /// Writes the entries this device queued to the server's key store. When a request's writes
+    /// directly follow the position this device has read up to (no other device wrote in
+    /// between), the read position moves past them: a device never reads its own writes back.
     func publishKeys(_ report: inout SyncReport) async throws {
         let pending = try replica.pendingKeyEntries()
         guard !pending.isEmpty else { return }
+        var cursor = replica.isEnrolled ? try replica.keyStoreCursor() : nil
         var start = 0
         while start < pending.count {
             try Task.checkCancellation()
@@ -70,6 +75,12 @@ extension SyncEngine {
                 .post, SyncRoutes.keys(library: remote.libraryName),
                 KeyChangesRequest(changes: chunk.map { KeyChange(name: $0.name, value: $0.value, createOnly: $0.createOnly) }),
                 as: KeyChangesResponse.self)
+            if let read = cursor, response.from == read, let through = response.through, through >= read {
+                try replica.setKeyStoreCursor(through)
+                cursor = through
+            } else {
+                cursor = nil
+            }
             var done: [(name: String, value: [UInt8]?)] = []
             for (entry, result) in zip(chunk, response.results) {
                 switch result.status {

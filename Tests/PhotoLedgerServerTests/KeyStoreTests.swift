@@ -109,6 +109,7 @@ struct KeyStoreTests {
         ])
         let answer = try await anna.send("POST", path, body: changes.encoded()).decode(KeyChangesResponse.self)
         #expect(answer.results.map(\.status) == [.stored, .forbidden, .stored])
+        #expect(answer.from == 0 && answer.through == 2, "the two writes took positions 1 and 2")
         #expect(answer.results[1].reason?.contains("only its own key") == true)
         info = try await frame.send("GET", SyncRoutes.library("family")).decode(LibraryInfo.self)
         #expect(info.endToEndEncrypted)

@@ -55,6 +55,8 @@ struct EncryptionSyncTests {
             for title in Self.titles { try changes.createAlbum(title: title).addAssets(assets) }
         }
         try await anna.sync()
+        // Anna's read position moved past her own writes: she never reads them back.
+        #expect(try anna.library.replica.keyStoreCursor() == server.store.keyEntries(libraryID: 1, after: 0).last)
 
         // Ben's empty library joins: it publishes its key and waits; it reads nothing yet.
         let waiting = try await ben.sync()
