@@ -242,7 +242,7 @@ extension PhotoLibrary {
     @discardableResult
     func adoptAssetKeys(_ sealed: [(asset: UUID, value: [UInt8])]) throws -> Int {
         let state = encryption.snapshot
-        guard let ring = state.ring else { return 0 }
+        guard let ring = state.ring, !sealed.isEmpty else { return 0 }
         var opened: [UUID: (id: UInt32, key: SecretKey)] = [:]
         // The keys of assets made here (this device's record of their blobs is the one that
         // counts) and keys destroyed here (never taken back).
