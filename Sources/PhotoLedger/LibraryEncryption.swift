@@ -116,7 +116,7 @@ extension PhotoLibrary {
 
     /// Approves `device`, whose public key is `devicePublicKey`: the key ring is sealed for it and
     /// queued for the server (the next sync publishes it). Call it only after the user confirmed
-    /// that both devices show the same ``enrolmentCode(for:)``.
+    /// that both devices show the same ``enrolmentCode(for:addOnly:)``.
     ///
     /// An add-only device (`addOnly`) receives no key: an `AddOnlyGrant` from the library's
     /// identity, with which it seals the keys of the assets it adds for the library's readers.
