@@ -219,3 +219,75 @@ public enum KeyedHash {
         return output
     }
 }
+
+/// Authenticated boxes (X25519 + XSalsa20-Poly1305, libsodium's `crypto_box_easy`): a message
+/// from the holder of one key pair to the holder of another. Opening proves that it was sealed
+/// by the holder of the sender's secret key (or by the recipient itself).
+public enum AuthenticatedBox {
+    static let nonceLength = Int(crypto_box_NONCEBYTES)
+
+    /// Seals `message` from `sender` to `recipientPublicKey`: a random nonce, then the ciphertext.
+    ///
+    /// - Throws: ``CryptoError`` for a public key that is not 32 bytes or a degenerate one.
+    public static func seal(_ message: [UInt8], to recipientPublicKey: [UInt8], from sender: BoxKeyPair) throws -> [UInt8] {
+        Sodium.require()
+        guard recipientPublicKey.count == Int(crypto_box_PUBLICKEYBYTES) else { throw CryptoError("a public key has 32 bytes") }
+        let nonce = Sodium.random(nonceLength)
+        var sealed = [UInt8](repeating: 0, count: message.count + Int(crypto_box_MACBYTES))
+        let result = sender.secretKey.withBytes { secret in
+            crypto_box_easy(&sealed, message, UInt64(message.count), nonce, recipientPublicKey, secret)
+        }
+        guard result == 0 else { throw CryptoError("the message could not be sealed for this public key") }
+        return nonce + sealed
+    }
+
+    /// Opens what `senderPublicKey`'s holder sealed for `recipient`.
+    ///
+    /// - Throws: ``CryptoError`` when another key sealed it, it was sealed for another key, or it is damaged.
+    public static func open(_ sealed: [UInt8], from senderPublicKey: [UInt8], with recipient: BoxKeyPair) throws -> [UInt8] {
+        guard senderPublicKey.count == Int(crypto_box_PUBLICKEYBYTES), sealed.count >= nonceLength + Int(crypto_box_MACBYTES) else {
+            throw CryptoError("the authenticated box is malformed")
+        }
+        var message = [UInt8](repeating: 0, count: sealed.count - nonceLength - Int(crypto_box_MACBYTES))
+        let nonce = Array(sealed.prefix(nonceLength))
+        let ciphertext = Array(sealed.dropFirst(nonceLength))
+        let result = recipient.secretKey.withBytes { secret in
+            crypto_box_open_easy(&message, ciphertext, UInt64(ciphertext.count), nonce, senderPublicKey, secret)
+        }
+        guard result == 0 else { throw CryptoError("the authenticated box does not open with these keys") }
+        return message
+    }
+}
+
+/// X25519 key agreement: the secret shared by a secret key and another party's public key.
+public enum KeyAgreement {
+    /// The 32 bytes X25519 gives for `secret` and `publicKey`.
+    ///
+    /// - Throws: ``CryptoError`` for a public key that is not 32 bytes, or one of low order (the
+    ///   shared secret would be all zero).
+    public static func shared(_ secret: SecretKey, _ publicKey: [UInt8]) throws -> [UInt8] {
+        Sodium.require()
+        guard publicKey.count == Int(crypto_scalarmult_BYTES) else { throw CryptoError("a public key has 32 bytes") }
+        var shared = [UInt8](repeating: 0, count: Int(crypto_scalarmult_BYTES))
+        let result = secret.withBytes { crypto_scalarmult(&shared, $0, publicKey) }
+        guard result == 0 else { throw CryptoError("the public key is not usable for key agreement (low order)") }
+        return shared
+    }
+
+    /// A 32-byte key hashed (BLAKE2b) from `parts`, in order, each with its length, under the
+    /// label `context` (so keys made for different purposes never coincide).
+    public static func key(_ context: String, _ parts: [[UInt8]]) -> SecretKey {
+        Sodium.require()
+        var input = Array(context.utf8)
+        for part in parts {
+            input += withUnsafeBytes(of: UInt32(part.count).bigEndian, Array.init)
+            input += part
+        }
+        var output = [UInt8](repeating: 0, count: SecretKey.length)
+        _ = crypto_generichash(&output, SecretKey.length, input, UInt64(input.count), nil, 0)
+        sodium_memzero(&input, input.count)
+        let key = try! SecretKey(bytes: output)  // SecretKey.length bytes
+        sodium_memzero(&output, output.count)
+        return key
+    }
+}

@@ -6,8 +6,13 @@ import LedgerCore
 public enum KeyKind: UInt32, Sendable, Hashable, CaseIterable {
     /// A generation of the library key: seals album events and purges, wraps asset keys.
     case library = 1
-    /// The key of one asset: seals the asset's events and resources; destroying it shreds them.
+    /// The key of one asset: seals the asset's creation and resources; destroying it shreds them.
     case asset = 2
+    /// The key of one asset under one library key generation (``PayloadSeal/assetEpochKey(assetKey:generationKey:)``):
+    /// seals the asset's later events (and their resources) while that generation is current,
+    /// so a device revoked before it cannot open them even though it holds the asset key. Its
+    /// identifier is the generation's with these two low bits: it needs no key of its own.
+    case assetEpoch = 3
 
     /// A new random identifier of this kind: `(random 30 bits << 2) | kind`, never 0.
     public func newIdentifier() -> UInt32 {
@@ -17,6 +22,16 @@ public enum KeyKind: UInt32, Sendable, Hashable, CaseIterable {
 
     /// The kind of `identifier`, or nil for one this build does not know.
     public static func of(_ identifier: UInt32) -> KeyKind? { KeyKind(rawValue: identifier & 3) }
+
+    /// Whether `identifier` names a key of one asset (its own, or its key under a generation):
+    /// destroying the asset key shreds what either sealed.
+    public static func isAssetKey(_ identifier: UInt32) -> Bool { identifier & 3 >= 2 }
+
+    /// The identifier of an asset's key under library key generation `generation`.
+    public static func assetEpoch(generation: UInt32) -> UInt32 { generation & ~3 | KeyKind.assetEpoch.rawValue }
+
+    /// The library key generation an ``assetEpoch`` identifier belongs to.
+    public static func generation(ofAssetEpoch identifier: UInt32) -> UInt32 { identifier & ~3 | KeyKind.library.rawValue }
 }
 
 /// The keys a library's readers share: the generations of the library key (the last is the
@@ -216,12 +231,68 @@ public struct RecoveryKey: Sendable {
 /// library's identity public key and the new device's public key, so a server that substituted
 /// either key makes the two screens disagree.
 public enum ShortAuthenticationCode {
-    /// Eight digits in two groups of four, such as `4821 0937`.
-    public static func code(libraryPublicKey: [UInt8], devicePublicKey: [UInt8]) -> String {
-        let digest = LedgerCore.SHA256.hash(Array("photoledger enrolment v1".utf8) + libraryPublicKey + devicePublicKey)
+    /// Eight digits in two groups of four, such as `4821 0937`. An add-only device (one that may
+    /// add assets but never read the library) has a code of its own for the same keys, so a
+    /// server that passed its key off as a reader's makes the two screens disagree.
+    public static func code(libraryPublicKey: [UInt8], devicePublicKey: [UInt8], addOnly: Bool = false) -> String {
+        let label = addOnly ? "photoledger add-only enrolment v1" : "photoledger enrolment v1"
+        let digest = LedgerCore.SHA256.hash(Array(label.utf8) + libraryPublicKey + devicePublicKey)
         let value = digest.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) } % 100_000_000
         let digits = String(value).leftPadded(to: 8)
         return "\(digits.prefix(4)) \(digits.suffix(4))"
+    }
+}
+
+/// The approval of an add-only device: an authenticated box from the library's identity to the
+/// device's public key, naming both keys and the device, with a tag that only holders of the
+/// identity's secret key can compute. The device takes it as proof that a holder of the library's
+/// identity approved it after comparing codes (no one else can make a box that opens with that
+/// identity's public key and its own secret key), and from then on seals the keys of the assets
+/// it adds to that identity's public key (``WrappedAssetKey``'s
+/// ``WrappedAssetKey/sealed(toIdentity:writer:grant:)``); it never receives the ring. Readers
+/// check the tag of the grant carried by such a record before they take the key: the box alone
+/// would not do for them, since the device itself can make a box between the two keys.
+public enum AddOnlyGrant {
+    static let label = Array("photoledger add-only grant v1".utf8)
+    static let tagLength = 32
+
+    static func tag(identity: BoxKeyPair, devicePublicKey: [UInt8], device: String) -> [UInt8] {
+        KeyedHash.hash(label + identity.publicKey + devicePublicKey + Array(device.utf8), key: identity.secretKey.derive("grant001"))
+    }
+
+    /// The grant for `device`, whose public key is `devicePublicKey`, made with the library's identity.
+    public static func make(identity: BoxKeyPair, devicePublicKey: [UInt8], device: String) throws -> [UInt8] {
+        let message =
+            label + identity.publicKey + devicePublicKey + tag(identity: identity, devicePublicKey: devicePublicKey, device: device)
+            + Array(device.utf8)
+        return try AuthenticatedBox.seal(message, to: devicePublicKey, from: identity)
+    }
+
+    /// The name in `message` when it starts with the label and these keys.
+    private static func parse(_ message: [UInt8], libraryPublicKey: [UInt8], devicePublicKey: [UInt8]) -> (tag: [UInt8], name: String)? {
+        let prefix = label + libraryPublicKey + devicePublicKey
+        guard message.count >= prefix.count + tagLength, Array(message.prefix(prefix.count)) == prefix else { return nil }
+        let tag = Array(message[prefix.count..<prefix.count + tagLength])
+        return (tag, String(decoding: message.dropFirst(prefix.count + tagLength), as: UTF8.self))
+    }
+
+    /// Whether `grant` approves this device (`name`, the holder of `keyPair`) for the identity
+    /// `libraryPublicKey`, as the device checks it.
+    public static func isValid(_ grant: [UInt8], libraryPublicKey: [UInt8], device keyPair: BoxKeyPair, device name: String) -> Bool {
+        guard let opened = try? AuthenticatedBox.open(grant, from: libraryPublicKey, with: keyPair),
+            let parsed = parse(opened, libraryPublicKey: libraryPublicKey, devicePublicKey: keyPair.publicKey)
+        else { return false }
+        return parsed.name == name
+    }
+
+    /// The name of the device `grant` approves, when `identity` (this library's) made it for the
+    /// device whose public key is `devicePublicKey`, as a reader checks it; nil otherwise.
+    public static func grantee(of grant: [UInt8], devicePublicKey: [UInt8], identity: BoxKeyPair) -> String? {
+        guard let opened = try? AuthenticatedBox.open(grant, from: devicePublicKey, with: identity),
+            let parsed = parse(opened, libraryPublicKey: identity.publicKey, devicePublicKey: devicePublicKey),
+            parsed.tag == tag(identity: identity, devicePublicKey: devicePublicKey, device: parsed.name)
+        else { return nil }
+        return parsed.name
     }
 }
 

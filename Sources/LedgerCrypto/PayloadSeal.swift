@@ -10,6 +10,14 @@ public enum PayloadSeal {
     /// The subkey that seals payloads under `key` (a library key generation or an asset key).
     public static func payloadKey(of key: SecretKey) -> SecretKey { key.derive("payload1") }
 
+    /// An asset's key under a library key generation: the keyed hash (BLAKE2b, keyed with the
+    /// asset key) of the generation key. It needs both: a device revoked before the generation
+    /// was made cannot compute it from the asset key it kept, and destroying the asset key
+    /// (crypto-shredding) destroys every one of them.
+    public static func assetEpochKey(assetKey: SecretKey, generationKey: SecretKey) -> SecretKey {
+        try! SecretKey(bytes: KeyedHash.hash(Array("photoledger asset epoch v1".utf8) + generationKey.bytes, key: assetKey))  // 32 bytes
+    }
+
     /// `event` with its plain payload sealed by `payloadKey` (see ``payloadKey(of:)``) under the
     /// identifier `keyID`.
     public static func seal(_ event: Event, keyID: UInt32, payloadKey: SecretKey) -> Event {
@@ -67,6 +75,14 @@ public struct WrappedAssetKey: Sendable {
     /// The record sealed under `generation` of the library key: the generation's identifier (4
     /// bytes), the key's identifier (4 bytes), a nonce, the ciphertext.
     public func sealed(under generation: (id: UInt32, key: SecretKey)) -> [UInt8] {
+        let (nonce, ciphertext) = AEAD.seal(
+            plainRecord, key: generation.key.derive("assetkey"), associatedData: Self.context(asset, keyID, generation: generation.id))
+        return withUnsafeBytes(of: generation.id.bigEndian, Array.init) + withUnsafeBytes(of: keyID.bigEndian, Array.init) + nonce
+            + ciphertext
+    }
+
+    /// The key and the blob names, as sealed.
+    private var plainRecord: [UInt8] {
         var writer = ByteWriter(capacity: 48 + blobs.count * 64)
         writer.write(raw: key.bytes)
         writer.write(varint: UInt64(blobs.count))
@@ -74,10 +90,91 @@ public struct WrappedAssetKey: Sendable {
             writer.write(raw: plain)
             writer.write(raw: name)
         }
-        let (nonce, ciphertext) = AEAD.seal(
-            writer.bytes, key: generation.key.derive("assetkey"), associatedData: Self.context(asset, keyID, generation: generation.id))
-        return withUnsafeBytes(of: generation.id.bigEndian, Array.init) + withUnsafeBytes(of: keyID.bigEndian, Array.init) + nonce
-            + ciphertext
+        return writer.bytes
+    }
+
+    static let identityLabel = "photoledger add-only asset key v1"
+
+    /// The record sealed to the library identity's public key by an add-only device, which holds
+    /// no library key: only holders of the identity's secret key (the key ring) open it, and the
+    /// device that sealed it cannot open it again.
+    ///
+    /// An ephemeral X25519 key pair is made for the record; the key that seals it is hashed from
+    /// the ephemeral key's and the writer's agreements with the identity key, and all three public
+    /// keys, so the record is both confidential (ephemeral) and made by the writer (static). The
+    /// writer's ``AddOnlyGrant`` travels with it: a reader takes the key only from a writer the
+    /// library approved, so no one else (the server included) can pass a key of its own off for
+    /// an asset. Layout: four zero bytes (no generation), the key's identifier, the ephemeral
+    /// public key, the writer's public key (32 bytes each), the grant's length (2 bytes) and the
+    /// grant, a nonce, the ciphertext (XChaCha20-Poly1305, the header as associated data with the
+    /// asset, as for ``sealed(under:)``).
+    ///
+    /// - Throws: ``CryptoError`` for an unusable public key or a grant over 64 KiB.
+    public func sealed(toIdentity libraryPublicKey: [UInt8], writer: BoxKeyPair, grant: [UInt8]) throws -> [UInt8] {
+        guard grant.count <= Int(UInt16.max) else { throw CryptoError("the add-only grant is too large") }
+        let ephemeral = BoxKeyPair()
+        let key = KeyAgreement.key(
+            Self.identityLabel,
+            [
+                try KeyAgreement.shared(ephemeral.secretKey, libraryPublicKey), try KeyAgreement.shared(writer.secretKey, libraryPublicKey),
+                ephemeral.publicKey, writer.publicKey, libraryPublicKey,
+            ])
+        var header = [UInt8](repeating: 0, count: 4)
+        header += withUnsafeBytes(of: keyID.bigEndian, Array.init)
+        header += ephemeral.publicKey
+        header += writer.publicKey
+        header += withUnsafeBytes(of: UInt16(grant.count).bigEndian, Array.init)
+        header += grant
+        let (nonce, ciphertext) = AEAD.seal(plainRecord, key: key, associatedData: Self.context(asset, keyID, generation: 0) + header)
+        return header + nonce + ciphertext
+    }
+
+    /// Whether a sealed record was sealed to the library's identity (by an add-only device)
+    /// rather than under a library key generation.
+    public static func isSealedToIdentity(_ sealed: [UInt8]) -> Bool { identifiers(of: sealed)?.generation == 0 }
+
+    /// Opens the record of `asset` that an add-only device sealed to the library's identity
+    /// (``sealed(toIdentity:writer:grant:)``), after checking the writer's grant. Returns the
+    /// record and the name the grant was made for.
+    ///
+    /// - Throws: ``CryptoError`` for a record sealed to another identity, of another asset, from a
+    ///   writer this library did not approve, or damaged bytes.
+    public static func open(asset: UUID, sealedToIdentity sealed: [UInt8], identity: BoxKeyPair) throws -> (
+        record: WrappedAssetKey, writer: String
+    ) {
+        let fixed = 8 + 64 + 2
+        guard sealed.count >= fixed + AEAD.nonceLength + AEAD.overhead, let (generation, keyID) = identifiers(of: sealed), generation == 0
+        else { throw CryptoError("the wrapped key of asset \(asset) is not a record sealed to the library's identity") }
+        let ephemeral = Array(sealed[8..<40])
+        let writer = Array(sealed[40..<72])
+        let grantLength = Int(sealed[72]) << 8 | Int(sealed[73])
+        guard sealed.count >= fixed + grantLength + AEAD.nonceLength + AEAD.overhead else {
+            throw CryptoError("the wrapped key of asset \(asset) is cut off")
+        }
+        let grant = Array(sealed[fixed..<fixed + grantLength])
+        guard let grantee = AddOnlyGrant.grantee(of: grant, devicePublicKey: writer, identity: identity) else {
+            throw CryptoError("the wrapped key of asset \(asset) comes from a device this library did not approve to add assets")
+        }
+        let header = Array(sealed.prefix(fixed + grantLength))
+        let nonceStart = fixed + grantLength
+        let plain: [UInt8]
+        do {
+            let key = KeyAgreement.key(
+                identityLabel,
+                [
+                    try KeyAgreement.shared(identity.secretKey, ephemeral), try KeyAgreement.shared(identity.secretKey, writer), ephemeral,
+                    writer, identity.publicKey,
+                ])
+            plain = try AEAD.open(
+                Array(sealed[(nonceStart + AEAD.nonceLength)...]), key: key,
+                nonce: Array(sealed[nonceStart..<nonceStart + AEAD.nonceLength]),
+                associatedData: context(asset, keyID, generation: 0) + header)
+        } catch {
+            throw CryptoError(
+                "the wrapped key of asset \(asset) does not open with the library's identity (sealed to another library, another asset's, or damaged)"
+            )
+        }
+        return (try WrappedAssetKey(asset: asset, keyID: keyID, plainRecord: plain), grantee)
     }
 
     /// The library key generation and the key identifier a sealed record names.
@@ -116,6 +213,11 @@ public struct WrappedAssetKey: Sendable {
             throw CryptoError(
                 "the wrapped key of asset \(asset) does not open with library key \(generation) (another asset's, or damaged)")
         }
+        try self.init(asset: asset, keyID: keyID, plainRecord: plain)
+    }
+
+    /// Reads the opened bytes of a record.
+    init(asset: UUID, keyID: UInt32, plainRecord plain: [UInt8]) throws {
         var reader = ByteReader(plain)
         do {
             let key = try SecretKey(bytes: try reader.readRaw(count: SecretKey.length))

@@ -205,6 +205,16 @@ enum CompactionSnapshot {
         try db.execute("INSERT INTO \(table("quarantine")) (\(list)) SELECT \(list) FROM quarantine WHERE rule = 1")
     }
 
+    /// Removes a resource no asset shows any more (a purged asset's) from the snapshot's
+    /// referenced resources.
+    static func forgetResource(_ sha256: [UInt8], in db: Database) throws {
+        let table = table("referenced_resources")
+        guard try db.firstRow("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [table], { _ in true }) != nil else {
+            return
+        }
+        try db.execute("DELETE FROM \(table) WHERE sha256 = ?", [sha256])
+    }
+
     /// The columns of a snapshot table, as a list for SQL (a snapshot taken by an older version
     /// may lack columns added since: they take their defaults).
     private static func columns(of table: String, in db: Database) throws -> String {

@@ -36,13 +36,15 @@ extension PhotoLibrary {
 
     /// The blob names of the resources `events` refer to, in an encrypted library: each resource
     /// is encrypted now when its blob name is not known yet (the name is recorded with the asset
-    /// key, and the key record queued for the server's key store again).
-    func encryptedBlobNames(for references: [(asset: UUID, sha256: String)]) throws -> Set<String> {
+    /// key, and the key record queued for the server's key store again). A resource is encrypted
+    /// with the key that sealed the event referring to it: the asset key, or (a later edit) the
+    /// asset key under a generation, which a device revoked before that generation cannot compute.
+    func encryptedBlobNames(for references: [(asset: UUID, sha256: String, keyID: UInt32)]) throws -> Set<String> {
         let state = encryption.snapshot
-        guard let ring = state.ring else { return [] }
+        guard let wrapper = state.assetKeyWrapper else { return [] }
         var names = Set<String>()
-        var byAsset: [UUID: [String]] = [:]
-        for (asset, hash) in references { byAsset[asset, default: []].append(hash) }
+        var byAsset: [UUID: [(hash: String, keyID: UInt32)]] = [:]
+        for (asset, hash, keyID) in references { byAsset[asset, default: []].append((hash, keyID)) }
         // One read of the known names and one transaction for the new ones, whatever the count.
         var maps = try readDatabase { db in
             var maps: [UUID: [[UInt8]: [UInt8]]] = [:]
@@ -61,7 +63,7 @@ extension PhotoLibrary {
             }
             var map = maps[asset] ?? [:]
             var updated = false
-            for hash in hashes {
+            for (hash, keyID) in hashes {
                 guard let plain = Hex.decode(hash) else { continue }
                 if let name = map[plain] {
                     names.insert(Hex.encode(name))
@@ -74,8 +76,14 @@ extension PhotoLibrary {
                 let temporary = resources.directory.appendingPathComponent("tmp/sealing-\(UUID().uuidString)")
                 let sealed: (sha256: [UInt8], size: Int64)
                 do {
-                    sealed = try ResourceCipher.encrypt(
-                        fileAt: source, to: temporary, key: Self.resourceKey(of: assetKey), contentID: plain)
+                    var key = assetKey
+                    if KeyKind.of(keyID) == .assetEpoch {
+                        guard let epoch = state.payloadKeys.assetEpochKey(keyID, object: asset) else {
+                            throw CryptoError("this device lacks library key \(KeyKind.generation(ofAssetEpoch: keyID))")
+                        }
+                        key = epoch
+                    }
+                    sealed = try ResourceCipher.encrypt(fileAt: source, to: temporary, key: Self.resourceKey(of: key), contentID: plain)
                 } catch let error as CryptoError {
                     try? FileManager.default.removeItem(at: temporary)
                     throw PhotoLibraryError(.internalError, "could not encrypt resource \(hash): \(error.message)")
@@ -98,8 +106,8 @@ extension PhotoLibrary {
                     guard let (keyID, key) = state.assetKeys[asset], let map = maps[asset] else { continue }
                     try db.execute("UPDATE e2e_asset_keys SET blobs = ? WHERE asset = ?", [Self.blobColumn(map), asset.bytes])
                     try Self.queue(
-                        db, KeyStoreName.asset(asset),
-                        WrappedAssetKey(asset: asset, keyID: keyID, key: key, blobs: map).sealed(under: ring.current))
+                        db, KeyStoreName.asset(asset), try wrapper.wrap(WrappedAssetKey(asset: asset, keyID: keyID, key: key, blobs: map)),
+                        createOnly: wrapper.createOnly)
                 }
             }
         }
@@ -111,15 +119,30 @@ extension PhotoLibrary {
     func encryptedBlobFile(_ name: String) throws -> URL? {
         let waiting = sealedBlobFile(name)
         if FileManager.default.fileExists(atPath: waiting.path) { return waiting }
-        guard let (asset, plain) = try blobOwner(name), let key = encryption.snapshot.assetKeys[asset]?.key,
+        guard let (asset, plain) = try blobOwner(name), let wanted = Hex.decode(name),
             let source = resources.url(for: Hex.encode(plain)), resources.contains(Hex.encode(plain))
         else { return nil }
-        do {
-            _ = try ResourceCipher.encrypt(fileAt: source, to: waiting, key: Self.resourceKey(of: key), contentID: plain)
-        } catch let error as CryptoError {
-            throw PhotoLibraryError(.internalError, "could not encrypt resource \(Hex.encode(plain)): \(error.message)")
+        // Encrypting is deterministic: the key that gives the blob's name is the one it was made with.
+        for key in resourceKeyCandidates(of: asset) {
+            do {
+                let sealed = try ResourceCipher.encrypt(fileAt: source, to: waiting, key: key, contentID: plain)
+                if sealed.sha256 == wanted { return waiting }
+            } catch let error as CryptoError {
+                throw PhotoLibraryError(.internalError, "could not encrypt resource \(Hex.encode(plain)): \(error.message)")
+            }
         }
-        return waiting
+        try? FileManager.default.removeItem(at: waiting)
+        return nil
+    }
+
+    /// The resource keys an asset's blobs may be encrypted with: its key's, then its key's under
+    /// each library key generation this device holds (newest first).
+    private func resourceKeyCandidates(of asset: UUID) -> [SecretKey] {
+        let state = encryption.snapshot
+        guard let key = state.assetKeys[asset]?.key else { return [] }
+        let generations = (state.ring?.generations ?? []).reversed()
+        return [Self.resourceKey(of: key)]
+            + generations.map { Self.resourceKey(of: PayloadSeal.assetEpochKey(assetKey: key, generationKey: $0.key)) }
     }
 
     /// The asset and plaintext hash of blob `name`.
@@ -166,14 +189,22 @@ extension PhotoLibrary {
     /// that it decrypts with its asset's key to the bytes the asset names.
     func adoptDownloadedBlob(at file: URL, name: String) throws {
         defer { try? FileManager.default.removeItem(at: file) }
-        guard let (asset, plain) = try blobOwner(name), let key = encryption.snapshot.assetKeys[asset]?.key else {
+        guard let (asset, plain) = try blobOwner(name), case let keys = resourceKeyCandidates(of: asset), !keys.isEmpty else {
             throw PhotoLibraryError(
                 .missingResource, "blob \(name) belongs to no asset key this device holds; sync again once its key has arrived")
         }
         let opened = file.appendingPathExtension("plain")
         defer { try? FileManager.default.removeItem(at: opened) }
         do {
-            let sha = try ResourceCipher.decrypt(fileAt: file, to: opened, key: Self.resourceKey(of: key))
+            // The first chunk tells a wrong key at once.
+            var sha: [UInt8]?
+            var failure: CryptoError?
+            for key in keys where sha == nil {
+                do { sha = try ResourceCipher.decrypt(fileAt: file, to: opened, key: key) } catch let error as CryptoError {
+                    failure = error
+                }
+            }
+            guard let sha else { throw failure ?? CryptoError("no key opens it") }
             guard sha == plain else {
                 throw PhotoLibraryError(
                     .networkError,

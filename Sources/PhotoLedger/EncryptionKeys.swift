@@ -5,24 +5,65 @@ import LedgerStore
 import Synchronization
 
 /// The payload keys a fold may use: library key generations by identifier, asset keys by asset
-/// (with the identifier the asset's seals name). An immutable snapshot: folds run on other
-/// threads than the one that changes the keys.
+/// (with the identifier the asset's seals name), and asset keys under a generation (derived
+/// from both when first asked for). An immutable snapshot: folds run on other threads than the
+/// one that changes the keys.
 final class PayloadKeys: Sendable {
+    /// Payload keys of the library key generations.
     let generations: [UInt32: SecretKey]
+    /// Payload keys of the asset keys.
     let assets: [UUID: (id: UInt32, key: SecretKey)]
+    /// The generations' and the assets' own keys, from which asset keys under a generation are derived.
+    let generationKeys: [UInt32: SecretKey]
+    let assetKeys: [UUID: (id: UInt32, key: SecretKey)]
+    private struct EpochKey: Hashable {
+        var object: UUID
+        var id: UInt32
+    }
+    private let epochs = Mutex<[EpochKey: SecretKey]>([:])
 
-    init(generations: [UInt32: SecretKey], assets: [UUID: (id: UInt32, key: SecretKey)]) {
+    init(
+        generations: [UInt32: SecretKey], assets: [UUID: (id: UInt32, key: SecretKey)], generationKeys: [UInt32: SecretKey],
+        assetKeys: [UUID: (id: UInt32, key: SecretKey)]
+    ) {
         self.generations = generations
         self.assets = assets
+        self.generationKeys = generationKeys
+        self.assetKeys = assetKeys
+    }
+
+    /// The same keys without those of `destroyed` assets.
+    func removing(_ destroyed: Set<UUID>) -> PayloadKeys {
+        PayloadKeys(
+            generations: generations, assets: assets.filter { !destroyed.contains($0.key) }, generationKeys: generationKeys,
+            assetKeys: assetKeys.filter { !destroyed.contains($0.key) })
     }
 
     /// The payload key that opens what `keyID` sealed about `object`.
     func payloadKey(_ keyID: UInt32, object: UUID) -> SecretKey? {
-        if KeyKind.of(keyID) == .asset {
+        switch KeyKind.of(keyID) {
+        case .asset?:
             guard let held = assets[object], held.id == keyID else { return nil }
             return held.key
+        case .assetEpoch?:
+            let name = EpochKey(object: object, id: keyID)
+            if let cached = epochs.withLock({ $0[name] }) { return cached }
+            guard let key = assetEpochKey(keyID, object: object).map(PayloadSeal.payloadKey(of:)) else { return nil }
+            epochs.withLock { $0[name] = key }
+            return key
+        default:
+            return generations[keyID]
         }
-        return generations[keyID]
+    }
+
+    /// The key of `object` under the generation an `KeyKind.assetEpoch` identifier names (it
+    /// seals that asset's later events and resources), or nil when this device lacks the asset
+    /// key or the generation.
+    func assetEpochKey(_ keyID: UInt32, object: UUID) -> SecretKey? {
+        guard let asset = assetKeys[object]?.key, let generation = generationKeys[KeyKind.generation(ofAssetEpoch: keyID)] else {
+            return nil
+        }
+        return PayloadSeal.assetEpochKey(assetKey: asset, generationKey: generation)
     }
 }
 
@@ -72,10 +113,16 @@ final class EncryptionKeys: Sendable {
         var device: BoxKeyPair?
         var ring: KeyRing?
         var libraryPublicKey: [UInt8]?
+        /// Whether this device joined as an add-only device: it seals what it adds to the
+        /// library's identity and never holds the ring.
+        var addOnly = false
+        /// The approval of this add-only device by the library's identity (`AddOnlyGrant`),
+        /// once it arrived and was checked.
+        var grant: [UInt8]?
         /// Asset keys held, by asset.
         var assetKeys: [UUID: (id: UInt32, key: SecretKey)] = [:]
         /// Payload keys of every key held (library generations and assets).
-        var payloadKeys = PayloadKeys(generations: [:], assets: [:])
+        var payloadKeys = PayloadKeys(generations: [:], assets: [:], generationKeys: [:], assetKeys: [:])
     }
 
     private let state = Mutex(State())
@@ -98,6 +145,9 @@ final class EncryptionKeys: Sendable {
             loaded.device = BoxKeyPair(secretKey: try SecretKey(bytes: row.0))
             loaded.ring = try row.1.map { try KeyRing(serialized: $0) }
             loaded.libraryPublicKey = row.2 ?? loaded.ring?.identity.publicKey
+            try db.forEachRow("SELECT key, value FROM device_settings WHERE key IN ('e2e.addOnly', 'e2e.addOnlyGrant')") { row in
+                if row.text(0) == "e2e.addOnly" { loaded.addOnly = row.blob(1) == [1] } else { loaded.grant = row.blob(1) }
+            }
             try db.forEachRow("SELECT asset, key_id, key FROM e2e_asset_keys WHERE key IS NOT NULL") { row in
                 guard let asset = UUID(bytes: row.blob(0)) else { return }
                 loaded.assetKeys[asset] = (UInt32(truncatingIfNeeded: row.int64(1)), try SecretKey(bytes: row.blob(2)))
@@ -108,9 +158,15 @@ final class EncryptionKeys: Sendable {
     }
 
     static func payloadKeys(ring: KeyRing?, assets: [UUID: (id: UInt32, key: SecretKey)]) -> PayloadKeys {
-        var generations: [UInt32: SecretKey] = [:]
-        for (id, key) in ring?.generations ?? [] { generations[id] = PayloadSeal.payloadKey(of: key) }
-        return PayloadKeys(generations: generations, assets: assets.mapValues { ($0.id, PayloadSeal.payloadKey(of: $0.key)) })
+        var generations: [UInt32: SecretKey] = [:], generationKeys: [UInt32: SecretKey] = [:]
+        for (id, key) in ring?.generations ?? [] {
+            generations[id] = PayloadSeal.payloadKey(of: key)
+            generationKeys[id] = key
+        }
+        return PayloadKeys(
+            generations: generations, assets: assets.mapValues { ($0.id, PayloadSeal.payloadKey(of: $0.key)) },
+            generationKeys: generationKeys,
+            assetKeys: assets)
     }
 
     /// Adds asset keys to the cache (after the transaction that stored them committed).
@@ -119,8 +175,10 @@ final class EncryptionKeys: Sendable {
         let derived = assetKeys.mapValues { ($0.id, PayloadSeal.payloadKey(of: $0.key)) }
         state.withLock { state in
             state.assetKeys.merge(assetKeys) { _, new in new }
+            let keys = state.payloadKeys
             state.payloadKeys = PayloadKeys(
-                generations: state.payloadKeys.generations, assets: state.payloadKeys.assets.merging(derived) { _, new in new })
+                generations: keys.generations, assets: keys.assets.merging(derived) { _, new in new }, generationKeys: keys.generationKeys,
+                assetKeys: state.assetKeys)
         }
     }
 
@@ -128,8 +186,7 @@ final class EncryptionKeys: Sendable {
     func remove(assetKeys: Set<UUID>) {
         state.withLock { state in
             for asset in assetKeys { state.assetKeys[asset] = nil }
-            state.payloadKeys = PayloadKeys(
-                generations: state.payloadKeys.generations, assets: state.payloadKeys.assets.filter { !assetKeys.contains($0.key) })
+            state.payloadKeys = state.payloadKeys.removing(assetKeys)
         }
     }
 }

@@ -14,6 +14,8 @@ public final class LibraryChanges {
     let database: Database
     let access: Access
     let changeBlock: UUID
+    /// The archive of a compacted library (a purge refolds the archived events of its assets).
+    let archive: Database?
     private var nextSequence: Int64
     private var events: [Event] = []
     private var isValid = true
@@ -27,10 +29,11 @@ public final class LibraryChanges {
     /// Asset keys made in this block (an encrypted library), cached once the block commits.
     var newAssetKeys: [UUID: (id: UInt32, key: SecretKey)] = [:]
 
-    init(library: PhotoLibrary, database: Database, access: Access) throws {
+    init(library: PhotoLibrary, database: Database, access: Access, archive: Database? = nil) throws {
         self.library = library
         self.database = database
         self.access = access
+        self.archive = archive
         self.changeBlock = library.identifiers.next()
         self.nextSequence = try PhotoLibrary.lastDeviceSequence(for: library.device, in: database) + 1  // counts archived events
     }
@@ -111,7 +114,7 @@ public final class LibraryChanges {
         // Crypto-shredding: purged assets' keys are destroyed with the purge (Shredding.swift).
         let purged = Set(events.filter { $0.type == EventType.assetPurged.rawValue }.map(\.object))
         if !purged.isEmpty {
-            let shredded = try library.shred(purged, in: database, archive: nil)
+            let shredded = try library.shred(purged, in: database, archive: archive)
             let library = library
             afterCommit.append { library.finishShredding(shredded) }
         }

@@ -11,6 +11,9 @@ public enum EncryptionStatus: Sendable, Hashable {
     case awaitingEnrolment(code: String?)
     /// Encrypted, and this device holds the library's key ring.
     case enrolled
+    /// Encrypted, and this add-only device was approved: it adds assets sealed for the library's
+    /// readers, and holds no key that opens anything else.
+    case addOnly
 }
 
 extension PhotoLibrary {
@@ -21,8 +24,11 @@ extension PhotoLibrary {
         let state = encryption.snapshot
         guard state.enabled else { return .plain }
         guard state.ring != nil else {
+            if state.addOnly && state.grant != nil { return .addOnly }
             let code = state.libraryPublicKey.flatMap { library in
-                state.device.map { ShortAuthenticationCode.code(libraryPublicKey: library, devicePublicKey: $0.publicKey) }
+                state.device.map {
+                    ShortAuthenticationCode.code(libraryPublicKey: library, devicePublicKey: $0.publicKey, addOnly: state.addOnly)
+                }
             }
             return .awaitingEnrolment(code: code)
         }
@@ -69,6 +75,10 @@ extension PhotoLibrary {
     /// Prepares this device to join an encrypted library: makes its key pair (kept), so its
     /// public key can be published for an enrolled device to approve. Returns the public key.
     ///
+    /// A device whose token allows adding assets only (addOnly) asks to join as an add-only
+    /// device: its key is published as `writer/NAME`, its code is an add-only code, and an
+    /// approval gives it an `AddOnlyGrant` instead of the key ring.
+    ///
     /// - Throws: ``PhotoLibraryError`` `.changeNotSupported` when the library holds changes of
     ///   its own (a device joins with a new, empty library).
     @discardableResult
@@ -84,7 +94,12 @@ extension PhotoLibrary {
                 )
             }
             try db.execute("INSERT INTO e2e_state (id, device_secret) VALUES (1, ?)", [device.secretKey.bytes])
-            try Self.queue(db, KeyStoreName.device(self.device), device.publicKey)
+            if binding.withLock({ $0.scope }) == .addOnly {
+                try db.execute("INSERT OR REPLACE INTO device_settings (key, value) VALUES ('e2e.addOnly', x'01')")
+                try Self.queue(db, KeyStoreName.writer(self.device), device.publicKey)
+            } else {
+                try Self.queue(db, KeyStoreName.device(self.device), device.publicKey)
+            }
             try encryption.load(db)
         }
         return device.publicKey
@@ -94,18 +109,38 @@ extension PhotoLibrary {
     /// device shows the same code when no one substituted a key on the way.
     ///
     /// - Throws: ``PhotoLibraryError`` `.accessRestricted` when this device is not enrolled.
-    public func enrolmentCode(for devicePublicKey: [UInt8]) throws -> String {
+    public func enrolmentCode(for devicePublicKey: [UInt8], addOnly: Bool = false) throws -> String {
         let ring = try enrolledRing("compute an enrolment code")
-        return ShortAuthenticationCode.code(libraryPublicKey: ring.identity.publicKey, devicePublicKey: devicePublicKey)
+        return ShortAuthenticationCode.code(libraryPublicKey: ring.identity.publicKey, devicePublicKey: devicePublicKey, addOnly: addOnly)
     }
 
     /// Approves `device`, whose public key is `devicePublicKey`: the key ring is sealed for it and
     /// queued for the server (the next sync publishes it). Call it only after the user confirmed
-    /// that both devices show the same ``enrolmentCode(for:)``.
-    public func approveEnrolment(of device: DeviceID, publicKey devicePublicKey: [UInt8]) throws {
+    /// that both devices show the same ``enrolmentCode(for:addOnly:)``.
+    ///
+    /// An add-only device (`addOnly`) receives no key: an `AddOnlyGrant` from the library's
+    /// identity, with which it seals the keys of the assets it adds for the library's readers.
+    public func approveEnrolment(of device: DeviceID, publicKey devicePublicKey: [UInt8], addOnly: Bool = false) throws {
         let ring = try enrolledRing("approve a device")
         try withDatabase { db in
-            try Self.queue(db, KeyStoreName.ring(for: device), try ring.wrapped(for: devicePublicKey))
+            if addOnly {
+                try Self.queue(
+                    db, KeyStoreName.grant(for: device),
+                    try AddOnlyGrant.make(identity: ring.identity, devicePublicKey: devicePublicKey, device: device.rawValue))
+            } else {
+                try Self.queue(db, KeyStoreName.ring(for: device), try ring.wrapped(for: devicePublicKey))
+            }
+        }
+    }
+
+    /// Revokes add-only device `device`: its grant and public key are deleted from the server at
+    /// the next sync. It never held a key, so no key changes; revoke its token on the server so
+    /// it cannot add more.
+    public func revokeAddOnlyDevice(_ device: DeviceID) throws {
+        _ = try enrolledRing("revoke a device")
+        try withDatabase { db in
+            try Self.queue(db, KeyStoreName.grant(for: device), nil)
+            try Self.queue(db, KeyStoreName.writer(device), nil)
         }
     }
 
@@ -207,7 +242,7 @@ extension PhotoLibrary {
     @discardableResult
     func adoptAssetKeys(_ sealed: [(asset: UUID, value: [UInt8])]) throws -> Int {
         let state = encryption.snapshot
-        guard let ring = state.ring else { return 0 }
+        guard let ring = state.ring, !sealed.isEmpty else { return 0 }
         var opened: [UUID: (id: UInt32, key: SecretKey)] = [:]
         // The keys of assets made here (this device's record of their blobs is the one that
         // counts) and keys destroyed here (never taken back).
@@ -219,23 +254,44 @@ extension PhotoLibrary {
         guard !arriving.isEmpty else { return 0 }
         var wrappingKeys: [UInt32: SecretKey] = [:]
         for (id, key) in ring.generations { wrappingKeys[id] = WrappedAssetKey.wrappingKey(of: key) }
-        try withDatabase { db in
-            for (asset, value) in arriving {
-                guard let wrapping = WrappedAssetKey.identifiers(of: value).flatMap({ wrappingKeys[$0.generation] }),
-                    let record = try? WrappedAssetKey(asset: asset, unsealing: value, wrappingKey: wrapping)
-                else { continue }
-                let blobs = Self.blobColumn(record.blobs)
-                if let held = state.assetKeys[asset], held.id == record.keyID {
-                    try db.execute("UPDATE e2e_asset_keys SET blobs = ? WHERE asset = ? AND key IS NOT NULL", [blobs, asset.bytes])
+        // Opened first, then written in asset order with few statements: a large library's keys
+        // arrive by the ten thousand, and one upsert each in random order cost more than opening them.
+        var blobUpdates: [(asset: UUID, blobs: [UInt8])] = []
+        var adopted: [(asset: [UInt8], record: WrappedAssetKey, blobs: [UInt8])] = []
+        adopted.reserveCapacity(arriving.count)
+        for (asset, value) in arriving {
+            let record: WrappedAssetKey
+            if WrappedAssetKey.isSealedToIdentity(value) {
+                // Added by an add-only device: sealed to the identity, with the device's grant.
+                guard let opened = try? WrappedAssetKey.open(asset: asset, sealedToIdentity: value, identity: ring.identity) else {
                     continue
                 }
-                try db.execute(
-                    """
-                    INSERT INTO e2e_asset_keys (asset, key_id, key, blobs) VALUES (?, ?, ?, ?)
-                    ON CONFLICT (asset) DO UPDATE SET key_id = excluded.key_id, key = excluded.key, blobs = excluded.blobs
-                    WHERE e2e_asset_keys.key IS NOT NULL AND e2e_asset_keys.own = 0
-                    """, [asset.bytes, Int64(record.keyID), record.key.bytes, blobs])
+                record = opened.record
+            } else {
+                guard let wrapping = WrappedAssetKey.identifiers(of: value).flatMap({ wrappingKeys[$0.generation] }),
+                    let opened = try? WrappedAssetKey(asset: asset, unsealing: value, wrappingKey: wrapping)
+                else { continue }
+                record = opened
+            }
+            let blobs = Self.blobColumn(record.blobs)
+            if let held = state.assetKeys[asset], held.id == record.keyID {
+                blobUpdates.append((asset, blobs))
+            } else {
+                adopted.append((asset.bytes, record, blobs))
                 opened[asset] = (record.keyID, record.key)
+            }
+        }
+        adopted.sort { $0.asset.lexicographicallyPrecedes($1.asset) }
+        try withDatabase { db in
+            for (asset, blobs) in blobUpdates {
+                try db.execute("UPDATE e2e_asset_keys SET blobs = ? WHERE asset = ? AND key IS NOT NULL", [blobs, asset.bytes])
+            }
+            try Self.assetKeyUpsert.run(count: adopted.count, in: db) { row, values in
+                let (asset, record, blobs) = adopted[row]
+                values.append(blob: asset)
+                values.append(Int64(record.keyID))
+                values.append(blob: record.key.bytes)
+                values.append(blob: blobs)
             }
         }
         guard !opened.isEmpty else { return 0 }
@@ -243,6 +299,14 @@ extension PhotoLibrary {
         try refoldSealed()
         return opened.count
     }
+
+    /// Stores arriving asset keys; a key this device made or destroyed is never replaced.
+    private static let assetKeyUpsert = BatchInsert(
+        "INSERT INTO e2e_asset_keys (asset, key_id, key, blobs)", columns: 4,
+        tail: """
+            ON CONFLICT (asset) DO UPDATE SET key_id = excluded.key_id, key = excluded.key, blobs = excluded.blobs
+            WHERE e2e_asset_keys.key IS NOT NULL AND e2e_asset_keys.own = 0
+            """)
 
     /// Folds again, when events wait sealed with keys that this device now holds.
     func refoldSealed() throws {
@@ -302,6 +366,24 @@ extension PhotoLibrary {
             }
             state = encryption.snapshot
         }
+        if state.addOnly && state.ring == nil {
+            // An add-only device takes its grant, and nothing else: it holds no key to open entries with.
+            if state.grant == nil, let grant = entries[KeyStoreName.grant(for: device)], let pair = state.device {
+                guard let library = state.libraryPublicKey,
+                    AddOnlyGrant.isValid(grant, libraryPublicKey: library, device: pair, device: device.rawValue)
+                else {
+                    result.problems.append(
+                        "the approval on the server for this add-only device does not come from the library's identity key; it was ignored")
+                    return result
+                }
+                try withDatabase { db in
+                    try db.execute("INSERT OR REPLACE INTO device_settings (key, value) VALUES ('e2e.addOnlyGrant', ?)", [grant])
+                    try encryption.load(db)
+                }
+                result.enrolled = true
+            }
+            return result
+        }
         if let sealed = entries[KeyStoreName.ring(for: device)], let pair = state.device {
             do {
                 let ring = try KeyRing(unwrapping: sealed, with: pair)
@@ -347,14 +429,42 @@ package enum KeyStoreName {
     package static func device(_ device: DeviceID) -> String { "device/\(device.rawValue)" }
     /// The key ring sealed for a device.
     package static func ring(for device: DeviceID) -> String { "ring/\(device.rawValue)" }
+    /// An add-only device's public key, published by the device itself.
+    package static func writer(_ device: DeviceID) -> String { "writer/\(device.rawValue)" }
+    /// The approval of an add-only device (`AddOnlyGrant`), written by an enrolled device.
+    package static func grant(for device: DeviceID) -> String { "grant/\(device.rawValue)" }
     /// An asset's key, sealed under a library key generation: `asset/` and the asset's UUID in
     /// lowercase.
     package static func asset(_ asset: UUID) -> String { "asset/\(asset.uuidString.lowercased())" }
 
-    /// The asset of an asset key's entry, or nil for another entry.
+    /// The asset of an asset key's entry, or nil for another entry (read byte by byte: a large
+    /// library's keys arrive by the ten thousand).
     package static func asset(in name: String) -> UUID? {
-        guard name.hasPrefix("asset/") else { return nil }
-        return UUID(uuidString: String(name.dropFirst(6)))
+        let utf8 = name.utf8
+        guard utf8.count == 42, name.hasPrefix("asset/") else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(16)
+        var high: UInt8?
+        for (index, character) in utf8.dropFirst(6).enumerated() {
+            if index == 8 || index == 13 || index == 18 || index == 23 {
+                guard character == 0x2D else { return nil }
+                continue
+            }
+            let nibble: UInt8
+            switch character {
+            case 0x30...0x39: nibble = character - 0x30
+            case 0x61...0x66: nibble = character - 0x61 + 10
+            case 0x41...0x46: nibble = character - 0x41 + 10
+            default: return nil
+            }
+            if let first = high {
+                bytes.append(first << 4 | nibble)
+                high = nil
+            } else {
+                high = nibble
+            }
+        }
+        return bytes.count == 16 ? UUID(bytes: bytes) : nil
     }
 }
 
@@ -367,18 +477,42 @@ extension LibraryChanges {
     func sealedIfEncrypted(_ event: Event, change: ChangeEvent) throws -> Event {
         let keys = library.encryption.snapshot
         guard keys.enabled else { return event }
-        guard let ring = keys.ring else {
+        guard let wrapper = keys.assetKeyWrapper else {
             throw PhotoLibraryError(
                 .accessRestricted,
-                "this device holds no key of the encrypted library yet, so it cannot make changes; run `photoledger device enroll` and approve it on an enrolled device"
+                keys.addOnly
+                    ? "this add-only device has not been approved yet, so it cannot add assets; approve it on an enrolled device (`photoledger device approve \(library.device.rawValue)`), then sync here"
+                    : "this device holds no key of the encrypted library yet, so it cannot make changes; run `photoledger device enroll` and approve it on an enrolled device"
             )
         }
         switch change {
-        case .assetCreated, .assetChanged, .assetDeleted, .assetRecovered, .assetContentEdited, .renditionRecorded:
+        case .assetCreated(let creation):
+            // An add-only device publishes a new asset's key once, with its blobs' names, when the
+            // resources are encrypted for upload (the server lets it create the entry, never replace it).
             let (id, key) = try assetKey(
-                for: event.object, creating: { if case .assetCreated = change { true } else { false } }(), ring: ring, held: keys)
+                for: event.object, creating: true, wrapper: wrapper, held: keys,
+                publishNow: !wrapper.createOnly || creation.resources.isEmpty)
             return PayloadSeal.seal(event, keyID: id, payloadKey: key)
+        case .assetChanged, .assetDeleted, .assetRecovered, .assetContentEdited, .renditionRecorded:
+            // Later changes of an asset (and the renditions recorded of it) are sealed with its key
+            // under the current generation: a device revoked before this generation holds the
+            // asset key, and still cannot open them.
+            guard let ring = keys.ring else {
+                throw PhotoLibraryError(.accessRestricted, "an add-only device can only add assets; this change needs an enrolled device")
+            }
+            let current = ring.current
+            let id = KeyKind.assetEpoch(generation: current.id)
+            if let key = keys.payloadKeys.payloadKey(id, object: event.object) {
+                return PayloadSeal.seal(event, keyID: id, payloadKey: key)
+            }
+            let assetKey = try heldAssetKey(event.object)
+            return PayloadSeal.seal(
+                event, keyID: id,
+                payloadKey: PayloadSeal.payloadKey(of: PayloadSeal.assetEpochKey(assetKey: assetKey, generationKey: current.key)))
         default:
+            guard let ring = keys.ring else {
+                throw PhotoLibraryError(.accessRestricted, "an add-only device can only add assets; this change needs an enrolled device")
+            }
             let current = ring.current
             return PayloadSeal.seal(
                 event, keyID: current.id,
@@ -386,9 +520,27 @@ extension LibraryChanges {
         }
     }
 
+    /// The key of `asset` as this device holds it (made in this block, or stored).
+    private func heldAssetKey(_ asset: UUID) throws -> SecretKey {
+        if let made = newAssetKeys[asset] { return made.key }
+        guard
+            let stored = try database.firstRow(
+                "SELECT key FROM e2e_asset_keys WHERE asset = ? AND key IS NOT NULL", [asset.bytes], { $0.blob(0) })
+        else {
+            throw PhotoLibraryError(
+                .accessRestricted,
+                "this device does not hold the key of asset \(LocalIdentifier(uuid: asset, kind: .asset)); sync, then try again")
+        }
+        return try SecretKey(bytes: stored)
+    }
+
     /// The identifier and payload key of `asset`'s key: a new key for a new asset (stored in this
     /// transaction, queued for the server's key store), the held one otherwise.
-    private func assetKey(for asset: UUID, creating: Bool, ring: KeyRing, held: EncryptionKeys.State) throws -> (UInt32, SecretKey) {
+    private func assetKey(for asset: UUID, creating: Bool, wrapper: AssetKeyWrapper, held: EncryptionKeys.State, publishNow: Bool) throws
+        -> (
+            UInt32, SecretKey
+        )
+    {
         if let (id, stored) = try database.firstRow(
             "SELECT key_id, key FROM e2e_asset_keys WHERE asset = ? AND key IS NOT NULL", [asset.bytes], { ($0.int64(0), $0.blob(1)) })
         {
@@ -405,8 +557,11 @@ extension LibraryChanges {
         let key = SecretKey()
         try database.execute(
             "INSERT INTO e2e_asset_keys (asset, key_id, key, own) VALUES (?, ?, ?, 1)", [asset.bytes, Int64(keyID), key.bytes])
-        try PhotoLibrary.queue(
-            database, KeyStoreName.asset(asset), WrappedAssetKey(asset: asset, keyID: keyID, key: key).sealed(under: ring.current))
+        if publishNow {
+            try PhotoLibrary.queue(
+                database, KeyStoreName.asset(asset), try wrapper.wrap(WrappedAssetKey(asset: asset, keyID: keyID, key: key)),
+                createOnly: wrapper.createOnly)
+        }
         newAssetKeys[asset] = (keyID, key)
         return (keyID, PayloadSeal.payloadKey(of: key))
     }
@@ -418,8 +573,11 @@ extension Replica {
     /// Whether the library is end-to-end encrypted here.
     package var isEncrypted: Bool { library.encryption.snapshot.enabled }
 
-    /// Whether this device holds the library's key ring.
-    package var isEnrolled: Bool { library.encryption.snapshot.ring != nil }
+    /// Whether this device holds the library's key ring, or was approved as an add-only device.
+    package var isEnrolled: Bool {
+        let state = library.encryption.snapshot
+        return state.ring != nil || (state.addOnly && state.grant != nil)
+    }
 
     /// The server key store's position this device has read up to.
     package func keyStoreCursor() throws -> Int64 {
@@ -454,4 +612,37 @@ extension Replica {
 
     /// What `photoledger status` and the sync summary say of the encryption.
     package var encryptionStatus: EncryptionStatus { library.encryptionStatus }
+}
+
+/// How this device wraps the keys of the assets it makes: under the ring's current generation,
+/// or, on an approved add-only device, sealed to the library's identity with its grant.
+struct AssetKeyWrapper {
+    let ring: KeyRing?
+    let identity: (publicKey: [UInt8], writer: BoxKeyPair, grant: [UInt8])?
+
+    /// Whether the server's entry may only be created, never replaced (an add-only device's).
+    var createOnly: Bool { ring == nil }
+
+    /// The record as the server's key store keeps it.
+    func wrap(_ record: WrappedAssetKey) throws -> [UInt8] {
+        if let ring { return record.sealed(under: ring.current) }
+        guard let identity else { throw PhotoLibraryError(.internalError, "no key wraps the asset keys of this device") }
+        do {
+            return try record.sealed(toIdentity: identity.publicKey, writer: identity.writer, grant: identity.grant)
+        } catch let error as CryptoError {
+            throw PhotoLibraryError(.accessRestricted, "could not seal the key of a new asset for the library's readers: \(error.message)")
+        }
+    }
+}
+
+extension EncryptionKeys.State {
+    /// How this device wraps new asset keys, or nil when it can make none (not enrolled, or an
+    /// add-only device not approved yet).
+    var assetKeyWrapper: AssetKeyWrapper? {
+        if let ring { return AssetKeyWrapper(ring: ring, identity: nil) }
+        if addOnly, let grant, let libraryPublicKey, let device {
+            return AssetKeyWrapper(ring: nil, identity: (libraryPublicKey, device, grant))
+        }
+        return nil
+    }
 }

@@ -165,16 +165,20 @@ public final class PhotoLibrary: Sendable {
         var committedEvents = false
         let result: T
         do {
-            result = try storage.write { db in
-                let access = try self.writeAccess(in: db)
-                let changes = try LibraryChanges(library: self, database: db, access: access)
-                defer { changes.invalidate() }
-                let value = try body(changes)
-                try changes.commit()
-                afterCommit = changes.afterCommit
-                committedEvents = changes.committedEvents
-                pending = try beginCommit(changes.touched, contentBefore: changes.contentBefore, in: db)
-                return value
+            // The archive of a compacted library is entered first (as pulls do): a purge refolds
+            // the asset's archived events too.
+            result = try withArchive { _, archive in
+                try storage.write { db in
+                    let access = try self.writeAccess(in: db)
+                    let changes = try LibraryChanges(library: self, database: db, access: access, archive: archive)
+                    defer { changes.invalidate() }
+                    let value = try body(changes)
+                    try changes.commit()
+                    afterCommit = changes.afterCommit
+                    committedEvents = changes.committedEvents
+                    pending = try beginCommit(changes.touched, contentBefore: changes.contentBefore, in: db)
+                    return value
+                }
             }
         } catch {
             abandon(pending)

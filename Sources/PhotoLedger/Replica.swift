@@ -282,7 +282,8 @@ package struct Replica: Sendable {
     /// The blobs `events` refer to, the resources' apart from the recorded renditions'.
     package func blobs(referencedBy events: [Event]) throws -> (resources: Set<String>, renditions: Set<String>) {
         var hashes = (resources: Set<String>(), renditions: Set<String>())
-        var sealed: (resources: [(asset: UUID, sha256: String)], renditions: [(asset: UUID, sha256: String)]) = ([], [])
+        typealias Sealed = [(asset: UUID, sha256: String, keyID: UInt32)]
+        var sealed: (resources: Sealed, renditions: Sealed) = ([], [])
         let context = library.foldContext
         for event in events {
             let stamp = WriterStamp(hlc: Int64(bitPattern: event.timestamp.rawValue), device: event.device.rawValue)
@@ -297,11 +298,11 @@ package struct Replica: Sendable {
                 isRendition = true
             default: break
             }
-            switch (event.seal.map { KeyKind.of($0.keyID) == .asset } ?? false, isRendition) {
-            case (true, false): sealed.resources += referenced.map { (event.object, $0) }
-            case (true, true): sealed.renditions += referenced.map { (event.object, $0) }
-            case (false, false): hashes.resources.formUnion(referenced)
-            case (false, true): hashes.renditions.formUnion(referenced)
+            switch (event.seal.flatMap { KeyKind.isAssetKey($0.keyID) ? $0.keyID : nil }, isRendition) {
+            case (let keyID?, false): sealed.resources += referenced.map { (event.object, $0, keyID) }
+            case (let keyID?, true): sealed.renditions += referenced.map { (event.object, $0, keyID) }
+            case (nil, false): hashes.resources.formUnion(referenced)
+            case (nil, true): hashes.renditions.formUnion(referenced)
             }
         }
         if !sealed.resources.isEmpty { hashes.resources.formUnion(try library.encryptedBlobNames(for: sealed.resources)) }

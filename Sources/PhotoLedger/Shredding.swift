@@ -61,7 +61,7 @@ extension PhotoLibrary {
         // Fold the assets again with what can still be read.
         var context = foldContext
         if let keys = context.keys {
-            context.keys = PayloadKeys(generations: keys.generations, assets: keys.assets.filter { !destroyed.contains($0.key) })
+            context.keys = keys.removing(destroyed)
         }
         var none: RebuildProgress?
         _ = try Projection(db, archive: archive).refold(Set(purged), context: context, progress: &none)
@@ -79,7 +79,10 @@ extension PhotoLibrary {
                 return shown == true ? hash : nil
             })
         for hash in resources.subtracting(kept) {
-            if let bytes = Hex.decode(hash) { try db.execute("DELETE FROM referenced_resources WHERE sha256 = ?", [bytes]) }
+            guard let bytes = Hex.decode(hash) else { continue }
+            try db.execute("DELETE FROM referenced_resources WHERE sha256 = ?", [bytes])
+            // The projection snapshot of a compacted library names them too (a rebuild starts from it).
+            if archive != nil { try CompactionSnapshot.forgetResource(bytes, in: db) }
         }
         return (destroyed, resources.subtracting(kept))
     }
@@ -89,7 +92,10 @@ extension PhotoLibrary {
     func forgetShreddedEvents(of assets: [UUID], in db: Database, archive: Database?) throws {
         for asset in assets {
             for store in [archive, db].compactMap({ $0 }) {
-                let ids = try store.rows("SELECT event_id FROM events WHERE object_id = ? AND key_id % 4 = 2", [asset.bytes]) { $0.blob(0) }
+                // Sealed with the asset key, or with the asset key under a generation (both need the asset key).
+                let ids = try store.rows("SELECT event_id FROM events WHERE object_id = ? AND key_id % 4 >= 2", [asset.bytes]) {
+                    $0.blob(0)
+                }
                 for id in ids {
                     try db.execute("DELETE FROM quarantine WHERE event_id = ? AND kind = ?", [id, Int64(QuarantineKind.sealed.rawValue)])
                 }

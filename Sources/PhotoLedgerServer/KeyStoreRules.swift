@@ -12,8 +12,14 @@ import SyncProtocol
 /// - `ring/NAME` (the key ring sealed for a device): written by readWrite devices (enrolment,
 ///   rotation) or by the device itself (a restore with the recovery key); deleted by readWrite.
 /// - `ring/recovery`: written by readWrite devices.
-/// - `asset/UUID` (an asset's key sealed under a library key): written by devices that may write;
-///   an addOnly device only creates; deleted (crypto-shredding) by readWrite devices.
+/// - `writer/NAME` (an add-only device's public key): written by that device only; deleted by
+///   readWrite devices (revocation) or by the device itself.
+/// - `grant/NAME` (the approval of an add-only device): written and deleted by readWrite devices.
+/// - `asset/UUID` (an asset's key sealed under a library key, or sealed to the library's identity
+///   by an add-only device): written by devices that may write; an addOnly device only creates the
+///   key of a new asset (no entry of that name, no event of that object from another device:
+///   `SyncRequestHandler` checks both), never replaces one; deleted (crypto-shredding) by
+///   readWrite devices.
 public enum KeyStoreRules {
     /// Why `credential` may not make `change`, or nil when it may.
     public static func problem(with change: KeyChange, for credential: Credential) -> String? {
@@ -35,12 +41,20 @@ public enum KeyStoreRules {
             } else {
                 guard parts[1] == own else { return "a device publishes only its own key ('device/\(own)')" }
             }
+        case "writer":
+            if change.value == nil {
+                guard readWrite || parts[1] == own else { return "only a readWrite device may delete another device's key" }
+            } else {
+                guard parts[1] == own else { return "a device publishes only its own key ('writer/\(own)')" }
+            }
+        case "grant":
+            guard readWrite else { return "only a readWrite device may approve or revoke an add-only device" }
         case "ring":
             guard readWrite || (parts[1] == own && change.value != nil) else {
                 return "only a readWrite device may seal the key ring for another device or for the recovery key"
             }
         case "asset":
-            guard let asset = UUID(uuidString: parts[1]), asset.uuidString.lowercased() == parts[1] else {
+            guard KeyStoreRules.isLowercaseUUID(parts[1].utf8) else {
                 return "'\(name)' is not an entry of the key store (an asset key is named asset/ and the asset's UUID in lowercase)"
             }
             if change.value == nil {
@@ -53,6 +67,22 @@ public enum KeyStoreRules {
             return "'\(name)' is not an entry of the key store"
         }
         return nil
+    }
+}
+
+extension KeyStoreRules {
+    /// Whether `text` is a UUID in lowercase hexadecimal with its four dashes (checked byte by
+    /// byte: a large library's asset keys arrive by the ten thousand).
+    static func isLowercaseUUID(_ text: String.UTF8View) -> Bool {
+        guard text.count == 36 else { return false }
+        for (index, byte) in text.enumerated() {
+            if index == 8 || index == 13 || index == 18 || index == 23 {
+                guard byte == 0x2D else { return false }
+            } else {
+                guard (byte >= 0x30 && byte <= 0x39) || (byte >= 0x61 && byte <= 0x66) else { return false }
+            }
+        }
+        return true
     }
 }
 
@@ -82,18 +112,40 @@ extension SyncRequestHandler {
         var results: [KeyChangesResponse.Result?] = []
         var allowed: [KeyChange] = []
         for change in request.changes {
-            if let problem = KeyStoreRules.problem(with: change, for: credential) {
+            if let problem = try KeyStoreRules.problem(with: change, for: credential) ?? addOnlyAssetProblem(change, credential) {
                 results.append(KeyChangesResponse.Result(name: change.name, status: .forbidden, reason: problem))
             } else {
                 results.append(nil)
                 allowed.append(change)
             }
         }
-        var statuses = try store.applyKeyChanges(libraryID: credential.libraryID, allowed, by: credential.device, at: configuration.clock())
-            .makeIterator()
+        let applied = try store.applyKeyChangesReportingPositions(
+            libraryID: credential.libraryID, allowed, by: credential.device, at: configuration.clock())
+        var statuses = applied.statuses.makeIterator()
         let answered = request.changes.indices.map { index in
             results[index] ?? KeyChangesResponse.Result(name: request.changes[index].name, status: statuses.next() ?? .conflict)
         }
-        return .json(KeyChangesResponse(results: answered))
+        return .json(KeyChangesResponse(results: answered, from: applied.from, through: applied.through))
+    }
+
+    /// Why an addOnly device may not write this asset key, or nil: it only creates the key of a
+    /// new asset. An entry of that name with other bytes is never replaced, and an asset the log
+    /// holds already (made elsewhere, or purged with its key destroyed) gets no key from it.
+    private func addOnlyAssetProblem(_ change: KeyChange, _ credential: Credential) throws -> String? {
+        guard credential.scope == .addOnly, let value = change.value, change.name.hasPrefix("asset/"),
+            let asset = UUID(uuidString: String(change.name.dropFirst("asset/".count)))
+        else { return nil }
+        if let held = try store.keyEntry(libraryID: credential.libraryID, name: change.name) {
+            return held == value
+                ? nil
+                : "an addOnly device may only create the key of a new asset: '\(change.name)' exists already and is never replaced"
+        }
+        let presence = try store.withPushTransaction(library: credential.libraryID, device: credential.device, at: configuration.clock()) {
+            try $0.presence(ofObject: asset)
+        }
+        if case .held = presence {
+            return "an addOnly device may only create the key of a new asset: asset \(asset.uuidString) exists in this library already"
+        }
+        return nil
     }
 }

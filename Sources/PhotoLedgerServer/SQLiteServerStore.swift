@@ -477,15 +477,16 @@ public final class SQLiteServerStore: ServerStore {
         }
     }
 
-    public func applyKeyChanges(libraryID: Int64, _ changes: [KeyChange], by device: DeviceID, at milliseconds: UInt64) throws
-        -> [KeyChangeStatus]
+    public func applyKeyChangesReportingPositions(libraryID: Int64, _ changes: [KeyChange], by device: DeviceID, at milliseconds: UInt64)
+        throws -> (statuses: [KeyChangeStatus], from: Int64, through: Int64)
     {
         try writer.write { db in
             // Deleted entries (destroyed keys) are overwritten in the file, not only unlinked.
             try db.execute("PRAGMA secure_delete = ON")
-            var seq =
+            let from =
                 try db.firstRow("SELECT coalesce(max(seq), 0) FROM key_entries WHERE library_id = ?", [libraryID]) { $0.int64(0) } ?? 0
-            return try changes.map { change in
+            var seq = from
+            let statuses = try changes.map { change -> KeyChangeStatus in
                 guard let value = change.value else {
                     try db.execute("DELETE FROM key_entries WHERE library_id = ? AND name = ?", [libraryID, change.name])
                     return .deleted
@@ -505,6 +506,7 @@ public final class SQLiteServerStore: ServerStore {
                     """, [libraryID, change.name, value, device.rawValue, Int64(milliseconds), seq])
                 return .stored
             }
+            return (statuses, from, seq)
         }
     }
 }

@@ -299,8 +299,20 @@ public protocol ServerStore: Sendable {
     func keyEntry(libraryID: Int64, name: String) throws -> [UInt8]?
     /// Applies `changes` in order, in one transaction, for `device`: a write replaces the entry
     /// (unless `createOnly` and an entry with other bytes exists: `conflict`), a change without a
-    /// value deletes it. Returns the status of each.
-    func applyKeyChanges(libraryID: Int64, _ changes: [KeyChange], by device: DeviceID, at milliseconds: UInt64) throws -> [KeyChangeStatus]
+    /// value deletes it. Returns the status of each, and the store's position before and after
+    /// the changes (the writes take the positions between, one after another).
+    func applyKeyChangesReportingPositions(libraryID: Int64, _ changes: [KeyChange], by device: DeviceID, at milliseconds: UInt64) throws
+        -> (statuses: [KeyChangeStatus], from: Int64, through: Int64)
+}
+
+extension ServerStore {
+    /// Applies `changes` (see ``applyKeyChangesReportingPositions(libraryID:_:by:at:)``) and
+    /// returns the status of each.
+    public func applyKeyChanges(libraryID: Int64, _ changes: [KeyChange], by device: DeviceID, at milliseconds: UInt64) throws
+        -> [KeyChangeStatus]
+    {
+        try applyKeyChangesReportingPositions(libraryID: libraryID, changes, by: device, at: milliseconds).statuses
+    }
 }
 
 extension ServerStore {

@@ -9,7 +9,7 @@ import SyncProtocol
 /// enrolled, its assets' keys with their blob names, destroyed keys), then read what changed on
 /// the server since the last look (a ring sealed for this device, other devices' asset keys).
 extension SyncEngine {
-    /// Publishes queued entries, then reads the key store's changes. In a plain library it only
+    /// Reads the key store's changes, then publishes queued entries. In a plain library it only
     /// checks that the server's library is plain too: a plain library with changes of its own
     /// never syncs with an encrypted one (its changes would reach the server in the clear), and
     /// an empty one joins it (its public key is published, to be approved).
@@ -25,7 +25,6 @@ extension SyncEngine {
                         + "(`photoledger init`, `photoledger remote`, `photoledger device enroll`)")
             }
         }
-        try await publishKeys(&report)
         let cursor = try replica.keyStoreCursor()
         let response = try await exchange(
             .get, SyncRoutes.keys(library: remote.libraryName, after: cursor), nil as KeyChangesRequest?, as: KeyEntriesResponse.self)
@@ -38,7 +37,12 @@ extension SyncEngine {
             throw SyncError.invalidRemote(error.message)
         }
         report.encryptionNotes += absorbed.problems
-        if absorbed.enrolled { report.encryptionNotes.append("this device was enrolled: it now reads the library") }
+        if absorbed.enrolled {
+            report.encryptionNotes.append(
+                replica.encryptionStatus == .addOnly
+                    ? "this add-only device was approved: it seals the assets it adds for the library's readers, and reads nothing"
+                    : "this device was enrolled: it now reads the library")
+        }
         if absorbed.newGenerations && !absorbed.enrolled {
             report.encryptionNotes.append("a new library key generation arrived (a device was revoked)")
         }
@@ -50,12 +54,18 @@ extension SyncEngine {
                 "this device holds no key of the encrypted library yet: approve it on an enrolled device (`photoledger device approve "
                     + "\(library.device.rawValue)`)" + (code.map { " and check that it shows the code \($0)" } ?? ""))
         }
+        // Published after reading: the server says where this device's writes went, so it need
+        // not read them back.
+        try await publishKeys(&report)
     }
 
-    /// Writes the entries this device queued to the server's key store.
+    /// Writes the entries this device queued to the server's key store. When a request's writes
+    /// directly follow the position this device has read up to (no other device wrote in
+    /// between), the read position moves past them: a device never reads its own writes back.
     func publishKeys(_ report: inout SyncReport) async throws {
         let pending = try replica.pendingKeyEntries()
         guard !pending.isEmpty else { return }
+        var cursor = replica.isEnrolled ? try replica.keyStoreCursor() : nil
         var start = 0
         while start < pending.count {
             try Task.checkCancellation()
@@ -65,6 +75,12 @@ extension SyncEngine {
                 .post, SyncRoutes.keys(library: remote.libraryName),
                 KeyChangesRequest(changes: chunk.map { KeyChange(name: $0.name, value: $0.value, createOnly: $0.createOnly) }),
                 as: KeyChangesResponse.self)
+            if let read = cursor, response.from == read, let through = response.through, through >= read {
+                try replica.setKeyStoreCursor(through)
+                cursor = through
+            } else {
+                cursor = nil
+            }
             var done: [(name: String, value: [UInt8]?)] = []
             for (entry, result) in zip(chunk, response.results) {
                 switch result.status {
@@ -107,6 +123,9 @@ public struct EnrolmentRequest: Sendable, Hashable {
     public var publicKey: [UInt8]
     /// The short authentication code the approving device shows; the new device must show the same.
     public var code: String
+    /// Whether the device asked to join as an add-only device (its token may only add assets):
+    /// approving it gives it no key, only the right to seal new assets for the library's readers.
+    public var addOnly: Bool = false
 }
 
 extension SyncEngine {
@@ -125,16 +144,20 @@ extension SyncEngine {
     public func enrolmentRequests() async throws -> [EnrolmentRequest] {
         let entries = try await keyStoreEntries()
         return try entries.keys.sorted().compactMap { name in
-            guard name.hasPrefix("device/"), let key = entries[name], key.count == 32 else { return nil }
-            let device = DeviceID(String(name.dropFirst("device/".count)))
-            guard entries["ring/\(device.rawValue)"] == nil, device != library.device else { return nil }
-            return EnrolmentRequest(device: device, publicKey: key, code: try library.enrolmentCode(for: key))
+            let addOnly = name.hasPrefix("writer/")
+            guard name.hasPrefix("device/") || addOnly, let key = entries[name], key.count == 32 else { return nil }
+            let device = DeviceID(String(name.drop { $0 != "/" }.dropFirst()))
+            guard entries[addOnly ? "grant/\(device.rawValue)" : "ring/\(device.rawValue)"] == nil, device != library.device else {
+                return nil
+            }
+            return EnrolmentRequest(
+                device: device, publicKey: key, code: try library.enrolmentCode(for: key, addOnly: addOnly), addOnly: addOnly)
         }
     }
 
     /// Approves a device (after the user confirmed the codes match) and publishes its ring.
     public func approve(_ request: EnrolmentRequest) async throws {
-        try library.approveEnrolment(of: request.device, publicKey: request.publicKey)
+        try library.approveEnrolment(of: request.device, publicKey: request.publicKey, addOnly: request.addOnly)
         try await publishKeysOrThrow()
     }
 
@@ -144,6 +167,12 @@ extension SyncEngine {
     /// admin revoke-token`), so it cannot even fetch the ciphertext.
     public func revoke(_ device: DeviceID, recovery: RecoveryKeyText? = nil) async throws {
         let entries = try await keyStoreEntries()
+        if entries["writer/\(device.rawValue)"] != nil || entries["grant/\(device.rawValue)"] != nil {
+            // An add-only device held no key: its grant goes, no key changes.
+            try library.revokeAddOnlyDevice(device)
+            try await publishKeysOrThrow()
+            return
+        }
         guard entries["device/\(device.rawValue)"] != nil || entries["ring/\(device.rawValue)"] != nil else {
             throw SyncError.invalidRemote(
                 "no device named '\(device.rawValue)' is enrolled in this library; `photoledger device list` shows them")

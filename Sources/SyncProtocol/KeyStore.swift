@@ -197,7 +197,10 @@ public enum KeyChangeStatus: String, Sendable, Hashable {
 }
 
 /// The answer to ``KeyChangesRequest``: `{"results":[{"name":…,"status":"stored"}, …]}` in
-/// request order, with a `reason` for a forbidden change.
+/// request order, with a `reason` for a forbidden change, and (from servers that say) the key
+/// store's positions before and after the request's writes, `"from":41,"through":43`: the
+/// writes took the positions between, so a device whose read position was `from` may move it
+/// to `through` without reading its own writes back.
 public struct KeyChangesResponse: WireMessage, Hashable {
     /// One result.
     public struct Result: Sendable, Hashable {
@@ -218,9 +221,17 @@ public struct KeyChangesResponse: WireMessage, Hashable {
 
     /// The results, in request order.
     public var results: [Result]
+    /// The key store's position before the request's writes (nil from a server that does not say).
+    public var from: Int64?
+    /// The key store's position after them.
+    public var through: Int64?
 
     /// Creates the response.
-    public init(results: [Result]) { self.results = results }
+    public init(results: [Result], from: Int64? = nil, through: Int64? = nil) {
+        self.results = results
+        self.from = from
+        self.through = through
+    }
 
     public func write(to writer: inout JSONWriter) {
         writer.beginObject()
@@ -234,12 +245,21 @@ public struct KeyChangesResponse: WireMessage, Hashable {
             writer.endObject()
         }
         writer.endArray()
+        if let from, let through {
+            writer.key("from"); writer.integer(from)
+            writer.key("through"); writer.integer(through)
+        }
         writer.endObject()
     }
 
     public static func read(from reader: inout JSONReader) throws -> KeyChangesResponse {
-        var results: [Result]?
+        var results: [Result]?, from: Int64?, through: Int64?
         try readObject(&reader, path: "") { key, reader in
+            if key == "from" || key == "through" {
+                let value = try reading(key) { try reader.readInt64() }
+                if key == "from" { from = value } else { through = value }
+                return true
+            }
             guard key == "results" else { return false }
             var list: [Result] = []
             try reading(key) { try reader.beginArray() }
@@ -266,6 +286,6 @@ public struct KeyChangesResponse: WireMessage, Hashable {
             results = list
             return true
         }
-        return KeyChangesResponse(results: try required(results, "results"))
+        return KeyChangesResponse(results: try required(results, "results"), from: from, through: through)
     }
 }

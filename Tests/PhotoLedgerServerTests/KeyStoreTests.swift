@@ -85,6 +85,12 @@ struct KeyStoreTests {
         #expect(KeyStoreRules.problem(with: KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000010", value: nil), for: kiosk) != nil)
         #expect(KeyStoreRules.problem(with: KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000010", value: [1]), for: frame) != nil)
         #expect(KeyStoreRules.problem(with: KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000010", value: nil), for: anna) == nil)
+        #expect(KeyStoreRules.problem(with: KeyChange(name: "writer/kiosk", value: [1]), for: kiosk) == nil)
+        #expect(KeyStoreRules.problem(with: KeyChange(name: "writer/anna", value: [1]), for: kiosk)?.contains("only its own key") == true)
+        #expect(KeyStoreRules.problem(with: KeyChange(name: "writer/kiosk", value: nil), for: anna) == nil)
+        #expect(KeyStoreRules.problem(with: KeyChange(name: "grant/kiosk", value: [1]), for: anna) == nil)
+        #expect(KeyStoreRules.problem(with: KeyChange(name: "grant/kiosk", value: [1]), for: kiosk)?.contains("approve") == true)
+        #expect(KeyStoreRules.problem(with: KeyChange(name: "grant/kiosk", value: nil), for: frame) != nil)
         #expect(KeyStoreRules.problem(with: KeyChange(name: "asset/x", value: [1]), for: anna) != nil)
         #expect(KeyStoreRules.problem(with: KeyChange(name: "other/thing", value: [1]), for: anna) != nil)
     }
@@ -103,6 +109,7 @@ struct KeyStoreTests {
         ])
         let answer = try await anna.send("POST", path, body: changes.encoded()).decode(KeyChangesResponse.self)
         #expect(answer.results.map(\.status) == [.stored, .forbidden, .stored])
+        #expect(answer.from == 0 && answer.through == 2, "the two writes took positions 1 and 2")
         #expect(answer.results[1].reason?.contains("only its own key") == true)
         info = try await frame.send("GET", SyncRoutes.library("family")).decode(LibraryInfo.self)
         #expect(info.endToEndEncrypted)
@@ -110,6 +117,17 @@ struct KeyStoreTests {
         #expect(all.entries.map(\.name) == ["asset/0193a5b2-7c00-7000-8000-000000000006", "library/public"])
         let none = try await kiosk.send("GET", SyncRoutes.keys(library: "family", after: all.last)).decode(KeyEntriesResponse.self)
         #expect(none.entries.isEmpty && none.last == all.last)
+        // An addOnly device creates the key of a new asset, never replaces one, nor makes one for an asset the log holds.
+        let replace = try await kiosk.send(
+            "POST", path,
+            body: KeyChangesRequest(changes: [
+                KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000006", value: [4], createOnly: true),
+                KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000006", value: [3], createOnly: true),
+                KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000007", value: [5], createOnly: true),
+            ]).encoded()
+        ).decode(KeyChangesResponse.self)
+        #expect(replace.results.map(\.status) == [.forbidden, .stored, .stored])
+        #expect(replace.results[0].reason?.contains("exists already and is never replaced") == true)
         let shred = try await kiosk.send(
             "POST", path,
             body: KeyChangesRequest(changes: [KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000006", value: nil)]).encoded())

@@ -55,6 +55,8 @@ struct EncryptionSyncTests {
             for title in Self.titles { try changes.createAlbum(title: title).addAssets(assets) }
         }
         try await anna.sync()
+        // Anna's read position moved past her own writes: she never reads them back.
+        #expect(try anna.library.replica.keyStoreCursor() == server.store.keyEntries(libraryID: 1, after: 0).last)
 
         // Ben's empty library joins: it publishes its key and waits; it reads nothing yet.
         let waiting = try await ben.sync()
@@ -173,6 +175,94 @@ struct EncryptionSyncTests {
         #expect(try anna.library.fetchAssetCollections(with: .album).contains { $0.localizedTitle == "Ben after" })
         let revoke = await #expect(throws: SyncError.self) { try await anna.engine.revoke("nobody") }
         #expect(revoke?.description.contains("no device named 'nobody'") == true)
+    }
+
+    @Test(
+        "a revoked device cannot read a favorite, a new place or an edit made after its revocation on an asset it held; the other devices read them"
+    )
+    func revokedDeviceCannotReadLaterChanges() async throws {
+        let server = try TestServer()
+        let clock = TestClock()
+        let directory = try TemporaryDirectory()
+        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
+        let ben = try Device("ben-tablet", server: server, directory: directory, clock: clock, seed: 2)
+        let cara = try Device("cara-laptop", server: server, directory: directory, clock: clock, seed: 3)
+        _ = try anna.library.enableEncryption()
+        let files = Array(try media(in: directory).prefix(1))
+        let asset = try await anna.library.performChanges { changes in
+            guard case .created(let request)? = try changes.importAssets(fromFilesAt: files).first else {
+                throw PhotoLibraryError(.internalError, "the photo was not imported")
+            }
+            return request.placeholderForCreatedAsset.localIdentifier
+        }
+        try await anna.sync()
+        for device in [ben, cara] {
+            try await device.sync()
+            for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }
+            try await device.sync()
+        }
+        #expect(try cara.library.fetchAssets().count == 1)
+        #expect(cara.library.encryption.snapshot.assetKeys.count == 1)
+
+        try await anna.engine.revoke("cara-laptop")
+        let rendered = Data(JPEGEncoder().encode(RGBImage.scene(width: 200, height: 100, seed: 9)))
+        try anna.library.performChangesAndWait { changes in
+            let request = try changes.assetChangeRequest(for: asset)
+            try request.setFavorite(true)
+            try request.setLocation(Location(latitude: 59.3293, longitude: 18.0686))
+            try request.setContentEditingOutput(
+                ContentEditingOutput(
+                    renderedContent: .data(rendered), adjustmentFormatIdentifier: "com.example.crop", adjustmentFormatVersion: "1",
+                    adjustmentData: Data("crop".utf8)))
+        }
+        try await anna.sync()
+        try await ben.sync()
+        try await cara.sync()
+
+        // Ben reads the changes: the favorite, the place, the edit and its bytes.
+        let benAsset = try #require(try ben.library.fetchAssets().first)
+        #expect(benAsset.isFavorite && abs((benAsset.location?.latitude ?? 0) - 59.3293) < 0.001)
+        #expect(try ben.library.adjustmentData(for: asset)?.formatIdentifier == "com.example.crop")
+        #expect(try ben.library.requestImageData(for: asset) == rendered)
+        #expect(try ben.library.viewsForTests() == anna.library.viewsForTests())
+
+        // Cara kept the asset key, and still sees the asset only as it was: the changes wait sealed.
+        let caraAsset = try #require(try cara.library.fetchAssets().first)
+        #expect(!caraAsset.isFavorite && abs((caraAsset.location?.latitude ?? 0) - 38.7223) < 0.001)
+        #expect(try cara.library.adjustmentData(for: asset) == nil)
+        let uuid = try #require(LocalIdentifier(asset)).uuid
+        let later = try anna.library.allEventsForTests().filter { $0.object == uuid && $0.type != EventType.assetCreated.rawValue }
+        #expect(later.count >= 2)
+        #expect(later.allSatisfy { $0.seal.map { KeyKind.of($0.keyID) == .assetEpoch } == true })
+        #expect(try cara.library.statistics().quarantined[.sealed] == later.count)
+        // No key Cara holds, nor any it can derive, opens them or the edit's bytes.
+        let held = cara.library.encryption.snapshot
+        let generations = held.ring?.generations.map(\.key) ?? []
+        var keys = held.assetKeys.values.map(\.key) + generations
+        keys += generations.flatMap { generation in
+            held.assetKeys.values.map { PayloadSeal.assetEpochKey(assetKey: $0.key, generationKey: generation) }
+        }
+        keys += keys.map(PayloadSeal.payloadKey(of:))
+        for event in later {
+            for key in keys { #expect((try? PayloadSeal.open(event, payloadKey: key)) == nil) }
+        }
+        let blobs = try everything(under: server.directory.url).filter { $0.path.contains("/blobs/") }
+        #expect(blobs.count >= 2)
+        let opening = blobs.filter { blob in
+            keys.contains { key in
+                (try? ResourceCipher.decrypt(
+                    fileAt: URL(fileURLWithPath: blob.path), to: directory.file("attempt"), key: PhotoLibrary.resourceKey(of: key))) != nil
+            }
+        }
+        #expect(opening.count == 1)
+        // A device enrolled after the revocation reads everything, and the chains agree.
+        let dave = try Device("dave-phone", server: server, directory: directory, clock: clock, seed: 4)
+        try await dave.sync()
+        for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }
+        try await dave.sync()
+        #expect(try dave.library.viewsForTests() == anna.library.viewsForTests())
+        #expect(try dave.library.requestImageData(for: asset) == rendered)
+        #expect(try cara.library.verify().failure == nil)
     }
 
     @Test("a readOnly device reads an encrypted library but cannot enrol others: the server's refusal is the error")
@@ -304,6 +394,218 @@ struct EncryptionSyncTests {
         for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }
         try await cara.sync()
         #expect(try cara.library.viewsForTests() == annaViews)
+    }
+
+    @Test(
+        "an add-only device adds photos that readers open with their metadata and bytes, holds nothing that opens anything else, and cannot replace an asset's key"
+    )
+    func addOnlyDeviceWritesWithoutReading() async throws {
+        let server = try TestServer()
+        let clock = TestClock()
+        let directory = try TemporaryDirectory()
+        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
+        let camera = try Device("camera", server: server, directory: directory, clock: clock, seed: 2, scope: .addOnly)
+        _ = try anna.library.enableEncryption()
+        let files = try media(in: directory)
+        let annaAssets = try await anna.library.performChanges { changes in
+            let assets = try changes.importAssets(fromFilesAt: [files[0]]).compactMap { result -> String? in
+                if case .created(let request) = result { return request.placeholderForCreatedAsset.localIdentifier }
+                return nil
+            }
+            try changes.createAlbum(title: Self.titles[0]).addAssets(assets)
+            return assets
+        }
+        try await anna.sync()
+
+        // The camera asks to join as an add-only device, with a code of its own; before it is approved it adds nothing.
+        let waiting = try await camera.sync()
+        #expect(waiting.encryptionNotes.contains { $0.contains("photoledger device approve camera") })
+        guard case .awaitingEnrolment(let code?) = camera.library.encryptionStatus else {
+            Issue.record("the camera should await approval with a code")
+            return
+        }
+        let early = await #expect(throws: PhotoLibraryError.self) {
+            try await camera.library.performChanges { _ = try $0.importAssets(fromFilesAt: [files[1]]) }
+        }
+        #expect(early?.message.contains("add-only device has not been approved yet") == true)
+        let requests = try await anna.engine.enrolmentRequests()
+        let request = try #require(requests.first)
+        #expect(requests.count == 1 && request.device == "camera" && request.addOnly && request.code == code)
+        try await anna.engine.approve(request)
+        let approved = try await camera.sync()
+        #expect(approved.encryptionNotes.contains { $0.contains("add-only device was approved") })
+        #expect(camera.library.encryptionStatus == .addOnly)
+
+        // Two imports on the camera: photos with EXIF and GPS and a movie, then a PNG on its own (no album).
+        try await camera.library.performChanges { changes in
+            let results = try changes.importAssets(fromFilesAt: [files[1], files[3]])
+            #expect(results.allSatisfy { if case .created = $0 { true } else { false } })
+        }
+        try await camera.library.performChanges { _ = try $0.createAsset(fromImageAt: files[2]) }
+        let report = try await camera.sync()
+        #expect(report.encryptionNotes.isEmpty)
+        #expect(report.uploadedResources == 3)
+        let cameraEvents = try camera.library.allEventsForTests()
+        #expect(cameraEvents.count == 3 && cameraEvents.allSatisfy { $0.seal.map { KeyKind.of($0.keyID) == .asset } == true })
+
+        // Anna reads the camera's assets: metadata and bytes.
+        try await anna.sync()
+        #expect(try anna.library.statistics().quarantined.isEmpty)
+        let all = try anna.library.fetchAssets()
+        #expect(all.count == 4)
+        let added = all.filter { !annaAssets.contains($0.localIdentifier) }
+        #expect(added.count == 3)
+        var names: [String: Asset] = [:]
+        for asset in added {
+            let resource = try #require(try anna.library.resources(for: asset).first)
+            names[resource.originalFilename] = asset
+            let original = try Data(contentsOf: try #require(files.first { $0.lastPathComponent == resource.originalFilename }))
+            #expect(try anna.library.requestData(for: resource) == original)
+        }
+        #expect(Set(names.keys) == Set(Self.fileNames.dropFirst()))
+        let beach = try #require(names[Self.fileNames[1]])
+        #expect(beach.creationDate == Date(timeIntervalSince1970: 1_650_000_000))
+        #expect(abs((beach.location?.latitude ?? 0) - 51.5007) < 0.001 && abs((beach.location?.longitude ?? 0) + 0.1246) < 0.001)
+        #expect(names[Self.fileNames[3]]?.mediaType == .video)
+        // Anna may edit them like any asset, and the chains agree.
+        try anna.library.performChangesAndWait { try $0.assetChangeRequest(for: beach).setFavorite(true) }
+        try await anna.sync()
+        #expect(try anna.library.fetchAssets().first { $0.localIdentifier == beach.localIdentifier }?.isFavorite == true)
+
+        // Nothing the camera holds or received opens any other asset's payload: not its device key, not the keys of its
+        // own assets, not any key-sized run of bytes of its database or of the server's key store.
+        let state = camera.library.encryption.snapshot
+        #expect(state.ring == nil)
+        let cameraObjects = Set(cameraEvents.map(\.object))
+        #expect(Set(state.assetKeys.keys) == cameraObjects)
+        let others = try anna.library.allEventsForTests().filter { $0.seal != nil && !cameraObjects.contains($0.object) }
+        #expect(others.count >= 3)
+        var candidates: [[UInt8]] = state.assetKeys.values.map(\.key.bytes) + [try #require(state.device).secretKey.bytes]
+        let held = try camera.library.readDatabase { db in
+            try ["e2e_state", "e2e_asset_keys", "e2e_outbox", "device_settings"].flatMap { table in
+                try db.rows("SELECT * FROM \(table)") { row in (0..<row.columnCount).map { row.value($0) } }.joined()
+            }
+        }
+        let received = try await camera.engine.keyStoreEntries().values
+        for case .blob(let bytes) in held { candidates.append(bytes) }
+        candidates += received
+        for bytes in candidates where bytes.count >= SecretKey.length {
+            for start in 0...(bytes.count - SecretKey.length) {
+                let key = try SecretKey(bytes: Array(bytes[start..<start + SecretKey.length]))
+                for event in others {
+                    #expect((try? PayloadSeal.open(event, payloadKey: PayloadSeal.payloadKey(of: key))) == nil)
+                    #expect((try? PayloadSeal.open(event, payloadKey: key)) == nil)
+                }
+            }
+        }
+
+        // The camera may not replace the key of an existing asset: the server refuses, saying why.
+        let target = try #require(LocalIdentifier(annaAssets[0])).uuid
+        let forged = try WrappedAssetKey(asset: target, keyID: KeyKind.asset.newIdentifier(), key: SecretKey()).sealed(
+            toIdentity: try #require(state.libraryPublicKey), writer: try #require(state.device), grant: try #require(state.grant))
+        try camera.library.withDatabase { try PhotoLibrary.queue($0, KeyStoreName.asset(target), forged, createOnly: true) }
+        let refused = try await camera.sync()
+        #expect(
+            refused.encryptionNotes.contains {
+                $0.contains("refused the key entry 'asset/\(target.uuidString.lowercased())'")
+                    && $0.contains("an addOnly device may only create the key of a new asset")
+            })
+        #expect(try server.store.keyEntry(libraryID: 1, name: KeyStoreName.asset(target)) != forged)
+        // Nor create one for an asset the log holds whose entry is gone.
+        let png = try #require(names[Self.fileNames[2]])
+        let orphan = try #require(LocalIdentifier(png.localIdentifier)).uuid
+        _ = try server.store.applyKeyChanges(
+            libraryID: 1, [KeyChange(name: KeyStoreName.asset(orphan), value: nil)], by: "anna-phone", at: 1)
+        let again = try WrappedAssetKey(asset: orphan, keyID: KeyKind.asset.newIdentifier(), key: SecretKey()).sealed(
+            toIdentity: try #require(state.libraryPublicKey), writer: try #require(state.device), grant: try #require(state.grant))
+        try camera.library.withDatabase { try PhotoLibrary.queue($0, KeyStoreName.asset(orphan), again, createOnly: true) }
+        let refusedAgain = try await camera.sync()
+        #expect(refusedAgain.encryptionNotes.contains { $0.contains("exists in this library already") })
+        #expect(try anna.library.verify().failure == nil)
+    }
+
+    @Test(
+        "purging an asset whose creation was compacted into the archive shreds it there too: views, verify and rebuild agree on every device"
+    )
+    func purgeAfterCompaction() async throws {
+        let server = try TestServer()
+        let clock = TestClock()
+        let directory = try TemporaryDirectory()
+        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
+        let ben = try Device("ben-tablet", server: server, directory: directory, clock: clock, seed: 2)
+        _ = try anna.library.enableEncryption()
+        let files = Array(try media(in: directory).prefix(2))
+        let assets = try await anna.library.performChanges { changes in
+            let assets = try changes.importAssets(fromFilesAt: files).compactMap { result -> String? in
+                if case .created(let request) = result { return request.placeholderForCreatedAsset.localIdentifier }
+                return nil
+            }
+            try changes.createAlbum(title: "Kept Album").addAssets(assets)
+            return assets
+        }
+        try await anna.sync()
+        try await ben.sync()
+        for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }
+        try await ben.sync()
+        _ = try anna.library.createAlbumForTests("Later")
+        try await anna.sync()
+        try await ben.sync()
+        try await anna.sync()
+        let doomed = try #require(LocalIdentifier(assets[0])).uuid
+        for device in [anna, ben] {
+            let result = try await device.engine.compactAcknowledgedEvents()
+            #expect(result.report.archivedEvents > 0)
+            let live = try device.library.readDatabase { db in
+                try db.firstRow("SELECT count(*) FROM events WHERE object_id = ?", [doomed.bytes]) { $0.int64(0) }
+            }
+            #expect(live == 0, "the asset's creation is in the archive of \(device.library.device)")
+        }
+
+        let doomedResource = try #require(try anna.library.resources(for: assets[0]).first)
+        try anna.library.performChangesAndWait { try $0.deleteAssets([assets[0]]) }
+        try anna.library.performChangesAndWait { try $0.purgeAssets([assets[0]]) }
+        try await anna.sync()
+        try await ben.sync()
+
+        // Nothing of the purged asset's content (its file name, the hash of its bytes) stays in any table, the
+        // projection snapshot included.
+        let name = Array(Self.fileNames[0].utf8)
+        let hash = try #require(Hex.decode(doomedResource.sha256))
+        let annaViews = try anna.library.viewsForTests()
+        for device in [anna, ben] {
+            let tables = try device.library.readDatabase { db in
+                try db.rows("SELECT name FROM sqlite_master WHERE type = 'table'") { $0.text(0) }
+            }
+            for table in tables {
+                let values = try device.library.readDatabase { db in
+                    try db.rows("SELECT * FROM \(table)") { row in (0..<row.columnCount).map { row.value($0) } }.joined()
+                }
+                for value in values {
+                    switch value {
+                    case .text(let text):
+                        #expect(
+                            !text.contains(Self.fileNames[0]) && !text.contains(doomedResource.sha256), "\(device.library.device): \(table)"
+                        )
+                    case .blob(let bytes):
+                        #expect(
+                            bytes.firstRange(of: name) == nil && bytes.firstRange(of: hash) == nil, "\(device.library.device): \(table)")
+                    default: break
+                    }
+                }
+            }
+            #expect(try device.library.fetchAssets().count == 1)
+            #expect(try device.library.statistics().quarantined.isEmpty)
+            #expect(device.library.encryption.snapshot.assetKeys[doomed] == nil)
+            #expect(try device.library.verify().failure == nil)
+            #expect(try device.library.verify().archivedEvents > 0)
+            #expect(try device.library.viewsForTests() == annaViews, "\(device.library.device)")
+            try device.library.rebuild()
+            #expect(try device.library.viewsForTests() == annaViews, "\(device.library.device) after a rebuild")
+        }
+        let history = try ben.library.history(of: assets[0]).entries
+        #expect(history.map(\.type) == ["asset.created", "asset.deleted", "asset.purged"])
+        #expect(history.prefix(2).allSatisfy { $0.changes.isEmpty })
+        #expect(try anna.library.fetchAssetCollections(with: .album).count == 2)
     }
 
     /// Every file under `directory`, with its bytes.

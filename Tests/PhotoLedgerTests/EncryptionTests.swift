@@ -24,8 +24,12 @@ struct EncryptionTests {
         #expect(events.allSatisfy { $0.seal != nil })
         let title = Array("Secret Holiday Album".utf8)
         #expect(!events.contains { $0.payload.firstRange(of: title) != nil })
-        // Asset events use the asset's key, album events a library key generation.
-        #expect(events.filter { $0.type.hasPrefix("asset.") }.allSatisfy { KeyKind.of($0.seal!.keyID) == .asset })
+        // An asset's creation uses the asset's key, its later events the asset's key under the
+        // current generation, album events a library key generation.
+        #expect(events.filter { $0.type == "asset.created" }.allSatisfy { KeyKind.of($0.seal!.keyID) == .asset })
+        let later = events.filter { $0.type.hasPrefix("asset.") && $0.type != "asset.created" }
+        #expect(!later.isEmpty)
+        #expect(later.allSatisfy { $0.seal!.keyID == KeyKind.assetEpoch(generation: library.encryption.snapshot.ring!.current.id) })
         #expect(events.filter { $0.type.hasPrefix("album.") }.allSatisfy { KeyKind.of($0.seal!.keyID) == .library })
         let reference = try library.projectionDump()
         try library.rebuild()
@@ -34,6 +38,54 @@ struct EncryptionTests {
         #expect(verification.isIntact && verification.checkedEvents == events.count)
         #expect(try library.fetchAssetCollections(with: .album).first?.localizedTitle == "Secret Holiday Album")
         #expect(try library.statistics().quarantined.isEmpty)
+    }
+
+    @Test(
+        "an asset key sealed to the library's identity opens only with that identity, for that asset, from a writer the library approved"
+    )
+    func keysSealedToTheIdentity() throws {
+        let ring = KeyRing.generate()
+        let writer = BoxKeyPair()
+        let grant = try AddOnlyGrant.make(identity: ring.identity, devicePublicKey: writer.publicKey, device: "camera")
+        #expect(AddOnlyGrant.isValid(grant, libraryPublicKey: ring.identity.publicKey, device: writer, device: "camera"))
+        #expect(!AddOnlyGrant.isValid(grant, libraryPublicKey: ring.identity.publicKey, device: writer, device: "other"))
+        #expect(!AddOnlyGrant.isValid(grant, libraryPublicKey: BoxKeyPair().publicKey, device: writer, device: "camera"))
+        let asset = UUID(), key = SecretKey()
+        let record = WrappedAssetKey(
+            asset: asset, keyID: KeyKind.asset.newIdentifier(), key: key,
+            blobs: [Array(repeating: 1, count: 32): Array(repeating: 2, count: 32)])
+        let sealed = try record.sealed(toIdentity: ring.identity.publicKey, writer: writer, grant: grant)
+        #expect(WrappedAssetKey.isSealedToIdentity(sealed) && !WrappedAssetKey.isSealedToIdentity(record.sealed(under: ring.current)))
+        let opened = try WrappedAssetKey.open(asset: asset, sealedToIdentity: sealed, identity: ring.identity)
+        #expect(
+            opened.writer == "camera" && opened.record.key == key && opened.record.keyID == record.keyID
+                && opened.record.blobs == record.blobs)
+        // Another library's identity, another asset, a damaged byte: refused.
+        #expect(throws: CryptoError.self) {
+            try WrappedAssetKey.open(asset: asset, sealedToIdentity: sealed, identity: KeyRing.generate().identity)
+        }
+        #expect(throws: CryptoError.self) { try WrappedAssetKey.open(asset: UUID(), sealedToIdentity: sealed, identity: ring.identity) }
+        var damaged = sealed
+        damaged[damaged.count - 1] ^= 1
+        #expect(throws: CryptoError.self) { try WrappedAssetKey.open(asset: asset, sealedToIdentity: damaged, identity: ring.identity) }
+        // A writer that made its own grant (the server, say, which knows the identity's public key) is refused, even
+        // one that names every key right: only the identity's holders compute the tag.
+        let forger = BoxKeyPair()
+        let selfMade = try AuthenticatedBox.seal(
+            Array("photoledger add-only grant v1".utf8) + ring.identity.publicKey + forger.publicKey + Array(repeating: 0, count: 32)
+                + Array("camera".utf8), to: ring.identity.publicKey, from: forger)
+        let forged = try record.sealed(toIdentity: ring.identity.publicKey, writer: forger, grant: selfMade)
+        let refusal = #expect(throws: CryptoError.self) {
+            try WrappedAssetKey.open(asset: asset, sealedToIdentity: forged, identity: ring.identity)
+        }
+        #expect(refusal?.message.contains("did not approve") == true)
+        // The asset's key under a generation needs both keys.
+        let epoch = PayloadSeal.assetEpochKey(assetKey: key, generationKey: ring.current.key)
+        #expect(
+            epoch != key && epoch != ring.current.key && epoch == PayloadSeal.assetEpochKey(assetKey: key, generationKey: ring.current.key))
+        #expect(epoch != PayloadSeal.assetEpochKey(assetKey: key, generationKey: SecretKey()))
+        #expect(KeyKind.of(KeyKind.assetEpoch(generation: ring.current.id)) == .assetEpoch)
+        #expect(KeyKind.generation(ofAssetEpoch: KeyKind.assetEpoch(generation: ring.current.id)) == ring.current.id)
     }
 
     @Test("a library that holds events cannot start encrypted, and an encrypted one cannot be encrypted again")
@@ -191,8 +243,9 @@ struct EncryptionTests {
 
         // A blob that does not decrypt is refused and not stored.
         let resource = try #require(try anna.resources(for: assets[0]).first)
-        let created = try #require(events.first { $0.type == EventType.assetCreated.rawValue }?.object)
-        let names = try anna.encryptedBlobNames(for: [(asset: created, sha256: resource.sha256)])
+        let creation = try #require(events.first { $0.type == EventType.assetCreated.rawValue })
+        let names = try anna.encryptedBlobNames(
+            for: [(asset: creation.object, sha256: resource.sha256, keyID: try #require(creation.seal?.keyID))])
         let name = try #require(names.first)
         var bytes = try [UInt8](Data(contentsOf: anna.sealedBlobFile(name)))
         bytes[bytes.count / 2] ^= 1

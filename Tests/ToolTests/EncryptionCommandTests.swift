@@ -60,4 +60,39 @@ struct EncryptionCommandTests {
         #expect(try cara.assets().count == 1)
         #expect(try cara.albums().first?["title"] as? String == "Hidden Trip")
     }
+
+    @Test func addOnlyDeviceAddsWithoutReading() throws {
+        let anna = try Workspace(device: "anna", initialize: false)
+        #expect(try anna.cli(["init", "--device", "anna", "--encrypt"]).status == 0)
+        let camera = try Workspace(device: "camera")
+        let server = try TestServer(folder: anna.folder)
+        #expect(try anna.cli(["remote", "set", "\(server.url)/v1/libraries/family", "--token", try server.token(for: "anna")]).status == 0)
+        let token = try server.token(for: "camera", scope: "addOnly")
+        #expect(try camera.cli(["remote", "set", "\(server.url)/v1/libraries/family", "--token", token]).status == 0)
+        _ = try anna.importPhotos([try anna.photo("kept.jpg", seed: 1)], album: "Family")
+        #expect(try anna.cli(["sync"]).status == 0)
+
+        // The camera asks to join as an add-only device; Anna sees it as such, with the same code.
+        let enroll = try #require(try camera.json(["device", "enroll"]) as? [String: Any])
+        let code = try #require(enroll["code"] as? String)
+        #expect(enroll["enrolled"] as? Bool == false)
+        let early = try camera.cli(["import", try camera.photo("early.jpg", seed: 2)])
+        #expect(early.status != 0 && early.errors.contains("has not been approved yet"))
+        #expect(try anna.cli(["device", "list"]).output.contains("camera  waiting (add-only: it will add, not read), code \(code)"))
+        let approved = try anna.cli(["device", "approve", "camera", "--code", code])
+        #expect(approved.status == 0 && approved.output.contains("as an add-only device"), "\(approved.errors)")
+        let joined = try #require(try camera.json(["device", "enroll"]) as? [String: Any])
+        #expect(joined["enrolled"] as? Bool == true && joined["addOnly"] as? Bool == true)
+        #expect(try camera.cli(["status"]).output.contains("this add-only device seals what it adds and reads nothing"))
+
+        // It imports (no album) and syncs; Anna reads the photos; the camera still reads nothing.
+        let added = try camera.importPhotos([try camera.photo("beach.jpg", seed: 3), try camera.photo("dunes.jpg", seed: 4)])
+        #expect(added.count == 2)
+        let synced = try camera.cli(["sync"])
+        #expect(synced.status == 0, "\(synced.errors)")
+        #expect(try anna.cli(["sync"]).status == 0)
+        #expect(try anna.assets().count == 3)
+        #expect(try camera.cli(["assets"]).status != 0)
+        #expect(try anna.cli(["verify"]).status == 0)
+    }
 }

@@ -33,6 +33,10 @@ struct Device: AsyncParsableCommand {
             switch library.encryptionStatus {
             case .enrolled:
                 context.emitOrSay(["enrolled": .bool(true)], "This device is enrolled: it reads the library.")
+            case .addOnly:
+                context.emitOrSay(
+                    ["enrolled": .bool(true), "addOnly": .bool(true)],
+                    "This add-only device is approved: it seals the assets it adds for the library's readers, and reads nothing.")
             case .awaitingEnrolment(let code):
                 guard let code else {
                     throw CommandFailure(
@@ -89,7 +93,10 @@ struct Device: AsyncParsableCommand {
             }
             try await engine.approve(request)
             context.emitOrSay(
-                ["device": .string(name), "approved": .bool(true)], "Approved \(name): it reads the library after its next sync.")
+                ["device": .string(name), "approved": .bool(true), "addOnly": .bool(request.addOnly)],
+                request.addOnly
+                    ? "Approved \(name) as an add-only device: after its next sync it adds assets sealed for the library's readers, and reads nothing."
+                    : "Approved \(name): it reads the library after its next sync.")
         }
     }
 
@@ -104,11 +111,19 @@ struct Device: AsyncParsableCommand {
             let library = try context.openLibrary()
             let requests = try await SyncEngine(library: library).enrolmentRequests()
             if context.json {
-                context.emit(.array(requests.map { .object([("device", .string($0.device.rawValue)), ("code", .string($0.code))]) }))
+                context.emit(
+                    .array(
+                        requests.map {
+                            .object([("device", .string($0.device.rawValue)), ("code", .string($0.code)), ("addOnly", .bool($0.addOnly))])
+                        }))
             } else if requests.isEmpty {
                 print("No device is waiting to join.")
             } else {
-                for request in requests { print("\(request.device.rawValue)  waiting, code \(request.code)") }
+                for request in requests {
+                    print(
+                        "\(request.device.rawValue)  waiting\(request.addOnly ? " (add-only: it will add, not read)" : ""), code \(request.code)"
+                    )
+                }
             }
         }
     }

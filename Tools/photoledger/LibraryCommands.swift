@@ -89,6 +89,7 @@ struct Status: ParsableCommand {
         switch library.encryptionStatus {
         case .plain: print("Encryption:     none (the server can read this library)")
         case .enrolled: print("Encryption:     end to end; this device holds the keys")
+        case .addOnly: print("Encryption:     end to end; this add-only device seals what it adds and reads nothing")
         case .awaitingEnrolment(let code):
             print("Encryption:     end to end; this device waits to be approved" + (code.map { " (code \($0))" } ?? ""))
         }

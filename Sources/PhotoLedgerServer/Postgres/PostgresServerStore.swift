@@ -482,8 +482,8 @@ public final class PostgresServerStore: ServerStore {
         }
     }
 
-    public func applyKeyChanges(libraryID: Int64, _ changes: [KeyChange], by device: DeviceID, at milliseconds: UInt64) throws
-        -> [KeyChangeStatus]
+    public func applyKeyChangesReportingPositions(libraryID: Int64, _ changes: [KeyChange], by device: DeviceID, at milliseconds: UInt64)
+        throws -> (statuses: [KeyChangeStatus], from: Int64, through: Int64)
     {
         try withConnection { connection in
             try connection.inTransaction {
@@ -492,8 +492,9 @@ public final class PostgresServerStore: ServerStore {
                 _ = try connection.query("SELECT 1 FROM libraries WHERE library_id = $1 FOR UPDATE", [.int64(libraryID)])
                 let current = try connection.query(
                     "SELECT coalesce(max(seq), 0) FROM key_entries WHERE library_id = $1", [.int64(libraryID)])
-                var seq = current.int64(0, 0)
-                return try changes.map { change -> KeyChangeStatus in
+                let from = current.int64(0, 0)
+                var seq = from
+                let statuses = try changes.map { change -> KeyChangeStatus in
                     guard let value = change.value else {
                         _ = try connection.query(
                             "DELETE FROM key_entries WHERE library_id = $1 AND name = $2", [.int64(libraryID), .text(change.name)])
@@ -530,6 +531,7 @@ public final class PostgresServerStore: ServerStore {
                         ])
                     return .stored
                 }
+                return (statuses, from, seq)
             }
         }
     }
