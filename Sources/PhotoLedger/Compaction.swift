@@ -193,6 +193,7 @@ enum CompactionSnapshot {
             for (projection, condition) in [
                 ("assets", "asset_id = ?1"), ("asset_resources", "asset_id = ?1"), ("albums", "album_id = ?1"),
                 ("album_members", "asset_id = ?1 OR album_id = ?1"), ("collection_lists", "list_id = ?1"),
+                ("asset_renditions", "asset_id = ?1"),
             ] {
                 let list = try columns(of: table(projection), in: db)
                 if list.isEmpty && Projection.addedAfterSnapshots.contains(projection) { continue }
