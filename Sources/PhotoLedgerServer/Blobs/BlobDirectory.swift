@@ -19,7 +19,8 @@ public struct BlobDirectory: BlobStore {
         self.root = root
         partials = PartialFiles(folder: root + "/tmp/partial")
         do {
-            try FileManager.default.createDirectory(atPath: root + "/tmp/partial", withIntermediateDirectories: true)
+            // The folder of unfinished resumable uploads is made by the first of them.
+            try FileManager.default.createDirectory(atPath: root + "/tmp", withIntermediateDirectories: true)
         } catch {
             throw ServerStoreError("cannot create the blob directory \(root): \(error.localizedDescription)")
         }

@@ -118,7 +118,10 @@ final class PartialFiles: Sendable {
                     return offset == 0 ? nil : .failure(.offsetMismatch(held: 0))
                 }
                 guard offset == state.held else { return .failure(.offsetMismatch(held: state.held)) }
-                let descriptor = open(entry.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+                var descriptor = open(entry.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+                if descriptor < 0, errno == ENOENT, mkdir(folder, 0o700) == 0 || errno == EEXIST {
+                    descriptor = open(entry.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+                }
                 guard descriptor >= 0 else {
                     return .failure(.io("cannot open an unfinished upload in \(folder): \(String(cString: strerror(errno)))"))
                 }
