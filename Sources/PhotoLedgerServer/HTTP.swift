@@ -206,6 +206,12 @@ public enum Route: Sendable, Hashable {
         }
     }
 
+    /// Whether the route is a push.
+    var isPush: Bool {
+        if case .push = self { return true }
+        return false
+    }
+
     /// Whether the route takes a blob's raw bytes as its body.
     var takesBlobBody: Bool {
         switch self {

@@ -214,7 +214,8 @@ public final class SyncRequestHandler: Sendable {
         let encoding = head.bodyEncoding
         if route.takesJSONBody {
             let type = head.contentType?.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-            guard type == SyncRoutes.jsonContentType else {
+            // A push may come as an event batch, the binary form.
+            guard type == SyncRoutes.jsonContentType || (type == EventBatch.contentType && route.isPush) else {
                 throw HTTPError(415, .unsupportedMediaType, "the body must be JSON: send 'Content-Type: application/json'")
             }
             guard encoding == nil || encoding == "identity" || encoding == "gzip" else {
@@ -317,7 +318,8 @@ public final class SyncRequestHandler: Sendable {
                         lastServerSequence: summary.lastServerSequence, endToEndEncrypted: try isEndToEndEncrypted(credential))))
         case .push:
             guard case .json(let json) = body else { throw HTTPError.badRequest("a push needs a JSON body") }
-            return .respond(try push(try json.finish(), credential: credential!))
+            let binary = request.head.contentType.map { $0.lowercased().hasPrefix(EventBatch.contentType) } ?? false
+            return .respond(try push(try json.finish(), binary: binary, credential: credential!))
         case .pull:
             return try pull(request.head, credential: credential!, mayWait: mayWait)
         case .chain:
@@ -391,8 +393,17 @@ public final class SyncRequestHandler: Sendable {
 
     // MARK: Events
 
-    private func push(_ bytes: [UInt8], credential: Credential) throws -> HTTPResponse {
-        let request = try decode(ReceivedPush.self, bytes)
+    private func push(_ bytes: [UInt8], binary: Bool, credential: Credential) throws -> HTTPResponse {
+        let request: ReceivedPush
+        if binary {
+            do {
+                request = try EventBatch.decode(bytes)
+            } catch {
+                throw HTTPError.badRequest("the event batch is invalid: \(error)")
+            }
+        } else {
+            request = try decode(ReceivedPush.self, bytes)
+        }
         guard request.device == credential.device else {
             throw HTTPError.forbidden("this token belongs to another device than '\(request.device)'; push with that device's own token")
         }

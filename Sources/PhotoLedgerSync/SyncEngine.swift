@@ -85,8 +85,12 @@ public struct SyncReport: Sendable, Equatable {
 public final class SyncEngine: Sendable {
     /// Settings of the engine.
     public struct Options: Sendable {
-        /// Events per push request.
-        public var pushBatchSize = 500
+        /// Events per push request (a batch of 2,000 small events is about 0.5 MB).
+        public var pushBatchSize = 2000
+        /// Push events in the binary form (`EventBatch`), which costs both sides far less than
+        /// JSON. A server that does not take it answers 415, and the engine pushes JSON from then
+        /// on; false pushes JSON only.
+        public var sendsEventBatches = true
         /// Events per pull page (the server's largest: fewer requests and commits; a page of
         /// 5,000 events and the next one being fetched hold a few megabytes).
         public var pullPageSize = SyncRoutes.maximumPageLimit
@@ -127,6 +131,8 @@ public final class SyncEngine: Sendable {
     public let remote: SyncRemote
     let transport: any HTTPTransport
     let options: Options
+    /// Set once the server refused a binary push (an older server): JSON from then on.
+    private let serverTakesEventBatches = Atomic<Bool>(true)
 
     /// An engine for `library` and `remote`, over libcurl with retries by default.
     public init(
@@ -377,9 +383,7 @@ public final class SyncEngine: Sendable {
         var batch = try replica.outbox(limit: options.pushBatchSize)
         while !batch.isEmpty {
             try Task.checkCancellation()
-            let (response, moved) = try await exchangeCounting(
-                .post, SyncRoutes.events(library: remote.libraryName), PushRequest(device: library.device, events: batch),
-                as: PushResponse.self)
+            let (response, moved) = try await pushBatch(batch)
             bytes += moved
             var stored: [(deviceSequence: Int64, serverSequence: Int64)] = [], rejected: [(UUID, String)] = []
             var expected: Int64?
@@ -413,6 +417,26 @@ public final class SyncEngine: Sendable {
                 batch = try replica.outbox(limit: options.pushBatchSize)
             }
         }
+    }
+
+    /// Sends one batch of events: in the binary form when the options and the server allow it,
+    /// otherwise as JSON. Returns the server's answer and the bytes moved.
+    func pushBatch(_ batch: [Event]) async throws -> (response: PushResponse, bytes: Int64) {
+        let path = SyncRoutes.events(library: remote.libraryName)
+        guard options.sendsEventBatches, serverTakesEventBatches.load(ordering: .relaxed) else {
+            return try await exchangeCounting(.post, path, PushRequest(device: library.device, events: batch), as: PushResponse.self)
+        }
+        let body = EventBatch.encode(device: library.device, events: batch)
+        let response = try await send(
+            HTTPRequest(
+                method: .post, url: remote.url(path), headers: authorized(["Content-Type": EventBatch.contentType]), body: .bytes(body)))
+        if response.status == 415 {
+            // A server that reads JSON pushes only.
+            serverTakesEventBatches.store(false, ordering: .relaxed)
+            return try await exchangeCounting(.post, path, PushRequest(device: library.device, events: batch), as: PushResponse.self)
+        }
+        guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
+        return (try decoding(response, path: path, PushResponse.decode), Int64(body.count + response.body.bytes.count))
     }
 
     /// Pulls pages since the cursor; each page and the new cursor commit in one transaction.

@@ -159,3 +159,44 @@ struct ResumableUploadEngineTests {
         #expect(storedBlob(server) == nil)
     }
 }
+
+/// Answers 415 to binary pushes, as a server that reads JSON pushes only does.
+final class JSONOnlyPushes: HTTPTransport, @unchecked Sendable {
+    // Safe to share: `refused` is touched only under `lock`.
+    private let lock = NSLock()
+    private let base: any HTTPTransport
+    private var refused = 0
+
+    init(base: any HTTPTransport) { self.base = base }
+
+    var refusals: Int { lock.withLock { refused } }
+
+    func send(_ request: HTTPRequest) async throws -> SyncTransport.HTTPResponse {
+        guard request.headers["Content-Type"] == EventBatch.contentType else { return try await base.send(request) }
+        lock.withLock { refused += 1 }
+        return SyncTransport.HTTPResponse(
+            status: 415, headers: ["Content-Type": "application/json"],
+            body: .bytes(Array(#"{"error":{"code":"unsupportedMediaType","message":"the body must be JSON"}}"#.utf8)))
+    }
+}
+
+@Suite("Binary pushes from the sync engine")
+struct BinaryPushEngineTests {
+    @Test("a server that refuses binary pushes gets JSON ones, after one refusal")
+    func fallsBackToJSON() async throws {
+        let server = try TestServer()
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let jsonOnly = JSONOnlyPushes(base: testTransport())
+        let anna = try Device("anna-phone", server: server, directory: directory, clock: server.clock, seed: 1, transport: jsonOnly)
+        try anna.library.performChangesAndWait { changes in
+            for index in 0..<30 { _ = try changes.createAlbum(title: "Album \(index)") }
+        }
+        let report = try await anna.sync()
+        #expect(report.pushedEvents == 30)
+        #expect(jsonOnly.refusals == 1)
+        let ben = try Device("ben-laptop", server: server, directory: directory, clock: server.clock, seed: 2)
+        try await ben.sync()
+        #expect(try ben.albumTitles().count == 30)
+    }
+}
