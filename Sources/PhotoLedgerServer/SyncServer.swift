@@ -47,7 +47,7 @@ public final class SyncServer: @unchecked Sendable {
         /// The largest blob accepted (default 4 GB).
         public var maximumBlobBytes: Int64 = 4 << 30
         /// How long an unfinished resumable upload is kept without a request continuing it (by
-        /// ``clock``, default one day); the server removes it after, checking every minute.
+        /// `clock`, default one day); the server removes it after, checking every minute.
         public var abandonedUploadMilliseconds: UInt64 = 24 * 60 * 60 * 1000
         /// The largest event payload accepted; larger events are rejected (default 1 MB).
         public var maximumPayloadBytes = 1 << 20

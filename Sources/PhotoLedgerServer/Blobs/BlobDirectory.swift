@@ -7,7 +7,7 @@ import SyncProtocol
 /// renamed into place, so a blob file is either complete and verified or absent.
 ///
 /// Resumable uploads are kept in `<root>/tmp/partial`, one file per library, blob and device,
-/// named `<library row>-<hash>-<device>`; see ``PartialFiles``.
+/// named `<library row>-<hash>-<device>`, each hashed as it grows.
 public struct BlobDirectory: BlobStore {
     /// The root directory.
     public let root: String
