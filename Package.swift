@@ -53,6 +53,10 @@ let package = Package(
         // JSON error body: a wrapper of MHD_queue_response that the dynamic linker binds first.
         .target(name: "CHTTPLayerErrors", dependencies: ["CMicroHTTPD"]),
 
+        // A SHA-256 whose state is plain bytes, stored with an unfinished upload and continued
+        // when the upload resumes (OpenSSL's low-level interface; EVP cannot export its state).
+        .target(name: "CResumableDigest", linkerSettings: [.linkedLibrary("crypto")]),
+
         // The shared vocabulary, below everything else and free of SQLite: events and their
         // canonical bytes, the hash chain, the hybrid logical clock, identifiers, SHA-256, byte
         // coding, event type names, locations.
@@ -87,7 +91,7 @@ let package = Package(
         // libpq), auth, blobs (a directory, or S3-compatible storage over libcurl).
         .target(
             name: "PhotoLedgerServer",
-            dependencies: ["LedgerCore", "LedgerStore", "SyncProtocol", "CMicroHTTPD", "CHTTPLayerErrors", "CZlib", "CPostgres", "CCurl"]
+            dependencies: ["LedgerCore", "LedgerStore", "SyncProtocol", "CMicroHTTPD", "CHTTPLayerErrors", "CResumableDigest", "CZlib", "CPostgres", "CCurl"]
         ),
 
         // The sync engine: push, pull, blobs, conflict handling through the library's fold.

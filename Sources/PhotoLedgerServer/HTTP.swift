@@ -26,12 +26,16 @@ public struct RequestHead: Sendable, Hashable {
     public var query: [String: String]
     /// The `Range` header: a blob download resumed from a byte offset.
     public var range: String?
+    /// The `Upload-Offset` header of a resumable upload: the byte of the blob its body starts at.
+    public var uploadOffset: String?
+    /// The `Upload-Length` header of a resumable upload: the blob's whole size.
+    public var uploadLength: String?
 
     /// Creates a request head.
     public init(
         method: String, path: String, authorization: String? = nil, contentType: String? = nil, contentEncoding: String? = nil,
         contentLength: UInt64? = nil, acceptsGzip: Bool = false, acceptsZstd: Bool = false, acceptsEventPages: Bool = false,
-        query: [String: String] = [:], range: String? = nil
+        query: [String: String] = [:], range: String? = nil, uploadOffset: String? = nil, uploadLength: String? = nil
     ) {
         self.method = method
         self.path = path
@@ -44,6 +48,8 @@ public struct RequestHead: Sendable, Hashable {
         self.acceptsEventPages = acceptsEventPages
         self.query = query
         self.range = range
+        self.uploadOffset = uploadOffset
+        self.uploadLength = uploadLength
     }
 }
 
@@ -171,6 +177,8 @@ public enum Route: Sendable, Hashable {
     case pull(library: String)
     /// `HEAD`, `GET` or `PUT` `…/blobs/{hash}`; `method` says which.
     case blob(library: String, hash: String, method: String)
+    /// `GET` (the bytes held) or `PUT` (more bytes) `…/uploads/{hash}`: a resumable upload.
+    case upload(library: String, hash: String, method: String)
     /// `POST …/blobs/missing`.
     case missingBlobs(library: String)
     /// `GET …/chain`.
@@ -190,10 +198,25 @@ public enum Route: Sendable, Hashable {
     public var library: String? {
         switch self {
         case .health: return nil
-        case .info(let library), .push(let library), .pull(let library), .blob(let library, _, _), .missingBlobs(let library),
+        case .info(let library), .push(let library), .pull(let library), .blob(let library, _, _), .upload(let library, _, _),
+            .missingBlobs(let library),
             .chain(let library), .verify(let library), .watermark(let library), .keys(let library, _), .offerSnapshot(let library),
             .latestSnapshot(let library):
             return library
+        }
+    }
+
+    /// Whether the route is a push.
+    var isPush: Bool {
+        if case .push = self { return true }
+        return false
+    }
+
+    /// Whether the route takes a blob's raw bytes as its body.
+    var takesBlobBody: Bool {
+        switch self {
+        case .blob(_, _, "PUT"), .upload(_, _, "PUT"): return true
+        default: return false
         }
     }
 
@@ -233,6 +256,13 @@ public enum Route: Sendable, Hashable {
         case "snapshots": return try allow(["POST"], .offerSnapshot(library: library))
         case "snapshots/latest": return try allow(["GET"], .latestSnapshot(library: library))
         default:
+            if tail.hasPrefix("uploads/") {
+                let hash = String(tail.dropFirst("uploads/".count))
+                guard BlobHash.isValid(hash) else {
+                    throw HTTPError.badRequest("field 'hash': a blob name must be exactly 64 lowercase hexadecimal digits (its SHA-256)")
+                }
+                return try allow(["GET", "PUT"], .upload(library: library, hash: hash, method: method))
+            }
             guard tail.hasPrefix("blobs/") else { throw HTTPError.notFound("no route for \(path)") }
             let hash = String(tail.dropFirst("blobs/".count))
             guard BlobHash.isValid(hash) else {

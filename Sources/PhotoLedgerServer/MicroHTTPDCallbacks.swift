@@ -97,7 +97,8 @@ private func readHead(_ connection: OpaquePointer?, method: String, path: String
         acceptsGzip: accepts(header(connection, "Accept-Encoding"), "gzip"),
         acceptsZstd: accepts(header(connection, "Accept-Encoding"), "zstd"),
         acceptsEventPages: accepts(header(connection, "Accept"), EventPage.contentType), query: query,
-        range: header(connection, "Range"))
+        range: header(connection, "Range"), uploadOffset: header(connection, SyncRoutes.uploadOffsetField),
+        uploadLength: header(connection, SyncRoutes.uploadLengthField))
 }
 
 /// Refuses the message framing libmicrohttpd accepts but this server must not: two different

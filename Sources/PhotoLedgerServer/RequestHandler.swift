@@ -38,6 +38,10 @@ public enum RequestBodySink {
     case json(RequestBody)
     /// A blob streamed to the blob store and hashed.
     case blob(any BlobUpload)
+    /// Bytes of a resumable upload of a blob of `length` bytes, after those the store holds.
+    case resumedBlob(any BlobUpload, length: Int64)
+    /// A resumable upload of a blob the library holds already: the body is ignored.
+    case blobHeld
 
     /// Takes a chunk of the body.
     public func append(_ chunk: UnsafeRawBufferPointer) throws(HTTPError) {
@@ -52,6 +56,20 @@ public enum RequestBodySink {
             } catch {
                 throw HTTPError(500, .internalError, "the server could not store the blob; retry later")
             }
+        case .resumedBlob(let upload, let length):
+            do {
+                try upload.append(chunk)
+            } catch .tooLarge {
+                throw HTTPError(
+                    400, .badRequest,
+                    "the body goes beyond the blob's \(SyncRoutes.uploadLengthField) of \(length) bytes; the unfinished upload was discarded: "
+                        + "upload the blob again from the start")
+            } catch .superseded {
+                throw HTTPError(409, .conflict, "a newer request of this device continues this upload; this one stopped")
+            } catch {
+                throw HTTPError(500, .internalError, "the server could not store the upload's bytes; retry later")
+            }
+        case .blobHeld: return
         }
     }
 }
@@ -164,7 +182,7 @@ public final class SyncRequestHandler: Sendable {
         // Every scope reads the key store (it holds nothing a token could open) and writes
         // what its entry rules allow (KeyStoreRules).
         case .keys: allowed = true
-        case .push: allowed = scope.canWrite
+        case .push, .upload: allowed = scope.canWrite
         case .pull, .chain, .verify, .watermark, .latestSnapshot: allowed = scope.canRead
         case .offerSnapshot: allowed = scope == .readWrite
         case .blob(_, _, let method):
@@ -185,6 +203,7 @@ public final class SyncRequestHandler: Sendable {
         case .watermark: return "reading the compaction watermark"
         case .missingBlobs: return "listing missing blobs"
         case .blob(_, _, let method): return method == "PUT" ? "uploading blobs" : "downloading blobs"
+        case .upload: return "uploading blobs"
         case .keys(_, let method): return method == "POST" ? "changing the key store" : "reading the key store"
         case .offerSnapshot: return "uploading snapshots (only a readWrite device's fold is accepted)"
         case .latestSnapshot: return "reading snapshots"
@@ -195,7 +214,8 @@ public final class SyncRequestHandler: Sendable {
         let encoding = head.bodyEncoding
         if route.takesJSONBody {
             let type = head.contentType?.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-            guard type == SyncRoutes.jsonContentType else {
+            // A push may come as an event batch, the binary form.
+            guard type == SyncRoutes.jsonContentType || (type == EventBatch.contentType && route.isPush) else {
                 throw HTTPError(415, .unsupportedMediaType, "the body must be JSON: send 'Content-Type: application/json'")
             }
             guard encoding == nil || encoding == "identity" || encoding == "gzip" else {
@@ -207,7 +227,7 @@ public final class SyncRequestHandler: Sendable {
                     "the request body (\(length) bytes) is larger than the server's limit of \(configuration.maximumEventBodyBytes) bytes; send smaller batches"
                 )
             }
-        } else if case .blob(_, _, "PUT") = route {
+        } else if route.takesBlobBody {
             guard encoding == nil || encoding == "identity" else {
                 throw HTTPError(415, .unsupportedMediaType, "blobs are uploaded as raw bytes, without Content-Encoding")
             }
@@ -221,6 +241,9 @@ public final class SyncRequestHandler: Sendable {
 
     /// Where the request's body goes.
     public func bodySink(for request: PreparedRequest) throws(HTTPError) -> RequestBodySink {
+        if case .upload(_, let hash, "PUT") = request.route, let credential = request.credential {
+            return try resumedUploadSink(request.head, hash: hash, credential: credential)
+        }
         if request.route.takesJSONBody {
             return .json(try RequestBody(limit: configuration.maximumEventBodyBytes, gzip: request.head.bodyEncoding == "gzip"))
         }
@@ -295,7 +318,8 @@ public final class SyncRequestHandler: Sendable {
                         lastServerSequence: summary.lastServerSequence, endToEndEncrypted: try isEndToEndEncrypted(credential))))
         case .push:
             guard case .json(let json) = body else { throw HTTPError.badRequest("a push needs a JSON body") }
-            return .respond(try push(try json.finish(), credential: credential!))
+            let binary = request.head.contentType.map { $0.lowercased().hasPrefix(EventBatch.contentType) } ?? false
+            return .respond(try push(try json.finish(), binary: binary, credential: credential!))
         case .pull:
             return try pull(request.head, credential: credential!, mayWait: mayWait)
         case .chain:
@@ -339,6 +363,26 @@ public final class SyncRequestHandler: Sendable {
                 throw HTTPError.notFound("this library has no snapshot yet; a readWrite device makes one with 'photoledger snapshot'")
             }
             return .respond(.json(record))
+        case .upload(_, let hash, let method):
+            let credential = credential!
+            if method == "GET" {
+                guard try store.blobSize(libraryID: credential.libraryID, hash: Hex.decode(hash)!) == nil else {
+                    return .respond(.json(UploadStatus(offset: 0, stored: true)))
+                }
+                let key = PartialUploadKey(libraryID: credential.libraryID, device: credential.device, hash: hash)
+                return .respond(.json(UploadStatus(offset: try blobs.heldBytes(of: key, now: configuration.clock()))))
+            }
+            switch body {
+            case .blobHeld:
+                return .respond(
+                    HTTPResponse(status: 200, headers: [("Content-Type", SyncRoutes.jsonContentType)], body: .bytes(Array("{}".utf8))))
+            case .resumedBlob(let upload, let length):
+                // The body ended before the blob: the next request sends the rest.
+                guard upload.size == length else { return .respond(.json(UploadStatus(offset: upload.size), status: 202)) }
+                return .respond(try storeBlob(upload, hash: hash, credential: credential, resumable: true))
+            default:
+                throw HTTPError.badRequest("an upload needs a body")
+            }
         case .blob(_, let hash, let method):
             if method == "PUT" {
                 guard case .blob(let upload) = body else { throw HTTPError.badRequest("an upload needs a body") }
@@ -358,8 +402,17 @@ public final class SyncRequestHandler: Sendable {
 
     // MARK: Events
 
-    private func push(_ bytes: [UInt8], credential: Credential) throws -> HTTPResponse {
-        let request = try decode(ReceivedPush.self, bytes)
+    private func push(_ bytes: [UInt8], binary: Bool, credential: Credential) throws -> HTTPResponse {
+        let request: ReceivedPush
+        if binary {
+            do {
+                request = try EventBatch.decode(bytes)
+            } catch {
+                throw HTTPError.badRequest("the event batch is invalid: \(error)")
+            }
+        } else {
+            request = try decode(ReceivedPush.self, bytes)
+        }
         guard request.device == credential.device else {
             throw HTTPError.forbidden("this token belongs to another device than '\(request.device)'; push with that device's own token")
         }
@@ -491,11 +544,16 @@ public final class SyncRequestHandler: Sendable {
         return .json(MissingBlobsResponse(missing: missing.map(Hex.encode)))
     }
 
-    private func storeBlob(_ upload: any BlobUpload, hash: String, credential: Credential) throws -> HTTPResponse {
+    private func storeBlob(_ upload: any BlobUpload, hash: String, credential: Credential, resumable: Bool = false) throws -> HTTPResponse {
         do {
             _ = try upload.commit(as: hash)
         } catch .hashMismatch(let actual) {
-            throw HTTPError(400, .hashMismatch, "the uploaded bytes hash to \(actual), not to the blob's name \(hash); nothing was stored")
+            throw HTTPError(
+                400, .hashMismatch,
+                "the uploaded bytes hash to \(actual), not to the blob's name \(hash); nothing was stored"
+                    + (resumable ? " and the unfinished upload was discarded: upload the blob again from the start" : ""))
+        } catch .superseded {
+            throw HTTPError(409, .conflict, "a newer request of this device continues this upload; this one stopped")
         } catch {
             log(.error, "blob storage failure", [.init("error", "\(error)")])
             throw HTTPError(500, .internalError, "the server could not store the blob; retry later")
@@ -504,6 +562,61 @@ public final class SyncRequestHandler: Sendable {
             libraryID: credential.libraryID, hash: Hex.decode(hash)!, size: upload.size, at: configuration.clock())
         return HTTPResponse(
             status: isNew ? 201 : 200, headers: [("Content-Type", SyncRoutes.jsonContentType)], body: .bytes(Array("{}".utf8)))
+    }
+
+    /// The sink of a resumable upload's `PUT`: its bytes continue the device's unfinished upload
+    /// of the blob from `Upload-Offset`, which must be the number of bytes the server holds.
+    private func resumedUploadSink(_ head: RequestHead, hash: String, credential: Credential) throws(HTTPError) -> RequestBodySink {
+        func number(_ field: String, _ text: String?) throws(HTTPError) -> Int64 {
+            guard let text else {
+                throw HTTPError.badRequest("a resumable upload needs the field '\(field)' (a number of bytes)")
+            }
+            let digits = text.trimmingCharacters(in: .whitespaces)
+            guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let value = Int64(digits) else {
+                throw HTTPError.badRequest("field '\(field)': must be a whole number of bytes, not '\(text)'")
+            }
+            return value
+        }
+        let length = try number(SyncRoutes.uploadLengthField, head.uploadLength)
+        let offset = try number(SyncRoutes.uploadOffsetField, head.uploadOffset)
+        guard length <= configuration.maximumBlobBytes else {
+            throw HTTPError(
+                413, .payloadTooLarge,
+                "the blob (\(length) bytes) is larger than the server's limit of \(configuration.maximumBlobBytes) bytes")
+        }
+        guard offset <= length else {
+            throw HTTPError.badRequest(
+                "field '\(SyncRoutes.uploadOffsetField)': \(offset) is beyond the blob's \(SyncRoutes.uploadLengthField) of \(length) bytes"
+            )
+        }
+        if let declared = head.contentLength, declared > UInt64(length - offset) {
+            throw HTTPError.badRequest(
+                "the body (\(declared) bytes) goes beyond the blob's \(SyncRoutes.uploadLengthField) of \(length) bytes from byte \(offset)"
+            )
+        }
+        let key = PartialUploadKey(libraryID: credential.libraryID, device: credential.device, hash: hash)
+        let refusal: UploadResumeRefusal
+        do {
+            return .resumedBlob(try blobs.resumeUpload(key, from: offset, length: length, now: configuration.clock()), length: length)
+        } catch {
+            refusal = error
+        }
+        switch refusal {
+        case .offsetMismatch(let held):
+            // The answer to a completed upload was lost: the library holds the blob.
+            if (try? store.blobSize(libraryID: credential.libraryID, hash: Hex.decode(hash)!)) ?? nil != nil { return .blobHeld }
+            throw HTTPError(
+                409, .conflict,
+                "the server holds \(held) bytes of this upload, not \(offset): send the blob's bytes from byte \(held) "
+                    + "(GET \(SyncRoutes.upload(library: credential.library, hash: hash)) says how many it holds)",
+                headers: [(SyncRoutes.uploadOffsetField, "\(held)")])
+        case .unsupported:
+            throw HTTPError.notFound(
+                "this server's blob store does not keep unfinished uploads; upload the blob whole with PUT …/blobs/\(hash)")
+        case .io(let detail):
+            log(.error, "blob storage failure", [.init("operation", "resume upload"), .init("error", detail)])
+            throw HTTPError(500, .internalError, "the server could not continue the upload; retry later")
+        }
     }
 
     /// Serves a blob, or the rest of it from the offset of a `Range: bytes=N-` header (206, to

@@ -46,6 +46,9 @@ public final class SyncServer: @unchecked Sendable {
         public var maximumEventBodyBytes = 32 << 20
         /// The largest blob accepted (default 4 GB).
         public var maximumBlobBytes: Int64 = 4 << 30
+        /// How long an unfinished resumable upload is kept without a request continuing it (by
+        /// `clock`, default one day); the server removes it after, checking every minute.
+        public var abandonedUploadMilliseconds: UInt64 = 24 * 60 * 60 * 1000
         /// The largest event payload accepted; larger events are rejected (default 1 MB).
         public var maximumPayloadBytes = 1 << 20
         /// How far an event's clock stamp may be ahead of the server clock (default 5 minutes).
@@ -121,6 +124,8 @@ public final class SyncServer: @unchecked Sendable {
     let held = Atomic<Int>(0)
     let requestCounter = Atomic<UInt64>(0)
     private let ticks = Atomic<UInt64>(0)
+    /// Whether a collection of abandoned uploads is running (it may make requests to S3).
+    private let collecting = Atomic<Bool>(false)
 
     /// Creates a server (not yet listening); creates the blob directory when needed.
     public init(configuration: Configuration) throws {
@@ -257,13 +262,28 @@ public final class SyncServer: @unchecked Sendable {
         ]
     }
 
-    /// Removes what uploads interrupted by a crash left in the blob directory's temporary folder.
+    /// Removes what uploads interrupted by a crash left in the blob directory's temporary folder,
+    /// and the resumable uploads abandoned for longer than the configuration allows.
     private func removeLeftoverUploads() -> [LogRecord] {
-        guard let (place, removed) = handler.blobs.removeLeftoverUploads(), removed > 0 else { return [] }
-        return [
-            LogRecord(
-                level: .info, message: "removed unfinished uploads", fields: [.init("files", "\(removed)"), .init("directory", place)])
-        ]
+        var records: [LogRecord] = []
+        if let (place, removed) = handler.blobs.removeLeftoverUploads(now: configuration.clock()), removed > 0 {
+            records.append(
+                LogRecord(
+                    level: .info, message: "removed unfinished uploads", fields: [.init("files", "\(removed)"), .init("directory", place)]))
+        }
+        let abandoned = collectAbandonedUploads()
+        if abandoned > 0 {
+            records.append(LogRecord(level: .info, message: "removed abandoned uploads", fields: [.init("uploads", "\(abandoned)")]))
+        }
+        return records
+    }
+
+    /// Removes the unfinished resumable uploads no request continued for
+    /// ``Configuration/abandonedUploadMilliseconds`` (by the configuration's clock), except those
+    /// receiving bytes; returns how many. The server does it when it starts and every minute.
+    @discardableResult
+    public func collectAbandonedUploads() -> Int {
+        handler.blobs.collectAbandonedUploads(now: configuration.clock(), idleMilliseconds: configuration.abandonedUploadMilliseconds)
     }
 
     /// The connection limit for libmicrohttpd: waiting pulls plus other connections, within what
@@ -304,7 +324,16 @@ public final class SyncServer: @unchecked Sendable {
     private func tick() {
         let now = MonotonicClock.milliseconds()
         handler.notifier.expire(now: now)
-        guard ticks.wrappingAdd(1, ordering: .relaxed).newValue % 5 == 0 else { return }
+        let tick = ticks.wrappingAdd(1, ordering: .relaxed).newValue
+        if tick % 600 == 0, collecting.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged {
+            // Off the timer thread: an S3 store lists and deletes objects.
+            Thread.detachNewThread { [self] in
+                let removed = collectAbandonedUploads()
+                if removed > 0 { log(.info, "removed abandoned uploads", [.init("uploads", "\(removed)")]) }
+                collecting.store(false, ordering: .releasing)
+            }
+        }
+        guard tick % 5 == 0 else { return }
         for departed in deadlines.departedWaitingPulls() where handler.notifier.cancel(departed.ticket) {
             // Resumed, the pull is answered; the answer fails on the closed connection, which ends it.
             if let connection = OpaquePointer(bitPattern: departed.connection) { SuspendedConnection(pointer: connection).resume() }

@@ -95,8 +95,12 @@ public struct SyncReport: Sendable, Equatable {
 public final class SyncEngine: Sendable {
     /// Settings of the engine.
     public struct Options: Sendable {
-        /// Events per push request.
-        public var pushBatchSize = 500
+        /// Events per push request (a batch of 2,000 small events is about 0.5 MB).
+        public var pushBatchSize = 2000
+        /// Push events in the binary form (`EventBatch`), which costs both sides far less than
+        /// JSON. A server that does not take it answers 415, and the engine pushes JSON from then
+        /// on; false pushes JSON only.
+        public var sendsEventBatches = true
         /// Events per pull page (the server's largest: fewer requests and commits; a page of
         /// 5,000 events and the next one being fetched hold a few megabytes).
         public var pullPageSize = SyncRoutes.maximumPageLimit
@@ -104,6 +108,13 @@ public final class SyncEngine: Sendable {
         public var downloadResourcesEagerly = true
         /// Compress request bodies larger than this many bytes.
         public var gzipThreshold = 1024
+        /// Resources of at least this many bytes go up as resumable uploads (`…/uploads/{hash}`):
+        /// when the connection breaks, the next attempt (a retry, or the next sync) sends only what
+        /// the server lacks. Smaller ones go up whole, in one request.
+        public var resumableUploadBytes: Int64 = 8 << 20
+        /// How many times one resumable upload asks the server where to continue after its
+        /// connection broke or another attempt moved ahead, before the sync gives up on it.
+        public var resumableUploadAttempts = 8
         /// How many resources are uploaded or downloaded at once (over libcurl's multi interface,
         /// on kept-alive connections).
         public var transferConcurrency = 4
@@ -130,6 +141,8 @@ public final class SyncEngine: Sendable {
     public let remote: SyncRemote
     let transport: any HTTPTransport
     let options: Options
+    /// Set once the server refused a binary push (an older server): JSON from then on.
+    private let serverTakesEventBatches = Atomic<Bool>(true)
 
     /// An engine for `library` and `remote`, over libcurl with retries by default.
     public init(
@@ -276,20 +289,91 @@ public final class SyncEngine: Sendable {
             }
             var done = 0
             try await Self.concurrently(files, limit: options.transferConcurrency) { resource in
-                let response = try await self.send(
-                    HTTPRequest(
-                        method: .put, url: self.remote.url(SyncRoutes.blob(library: self.remote.libraryName, hash: resource.hash)),
-                        headers: self.authorized(["Content-Type": "application/octet-stream"]), body: .file(resource.file),
-                        timeout: .seconds(3600)))
-                guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
-                return (
-                    hash: resource.hash, size: (try? FileManager.default.attributesOfItem(atPath: resource.file.path)[.size] as? Int64) ?? 0
-                )
+                (hash: resource.hash, size: try await self.upload(resource.hash, from: resource.file).size)
             } each: { upload in
                 done += 1
                 if blobs.renditions.contains(upload.hash) { report.uploadedRenditions += 1 } else { report.uploadedResources += 1 }
                 report.uploadedBytes += upload.size
                 progress?(SyncProgress(phase: .uploadingResources, completed: done, total: missing.count, bytes: report.uploadedBytes))
+            }
+        }
+    }
+
+    /// Uploads one resource the server lacks; returns its size and the bytes sent for it. A
+    /// resource of at least ``Options/resumableUploadBytes`` goes up as a resumable upload: the
+    /// engine asks the server how many bytes of it it holds (from an earlier attempt whose
+    /// connection broke) and sends only the rest; a server without resumable uploads gets it
+    /// whole.
+    @discardableResult
+    func upload(_ hash: String, from file: URL) async throws -> (size: Int64, sent: Int64) {
+        let size = (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int64) ?? 0
+        if size >= options.resumableUploadBytes, let sent = try await resumableUpload(hash, from: file, size: size) {
+            return (size, sent)
+        }
+        let response = try await send(
+            HTTPRequest(
+                method: .put, url: remote.url(SyncRoutes.blob(library: remote.libraryName, hash: hash)),
+                headers: authorized(["Content-Type": "application/octet-stream"]), body: .file(file), timeout: .seconds(3600)))
+        guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
+        return (size, size)
+    }
+
+    /// Sends a resource through `…/uploads/{hash}` from the byte the server holds on; returns the
+    /// bytes sent, or nil when the server has no such route (an older server: upload it whole).
+    /// Each round asks the server where to continue: after a broken connection (the server kept
+    /// what arrived), a refusal to continue elsewhere than it holds, or a body the server took
+    /// without completing the blob. Bytes the server held that do not complete the resource to
+    /// its hash (the file changed since) are discarded by the server, and the upload starts over
+    /// once.
+    private func resumableUpload(_ hash: String, from file: URL, size: Int64) async throws -> Int64? {
+        let path = SyncRoutes.upload(library: remote.libraryName, hash: hash)
+        var sent: Int64 = 0
+        var rounds = 0
+        var restarted = false
+        while true {
+            try Task.checkCancellation()
+            rounds += 1
+            let status: UploadStatus
+            do {
+                status = try await exchange(.get, path, nil as PushRequest?, as: UploadStatus.self, notFound: .invalidResponse("legacy"))
+            } catch SyncError.invalidResponse("legacy") {
+                return nil
+            }
+            if status.stored { return sent }
+            guard status.offset <= size else {
+                throw SyncError.invalidResponse("the server holds \(status.offset) bytes of resource \(hash), which has \(size)")
+            }
+            var request = HTTPRequest(
+                method: .put, url: remote.url(path),
+                headers: authorized([
+                    "Content-Type": "application/octet-stream", SyncRoutes.uploadOffsetField: "\(status.offset)",
+                    SyncRoutes.uploadLengthField: "\(size)",
+                ]), body: .file(file), timeout: .seconds(3600))
+            request.bodyFileOffset = status.offset
+            let moved = ByteCounter()
+            request.progress = { moved.record($0.bytesSent) }
+            let response: HTTPResponse
+            do {
+                response = try await send(request)
+            } catch SyncError.serverUnreachable where rounds < options.resumableUploadAttempts {
+                sent += moved.bytes  // the connection broke: ask where to continue
+                continue
+            }
+            sent += moved.bytes
+            switch response.status {
+            case 200, 201:
+                return sent
+            case 202 where rounds < options.resumableUploadAttempts, 409 where rounds < options.resumableUploadAttempts:
+                continue  // more to send, or the server holds another amount than asked from
+            case 400
+            where !restarted && status.offset > 0
+                && (try? ErrorResponse.decode(response.body.bytes))?.errorCode == .hashMismatch:
+                restarted = true  // the held bytes were not this file's: the server dropped them
+                continue
+            case 404 where (try? ErrorResponse.decode(response.body.bytes))?.errorCode == .notFound:
+                return nil  // a store without resumable uploads
+            default:
+                throw SyncError.from(status: response.status, body: response.body.bytes)
             }
         }
     }
@@ -322,9 +406,7 @@ public final class SyncEngine: Sendable {
         var batch = try replica.outbox(limit: options.pushBatchSize)
         while !batch.isEmpty {
             try Task.checkCancellation()
-            let (response, moved) = try await exchangeCounting(
-                .post, SyncRoutes.events(library: remote.libraryName), PushRequest(device: library.device, events: batch),
-                as: PushResponse.self)
+            let (response, moved) = try await pushBatch(batch)
             bytes += moved
             var stored: [(deviceSequence: Int64, serverSequence: Int64)] = [], rejected: [(UUID, String)] = []
             var expected: Int64?
@@ -358,6 +440,26 @@ public final class SyncEngine: Sendable {
                 batch = try replica.outbox(limit: options.pushBatchSize)
             }
         }
+    }
+
+    /// Sends one batch of events: in the binary form when the options and the server allow it,
+    /// otherwise as JSON. Returns the server's answer and the bytes moved.
+    func pushBatch(_ batch: [Event]) async throws -> (response: PushResponse, bytes: Int64) {
+        let path = SyncRoutes.events(library: remote.libraryName)
+        guard options.sendsEventBatches, serverTakesEventBatches.load(ordering: .relaxed) else {
+            return try await exchangeCounting(.post, path, PushRequest(device: library.device, events: batch), as: PushResponse.self)
+        }
+        let body = EventBatch.encode(device: library.device, events: batch)
+        let response = try await send(
+            HTTPRequest(
+                method: .post, url: remote.url(path), headers: authorized(["Content-Type": EventBatch.contentType]), body: .bytes(body)))
+        if response.status == 415 {
+            // A server that reads JSON pushes only.
+            serverTakesEventBatches.store(false, ordering: .relaxed)
+            return try await exchangeCounting(.post, path, PushRequest(device: library.device, events: batch), as: PushResponse.self)
+        }
+        guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
+        return (try decoding(response, path: path, PushResponse.decode), Int64(body.count + response.body.bytes.count))
     }
 
     /// Pulls pages since the cursor; each page and the new cursor commit in one transaction.
@@ -602,6 +704,15 @@ public final class SyncEngine: Sendable {
             throw SyncError.invalidResponse("\(path): \(error)")
         }
     }
+}
+
+/// The bytes a transfer has sent, as its progress reports them.
+private final class ByteCounter: Sendable {
+    private let value = Atomic<Int64>(0)
+
+    func record(_ bytes: Int64) { value.store(bytes, ordering: .relaxed) }
+
+    var bytes: Int64 { value.load(ordering: .relaxed) }
 }
 
 /// Carries an error out of a detached task.

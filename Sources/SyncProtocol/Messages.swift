@@ -376,6 +376,46 @@ public struct MissingBlobsResponse: WireMessage, Hashable {
     }
 }
 
+/// The answer to `GET /v1/libraries/{library}/uploads/{sha256}`, and to a resumable upload's
+/// `PUT` that left the blob unfinished: `{"offset":N,"stored":false}`. `offset` is the number of
+/// bytes of the blob the server holds from this device's unfinished upload (0 when there is
+/// none); the next `PUT` sends the bytes from there. `stored` is true when the library already
+/// holds the blob, so nothing needs to be sent.
+public struct UploadStatus: WireMessage, Hashable {
+    /// The bytes held, from the blob's start.
+    public var offset: Int64
+    /// Whether the library holds the whole blob already.
+    public var stored: Bool
+
+    /// Creates the status.
+    public init(offset: Int64, stored: Bool = false) {
+        self.offset = offset
+        self.stored = stored
+    }
+
+    public func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("offset"); writer.integer(offset)
+        writer.key("stored"); writer.bool(stored)
+        writer.endObject()
+    }
+
+    public static func read(from reader: inout JSONReader) throws -> UploadStatus {
+        var offset: Int64?, stored = false
+        try readObject(&reader, path: "") { key, reader in
+            switch key {
+            case "offset":
+                offset = try reading(key) { try reader.readInt64() }
+                if let value = offset, value < 0 { throw WireFormatError(field: key, message: "must not be negative") }
+            case "stored": stored = try reading(key) { try reader.readBool() }
+            default: return false
+            }
+            return true
+        }
+        return UploadStatus(offset: try required(offset, "offset"), stored: stored)
+    }
+}
+
 private func readStringList(_ reader: inout JSONReader, member: String) throws -> [String] {
     var list: [String]?
     try readObject(&reader, path: "") { key, reader in

@@ -21,6 +21,16 @@ public enum SyncRoutes {
     /// `HEAD`, `PUT` and `GET` `/v1/libraries/{library}/blobs/{sha256}`.
     public static func blob(library: String, hash: String) -> String { "/v1/libraries/\(library)/blobs/\(hash)" }
 
+    /// `GET` (how many bytes the server holds) and `PUT` (more bytes, from `Upload-Offset`)
+    /// `/v1/libraries/{library}/uploads/{sha256}`: a resumable upload of a blob, kept per
+    /// library, blob and device until it is complete or abandoned.
+    public static func upload(library: String, hash: String) -> String { "/v1/libraries/\(library)/uploads/\(hash)" }
+
+    /// The request field of a resumable upload naming the byte of the blob its body starts at.
+    public static let uploadOffsetField = "Upload-Offset"
+    /// The request field of a resumable upload giving the blob's whole size, in bytes.
+    public static let uploadLengthField = "Upload-Length"
+
     /// `POST /v1/libraries/{library}/blobs/missing`.
     public static func missingBlobs(library: String) -> String { "/v1/libraries/\(library)/blobs/missing" }
 

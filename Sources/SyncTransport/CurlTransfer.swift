@@ -46,7 +46,7 @@ final class CurlTransfer {
     /// Runs the exchange and returns the response, or throws what went wrong.
     func perform() throws -> HTTPResponse {
         if cancellation.isCancelled { throw CancellationError() }
-        upload = try UploadSource(request.body)
+        upload = try UploadSource(request.body, fileOffset: request.bodyFileOffset)
         if request.resumesResponseBody, request.method == .get, let destination = request.responseBodyDestination {
             download = try DownloadFile(resuming: destination)
         }

@@ -82,6 +82,9 @@ public struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugStringC
     /// Whoever adopts the file checks its bytes (a content hash): a resumed file is whole only if
     /// the server's blob did not change, which holds for content-addressed blobs.
     public var resumesResponseBody = false
+    /// For a ``HTTPBody/file(_:)`` body: the byte of the file the body starts at, so only the rest
+    /// is sent (a resumed upload); 0 sends the whole file. A value beyond the file's end is an error.
+    public var bodyFileOffset: Int64 = 0
     /// The longest the whole exchange may take, overriding the transport's default; `nil` keeps the
     /// default. Large blob transfers usually want a longer limit than small API calls.
     public var timeout: Duration?
@@ -114,7 +117,7 @@ public struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugStringC
         var text = "\(method) \(URLDisplay.redacted(url)) \(headers)"
         switch body {
         case .bytes(let bytes) where !bytes.isEmpty: text += " body: \(bytes.count) bytes"
-        case .file(let file): text += " body: file \(file.path)"
+        case .file(let file): text += " body: file \(file.path)" + (bodyFileOffset > 0 ? " from byte \(bodyFileOffset)" : "")
         case .bytes: break
         }
         return text

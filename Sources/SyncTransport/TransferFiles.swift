@@ -10,10 +10,11 @@ import Foundation
 enum UploadSource {
     case none
     case memory(bytes: [UInt8], offset: Int)
-    case file(descriptor: Int32, path: String, size: Int64)
+    /// A file's bytes from `start` on, `size` of them.
+    case file(descriptor: Int32, path: String, start: Int64, size: Int64)
 
-    /// Opens a file body; an empty in-memory body sends nothing.
-    init(_ body: HTTPBody) throws(TransportError) {
+    /// Opens a file body (from byte `fileOffset`); an empty in-memory body sends nothing.
+    init(_ body: HTTPBody, fileOffset: Int64 = 0) throws(TransportError) {
         switch body {
         case .bytes(let bytes):
             self = bytes.isEmpty ? .none : .memory(bytes: bytes, offset: 0)
@@ -27,7 +28,12 @@ enum UploadSource {
                 Glibc.close(descriptor)
                 throw TransportError.localFile(path: path, detail: detail)
             }
-            self = .file(descriptor: descriptor, path: path, size: Int64(info.st_size))
+            guard fileOffset >= 0, fileOffset <= Int64(info.st_size), lseek(descriptor, off_t(fileOffset), SEEK_SET) >= 0 else {
+                Glibc.close(descriptor)
+                throw TransportError.invalidRequest(
+                    reason: "the body's start, byte \(fileOffset), is beyond the \(info.st_size) bytes of \(path)")
+            }
+            self = .file(descriptor: descriptor, path: path, start: fileOffset, size: Int64(info.st_size) - fileOffset)
         }
     }
 
@@ -36,7 +42,7 @@ enum UploadSource {
         switch self {
         case .none: nil
         case .memory(let bytes, _): Int64(bytes.count)
-        case .file(_, _, let size): size
+        case .file(_, _, _, let size): size
         }
     }
 
@@ -52,7 +58,7 @@ enum UploadSource {
             }
             self = .memory(bytes: bytes, offset: offset + count)
             return count
-        case .file(let descriptor, let path, _):
+        case .file(let descriptor, let path, _, _):
             while true {
                 let count = Glibc.read(descriptor, buffer.baseAddress, buffer.count)
                 if count >= 0 { return count }
@@ -70,14 +76,15 @@ enum UploadSource {
             guard origin == SEEK_SET, offset >= 0, offset <= bytes.count else { return false }
             self = .memory(bytes: bytes, offset: Int(offset))
             return true
-        case .file(let descriptor, _, _):
-            return lseek(descriptor, off_t(offset), origin) >= 0
+        case .file(let descriptor, _, let start, _):
+            // Offsets are within the body, which starts at `start` in the file.
+            return lseek(descriptor, off_t(origin == SEEK_SET ? start + offset : offset), origin) >= 0
         }
     }
 
     /// Closes the file, if any.
     func close() {
-        if case .file(let descriptor, _, _) = self { Glibc.close(descriptor) }
+        if case .file(let descriptor, _, _, _) = self { Glibc.close(descriptor) }
     }
 }
 

@@ -23,13 +23,14 @@ final class InProcessTransport: HTTPTransport, @unchecked Sendable {
         let body: [UInt8]
         switch request.body {
         case .bytes(let bytes): body = bytes
-        case .file(let url): body = Array(try Data(contentsOf: url))
+        case .file(let url): body = Array(try Data(contentsOf: url).dropFirst(Int(request.bodyFileOffset)))
         }
         let head = RequestHead(
             method: request.method.rawValue, path: components.path, authorization: request.headers["Authorization"],
             contentType: request.headers["Content-Type"], contentEncoding: request.headers["Content-Encoding"],
             contentLength: UInt64(body.count), acceptsGzip: false,
-            acceptsEventPages: request.headers["Accept"]?.contains(EventPage.contentType) ?? false, query: query)
+            acceptsEventPages: request.headers["Accept"]?.contains(EventPage.contentType) ?? false, query: query,
+            uploadOffset: request.headers[SyncRoutes.uploadOffsetField], uploadLength: request.headers[SyncRoutes.uploadLengthField])
         let response = lock.withLock { server }.respond(to: head, body: body)
         var bytes: [UInt8] = []
         switch response.body {

@@ -47,7 +47,9 @@ struct SyncBenchmarks {
             figures.append(
                 Figure(
                     name: "sync.push.\(size / 1000)k", value: pushRate, unit: "events/s", baseline: nil, higherIsBetter: true, target: nil,
-                    note: "device A pushes \(size) events through photoledger-server on loopback (batches of 500, libcurl)"))
+                    note:
+                        "device A pushes \(size) events through photoledger-server on loopback (binary event batches of 2,000, libcurl); the time includes pulling its own events back to confirm them"
+                ))
             figures.append(
                 Figure(
                     name: "sync.pull.\(size / 1000)k", value: pullRate, unit: "events/s", baseline: nil, higherIsBetter: true,

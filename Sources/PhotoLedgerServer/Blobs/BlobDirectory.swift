@@ -5,14 +5,21 @@ import SyncProtocol
 /// Content-addressed blob files: `<root>/<first two hex digits>/<64 hex digits>`, written
 /// through a temporary file in `<root>/tmp` that is hashed while it is written, synced and then
 /// renamed into place, so a blob file is either complete and verified or absent.
+///
+/// Resumable uploads are kept in `<root>/tmp/partial`, one file per library, blob and device,
+/// named `<library row>-<hash>-<device>`, each hashed as it grows.
 public struct BlobDirectory: BlobStore {
     /// The root directory.
     public let root: String
+    /// The unfinished resumable uploads.
+    let partials: PartialFiles
 
     /// Uses (creating when needed) the directory at `root`.
     public init(root: String) throws {
         self.root = root
+        partials = PartialFiles(folder: root + "/tmp/partial")
         do {
+            // The folder of unfinished resumable uploads is made by the first of them.
             try FileManager.default.createDirectory(atPath: root + "/tmp", withIntermediateDirectories: true)
         } catch {
             throw ServerStoreError("cannot create the blob directory \(root): \(error.localizedDescription)")
@@ -34,20 +41,37 @@ public struct BlobDirectory: BlobStore {
         return (descriptor, Int64(status.st_size))
     }
 
-    /// Removes every file in the temporary folder: uploads an earlier run left unfinished (a crash
-    /// skips their clean-up). Call it before serving, while no upload runs; the directory is meant
-    /// for one server process. Returns how many files were removed.
-    public func removeLeftoverUploads() -> (place: String, removed: Int)? {
-        (root + "/tmp", removeTemporaryFiles())
+    /// Removes every file in the temporary folder that uploads an earlier run left unfinished (a
+    /// crash skips their clean-up), and of the resumable uploads it keeps those that belong to
+    /// nothing: a name that is not one of theirs, or a blob the directory holds already. The others
+    /// are taken up, their idle time counting from `now`. Call it before serving, while no upload
+    /// runs; the directory is meant for one server process. Returns how many files were removed.
+    public func removeLeftoverUploads(now: UInt64) -> (place: String, removed: Int)? {
+        (root + "/tmp", removeTemporaryFiles() + partials.adoptLeftovers(now: now) { access(path(for: $0), F_OK) == 0 })
     }
 
-    /// Removes every file in the temporary folder (see ``removeLeftoverUploads()``); returns how
-    /// many were removed.
+    /// Removes every file of an unfinished whole upload in the temporary folder (see
+    /// ``removeLeftoverUploads(now:)``); returns how many were removed.
     @discardableResult
     public func removeTemporaryFiles() -> Int {
         let folder = root + "/tmp"
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return 0 }
-        return names.reduce(0) { removed, name in unlink("\(folder)/\(name)") == 0 ? removed + 1 : removed }
+        return names.filter { $0 != "partial" }.reduce(0) { removed, name in unlink("\(folder)/\(name)") == 0 ? removed + 1 : removed }
+    }
+
+    /// The bytes held of the unfinished upload `key` (0 when none).
+    public func heldBytes(of key: PartialUploadKey, now: UInt64) throws -> Int64 { partials.held(key, now: now) }
+
+    /// Continues the unfinished upload `key` from `offset` (see `BlobStore`).
+    public func resumeUpload(_ key: PartialUploadKey, from offset: Int64, length: Int64, now: UInt64) throws(UploadResumeRefusal)
+        -> any BlobUpload
+    {
+        try partials.resume(key, from: offset, length: length, now: now, directory: self)
+    }
+
+    /// Removes the unfinished uploads idle for `idleMilliseconds` at `now`; returns how many.
+    public func collectAbandonedUploads(now: UInt64, idleMilliseconds: UInt64) -> Int {
+        partials.collect(now: now, idleMilliseconds: idleMilliseconds)
     }
 
     /// Starts an upload into a new temporary file (named by its hash only at commit).
@@ -117,15 +141,28 @@ public final class BlobFileUpload: BlobUpload {
     public func commit(as hash: String) throws(BlobUploadFailure) -> Bool {
         let actual = Hex.encode(digest.finalizeAndReset())
         guard actual == hash else { throw .hashMismatch(actual: actual) }
-        guard fsync(descriptor) == 0 else { throw .io("cannot sync a blob file: \(String(cString: strerror(errno)))") }
+        defer { descriptor = -1 }
+        return try directory.place(temporaryPath, descriptor: descriptor, as: hash)
+    }
+}
+
+extension BlobDirectory {
+    /// Syncs and closes a verified temporary file and renames it into place as the blob `hash`;
+    /// returns false when an identical blob was already there (the temporary file is removed).
+    func place(_ temporaryPath: String, descriptor: Int32, as hash: String) throws(BlobUploadFailure) -> Bool {
+        guard fsync(descriptor) == 0 else {
+            let detail = String(cString: strerror(errno))
+            close(descriptor)
+            unlink(temporaryPath)
+            throw .io("cannot sync a blob file: \(detail)")
+        }
         close(descriptor)
-        descriptor = -1
-        let destination = directory.path(for: hash)
+        let destination = path(for: hash)
         if access(destination, F_OK) == 0 {
             unlink(temporaryPath)
             return false
         }
-        let shard = "\(directory.root)/\(hash.prefix(2))"
+        let shard = "\(root)/\(hash.prefix(2))"
         if mkdir(shard, 0o755) != 0 && errno != EEXIST {
             unlink(temporaryPath)
             throw .io("cannot create \(shard): \(String(cString: strerror(errno)))")

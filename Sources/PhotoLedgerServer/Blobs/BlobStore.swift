@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 
 /// Where the server keeps blob bytes: content-addressed, each blob named by the SHA-256 of its
 /// bytes (64 lowercase hex digits). A blob gets its name only after its bytes were hashed and
@@ -15,13 +16,64 @@ public protocol BlobStore: Sendable {
     func content(of hash: String, from offset: Int64) throws -> BlobContent?
     /// Deletes the blob named `hash`; deleting a blob the store does not hold succeeds.
     func remove(_ hash: String) throws
-    /// Removes what uploads interrupted by a crash left behind, before the server serves; returns
-    /// where it looked and how many it removed (nil when the store keeps nothing of the kind).
-    func removeLeftoverUploads() -> (place: String, removed: Int)?
+    /// Removes what uploads interrupted by a crash left behind, before the server serves, and takes
+    /// up the unfinished resumable uploads it keeps (their idle time counts from `now`, Unix
+    /// milliseconds); returns where it looked and how many it removed (nil when the store keeps
+    /// nothing of the kind).
+    func removeLeftoverUploads(now: UInt64) -> (place: String, removed: Int)?
+
+    /// The bytes held of the unfinished resumable upload `key`, 0 when there is none; counts as
+    /// a use of it at `now` (Unix milliseconds).
+    func heldBytes(of key: PartialUploadKey, now: UInt64) throws -> Int64
+    /// Continues the resumable upload `key` of a blob of `length` bytes with bytes from `offset`
+    /// (0 starts it). The upload returned takes the bytes from there on; its ``BlobUpload/size``
+    /// counts from the blob's start. Released before it holds `length` bytes, it keeps what
+    /// arrived for the next request; ``BlobUpload/commit(as:)`` checks the hash over the whole
+    /// blob and stores it, or discards the unfinished upload when the bytes do not hash to its
+    /// name. A newer request for the same key takes the upload over from an older one that is
+    /// still receiving (a client that reconnected): the older one fails.
+    func resumeUpload(_ key: PartialUploadKey, from offset: Int64, length: Int64, now: UInt64) throws(UploadResumeRefusal) -> any BlobUpload
+    /// Removes the unfinished uploads not used for `idleMilliseconds` at `now` (Unix
+    /// milliseconds), except those receiving bytes; returns how many.
+    func collectAbandonedUploads(now: UInt64, idleMilliseconds: UInt64) -> Int
+}
+
+/// Names an unfinished resumable upload: one per library, blob and device.
+public struct PartialUploadKey: Hashable, Sendable, CustomStringConvertible {
+    /// The library's row identifier in the server's store.
+    public var libraryID: Int64
+    /// The device uploading.
+    public var device: DeviceID
+    /// The name the blob claims (64 lowercase hex digits).
+    public var hash: String
+
+    /// Creates a key.
+    public init(libraryID: Int64, device: DeviceID, hash: String) {
+        self.libraryID = libraryID
+        self.device = device
+        self.hash = hash
+    }
+
+    public var description: String { "upload of \(hash) by \(device.rawValue) to library \(libraryID)" }
+}
+
+/// Why a resumable upload cannot continue as asked.
+public enum UploadResumeRefusal: Error, Equatable, Sendable {
+    /// The request starts at another byte than the store holds.
+    case offsetMismatch(held: Int64)
+    /// The store cannot keep resumable uploads.
+    case unsupported
+    /// The storage failed.
+    case io(String)
 }
 
 extension BlobStore {
-    public func removeLeftoverUploads() -> (place: String, removed: Int)? { nil }
+    public func removeLeftoverUploads(now: UInt64) -> (place: String, removed: Int)? { nil }
+    public func heldBytes(of key: PartialUploadKey, now: UInt64) throws -> Int64 { 0 }
+    public func resumeUpload(_ key: PartialUploadKey, from offset: Int64, length: Int64, now: UInt64) throws(UploadResumeRefusal)
+        -> any BlobUpload
+    { throw .unsupported }
+    public func collectAbandonedUploads(now: UInt64, idleMilliseconds: UInt64) -> Int { 0 }
 
     /// The blob's bytes, ready to stream out, or nil when the store does not hold it.
     public func content(of hash: String) throws -> BlobContent? { try content(of: hash, from: 0) }
@@ -77,6 +129,8 @@ public enum BlobUploadFailure: Error, Equatable, Sendable {
     case hashMismatch(actual: String)
     /// The storage failed (the file system, or the object store).
     case io(String)
+    /// A newer request of the same device took the resumable upload over.
+    case superseded
 }
 
 /// A stored blob's bytes, as the HTTP layer streams them.

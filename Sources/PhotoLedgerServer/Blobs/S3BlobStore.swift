@@ -14,6 +14,8 @@ public final class S3BlobStore: BlobStore {
     /// Where the blobs are.
     public let configuration: S3Configuration
     let client: S3Client
+    /// Which requests of this process write which resumable uploads.
+    let uploads = ResumableWriters()
 
     /// Opens the store and checks that the bucket exists and the credentials may use it.
     ///

@@ -128,7 +128,14 @@ public struct S3Configuration: Sendable, CustomStringConvertible {
             url = components.string!
         }
         if !query.isEmpty {
-            url += "?" + query.sorted { $0.0 < $1.0 }.map { "\(Self.encode($0.0))=\(Self.encode($0.1))" }.joined(separator: "&")
+            // A slash stays as it is: libcurl's Signature Version 4 encodes the query for the signed
+            // request itself, so a %2F here would be signed as %252F (a listing by prefix was refused).
+            url +=
+                "?"
+                + query.sorted { $0.0 < $1.0 }.map {
+                    "\(Self.encode($0.0))=\(Self.encode($0.1).replacingOccurrences(of: "%2F", with: "/"))"
+                }
+                .joined(separator: "&")
         }
         return url
     }
