@@ -95,7 +95,9 @@ struct SnapshotBootstrapTests {
         // At least one event before the snapshot, whatever the random changes do.
         try await writers[0].library.performChanges { changes in _ = try changes.createAlbum(title: "Start") }
         try await world.churn(writers, steps: 30)
-        // One writer snapshots its fold; then the library moves on.
+        // One writer, up to date (a purge another writer pushed would retire an older snapshot),
+        // snapshots its fold; then the library moves on.
+        try await writers[0].engine.sync()
         var upload = try await writers[0].engine.uploadSnapshot()
         #expect(upload.record.position == (try writers[0].engine.cursor()))
         try await world.churn(writers, steps: 15)
