@@ -426,3 +426,49 @@ extension ServerChainReport {
         return true
     }
 }
+
+extension PhotoLibrary {
+    /// Confirms a batch of this device's events from the server's answer to their push, without
+    /// pulling them back: when the server stored them, in order, at the positions right after
+    /// this device's pull cursor and its head is the last of them, the chain value after them
+    /// is recomputed from the value held here at the cursor and this device's own copies, and
+    /// compared with the server's. On a match the events are acknowledged with their server
+    /// chain values and the cursor moves past them, in one transaction: the server holds exactly
+    /// these events there, as this device made them.
+    ///
+    /// Returns false, changing nothing, whenever the shortcut does not apply (other devices'
+    /// events came between, the value at the cursor is not held here, the values differ): the
+    /// events are then acknowledged as usual and checked when the pull brings them back.
+    func confirmPushed(_ batch: [Event], serverSequences: [Int64], head: (serverSequence: Int64, chainHash: [UInt8])) throws -> Bool {
+        guard let first = serverSequences.first, batch.count == serverSequences.count,
+            head.serverSequence == first + Int64(batch.count) - 1,
+            serverSequences.enumerated().allSatisfy({ $1 == first + Int64($0) })
+        else { return false }
+        struct NotConfirmed: Error {}
+        do {
+            try storage.write { db in
+                let cursor = try db.firstRow("SELECT pull_cursor FROM replica_state WHERE id = 1") { $0.int64(0) } ?? 0
+                guard cursor == first - 1 else { throw NotConfirmed() }
+                let previous = cursor == 0 ? HashChain.origin : try Self.recordedEntry(at: cursor, in: db)?.entry.chainHash
+                guard let previous else { throw NotConfirmed() }
+                var chain = HashChain(head: previous)
+                let hashes = batch.map { chain.link($0) }
+                guard let last = hashes.last, constantTimeEquals(last, head.chainHash) else { throw NotConfirmed() }
+                try Self.acknowledge(
+                    zip(batch, serverSequences).map { ($0.deviceSequence, $1) }, device: device, db: db)
+                _ = try Self.serverChainInsert.run(count: batch.count, in: db) { index, values in
+                    values.append(serverSequences[index])
+                    values.append(uuid: batch[index].id)
+                    values.append(blob: hashes[index])
+                    values.append(Int64(1))
+                }
+                try db.execute("UPDATE replica_state SET pull_cursor = ? WHERE id = 1", [head.serverSequence])
+            }
+            return true
+        } catch is NotConfirmed {
+            return false
+        } catch {
+            throw Self.translate(error, doing: "record the server's answer to a push")
+        }
+    }
+}

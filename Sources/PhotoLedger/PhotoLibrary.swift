@@ -307,7 +307,10 @@ public final class PhotoLibrary: Sendable {
                         db: db,
                         archive: archive)
                     if let failure = report.failure { throw ServerChainMismatch(failure: failure) }
-                    if let cursor = page.cursor { try db.execute("UPDATE replica_state SET pull_cursor = ? WHERE id = 1", [cursor]) }
+                    if let cursor = page.cursor {
+                        // Never back: a push confirmed from the server's head may have moved it past this page.
+                        try db.execute("UPDATE replica_state SET pull_cursor = max(pull_cursor, ?) WHERE id = 1", [cursor])
+                    }
                     pending = try beginCommit(touched, contentBefore: contentBefore, in: db)
                 }
             }

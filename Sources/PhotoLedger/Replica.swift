@@ -169,18 +169,32 @@ package struct Replica: Sendable {
 
     // MARK: Outbox
 
+    /// One of this device's events as the push reads it: the event and its position in this
+    /// device's log, from which the next read of the outbox goes on.
+    package struct PendingEvent: Sendable {
+        /// The event.
+        package var event: Event
+        /// Its position in this device's log.
+        package var localSequence: Int64
+    }
+
     /// This device's events the server has neither acknowledged nor rejected (the outbox), in
-    /// device order, after `deviceSequence`. Read through the index of pending events, so a batch
-    /// costs the same after a million events were sent as after none.
-    package func outbox(afterDeviceSequence deviceSequence: Int64 = 0, limit: Int) throws -> [Event] {
+    /// log order, after the event at `localSequence` in this device's log. Read as one range of
+    /// the index of pending events from that position, so a batch costs the same after a
+    /// million events were read as after none: pass the last batch's ``StoredEvent/localSequence``
+    /// to read the next.
+    package func outbox(after localSequence: Int64 = 0, limit: Int) throws -> [PendingEvent] {
         try library.readDatabase { db in
             try db.rows(
                 """
                 SELECT \(EventLog.columns) FROM events INDEXED BY events_pending
-                WHERE server_seq IS NULL AND device_id = ? AND device_seq > ?
+                WHERE server_seq IS NULL AND local_seq > ? AND device_id = ?
                 AND event_id NOT IN (SELECT event_id FROM sync_rejections) ORDER BY local_seq LIMIT ?
-                """, [library.device.rawValue, deviceSequence, Int64(limit)], EventLog.decode
-            ).map(\.event)
+                """, [localSequence, library.device.rawValue, Int64(limit)]
+            ) { row in
+                let stored = try EventLog.decode(row)
+                return PendingEvent(event: stored.event, localSequence: stored.localSequence)
+            }
         }
     }
 
@@ -203,9 +217,11 @@ package struct Replica: Sendable {
     }
 
     /// This device's events from `deviceSequence` on, acknowledged or not (to answer a gap).
-    package func ownEvents(fromDeviceSequence deviceSequence: Int64, limit: Int) throws -> [Event] {
+    package func ownEvents(fromDeviceSequence deviceSequence: Int64, limit: Int) throws -> [PendingEvent] {
         try library.readDatabase { db in
-            try EventLog(db).events(fromDevice: library.device, afterDeviceSequence: deviceSequence - 1, limit: limit).map(\.event)
+            try EventLog(db).events(fromDevice: library.device, afterDeviceSequence: deviceSequence - 1, limit: limit).map {
+                PendingEvent(event: $0.event, localSequence: $0.localSequence)
+            }
         }
     }
 
@@ -227,10 +243,25 @@ package struct Replica: Sendable {
         if !rejected.isEmpty { try library.foldOut(rejected.map(\.0)) }
     }
 
+    /// Acknowledges a batch the server stored in full, in order, together with the server's head
+    /// after it: when the events sit right after the pull cursor, they are confirmed from the
+    /// head's chain value and the cursor moves past them, so the pull need not bring them back
+    /// (``PhotoLibrary/confirmPushed(_:serverSequences:head:)``); otherwise they are acknowledged
+    /// as ``acknowledge(stored:rejected:)`` does. Returns whether the cursor moved.
+    package func acknowledge(
+        pushed batch: [PendingEvent], serverSequences: [Int64], head: (serverSequence: Int64, chainHash: [UInt8])
+    ) throws -> Bool {
+        if try library.confirmPushed(batch.map(\.event), serverSequences: serverSequences, head: head) {
+            return true
+        }
+        try acknowledge(stored: zip(batch, serverSequences).map { ($0.event.deviceSequence, $1) }, rejected: [])
+        return false
+    }
+
     /// With a readOnly token nothing this device makes can reach the server: its outbox is
     /// rejected here, with that reason, and folded out.
     private func foldOutUnsendable() throws {
-        let pending = try outbox(limit: Int.max).map(\.id)
+        let pending = try outbox(limit: Int.max).map(\.event.id)
         guard !pending.isEmpty else { return }
         try acknowledge(
             stored: [], rejected: pending.map { ($0, "this device's token is readOnly: its changes cannot be sent to the shared library") })

@@ -78,7 +78,9 @@ public struct PushRules: Sendable {
         // A snapshot before a purge may hold the purged asset: it must no longer be offered.
         if let purge = state.lastPurge { try transaction.retireSnapshots(before: purge) }
         try transaction.finish(head: state.head, lastDeviceSequence: state.lastDeviceSequence)
-        return PushResponse(results: results, lastDeviceSequence: state.lastDeviceSequence)
+        return PushResponse(
+            results: results, lastDeviceSequence: state.lastDeviceSequence,
+            head: ServerChainHead(serverSequence: state.head.sequence, chainHash: state.head.chainHash))
     }
 
     private struct State: ~Copyable {

@@ -129,9 +129,8 @@ extension SyncEngine {
             if delay > .zero { try await Task.sleep(for: delay) }
             let report = try await reconnection.attempt {
                 var report = SyncReport()
-                try await self.uploadResources(&report, nil)
-                if self.replica.isEncrypted { try await self.publishKeys(&report) }  // the asset keys name the blobs just uploaded
-                try await self.push(&report, nil)
+                if self.replica.isEncrypted { try await self.publishKeys(&report) }
+                try await self.push(&report, nil)  // each batch's blobs go up before it
                 report.cursor = try self.cursor()
                 return report
             }

@@ -80,7 +80,9 @@ public struct SyncReport: Sendable, Equatable {
 }
 
 /// Syncs a library with a server: record the renditions this device made for the others →
-/// upload missing resources (renditions included) → push pending events in batches → pull pages
+/// push pending events in batches, each after the blobs it refers to that the server lacks
+/// (renditions included; a batch the server stored right after the cursor is confirmed from
+/// its answer, so this device's own events need not come back) → pull pages
 /// since the stored cursor (each page applied in one transaction with the cursor, through the
 /// same fold as local changes) → download the renditions other devices recorded → download
 /// missing resources (when ``Options/downloadResourcesEagerly``).
@@ -197,9 +199,8 @@ public final class SyncEngine: Sendable {
         if scope != .readOnly {
             // Only a readWrite token may push a rendition's record (it changes an existing asset).
             if scope == .readWrite { report.recordedRenditions = try replica.recordRenditions() }
-            try await uploadResources(&report, progress)
-            try await publishKeys(&report)  // the asset keys name the blobs just uploaded
-            try await push(&report, progress)
+            try await publishKeys(&report)
+            try await push(&report, progress)  // each batch's blobs go up before it
         }
         if scope != .addOnly {
             var waitForKeys = false
@@ -262,41 +263,40 @@ public final class SyncEngine: Sendable {
 
     // MARK: Steps
 
-    /// Sends the resources of pending events that the server does not have.
-    func uploadResources(_ report: inout SyncReport, _ progress: (@Sendable (SyncProgress) -> Void)?) async throws {
-        var cursor: Int64 = 0
-        while true {
-            try Task.checkCancellation()
-            let pending = try replica.outbox(afterDeviceSequence: cursor, limit: options.pushBatchSize * 4)
-            guard let last = pending.last else { return }
-            cursor = last.deviceSequence
-            let blobs = try replica.blobs(referencedBy: pending)
-            let hashes = blobs.resources.union(blobs.renditions).sorted()
-            guard !hashes.isEmpty else { continue }
-            let missing = try await exchange(
-                .post, SyncRoutes.missingBlobs(library: remote.libraryName), MissingBlobsRequest(hashes: hashes),
-                as: MissingBlobsResponse.self
-            ).missing
-            let files = try missing.compactMap { hash -> (hash: String, file: URL)? in
-                guard let file = replica.resourceFile(hash) else {
-                    // A rendition is derived: one no longer here (collected as garbage) is not
-                    // sent, and the devices that need it make their own from the original.
-                    if blobs.renditions.contains(hash) { return nil }
-                    throw PhotoLibraryError(
-                        .missingResource, "resource \(hash) of a pending change is missing on this device; it cannot be uploaded")
-                }
-                return (hash: hash, file: file)
+    /// Sends the blobs `events` refer to that the server does not have (resources, recorded
+    /// renditions), before the events themselves are pushed; in an end-to-end encrypted library
+    /// the asset keys that name the blobs just sealed are published after them.
+    func uploadBlobs(of events: [Replica.PendingEvent], _ report: inout SyncReport, _ progress: (@Sendable (SyncProgress) -> Void)?)
+        async throws
+    {
+        guard !events.isEmpty else { return }
+        let blobs = try replica.blobs(referencedBy: events.map(\.event))
+        let hashes = blobs.resources.union(blobs.renditions).sorted()
+        guard !hashes.isEmpty else { return }
+        let missing = try await exchange(
+            .post, SyncRoutes.missingBlobs(library: remote.libraryName), MissingBlobsRequest(hashes: hashes),
+            as: MissingBlobsResponse.self
+        ).missing
+        let files = try missing.compactMap { hash -> (hash: String, file: URL)? in
+            guard let file = replica.resourceFile(hash) else {
+                // A rendition is derived: one no longer here (collected as garbage) is not
+                // sent, and the devices that need it make their own from the original.
+                if blobs.renditions.contains(hash) { return nil }
+                throw PhotoLibraryError(
+                    .missingResource, "resource \(hash) of a pending change is missing on this device; it cannot be uploaded")
             }
-            var done = 0
-            try await Self.concurrently(files, limit: options.transferConcurrency) { resource in
-                (hash: resource.hash, size: try await self.upload(resource.hash, from: resource.file).size)
-            } each: { upload in
-                done += 1
-                if blobs.renditions.contains(upload.hash) { report.uploadedRenditions += 1 } else { report.uploadedResources += 1 }
-                report.uploadedBytes += upload.size
-                progress?(SyncProgress(phase: .uploadingResources, completed: done, total: missing.count, bytes: report.uploadedBytes))
-            }
+            return (hash: hash, file: file)
         }
+        var done = 0
+        try await Self.concurrently(files, limit: options.transferConcurrency) { resource in
+            (hash: resource.hash, size: try await self.upload(resource.hash, from: resource.file).size)
+        } each: { upload in
+            done += 1
+            if blobs.renditions.contains(upload.hash) { report.uploadedRenditions += 1 } else { report.uploadedResources += 1 }
+            report.uploadedBytes += upload.size
+            progress?(SyncProgress(phase: .uploadingResources, completed: done, total: missing.count, bytes: report.uploadedBytes))
+        }
+        if replica.isEncrypted { try await publishKeys(&report) }  // the asset keys name the blobs just sealed
     }
 
     /// Uploads one resource the server lacks; returns its size and the bytes sent for it. A
@@ -399,18 +399,22 @@ public final class SyncEngine: Sendable {
     }
 
     /// Pushes the outbox in batches until the server has acknowledged or rejected every event.
+    ///
+    /// The batches are sent one at a time, in device order (the server stores a device's events
+    /// only in sequence), but the work on the two sides overlaps: while the server stores one
+    /// batch, this device records the answer to the one before, reads the next and uploads the
+    /// blobs it refers to (a batch is sent only after its blobs).
     func push(_ report: inout SyncReport, _ progress: (@Sendable (SyncProgress) -> Void)?) async throws {
         let total = try replica.outboxCount()
         var gapRetries = 0
         var bytes: Int64 = 0
-        var batch = try replica.outbox(limit: options.pushBatchSize)
-        while !batch.isEmpty {
-            try Task.checkCancellation()
-            let (response, moved) = try await pushBatch(batch)
-            bytes += moved
+        /// Records the server's answers to a batch; returns the device sequence the server asks
+        /// for when it lacks earlier events of this device.
+        func record(_ batch: [Replica.PendingEvent], _ response: PushResponse) throws -> Int64? {
             var stored: [(deviceSequence: Int64, serverSequence: Int64)] = [], rejected: [(UUID, String)] = []
             var expected: Int64?
-            let deviceSequences = Dictionary(batch.map { ($0.id, $0.deviceSequence) }, uniquingKeysWith: { first, _ in first })
+            let deviceSequences = Dictionary(
+                batch.map { ($0.event.id, $0.event.deviceSequence) }, uniquingKeysWith: { first, _ in first })
             for result in response.results {
                 guard let deviceSequence = deviceSequences[result.id] else {
                     throw SyncError.invalidResponse("the server answered for event \(result.id.uuidString), which was not pushed")
@@ -426,30 +430,65 @@ public final class SyncEngine: Sendable {
                 case .gap(let sequence): expected = expected ?? sequence
                 }
             }
-            try replica.acknowledge(stored: stored, rejected: rejected)
+            if let head = response.head, rejected.isEmpty, expected == nil, stored.count == batch.count,
+                zip(response.results, batch).allSatisfy({ result, pending in
+                    guard case .stored = result.status else { return false }
+                    return result.id == pending.event.id
+                })
+            {
+                // Stored in full: confirmed from the server's head when nothing came between.
+                _ = try replica.acknowledge(
+                    pushed: batch, serverSequences: stored.map(\.serverSequence), head: (head.serverSequence, head.chainHash))
+            } else {
+                try replica.acknowledge(stored: stored, rejected: rejected)
+            }
             progress?(SyncProgress(phase: .pushing, completed: report.pushedEvents, total: total, bytes: bytes))
+            return expected
+        }
+        var batch = try replica.outbox(limit: options.pushBatchSize)
+        try await uploadBlobs(of: batch, &report, progress)
+        var answered: (batch: [Replica.PendingEvent], response: PushResponse)?
+        var encoded: [UInt8]?  // the next batch in the binary form, made while the server stores the one before
+        while !batch.isEmpty || answered != nil {
+            try Task.checkCancellation()
+            let sending = batch, body = encoded
+            let binary = options.sendsEventBatches && serverTakesEventBatches.load(ordering: .relaxed)
+            async let sent = sending.isEmpty ? nil : pushBatch(sending.map(\.event), encoded: body)
+            let expected = try answered.flatMap { try record($0.batch, $0.response) }
+            var next: [Replica.PendingEvent] = []
+            if expected == nil, let last = sending.last {
+                next = try replica.outbox(after: last.localSequence, limit: options.pushBatchSize)
+                try await uploadBlobs(of: next, &report, progress)
+                encoded = binary && !next.isEmpty ? encodedBatch(next.map(\.event)) : nil
+            }
+            answered = try await sent.map { (sending, $0.response) }
+            bytes += try await sent?.bytes ?? 0
             if let expected {
-                // The server lacks earlier events of this device (a restored server): send again from there.
+                // The server lacks earlier events of this device (a restored server): the batch
+                // sent meanwhile stored nothing after the gap. Send again from there.
+                if let inFlight = answered { _ = try record(inFlight.batch, inFlight.response) }
+                answered = nil
                 gapRetries += 1
                 guard gapRetries <= 3 else {
                     throw SyncError.invalidResponse(
                         "the server keeps asking for device sequence \(expected); it may have lost this device's history")
                 }
-                batch = try replica.ownEvents(fromDeviceSequence: expected, limit: options.pushBatchSize)
-            } else {
-                batch = try replica.outbox(limit: options.pushBatchSize)
+                next = try replica.ownEvents(fromDeviceSequence: expected, limit: options.pushBatchSize)
+                try await uploadBlobs(of: next, &report, progress)
+                encoded = nil
             }
+            batch = next
         }
     }
 
     /// Sends one batch of events: in the binary form when the options and the server allow it,
     /// otherwise as JSON. Returns the server's answer and the bytes moved.
-    func pushBatch(_ batch: [Event]) async throws -> (response: PushResponse, bytes: Int64) {
+    func pushBatch(_ batch: [Event], encoded: [UInt8]? = nil) async throws -> (response: PushResponse, bytes: Int64) {
         let path = SyncRoutes.events(library: remote.libraryName)
         guard options.sendsEventBatches, serverTakesEventBatches.load(ordering: .relaxed) else {
             return try await exchangeCounting(.post, path, PushRequest(device: library.device, events: batch), as: PushResponse.self)
         }
-        let body = EventBatch.encode(device: library.device, events: batch)
+        let body = encoded ?? encodedBatch(batch)
         let response = try await send(
             HTTPRequest(
                 method: .post, url: remote.url(path), headers: authorized(["Content-Type": EventBatch.contentType]), body: .bytes(body)))
@@ -461,6 +500,9 @@ public final class SyncEngine: Sendable {
         guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
         return (try decoding(response, path: path, PushResponse.decode), Int64(body.count + response.body.bytes.count))
     }
+
+    /// `batch` in the binary form, as ``pushBatch(_:encoded:)`` sends it.
+    func encodedBatch(_ batch: [Event]) -> [UInt8] { EventBatch.encode(device: library.device, events: batch) }
 
     /// Pulls pages since the cursor; each page and the new cursor commit in one transaction.
     /// Stops at a page without events: asking for events after the cursor is how the server

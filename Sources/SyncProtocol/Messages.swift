@@ -30,16 +30,22 @@ extension WireMessage {
 }
 
 /// Reads an object member by member; unknown members are skipped (for forward compatibility).
-func readObject(_ reader: inout JSONReader, path: String, _ member: (String, inout JSONReader) throws -> Bool) throws {
-    try reading(path.isEmpty ? "body" : path) { try reader.beginObject() }
-    while let key = try reading(path.isEmpty ? "body" : path, { try reader.nextKey() }) {
+func readObject(_ reader: inout JSONReader, path: @autoclosure () -> String, _ member: (String, inout JSONReader) throws -> Bool)
+    throws
+{
+    func named() -> String {
+        let path = path()
+        return path.isEmpty ? "body" : path
+    }
+    try reading(named()) { try reader.beginObject() }
+    while let key = try reading(named(), { try reader.nextKey() }) {
         if try !member(key, &reader) { try reading(key) { try reader.skipValue() } }
     }
 }
 
 /// Throws a "missing" error for `field` when `value` is nil.
-func required<T>(_ value: T?, _ field: String) throws -> T {
-    guard let value else { throw WireFormatError(field: field, message: "is missing") }
+func required<T>(_ value: T?, _ field: @autoclosure () -> String) throws -> T {
+    guard let value else { throw WireFormatError(field: field(), message: "is missing") }
     return value
 }
 
@@ -192,31 +198,30 @@ public struct PushResult: Sendable, Hashable {
         writer.endObject()
     }
 
-    static func read(from reader: inout JSONReader, path: String) throws -> PushResult {
+    static func read(from reader: inout JSONReader, path: @autoclosure () -> String) throws -> PushResult {
         var id: UUID?, status: String?, sequence: Int64?, reason: String?, expected: Int64?
-        try readObject(&reader, path: path) { key, reader in
-            let field = "\(path).\(key)"
+        try readObject(&reader, path: path()) { key, reader in
             switch key {
             case "id":
-                id = try reading(field) { try reader.withStringBytes(parseUUID) }
-                if id == nil { throw WireFormatError(field: field, message: "not a valid UUID") }
-            case "status": status = try reading(field) { try reader.readString() }
-            case "serverSeq": sequence = try reading(field) { try reader.readInt64() }
-            case "reason": reason = try reading(field) { try reader.readString() }
-            case "expectedDeviceSeq": expected = try reading(field) { try reader.readInt64() }
+                id = try reading("\(path()).\(key)") { try reader.withStringBytes(parseUUID) }
+                if id == nil { throw WireFormatError(field: "\(path()).\(key)", message: "not a valid UUID") }
+            case "status": status = try reading("\(path()).\(key)") { try reader.readString() }
+            case "serverSeq": sequence = try reading("\(path()).\(key)") { try reader.readInt64() }
+            case "reason": reason = try reading("\(path()).\(key)") { try reader.readString() }
+            case "expectedDeviceSeq": expected = try reading("\(path()).\(key)") { try reader.readInt64() }
             default: return false
             }
             return true
         }
         let resolved: Status
-        switch try required(status, "\(path).status") {
-        case "stored": resolved = .stored(serverSequence: try required(sequence, "\(path).serverSeq"))
-        case "duplicate": resolved = .duplicate(serverSequence: try required(sequence, "\(path).serverSeq"))
-        case "rejected": resolved = .rejected(reason: try required(reason, "\(path).reason"))
-        case "gap": resolved = .gap(expectedDeviceSequence: try required(expected, "\(path).expectedDeviceSeq"))
-        case let other: throw WireFormatError(field: "\(path).status", message: "unknown status '\(other)'")
+        switch try required(status, "\(path()).status") {
+        case "stored": resolved = .stored(serverSequence: try required(sequence, "\(path()).serverSeq"))
+        case "duplicate": resolved = .duplicate(serverSequence: try required(sequence, "\(path()).serverSeq"))
+        case "rejected": resolved = .rejected(reason: try required(reason, "\(path()).reason"))
+        case "gap": resolved = .gap(expectedDeviceSequence: try required(expected, "\(path()).expectedDeviceSeq"))
+        case let other: throw WireFormatError(field: "\(path()).status", message: "unknown status '\(other)'")
         }
-        return PushResult(id: try required(id, "\(path).id"), status: resolved)
+        return PushResult(id: try required(id, "\(path()).id"), status: resolved)
     }
 }
 
@@ -235,11 +240,18 @@ public struct PushResponse: WireMessage, Hashable {
     public var results: [PushResult]
     /// The highest device sequence consumed (stored or rejected) for the device.
     public var lastDeviceSequence: Int64
+    /// The library's head when the push committed: its last server sequence and the chain value
+    /// after it (`"head":{"serverSeq":N,"chainHash":"…"}`; absent from older servers). A device
+    /// whose events were stored right after everything it had pulled confirms them from this:
+    /// it chains its own copies from the value it holds and compares, so it need not pull its
+    /// own events back.
+    public var head: ServerChainHead?
 
     /// Creates a push response.
-    public init(results: [PushResult], lastDeviceSequence: Int64) {
+    public init(results: [PushResult], lastDeviceSequence: Int64, head: ServerChainHead? = nil) {
         self.results = results
         self.lastDeviceSequence = lastDeviceSequence
+        self.head = head
     }
 
     public func write(to writer: inout JSONWriter) {
@@ -249,11 +261,18 @@ public struct PushResponse: WireMessage, Hashable {
         for result in results { result.write(to: &writer) }
         writer.endArray()
         writer.key("lastDeviceSeq"); writer.integer(lastDeviceSequence)
+        if let head {
+            writer.key("head")
+            writer.beginObject()
+            writer.key("serverSeq"); writer.integer(head.serverSequence)
+            writer.key("chainHash"); writer.hex(head.chainHash)
+            writer.endObject()
+        }
         writer.endObject()
     }
 
     public static func read(from reader: inout JSONReader) throws -> PushResponse {
-        var results: [PushResult]?, last: Int64?
+        var results: [PushResult]?, last: Int64?, head: ServerChainHead?
         try readObject(&reader, path: "") { key, reader in
             switch key {
             case "results":
@@ -264,11 +283,43 @@ public struct PushResponse: WireMessage, Hashable {
                 }
                 results = list
             case "lastDeviceSeq": last = try reading(key) { try reader.readInt64() }
+            case "head": head = try ServerChainHead.read(from: &reader, path: key)
             default: return false
             }
             return true
         }
-        return PushResponse(results: try required(results, "results"), lastDeviceSequence: try required(last, "lastDeviceSeq"))
+        return PushResponse(
+            results: try required(results, "results"), lastDeviceSequence: try required(last, "lastDeviceSeq"), head: head)
+    }
+}
+
+/// A position in the server's log and the chain value after it.
+public struct ServerChainHead: Sendable, Hashable {
+    /// The server sequence (0 for an empty log).
+    public var serverSequence: Int64
+    /// The chain value after the event at `serverSequence` (64 zero digits for an empty log).
+    public var chainHash: [UInt8]
+
+    /// Creates a head.
+    public init(serverSequence: Int64, chainHash: [UInt8]) {
+        self.serverSequence = serverSequence
+        self.chainHash = chainHash
+    }
+
+    static func read(from reader: inout JSONReader, path: String) throws -> ServerChainHead {
+        var sequence: Int64?, hash: [UInt8]?
+        try readObject(&reader, path: path) { key, reader in
+            switch key {
+            case "serverSeq": sequence = try reading("\(path).\(key)") { try reader.readInt64() }
+            case "chainHash":
+                hash = try reading("\(path).\(key)") { try reader.withStringBytes { parseHex($0, count: 32) } }
+                if hash == nil { throw WireFormatError(field: "\(path).\(key)", message: "must be 64 hexadecimal digits") }
+            default: return false
+            }
+            return true
+        }
+        return ServerChainHead(
+            serverSequence: try required(sequence, "\(path).serverSeq"), chainHash: try required(hash, "\(path).chainHash"))
     }
 }
 

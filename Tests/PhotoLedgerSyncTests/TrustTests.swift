@@ -160,7 +160,7 @@ struct TrustTests {
         let anna = try PhotoLibrary(url: directory.file("anna.sqlite"), device: "anna", options: options)
         let mine = try anna.performChangesAndWait { try $0.createAsset(from: photo(1)).placeholderForCreatedAsset.localIdentifier }
         let object = try #require(LocalIdentifier(mine)).uuid
-        let own = try #require(try anna.replica.outbox(limit: 10).first { $0.object == object })
+        let own = try #require(try anna.replica.outbox(limit: 10).map(\.event).first { $0.object == object })
         // Another device created the same identifier later and reached the server first: here
         // the earlier creation wins until the server's answer arrives.
         let theirs = Event(
@@ -280,7 +280,7 @@ struct TrustTests {
         try await anna.sync()
         try anna.library.performChangesAndWait { _ = try $0.createAsset(from: photo(1)) }
         try await anna.sync()
-        let events = try anna.library.replica.ownEvents(fromDeviceSequence: 1, limit: 10)
+        let events = try anna.library.replica.ownEvents(fromDeviceSequence: 1, limit: 10).map(\.event)
         #expect(events.allSatisfy { $0.library != nil && $0.format == .v2 })
         // Replayed verbatim into "work", where the same device name has a token.
         let work = try RawClient(server, device: "anna-phone", scope: .readWrite, library: "work")

@@ -159,8 +159,9 @@ struct BootstrapBenchmarks {
         let rules = PushRules()
         var sent: Int64 = 0
         while true {
-            let batch = try library.replica.outbox(afterDeviceSequence: sent, limit: 5000)
-            guard let last = batch.last else { break }
+            let pending = try library.replica.outbox(after: sent, limit: 5000)
+            guard let last = pending.last else { break }
+            let batch = pending.map(\.event)
             let response = try store.push(
                 batch.map { rules.candidate(for: .valid(WireEvent($0)), credential: credential) }, for: credential,
                 receivedAt: WallClock.milliseconds(), rules: rules)
@@ -170,7 +171,7 @@ struct BootstrapBenchmarks {
                 stored.append((event.deviceSequence, sequence))
             }
             try library.replica.acknowledge(stored: stored, rejected: [])
-            sent = last.deviceSequence
+            sent = last.localSequence
         }
         var cursor: Int64 = 0
         var previous = HashChain.origin

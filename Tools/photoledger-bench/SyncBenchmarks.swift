@@ -105,7 +105,7 @@ struct SyncBenchmarks {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let deviceA = try Self.deviceA(in: directory, events: count)
-        let events = try deviceA.replica.ownEvents(fromDeviceSequence: 1, limit: Int.max)
+        let events = try deviceA.replica.ownEvents(fromDeviceSequence: 1, limit: Int.max).map(\.event)
         var chain = HashChain()
         let sequenced = events.enumerated().map { index, event in
             SequencedEvent(event: event, serverSequence: Int64(index + 1), serverChainHash: chain.link(event))
