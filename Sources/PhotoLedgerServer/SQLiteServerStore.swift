@@ -153,7 +153,15 @@ public final class SQLiteServerStore: ServerStore {
         let receivedAt: Int64
         let head: LibraryHead
         let lastDeviceSequence: Int64
-        private let insertStatement: Statement
+        /// Events stored by this push, written to the table in groups (one statement per hundred
+        /// rows, not one per event): lookups answer from them as if they were written.
+        private var pending: [(event: Event, serverSequence: Int64, chainHash: [UInt8], contentHash: [UInt8]?)] = []
+        private var pendingByID: [UUID: Int] = [:]
+        /// The kind of the first pending event about each object.
+        private var pendingObjects: [UUID: ObjectPresence] = [:]
+        /// Whether the library has refused any event: while it has not, no identifier needs
+        /// looking up among its rejections.
+        private var hasRejections: Bool
 
         init(db: Database, library: Int64, device: DeviceID, at receivedAt: Int64) throws {
             self.db = db
@@ -172,22 +180,20 @@ public final class SQLiteServerStore: ServerStore {
                 try db.firstRow(
                     "SELECT last_device_seq FROM devices WHERE library_id = ? AND device_id = ?", [library, device.rawValue]
                 ) { $0.int64(0) } ?? 0
-            insertStatement = try db.cachedStatement(
-                """
-                INSERT INTO server_events (library_id, server_seq, event_id, device_id, device_seq, hlc, change_block, object_id,
-                                           type, schema_version, payload, chain_hash, received_at, content_hash, format, bound, key_id, nonce)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
-                """)
+            hasRejections =
+                try db.firstRow("SELECT EXISTS (SELECT 1 FROM rejected_events WHERE library_id = ?)", [library]) { $0.int64(0) } == 1
         }
 
         func storedEvent(_ id: UUID) throws -> (serverSequence: Int64, contentHash: [UInt8]?)? {
-            try lookup("SELECT server_seq, content_hash FROM server_events WHERE library_id = ? AND event_id = ?", id) {
+            if let index = pendingByID[id] { return (pending[index].serverSequence, pending[index].contentHash) }
+            return try lookup("SELECT server_seq, content_hash FROM server_events WHERE library_id = ? AND event_id = ?", id) {
                 ($0.int64(0), $0.isNull(1) ? nil : $0.blob(1))
             }
         }
 
         func rejectionReason(ofEvent id: UUID) throws -> String? {
-            try lookup("SELECT reason FROM rejected_events WHERE library_id = ? AND event_id = ?", id) { $0.text(0) }
+            guard hasRejections else { return nil }
+            return try lookup("SELECT reason FROM rejected_events WHERE library_id = ? AND event_id = ?", id) { $0.text(0) }
         }
 
         func presence(ofObject object: UUID) throws -> ObjectPresence {
@@ -196,7 +202,7 @@ public final class SQLiteServerStore: ServerStore {
             let type = try lookup(
                 "SELECT type FROM server_events INDEXED BY server_events_by_object WHERE library_id = ? AND object_id = ? LIMIT 1", object
             ) { $0.text(0) }
-            return type.map { .held(EventType(rawValue: $0)?.objectKind) } ?? .absent
+            return type.map { .held(EventType(rawValue: $0)?.objectKind) } ?? pendingObjects[object] ?? .absent
         }
 
         private func lookup<T>(_ sql: String, _ key: UUID, _ read: (Statement) -> T) throws -> T? {
@@ -210,31 +216,59 @@ public final class SQLiteServerStore: ServerStore {
         }
 
         func insert(_ event: Event, serverSequence: Int64, chainHash: [UInt8], contentHash: [UInt8]?) throws -> Bool {
-            let insert = insertStatement
-            defer { insert.reset() }
-            try insert.bind(library, at: 1)
-            try insert.bind(serverSequence, at: 2)
-            try withUnsafeBytes(of: event.id.uuid) { try insert.bind(bytes: $0, at: 3) }
-            try insert.bind(event.device.rawValue, at: 4)
-            try insert.bind(event.deviceSequence, at: 5)
-            try insert.bind(Int64(bitPattern: event.timestamp.rawValue), at: 6)
-            try withUnsafeBytes(of: event.changeBlock.uuid) { try insert.bind(bytes: $0, at: 7) }
-            try withUnsafeBytes(of: event.object.uuid) { try insert.bind(bytes: $0, at: 8) }
-            try insert.bind(event.type, at: 9)
-            try insert.bind(Int64(event.schemaVersion), at: 10)
-            try insert.bind(event.payload, at: 11)
-            try insert.bind(chainHash, at: 12)
-            try insert.bind(receivedAt, at: 13)
-            try insert.bind(contentHash.map(SQLValue.blob) ?? .null, at: 14)
-            try insert.bind(Int64(event.format.rawValue), at: 15)
-            try insert.bind(event.library == nil ? 0 : 1, at: 16)
-            try insert.bind(Int64(event.seal?.keyID ?? 0), at: 17)
-            try insert.bind(event.seal.map { SQLValue.blob($0.nonce) } ?? .null, at: 18)
-            try insert.step()
-            return db.changes == 1
+            guard pendingByID[event.id] == nil else { return false }
+            pendingByID[event.id] = pending.count
+            pending.append((event, serverSequence, chainHash, contentHash))
+            if pendingObjects[event.object] == nil {
+                pendingObjects[event.object] = .held(EventType(rawValue: event.type)?.objectKind)
+            }
+            return true
+        }
+
+        static let eventInsert = BatchInsert(
+            """
+            INSERT INTO server_events (library_id, server_seq, event_id, device_id, device_seq, hlc, change_block, object_id,
+                                       type, schema_version, payload, chain_hash, received_at, content_hash, format, bound, key_id, nonce)
+            """, columns: 18, tail: "ON CONFLICT DO NOTHING")
+
+        /// Writes the pending events; an identifier or position the table holds already (which
+        /// the lookups rule out) fails the push rather than dropping the event.
+        private func writePending() throws {
+            guard !pending.isEmpty else { return }
+            let library = library, receivedAt = receivedAt, rows = pending
+            let inserted = try Self.eventInsert.run(count: rows.count, in: db) { index, values -> Void in
+                let (event, serverSequence, chainHash, contentHash) = rows[index]
+                values.append(library)
+                values.append(serverSequence)
+                values.append(uuid: event.id)
+                values.append(event.device.rawValue)
+                values.append(event.deviceSequence)
+                values.append(Int64(bitPattern: event.timestamp.rawValue))
+                values.append(uuid: event.changeBlock)
+                values.append(uuid: event.object)
+                values.append(event.type)
+                values.append(Int64(event.schemaVersion))
+                values.append(blob: event.payload)
+                values.append(blob: chainHash)
+                values.append(receivedAt)
+                if let contentHash { values.append(blob: contentHash) } else { values.appendNull() }
+                values.append(Int64(event.format.rawValue))
+                values.append(Int64(event.library == nil ? 0 : 1))
+                values.append(Int64(event.seal?.keyID ?? 0))
+                if let seal = event.seal { values.append(blob: seal.nonce) } else { values.appendNull() }
+            }
+            guard let inserted, inserted == rows.count else {
+                throw ServerStoreError(
+                    "library \(library): \(rows.count - (inserted ?? 0)) of \(rows.count) events of a push collided with stored ones; nothing was stored"
+                )
+            }
+            pending.removeAll(keepingCapacity: true)
+            pendingByID.removeAll(keepingCapacity: true)
+            pendingObjects.removeAll(keepingCapacity: true)
         }
 
         func recordRejection(ofEvent id: UUID, deviceSequence: Int64, reason: String) throws {
+            hasRejections = true
             try db.execute(
                 """
                 INSERT INTO rejected_events (library_id, event_id, device_id, device_seq, reason, received_at)
@@ -252,6 +286,7 @@ public final class SQLiteServerStore: ServerStore {
         }
 
         func finish(head: LibraryHead, lastDeviceSequence: Int64) throws {
+            try writePending()
             try db.execute(
                 "UPDATE libraries SET last_seq = ?, last_hash = ? WHERE library_id = ?", [head.sequence, head.chainHash, library])
             try db.execute(
