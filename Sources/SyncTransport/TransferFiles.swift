@@ -1,3 +1,4 @@
+import CFileSync
 import Foundation
 
 #if canImport(Glibc)
@@ -132,6 +133,8 @@ final class DownloadFile {
         self.temporary = temporary
         self.descriptor = descriptor
         self.offset = offset
+        received = offset
+        unflushedFrom = offset
         resumable = true
     }
 
@@ -144,6 +147,8 @@ final class DownloadFile {
             throw TransportError.localFile(path: destination, detail: FileError.lastMessage())
         }
         offset = 0
+        received = 0
+        unflushedFrom = 0
     }
 
     func write(_ bytes: UnsafeRawBufferPointer) throws(TransportError) {
@@ -154,7 +159,18 @@ final class DownloadFile {
             guard count > 0 else { throw TransportError.localFile(path: destination, detail: FileError.lastMessage()) }
             written += count
         }
+        received += Int64(bytes.count)
+        if received - unflushedFrom >= Self.writebackBytes {
+            // The disk writes while more arrives, so whoever syncs the file has little left to wait for.
+            _ = photoledger_start_writeback(descriptor, unflushedFrom, received - unflushedFrom)
+            unflushedFrom = received
+        }
     }
+
+    /// The bytes after which the writeback of what was written is started (`sync_file_range`).
+    static let writebackBytes: Int64 = 8 << 20
+    /// The bytes this transfer wrote, and where those whose writeback has not started begin.
+    private var received: Int64 = 0, unflushedFrom: Int64 = 0
 
     /// Closes the temporary file and renames it to the destination.
     func commit() throws {

@@ -1,3 +1,4 @@
+import CFileSync
 import Foundation
 import LedgerCore
 import SyncProtocol
@@ -102,6 +103,8 @@ public final class BlobFileUpload: BlobUpload {
     private let limit: Int64
     /// The bytes received so far.
     public private(set) var size: Int64 = 0
+    /// Where the bytes whose writeback has not been started yet begin.
+    private var unflushedFrom: Int64 = 0
 
     init(directory: BlobDirectory, limit: Int64) throws {
         self.directory = directory
@@ -134,6 +137,11 @@ public final class BlobFileUpload: BlobUpload {
             offset += written
         }
         size += Int64(chunk.count)
+        if size - unflushedFrom >= Writeback.batchBytes {
+            // The disk writes while more arrives, so the sync at the end has little left to wait for.
+            _ = photoledger_start_writeback(descriptor, unflushedFrom, size - unflushedFrom)
+            unflushedFrom = size
+        }
     }
 
     /// Checks the hash, syncs the file and renames it into place as `hash`.
@@ -178,4 +186,11 @@ extension BlobDirectory {
         }
         return true
     }
+}
+
+/// Writing large files in the background as they arrive.
+enum Writeback {
+    /// The bytes after which the writeback of what was written is started (`sync_file_range`):
+    /// the final `fsync` then waits for the tail only, not for the whole file.
+    static let batchBytes: Int64 = 8 << 20
 }

@@ -1,3 +1,4 @@
+import CFileSync
 import Foundation
 import LedgerCore
 import SyncProtocol
@@ -221,7 +222,13 @@ final class ResumedFileUpload: BlobUpload {
                 written += count
             }
             state.digest?.update(chunk)
+            let before = state.held
             state.held += Int64(chunk.count)
+            if state.held / Writeback.batchBytes != before / Writeback.batchBytes {
+                // Each 8 MiB written starts on its way to the disk while more arrives.
+                let start = (before / Writeback.batchBytes) * Writeback.batchBytes
+                _ = photoledger_start_writeback(descriptor, start, state.held - start)
+            }
         }
     }
 
