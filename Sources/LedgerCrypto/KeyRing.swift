@@ -35,36 +35,59 @@ public enum KeyKind: UInt32, Sendable, Hashable, CaseIterable {
 }
 
 /// The keys a library's readers share: the generations of the library key (the last is the
-/// current one, which seals new events) and the library's X25519 identity, to whose public key
-/// devices are enrolled and short authentication codes are computed.
+/// current one, which seals new events) and the library's X25519 identities (the last is the
+/// current one: devices are enrolled to its public key, short authentication codes are computed
+/// from it, and add-only devices seal to it).
+///
+/// A revocation adds a generation and an identity: a revoked device keeps the identities it
+/// held, so what add-only devices seal after the revocation goes to an identity it never had.
+/// Older identities stay in the ring to open what was sealed to them before.
 public struct KeyRing: Sendable {
     /// The library key generations by identifier, in the order they were made.
     public private(set) var generations: [(id: UInt32, key: SecretKey)]
-    /// The library's X25519 identity.
-    public let identity: BoxKeyPair
+    /// The library's X25519 identities, in the order they were made; the first is the one the
+    /// library was made with (its `library/public` key), the last the current one.
+    public private(set) var identities: [BoxKeyPair]
 
     /// A new ring with one generation.
     public static func generate() -> KeyRing {
-        KeyRing(generations: [(KeyKind.library.newIdentifier(), SecretKey())], identity: BoxKeyPair())
+        KeyRing(generations: [(KeyKind.library.newIdentifier(), SecretKey())], identities: [BoxKeyPair()])
     }
 
-    init(generations: [(id: UInt32, key: SecretKey)], identity: BoxKeyPair) {
+    init(generations: [(id: UInt32, key: SecretKey)], identities: [BoxKeyPair]) {
         self.generations = generations
-        self.identity = identity
+        self.identities = identities
     }
 
     /// The generation that seals new events.
     public var current: (id: UInt32, key: SecretKey) { generations[generations.count - 1] }
 
+    /// The current identity: new devices are enrolled to it, add-only devices seal to it.
+    public var identity: BoxKeyPair { identities[identities.count - 1] }
+
+    /// The identity the library was made with: every ring of one library holds it first.
+    public var founding: BoxKeyPair { identities[0] }
+
     /// The generation `id`, or nil when this ring does not hold it.
     public func key(_ id: UInt32) -> SecretKey? { generations.last { $0.id == id }?.key }
 
-    /// Adds a new generation and makes it current (a revocation): returns its identifier.
+    /// The identity whose public key is `publicKey`, or nil when this ring does not hold it.
+    public func identity(publicKey: [UInt8]) -> BoxKeyPair? { identities.last { $0.publicKey == publicKey } }
+
+    /// Adds a new generation and makes it current: returns its identifier.
     @discardableResult
     public mutating func rotate() -> UInt32 {
         let id = KeyKind.library.newIdentifier()
         generations.append((id, SecretKey()))
         return id
+    }
+
+    /// Adds a new identity and makes it current (a revocation): returns it.
+    @discardableResult
+    public mutating func rotateIdentity() -> BoxKeyPair {
+        let identity = BoxKeyPair()
+        identities.append(identity)
+        return identity
     }
 
     /// Adds a generation made elsewhere (a ring merged after a revocation on another device).
@@ -73,12 +96,26 @@ public struct KeyRing: Sendable {
         generations.append(generation)
     }
 
-    /// The ring's bytes: `01`, the identity's secret key, the number of generations, then each
-    /// generation's identifier (4 bytes) and key.
+    /// Adds an identity made elsewhere (a ring merged after a revocation on another device).
+    public mutating func add(identity: BoxKeyPair) {
+        guard self.identity(publicKey: identity.publicKey) == nil else { return }
+        identities.append(identity)
+    }
+
+    /// The ring's bytes. With one identity (a library in which no device was revoked): `01`, the
+    /// identity's secret key, the number of generations, then each generation's identifier (4
+    /// bytes) and key. With more: `02`, the number of identities and each one's secret key, then
+    /// the generations as in `01`.
     public var serialized: [UInt8] {
-        var writer = ByteWriter(capacity: 64 + generations.count * 36)
-        writer.write(byte: 1)
-        writer.write(raw: identity.secretKey.bytes)
+        var writer = ByteWriter(capacity: 64 + identities.count * 32 + generations.count * 36)
+        if identities.count == 1 {
+            writer.write(byte: 1)
+            writer.write(raw: identity.secretKey.bytes)
+        } else {
+            writer.write(byte: 2)
+            writer.write(varint: UInt64(identities.count))
+            for identity in identities { writer.write(raw: identity.secretKey.bytes) }
+        }
         writer.write(varint: UInt64(generations.count))
         for (id, key) in generations {
             writer.write(raw: withUnsafeBytes(of: id.bigEndian, Array.init))
@@ -93,8 +130,19 @@ public struct KeyRing: Sendable {
     public init(serialized bytes: [UInt8]) throws {
         var reader = ByteReader(bytes)
         do {
-            guard try reader.readByte() == 1 else { throw CryptoError("the key ring has a version this build does not read") }
-            let identity = BoxKeyPair(secretKey: try SecretKey(bytes: try reader.readRaw(count: SecretKey.length)))
+            var identities: [BoxKeyPair] = []
+            switch try reader.readByte() {
+            case 1:
+                identities.append(BoxKeyPair(secretKey: try SecretKey(bytes: try reader.readRaw(count: SecretKey.length))))
+            case 2:
+                let count = try reader.readVarint()
+                guard count >= 1, count <= 100_000 else { throw CryptoError("the key ring holds \(count) identities") }
+                for _ in 0..<count {
+                    identities.append(BoxKeyPair(secretKey: try SecretKey(bytes: try reader.readRaw(count: SecretKey.length))))
+                }
+            default:
+                throw CryptoError("the key ring has a version this build does not read")
+            }
             let count = try reader.readVarint()
             guard count >= 1, count <= 100_000 else { throw CryptoError("the key ring holds \(count) generations") }
             var generations: [(UInt32, SecretKey)] = []
@@ -104,7 +152,7 @@ public struct KeyRing: Sendable {
                 generations.append((id, try SecretKey(bytes: try reader.readRaw(count: SecretKey.length))))
             }
             guard reader.isAtEnd else { throw CryptoError("the key ring has trailing bytes") }
-            self.init(generations: generations, identity: identity)
+            self.init(generations: generations, identities: identities)
         } catch let error as CryptoError {
             throw error
         } catch {
@@ -293,6 +341,74 @@ public enum AddOnlyGrant {
             parsed.tag == tag(identity: identity, devicePublicKey: devicePublicKey, device: parsed.name)
         else { return nil }
         return parsed.name
+    }
+
+    static let renewalMagic = Array("PLGR".utf8)
+    static let endorsementLabel = Array("photoledger identity rotation v1".utf8)
+
+    /// The grant of an add-only device carried over to a new current identity (after a
+    /// revocation rotated it): the grant made with `identity`, after one endorsement from each
+    /// of the `older` identities: an authenticated box from that identity to the device, naming
+    /// that identity, the new one and the device's key. The device trusts only the identity it
+    /// was approved by (or last moved to), and learns the new one from the endorsement that
+    /// identity made (``accept(_:trusted:device:device:)``).
+    ///
+    /// Layout: `PLGR`, the number of endorsements (2 bytes), each endorsement's length (2 bytes)
+    /// and bytes, then the grant.
+    public static func renewed(identity: BoxKeyPair, older: [BoxKeyPair], devicePublicKey: [UInt8], device: String) throws -> [UInt8] {
+        let grant = try make(identity: identity, devicePublicKey: devicePublicKey, device: device)
+        guard !older.isEmpty else { return grant }
+        guard older.count <= Int(UInt16.max) else { throw CryptoError("too many identities to endorse a new one") }
+        var renewed = renewalMagic + withUnsafeBytes(of: UInt16(older.count).bigEndian, Array.init)
+        for old in older {
+            let endorsement = try AuthenticatedBox.seal(
+                endorsementLabel + old.publicKey + identity.publicKey + devicePublicKey, to: devicePublicKey, from: old)
+            renewed += withUnsafeBytes(of: UInt16(endorsement.count).bigEndian, Array.init) + endorsement
+        }
+        return renewed + grant
+    }
+
+    /// What an add-only device takes from the grant entry the server holds for it: the identity
+    /// it seals to from now on and the grant its records carry. `entry` is either a grant from
+    /// `trusted` (the identity it was approved by, or last moved to), or a renewal
+    /// (``renewed(identity:older:devicePublicKey:device:)``) whose endorsement from `trusted`
+    /// names the new identity, followed by a grant from that identity. Nil for anything else
+    /// (a key the server substituted, another device's grant, damaged bytes).
+    public static func accept(_ entry: [UInt8], trusted: [UInt8], device keyPair: BoxKeyPair, device name: String) -> (
+        libraryPublicKey: [UInt8], grant: [UInt8]
+    )? {
+        if isValid(entry, libraryPublicKey: trusted, device: keyPair, device: name) { return (trusted, entry) }
+        guard let (endorsements, grant) = parseRenewal(entry) else { return nil }
+        if isValid(grant, libraryPublicKey: trusted, device: keyPair, device: name) { return (trusted, grant) }
+        let prefix = endorsementLabel + trusted
+        for endorsement in endorsements {
+            guard let message = try? AuthenticatedBox.open(endorsement, from: trusted, with: keyPair),
+                message.count == prefix.count + 64, message.starts(with: prefix), message.suffix(32).elementsEqual(keyPair.publicKey)
+            else { continue }
+            let endorsed = Array(message[prefix.count..<prefix.count + 32])
+            return isValid(grant, libraryPublicKey: endorsed, device: keyPair, device: name) ? (endorsed, grant) : nil
+        }
+        return nil
+    }
+
+    /// The grant in a grant entry: the entry itself, or the grant after a renewal's endorsements.
+    public static func grant(in entry: [UInt8]) -> [UInt8] { parseRenewal(entry)?.grant ?? entry }
+
+    /// The endorsements and the grant of a renewal, or nil for bytes that are not one.
+    private static func parseRenewal(_ entry: [UInt8]) -> (endorsements: [[UInt8]], grant: [UInt8])? {
+        guard entry.count > 6, entry.starts(with: renewalMagic) else { return nil }
+        let count = Int(entry[4]) << 8 | Int(entry[5])
+        var offset = 6
+        var endorsements: [[UInt8]] = []
+        for _ in 0..<count {
+            guard entry.count >= offset + 2 else { return nil }
+            let length = Int(entry[offset]) << 8 | Int(entry[offset + 1])
+            offset += 2
+            guard entry.count >= offset + length else { return nil }
+            endorsements.append(Array(entry[offset..<offset + length]))
+            offset += length
+        }
+        return (endorsements, Array(entry[offset...]))
     }
 }
 

@@ -177,6 +177,21 @@ public struct WrappedAssetKey: Sendable {
         return (try WrappedAssetKey(asset: asset, keyID: keyID, plainRecord: plain), grantee)
     }
 
+    /// Opens a record sealed to one of the ring's identities (the current one, or one a
+    /// revocation replaced: records sealed before it stay readable), newest first.
+    ///
+    /// - Throws: ``CryptoError`` when none of them opens it (see
+    ///   ``open(asset:sealedToIdentity:identity:)``).
+    public static func open(asset: UUID, sealedToIdentity sealed: [UInt8], ring: KeyRing) throws -> (
+        record: WrappedAssetKey, writer: String
+    ) {
+        var failure: (any Error)?
+        for identity in ring.identities.reversed() {
+            do { return try open(asset: asset, sealedToIdentity: sealed, identity: identity) } catch { failure = error }
+        }
+        throw failure ?? CryptoError("the key ring holds no identity")
+    }
+
     /// The library key generation and the key identifier a sealed record names.
     public static func identifiers(of sealed: [UInt8]) -> (generation: UInt32, keyID: UInt32)? {
         guard sealed.count > 8 + AEAD.nonceLength + AEAD.overhead else { return nil }

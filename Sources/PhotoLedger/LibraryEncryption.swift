@@ -144,23 +144,44 @@ extension PhotoLibrary {
         }
     }
 
-    /// Revokes `device`: a new library key generation seals every event from now on, and the
-    /// ring (with it) is sealed again for each remaining device in `remaining` (name and public
-    /// key) and for the recovery key when given; the revoked device's ring and key are deleted
-    /// from the server at the next sync. Events and assets made before stay readable to the
-    /// revoked device if it kept its copy: revocation protects what comes after it.
-    public func revoke(_ device: DeviceID, remaining: [(DeviceID, [UInt8])], recovery: RecoveryKey?) throws {
+    /// Revokes `device`: a new library key generation seals every event from now on, and a new
+    /// library identity takes over (add-only devices seal new assets' keys to it, new devices
+    /// are enrolled to it); the ring (with both) is sealed again for each remaining device in
+    /// `remaining` (name and public key) and for the recovery key when given, and the grant of
+    /// each add-only device in `writers` (name, public key, and the grant the server holds) is
+    /// renewed for the new identity, endorsed by the older ones. The revoked device's ring and
+    /// key are deleted from the server at the next sync. Events and assets made before stay
+    /// readable to the revoked device if it kept its copy: revocation protects what comes after it.
+    ///
+    /// A grant is renewed only when one of this ring's identities made it for that name and
+    /// key: a key the server substituted gets nothing.
+    public func revoke(
+        _ device: DeviceID, remaining: [(DeviceID, [UInt8])], writers: [(DeviceID, publicKey: [UInt8], grant: [UInt8])] = [],
+        recovery: RecoveryKey?
+    ) throws {
         guard device != self.device else {
             throw PhotoLibraryError(.changeNotSupported, "a device cannot revoke itself; revoke it from another enrolled device")
         }
         var ring = try enrolledRing("revoke a device")
+        let older = ring.identities
         ring.rotate()
+        ring.rotateIdentity()
         try withDatabase { db in
-            try db.execute("UPDATE e2e_state SET ring = ? WHERE id = 1", [ring.serialized])
+            try db.execute("UPDATE e2e_state SET ring = ?, library_public = ? WHERE id = 1", [ring.serialized, ring.identity.publicKey])
             for (name, key) in remaining where name != device {
                 try Self.queue(db, KeyStoreName.ring(for: name), try ring.wrapped(for: key))
             }
             if let recovery { try Self.queue(db, KeyStoreName.recoveryRing, ring.wrapped(for: recovery)) }
+            try Self.queue(db, KeyStoreName.currentIdentity, ring.identity.publicKey)
+            for (name, key, grant) in writers where name != device {
+                let held = AddOnlyGrant.grant(in: grant)
+                guard older.contains(where: { AddOnlyGrant.grantee(of: held, devicePublicKey: key, identity: $0) == name.rawValue }) else {
+                    continue
+                }
+                try Self.queue(
+                    db, KeyStoreName.grant(for: name),
+                    try AddOnlyGrant.renewed(identity: ring.identity, older: older, devicePublicKey: key, device: name.rawValue))
+            }
             try Self.queue(db, KeyStoreName.ring(for: device), nil)
             try Self.queue(db, KeyStoreName.device(device), nil)
             try encryption.load(db)
@@ -176,14 +197,18 @@ extension PhotoLibrary {
         let state = encryption.snapshot
         var merged = ring
         if let held = state.ring {
-            guard held.identity.publicKey == ring.identity.publicKey else {
+            guard held.founding.publicKey == ring.founding.publicKey else {
                 throw PhotoLibraryError(
                     .accessRestricted,
                     "the key ring offered for this device belongs to another library (its identity key differs); nothing was changed")
             }
-            guard ring.generations.contains(where: { held.key($0.id) == nil }) else { return false }
+            guard
+                ring.generations.contains(where: { held.key($0.id) == nil })
+                    || ring.identities.contains(where: { held.identity(publicKey: $0.publicKey) == nil })
+            else { return false }
             merged = held
             for generation in ring.generations where held.key(generation.id) == nil { merged.add(generation) }
+            for identity in ring.identities { merged.add(identity: identity) }
         } else if let expected = state.libraryPublicKey, expected != ring.identity.publicKey {
             throw PhotoLibraryError(
                 .accessRestricted,
@@ -263,7 +288,7 @@ extension PhotoLibrary {
             let record: WrappedAssetKey
             if WrappedAssetKey.isSealedToIdentity(value) {
                 // Added by an add-only device: sealed to the identity, with the device's grant.
-                guard let opened = try? WrappedAssetKey.open(asset: asset, sealedToIdentity: value, identity: ring.identity) else {
+                guard let opened = try? WrappedAssetKey.open(asset: asset, sealedToIdentity: value, ring: ring) else {
                     continue
                 }
                 record = opened.record
@@ -359,28 +384,39 @@ extension PhotoLibrary {
             return result
         }
         result.serverEncrypted = true
-        if let published = entries[KeyStoreName.libraryPublicKey], state.libraryPublicKey == nil {
+        // Until it is enrolled or approved, a device computes its code from the newest identity
+        // published (a revocation replaces it); afterwards only its keys say which identity counts.
+        if state.ring == nil, state.grant == nil,
+            let published = entries[KeyStoreName.currentIdentity] ?? entries[KeyStoreName.libraryPublicKey],
+            published != state.libraryPublicKey
+        {
             try withDatabase { db in
-                try db.execute("UPDATE e2e_state SET library_public = ? WHERE id = 1 AND library_public IS NULL", [published])
+                try db.execute("UPDATE e2e_state SET library_public = ? WHERE id = 1", [published])
                 try encryption.load(db)
             }
             state = encryption.snapshot
         }
         if state.addOnly && state.ring == nil {
             // An add-only device takes its grant, and nothing else: it holds no key to open entries with.
-            if state.grant == nil, let grant = entries[KeyStoreName.grant(for: device)], let pair = state.device {
+            if let entry = entries[KeyStoreName.grant(for: device)], let pair = state.device {
                 guard let library = state.libraryPublicKey,
-                    AddOnlyGrant.isValid(grant, libraryPublicKey: library, device: pair, device: device.rawValue)
+                    let (identity, grant) = AddOnlyGrant.accept(entry, trusted: library, device: pair, device: device.rawValue)
                 else {
                     result.problems.append(
-                        "the approval on the server for this add-only device does not come from the library's identity key; it was ignored")
+                        state.grant == nil
+                            ? "the approval on the server for this add-only device does not come from the library's identity key; it was ignored"
+                            : "the approval on the server for this add-only device changed, but not by the identity that approved it; it was ignored, and this device keeps sealing to that identity"
+                    )
                     return result
                 }
+                guard identity != library || grant != state.grant else { return result }
                 try withDatabase { db in
                     try db.execute("INSERT OR REPLACE INTO device_settings (key, value) VALUES ('e2e.addOnlyGrant', ?)", [grant])
+                    try db.execute("UPDATE e2e_state SET library_public = ? WHERE id = 1", [identity])
                     try encryption.load(db)
                 }
-                result.enrolled = true
+                result.enrolled = state.grant == nil
+                result.identityRenewed = state.grant != nil && identity != library
             }
             return result
         }
@@ -413,6 +449,8 @@ package struct KeyStoreAbsorption: Sendable {
     package var enrolled = false
     /// Whether a ring with new generations was adopted.
     package var newGenerations = false
+    /// Whether this add-only device moved to a new library identity (after a revocation).
+    package var identityRenewed = false
     /// Asset keys taken.
     package var assetKeys = 0
     /// Entries that did not open, with why.
@@ -423,6 +461,9 @@ package struct KeyStoreAbsorption: Sendable {
 package enum KeyStoreName {
     /// The library identity's public key (written once, by the device that made the library).
     package static let libraryPublicKey = "library/public"
+    /// The current library identity's public key, once a revocation replaced the first one
+    /// (written by the revoking device): new devices compute their enrolment code from it.
+    package static let currentIdentity = "library/current"
     /// The key ring sealed under the recovery key.
     package static let recoveryRing = "ring/recovery"
     /// A device's public key, published by the device itself.

@@ -7,6 +7,8 @@ import SyncProtocol
 ///
 /// - `library/public` (the library's identity key): written once, by a readWrite device, never
 ///   deleted.
+/// - `library/current` (the current identity key, after a revocation replaced the first):
+///   written and replaced by readWrite devices, never deleted.
 /// - `device/NAME` (a device's public key): written by that device only; deleted by readWrite
 ///   devices (revocation).
 /// - `ring/NAME` (the key ring sealed for a device): written by readWrite devices (enrolment,
@@ -30,10 +32,14 @@ public enum KeyStoreRules {
         guard parts.count == 2, !parts[1].isEmpty else { return "'\(name)' is not an entry of the key store" }
         switch parts[0] {
         case "library":
-            guard parts[1] == "public" else { return "'\(name)' is not an entry of the key store" }
+            guard parts[1] == "public" || parts[1] == "current" else { return "'\(name)' is not an entry of the key store" }
             guard readWrite else { return "only a readWrite device may publish the library's identity key" }
-            guard change.value != nil, change.createOnly else {
-                return "the library's identity key is written once and never replaced or deleted"
+            if parts[1] == "current" {
+                guard change.value != nil else { return "the library's current identity key is replaced, never deleted" }
+            } else {
+                guard change.value != nil, change.createOnly else {
+                    return "the library's identity key is written once and never replaced or deleted"
+                }
             }
         case "device":
             if change.value == nil {

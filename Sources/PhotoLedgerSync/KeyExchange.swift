@@ -43,6 +43,10 @@ extension SyncEngine {
                     ? "this add-only device was approved: it seals the assets it adds for the library's readers, and reads nothing"
                     : "this device was enrolled: it now reads the library")
         }
+        if absorbed.identityRenewed {
+            report.encryptionNotes.append(
+                "the library's identity changed (a device was revoked): this add-only device now seals what it adds to the new one")
+        }
         if absorbed.newGenerations && !absorbed.enrolled {
             report.encryptionNotes.append("a new library key generation arrived (a device was revoked)")
         }
@@ -161,8 +165,9 @@ extension SyncEngine {
         try await publishKeysOrThrow()
     }
 
-    /// Revokes `device`: a new library key generation, sealed for every other enrolled device
-    /// (and for `recovery` when given), published at once; the device's ring and key are deleted
+    /// Revokes `device`: a new library key generation and a new library identity, sealed for
+    /// every other enrolled device (and for `recovery` when given), the add-only devices' grants
+    /// renewed for the new identity, published at once; the device's ring and key are deleted
     /// from the server. Revoke the device's token on the server as well (`photoledger-server
     /// admin revoke-token`), so it cannot even fetch the ciphertext.
     public func revoke(_ device: DeviceID, recovery: RecoveryKeyText? = nil) async throws {
@@ -182,7 +187,12 @@ extension SyncEngine {
             let other = DeviceID(String(name.dropFirst("device/".count)))
             return other == device || entries["ring/\(other.rawValue)"] == nil ? nil : (other, value)
         }
-        try library.revoke(device, remaining: remaining, recovery: try recovery.map { try $0.key() })
+        let writers: [(DeviceID, publicKey: [UInt8], grant: [UInt8])] = entries.compactMap { name, value in
+            guard name.hasPrefix("writer/"), value.count == 32 else { return nil }
+            let writer = DeviceID(String(name.dropFirst("writer/".count)))
+            return entries["grant/\(writer.rawValue)"].map { (writer, value, $0) }
+        }
+        try library.revoke(device, remaining: remaining, writers: writers, recovery: try recovery.map { try $0.key() })
         try await publishKeysOrThrow()
     }
 

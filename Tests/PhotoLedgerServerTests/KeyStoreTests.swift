@@ -69,6 +69,13 @@ struct KeyStoreTests {
         #expect(KeyStoreRules.problem(with: KeyChange(name: "library/public", value: [1]), for: anna) != nil)
         #expect(KeyStoreRules.problem(with: KeyChange(name: "library/public", value: nil), for: anna) != nil)
         #expect(KeyStoreRules.problem(with: KeyChange(name: "library/public", value: [1], createOnly: true), for: kiosk) != nil)
+        // The current identity (after a revocation) is replaced by readWrite devices, never deleted.
+        #expect(KeyStoreRules.problem(with: KeyChange(name: "library/current", value: [1]), for: anna) == nil)
+        #expect(
+            KeyStoreRules.problem(with: KeyChange(name: "library/current", value: nil), for: anna)?.contains("never deleted") == true)
+        #expect(KeyStoreRules.problem(with: KeyChange(name: "library/current", value: [1]), for: kiosk) != nil)
+        #expect(KeyStoreRules.problem(with: KeyChange(name: "library/current", value: [1]), for: frame) != nil)
+        #expect(KeyStoreRules.problem(with: KeyChange(name: "library/other", value: [1]), for: anna) != nil)
         #expect(KeyStoreRules.problem(with: KeyChange(name: "device/frame", value: [1]), for: frame) == nil)
         #expect(KeyStoreRules.problem(with: KeyChange(name: "device/anna", value: [1]), for: frame)?.contains("only its own key") == true)
         #expect(KeyStoreRules.problem(with: KeyChange(name: "device/frame", value: nil), for: anna) == nil)

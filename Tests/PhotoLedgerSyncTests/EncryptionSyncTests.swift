@@ -270,6 +270,77 @@ struct EncryptionSyncTests {
         #expect(try cara.library.verify().failure == nil)
     }
 
+    @Test(
+        "a revocation makes a new library identity: add-only devices move to it, the revoked device cannot open what they add afterwards, and cannot get a device enrolled"
+    )
+    func revocationRotatesTheIdentity() async throws {
+        let server = try TestServer()
+        let clock = TestClock()
+        let directory = try TemporaryDirectory()
+        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
+        let ben = try Device("ben-tablet", server: server, directory: directory, clock: clock, seed: 2)
+        let cara = try Device("cara-laptop", server: server, directory: directory, clock: clock, seed: 3)
+        let camera = try Device("camera", server: server, directory: directory, clock: clock, seed: 4, scope: .addOnly)
+        _ = try anna.library.enableEncryption()
+        _ = try anna.library.createAlbumForTests("Before")
+        try await anna.sync()
+        for device in [ben, cara, camera] {
+            try await device.sync()
+            for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }
+            try await device.sync()
+        }
+        #expect(camera.library.encryptionStatus == .addOnly)
+        let caraRing = try #require(cara.library.encryption.snapshot.ring)
+
+        try await anna.engine.revoke("cara-laptop")
+        let annaRing = try #require(anna.library.encryption.snapshot.ring)
+        #expect(annaRing.identities.count == 2 && annaRing.founding.publicKey == caraRing.identity.publicKey)
+        #expect(try server.store.keyEntry(libraryID: 1, name: KeyStoreName.currentIdentity) == annaRing.identity.publicKey)
+        // The camera takes its renewed grant and seals to the new identity from now on.
+        let renewal = try await camera.sync()
+        #expect(renewal.encryptionNotes.contains { $0.contains("the library's identity changed") })
+        #expect(camera.library.encryption.snapshot.libraryPublicKey == annaRing.identity.publicKey)
+        #expect(camera.library.encryptionStatus == .addOnly)
+        let files = try media(in: directory)
+        try await camera.library.performChanges { _ = try $0.importAssets(fromFilesAt: [files[0]]) }
+        #expect(try await camera.sync().uploadedResources == 1)
+        try await ben.sync()
+        try await cara.sync()
+        #expect(try ben.library.fetchAssets().count == 1)
+        #expect(ben.library.encryption.snapshot.ring?.identity.publicKey == annaRing.identity.publicKey)
+        #expect(try cara.library.fetchAssets().count == 0)
+        #expect(try cara.library.statistics().quarantined[.sealed] ?? 0 >= 1)
+        // The key record on the server opens with the readers' ring, and with no identity Cara holds.
+        let added = try #require(try camera.library.allEventsForTests().first).object
+        let record = try #require(try server.store.keyEntry(libraryID: 1, name: KeyStoreName.asset(added)))
+        #expect(try WrappedAssetKey.open(asset: added, sealedToIdentity: record, ring: annaRing).writer == "camera")
+        for identity in caraRing.identities {
+            #expect(throws: CryptoError.self) { try WrappedAssetKey.open(asset: added, sealedToIdentity: record, identity: identity) }
+        }
+
+        // Cara's old identity cannot enrol a new device: the codes differ, and a ring Cara sealed is refused.
+        let dave = try Device("dave-phone", server: server, directory: directory, clock: clock, seed: 5)
+        try await dave.sync()
+        guard case .awaitingEnrolment(let daveCode?) = dave.library.encryptionStatus,
+            let daveKey = dave.library.devicePublicKey
+        else {
+            Issue.record("dave should await enrolment with a code")
+            return
+        }
+        #expect(try cara.library.enrolmentCode(for: daveKey) != daveCode)
+        #expect(try anna.library.enrolmentCode(for: daveKey) == daveCode)
+        let fromCara = try dave.library.absorbKeyStore([KeyStoreName.ring(for: "dave-phone"): try caraRing.wrapped(for: daveKey)])
+        #expect(fromCara.problems.contains { $0.contains("belongs to another library") })
+        if case .awaitingEnrolment = dave.library.encryptionStatus {} else { Issue.record("dave should still wait") }
+        let request = try #require(try await anna.engine.enrolmentRequests().first { $0.device == "dave-phone" })
+        #expect(request.code == daveCode)
+        try await anna.engine.approve(request)
+        try await dave.sync()
+        #expect(try dave.library.fetchAssets().count == 1)
+        #expect(try dave.library.viewsForTests() == ben.library.viewsForTests())
+        #expect(try dave.library.statistics().quarantined.isEmpty)
+    }
+
     @Test("a readOnly device reads an encrypted library but cannot enrol others: the server's refusal is the error")
     func readOnlyCannotApprove() async throws {
         let server = try TestServer()

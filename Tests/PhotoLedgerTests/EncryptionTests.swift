@@ -88,6 +88,60 @@ struct EncryptionTests {
         #expect(KeyKind.generation(ofAssetEpoch: KeyKind.assetEpoch(generation: ring.current.id)) == ring.current.id)
     }
 
+    @Test(
+        "a revocation's new identity: rings keep every identity (format 1 for one), a renewed grant moves an add-only device only when the identity it trusts endorses it"
+    )
+    func identityRotation() throws {
+        var ring = KeyRing.generate()
+        let first = ring.identity
+        #expect(ring.serialized.first == 1)
+        ring.rotate()
+        let second = ring.rotateIdentity()
+        #expect(ring.identity.publicKey == second.publicKey && ring.founding.publicKey == first.publicKey)
+        #expect(ring.serialized.first == 2)
+        let read = try KeyRing(serialized: ring.serialized)
+        #expect(read.identities.map(\.publicKey) == [first.publicKey, second.publicKey])
+        #expect(read.generations.map(\.id) == ring.generations.map(\.id) && read.current.key == ring.current.key)
+        #expect(try KeyRing(serialized: KeyRing(serialized: ring.serialized).serialized).serialized == ring.serialized)
+        var damaged = ring.serialized
+        damaged[1] = 0
+        #expect(throws: CryptoError("the key ring holds 0 identities")) { try KeyRing(serialized: damaged) }
+
+        // The camera was approved by the first identity; a renewal endorsed by it moves the camera to the second.
+        let camera = BoxKeyPair()
+        let renewed = try AddOnlyGrant.renewed(
+            identity: second, older: [first], devicePublicKey: camera.publicKey, device: "camera")
+        let accepted = try #require(AddOnlyGrant.accept(renewed, trusted: first.publicKey, device: camera, device: "camera"))
+        #expect(accepted.libraryPublicKey == second.publicKey)
+        #expect(AddOnlyGrant.grantee(of: accepted.grant, devicePublicKey: camera.publicKey, identity: second) == "camera")
+        #expect(AddOnlyGrant.grant(in: renewed) == accepted.grant)
+        // Read again once moved, it keeps the second identity; another name or device is refused.
+        #expect(
+            AddOnlyGrant.accept(renewed, trusted: second.publicKey, device: camera, device: "camera")?.libraryPublicKey == second.publicKey)
+        #expect(AddOnlyGrant.accept(renewed, trusted: first.publicKey, device: camera, device: "scanner") == nil)
+        #expect(AddOnlyGrant.accept(renewed, trusted: first.publicKey, device: BoxKeyPair(), device: "camera") == nil)
+        // An endorsement from an identity the camera does not trust (the server's own, say) moves nothing.
+        let stranger = BoxKeyPair(), evil = BoxKeyPair()
+        let foreign = try AddOnlyGrant.renewed(identity: evil, older: [stranger], devicePublicKey: camera.publicKey, device: "camera")
+        #expect(AddOnlyGrant.accept(foreign, trusted: first.publicKey, device: camera, device: "camera") == nil)
+        var cut = renewed
+        cut.removeLast(40)
+        #expect(AddOnlyGrant.accept(cut, trusted: first.publicKey, device: camera, device: "camera") == nil)
+        #expect(AddOnlyGrant.accept(Array(renewed.prefix(9)), trusted: first.publicKey, device: camera, device: "camera") == nil)
+
+        // A record the camera sealed to either identity opens with the ring, checked against that identity's grant.
+        let asset = UUID()
+        let record = WrappedAssetKey(asset: asset, keyID: KeyKind.asset.newIdentifier(), key: SecretKey())
+        let before = try record.sealed(
+            toIdentity: first.publicKey, writer: camera,
+            grant: try AddOnlyGrant.make(identity: first, devicePublicKey: camera.publicKey, device: "camera"))
+        let after = try record.sealed(toIdentity: second.publicKey, writer: camera, grant: accepted.grant)
+        #expect(try WrappedAssetKey.open(asset: asset, sealedToIdentity: before, ring: read).record.key == record.key)
+        #expect(try WrappedAssetKey.open(asset: asset, sealedToIdentity: after, ring: read).record.key == record.key)
+        // A ring without the second identity (a device revoked before it was made) does not open the later record.
+        #expect(throws: CryptoError.self) { try WrappedAssetKey.open(asset: asset, sealedToIdentity: after, identity: first) }
+    }
+
     @Test("a library that holds events cannot start encrypted, and an encrypted one cannot be encrypted again")
     func enableOnlyOnEmpty() throws {
         let directory = try TemporaryDirectory()

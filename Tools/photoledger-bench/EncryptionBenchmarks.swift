@@ -7,8 +7,9 @@ import PhotoLedgerSync
 import Synchronization
 
 /// End-to-end encryption's cost: the same work on a plain library and on an encrypted one, in
-/// one run, interleaved (plain, encrypted, plain, encrypted, …; the median of each), through an
-/// in-process server on loopback. Each figure's value is the encrypted rate, its baseline the
+/// one run, interleaved in ABBA order (plain, encrypted, encrypted, plain, …; the median of
+/// each), through an in-process server on loopback. The notes give the load average before and
+/// after (the machine may be shared). Each figure's value is the encrypted rate, its baseline the
 /// plain rate; the target is a ratio of at least 0.85 (at most 15 % slower).
 ///
 /// - `e2e.push`: device A pushes asset creations (each asset with its own key, whose wrapped
@@ -24,13 +25,14 @@ struct EncryptionBenchmarks {
     func run() throws -> [Figure] {
         let events = quick ? 5_000 : 50_000
         let photos = quick ? 40 : 200
-        let repetitions = quick ? 1 : 3
+        let repetitions = quick ? 2 : 4
         var push: [Bool: [Double]] = [:], pull: [Bool: [Double]] = [:], imports: [Bool: [Double]] = [:], uploads: [Bool: [Double]] = [:]
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let files = try Self.photoFiles(photos, in: directory.appendingPathComponent("photos"))
+        let loadBefore = Self.loadAverage()
         for repetition in 0..<repetitions {
-            for encrypted in [false, true] {
+            for encrypted in repetition % 2 == 0 ? [false, true] : [true, false] {
                 let run = directory.appendingPathComponent("run-\(repetition)-\(encrypted)")
                 try FileManager.default.createDirectory(at: run, withIntermediateDirectories: true)
                 let (pushRate, pullRate) = try measureSync(events: events, encrypted: encrypted, in: run.appendingPathComponent("events"))
@@ -42,10 +44,13 @@ struct EncryptionBenchmarks {
                 try? FileManager.default.removeItem(at: run)
             }
         }
+        let load = "load average \(loadBefore) before, \(Self.loadAverage()) after"
         func figure(_ name: String, _ values: [Bool: [Double]], unit: String, note: String) -> Figure {
             Figure(
                 name: name, value: median(values[true] ?? []), unit: unit, baseline: median(values[false] ?? []), higherIsBetter: true,
-                target: 0.85, note: note + " (encrypted; baseline: the same on a plain library, interleaved, median of \(repetitions))")
+                target: 0.85,
+                note: note
+                    + " (encrypted; baseline: the same on a plain library, interleaved ABBA, median of \(repetitions); \(load))")
         }
         return [
             figure("e2e.push.\(events / 1000)k", push, unit: "events/s", note: "device A pushes \(events) asset creations"),
@@ -53,6 +58,12 @@ struct EncryptionBenchmarks {
             figure("e2e.import.\(photos)", imports, unit: "photos/s", note: "\(photos) JPEGs imported in one change block"),
             figure("e2e.upload.\(photos)", uploads, unit: "photos/s", note: "\(photos) JPEGs uploaded and their events pushed"),
         ]
+    }
+
+    /// The 1-, 5- and 15-minute load averages, as `/proc/loadavg` gives them ("?" elsewhere).
+    static func loadAverage() -> String {
+        guard let text = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) else { return "?" }
+        return text.split(separator: " ").prefix(3).joined(separator: " ")
     }
 
     /// `count` distinct JPEGs with EXIF and GPS, about a camera thumbnail's size.
