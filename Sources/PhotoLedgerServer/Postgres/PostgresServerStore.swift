@@ -354,7 +354,7 @@ public final class PostgresServerStore: ServerStore {
     }
 
     /// The blob's lock is a transaction-level advisory lock of its hash
-    /// (``blobLock(_:)``), which ``deleteRetiredBlob(_:removing:)`` holds while it deletes: two
+    /// (`blobLock(_:)`), which ``deleteRetiredBlob(_:removing:)`` holds while it deletes: two
     /// round trips and `stored` between them.
     public func recordBlob(libraryID: Int64, hash: [UInt8], size: Int64, at milliseconds: UInt64, ifStored stored: () throws -> Bool)
         throws -> Bool?
