@@ -505,6 +505,8 @@ public final class SyncRequestHandler: Sendable {
     /// Deletes the blobs of retired snapshots from the blob store (see
     /// `ServerStore.retiredBlobs(limit:)`); returns how many were deleted. A failure is logged
     /// and leaves the blob queued for the next attempt (the next retirement, or the next start).
+    /// Each deletion holds the blob's lock (`ServerStore.deleteRetiredBlob(_:removing:)`), so an
+    /// upload of the same bytes meanwhile is either kept or told to upload again.
     @discardableResult
     public func deleteRetiredBlobs() -> Int {
         var deleted = 0
@@ -512,18 +514,16 @@ public final class SyncRequestHandler: Sendable {
             while true {
                 let hashes = try store.retiredBlobs(limit: 100)
                 guard !hashes.isEmpty else { break }
-                var done: [[UInt8]] = []
+                var failed = false
                 for hash in hashes {
                     do {
-                        try blobs.remove(Hex.encode(hash))
-                        done.append(hash)
+                        if try store.deleteRetiredBlob(hash, removing: { try blobs.remove(Hex.encode(hash)) }) { deleted += 1 }
                     } catch {
+                        failed = true
                         log(.error, "blob deletion failure", [.init("hash", Hex.encode(hash)), .init("error", "\(error)")])
                     }
                 }
-                try store.forgetRetiredBlobs(done)
-                deleted += done.count
-                if done.count < hashes.count { break }
+                if failed { break }
             }
         } catch {
             log(.error, "store failure", [.init("operation", "retired blobs"), .init("error", "\(error)")])
@@ -558,8 +558,18 @@ public final class SyncRequestHandler: Sendable {
             log(.error, "blob storage failure", [.init("error", "\(error)")])
             throw HTTPError(500, .internalError, "the server could not store the blob; retry later")
         }
-        let isNew = try store.recordBlob(
-            libraryID: credential.libraryID, hash: Hex.decode(hash)!, size: upload.size, at: configuration.clock())
+        let recorded = try store.recordBlob(
+            libraryID: credential.libraryID, hash: Hex.decode(hash)!, size: upload.size, at: configuration.clock(),
+            ifStored: { try blobs.holds(hash) })
+        guard let isNew = recorded else {
+            // A retired copy of the same bytes was deleted between the upload's commit and its record.
+            log(.warning, "blob deleted during its upload", [.init("hash", hash)])
+            throw HTTPError(
+                503, .internalError,
+                "the blob's bytes were deleted while they were uploaded (an earlier copy of the same blob was being removed); "
+                    + "nothing was stored: upload the blob again",
+                headers: [("Retry-After", "1")])
+        }
         return HTTPResponse(
             status: isNew ? 201 : 200, headers: [("Content-Type", SyncRoutes.jsonContentType)], body: .bytes(Array("{}".utf8)))
     }

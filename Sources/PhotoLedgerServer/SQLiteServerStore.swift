@@ -389,8 +389,13 @@ public final class SQLiteServerStore: ServerStore {
         }
     }
 
-    public func recordBlob(libraryID: Int64, hash: [UInt8], size: Int64, at milliseconds: UInt64) throws -> Bool {
+    /// The blob's lock is the store's write transaction (one writer at a time), so `stored` runs
+    /// inside it: a file's existence, or a `HEAD` of an S3 object.
+    public func recordBlob(libraryID: Int64, hash: [UInt8], size: Int64, at milliseconds: UInt64, ifStored stored: () throws -> Bool)
+        throws -> Bool?
+    {
         try writer.write { db in
+            guard try stored() else { return nil }
             try db.execute(
                 "INSERT INTO blobs (library_id, sha256, size, stored_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 [libraryID, hash, size, Int64(milliseconds)])
@@ -468,10 +473,15 @@ public final class SQLiteServerStore: ServerStore {
         }
     }
 
-    public func forgetRetiredBlobs(_ hashes: [[UInt8]]) throws {
-        guard !hashes.isEmpty else { return }
+    /// Deletes the blob's bytes inside the store's write transaction (the blob's lock; see the
+    /// protocol): a deletion of retired blobs, which is rare, holds the writer for one `remove`.
+    public func deleteRetiredBlob(_ hash: [UInt8], removing remove: () throws -> Void) throws -> Bool {
         try writer.write { db in
-            for hash in hashes { try db.execute("DELETE FROM retired_blobs WHERE sha256 = ?", [hash]) }
+            guard try db.firstRow("SELECT 1 FROM retired_blobs WHERE sha256 = ?", [hash], { _ in true }) != nil else { return false }
+            let held = try db.firstRow("SELECT 1 FROM blobs WHERE sha256 = ?", [hash]) { _ in true } != nil
+            if !held { try remove() }
+            try db.execute("DELETE FROM retired_blobs WHERE sha256 = ?", [hash])
+            return !held
         }
     }
 

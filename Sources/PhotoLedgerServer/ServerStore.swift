@@ -247,6 +247,13 @@ public protocol ServerStore: Sendable {
     /// together, or nothing does when it throws.
     func withPushTransaction<T>(library: Int64, device: DeviceID, at milliseconds: UInt64, _ body: (any PushTransaction) throws -> T) throws
         -> T
+    /// ``withPushTransaction(library:device:at:_:)`` for a push of `candidates`: what the rules
+    /// will ask about them may be read as the transaction opens (``PushTransaction/prefetch(for:)``
+    /// by default, once it is open).
+    func withPushTransaction<T>(
+        library: Int64, device: DeviceID, at milliseconds: UInt64, readingAheadFor candidates: [PushCandidate],
+        _ body: (any PushTransaction) throws -> T
+    ) throws -> T
     /// Events after `since` in server order, at most `limit`.
     func events(library: Int64, after since: Int64, limit: Int) throws -> ServerPage
     /// Records `since` as the position the device has pulled to: its compaction watermark.
@@ -263,8 +270,16 @@ public protocol ServerStore: Sendable {
     func compactionWatermark(libraryID: Int64) throws -> CompactionWatermark
     /// Whether the library holds the blob, and its size.
     func blobSize(libraryID: Int64, hash: [UInt8]) throws -> Int64?
-    /// Records that the library holds the blob; returns false when it already did.
-    func recordBlob(libraryID: Int64, hash: [UInt8], size: Int64, at milliseconds: UInt64) throws -> Bool
+    /// Records that the library holds the blob whose bytes an upload just stored, if `stored`
+    /// says the blob store still holds them; returns false when the library held it already,
+    /// nil when the bytes are gone (nothing recorded: upload the blob again).
+    ///
+    /// `stored` is asked under the blob's lock, which ``deleteRetiredBlob(_:removing:)`` holds
+    /// while it deletes a retired copy of the same bytes: an upload that raced with that
+    /// deletion either is recorded first (and the deletion then leaves the bytes alone) or
+    /// finds its bytes gone, never a record of bytes deleted after it.
+    func recordBlob(libraryID: Int64, hash: [UInt8], size: Int64, at milliseconds: UInt64, ifStored stored: () throws -> Bool) throws
+        -> Bool?
     /// The hashes among `hashes` that the library does not hold, in the order given.
     func missingBlobs(libraryID: Int64, hashes: [[UInt8]]) throws -> [[UInt8]]
 
@@ -284,11 +299,15 @@ public protocol ServerStore: Sendable {
     func snapshots(libraryID: Int64) throws -> [SnapshotRecord]
     /// Blobs of retired snapshots waiting to be deleted from the blob store, oldest first, at
     /// most `limit`; a queued blob that a library holds again (uploaded since) leaves the queue
-    /// instead. Delete each from the blob store, then ``forgetRetiredBlobs(_:)``: a crash in
-    /// between leaves it queued, to be deleted again.
+    /// instead. Delete each with ``deleteRetiredBlob(_:removing:)``.
     func retiredBlobs(limit: Int) throws -> [[UInt8]]
-    /// Takes blobs deleted from the blob store off the queue of ``retiredBlobs(limit:)``.
-    func forgetRetiredBlobs(_ hashes: [[UInt8]]) throws
+    /// Deletes one blob of ``retiredBlobs(limit:)`` under the blob's lock (the one
+    /// ``recordBlob(libraryID:hash:size:at:ifStored:)`` takes): when it is still queued and no
+    /// library holds it, runs `remove` (which deletes its bytes from the blob store) and takes it
+    /// off the queue; when a library holds it again (uploaded since the queue was read), only
+    /// takes it off the queue. Returns whether `remove` ran. When `remove` throws, the blob stays
+    /// queued, to be deleted again; so does it after a crash.
+    func deleteRetiredBlob(_ hash: [UInt8], removing remove: () throws -> Void) throws -> Bool
 
     // MARK: Key store
 
@@ -322,9 +341,19 @@ extension ServerStore {
     )
         throws -> PushResponse
     {
-        try withPushTransaction(library: credential.libraryID, device: credential.device, at: milliseconds) { transaction in
+        try withPushTransaction(library: credential.libraryID, device: credential.device, at: milliseconds, readingAheadFor: candidates) {
+            try rules.apply(candidates, for: credential, in: $0)
+        }
+    }
+
+    /// Opens the transaction, then reads ahead with ``PushTransaction/prefetch(for:)``.
+    public func withPushTransaction<T>(
+        library: Int64, device: DeviceID, at milliseconds: UInt64, readingAheadFor candidates: [PushCandidate],
+        _ body: (any PushTransaction) throws -> T
+    ) throws -> T {
+        try withPushTransaction(library: library, device: device, at: milliseconds) { transaction in
             try transaction.prefetch(for: candidates)
-            return try rules.apply(candidates, for: credential, in: transaction)
+            return try body(transaction)
         }
     }
 

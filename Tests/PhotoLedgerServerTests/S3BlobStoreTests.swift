@@ -119,7 +119,9 @@ struct S3BlobStoreTests {
         let bytes = sampleBytes(300_000, seed: 1)
         let hash = Hex.encode(SHA256.hash(bytes))
         #expect(try read(store.content(of: hash)) == nil)
+        #expect(try !store.holds(hash))
         #expect(try upload(bytes, as: hash, to: store))
+        #expect(try store.holds(hash))
         #expect(try !upload(bytes, as: hash, to: store), "an identical blob is there already")
         #expect(try read(store.content(of: hash)) == bytes)
         // The rest from an offset, as a resumed download asks for it (a ranged GET).
@@ -128,6 +130,7 @@ struct S3BlobStoreTests {
         #expect(try store.prefix(of: hash, count: 66) == Array(bytes[..<66]))
         try store.remove(hash)
         #expect(try read(store.content(of: hash)) == nil)
+        #expect(try !store.holds(hash))
         #expect(try store.prefix(of: hash, count: 66) == nil)
         try store.remove(hash)  // deleting a missing blob succeeds
     }

@@ -283,8 +283,8 @@ struct ServerStoreContractTests {
         let library = try fixture.credential(0).libraryID
         let a = SHA256.hash([1]), b = SHA256.hash([2])
         #expect(try fixture.store.missingBlobs(libraryID: library, hashes: [a, b]) == [a, b])
-        #expect(try fixture.store.recordBlob(libraryID: library, hash: a, size: 11, at: 3))
-        #expect(try !fixture.store.recordBlob(libraryID: library, hash: a, size: 11, at: 4))
+        #expect(try fixture.store.recordBlob(libraryID: library, hash: a, size: 11, at: 3, ifStored: { true }) == true)
+        #expect(try fixture.store.recordBlob(libraryID: library, hash: a, size: 11, at: 4, ifStored: { true }) == false)
         #expect(try fixture.store.blobSize(libraryID: library, hash: a) == 11)
         #expect(try fixture.store.blobSize(libraryID: library, hash: b) == nil)
         #expect(try fixture.store.missingBlobs(libraryID: library, hashes: [a, b]) == [b])

@@ -14,7 +14,7 @@ struct SnapshotStoreContractTests {
         _ = try fixture.push(anna.make(5))
         let blob = SHA256.hash(Array("snapshot bytes".utf8))
         let library = try fixture.credential(0).libraryID
-        #expect(try fixture.store.recordBlob(libraryID: library, hash: blob, size: 14, at: 20))
+        #expect(try fixture.store.recordBlob(libraryID: library, hash: blob, size: 14, at: 20, ifStored: { true }) == true)
         return (fixture, blob)
     }
 
@@ -83,7 +83,8 @@ struct SnapshotStoreContractTests {
     /// Records a blob of the first library named by the SHA-256 of `text`.
     func blob(_ fixture: ContractFixture, _ text: String) throws -> [UInt8] {
         let hash = SHA256.hash(Array(text.utf8))
-        _ = try fixture.store.recordBlob(libraryID: try fixture.credential(0).libraryID, hash: hash, size: Int64(text.utf8.count), at: 20)
+        _ = try fixture.store.recordBlob(
+            libraryID: try fixture.credential(0).libraryID, hash: hash, size: Int64(text.utf8.count), at: 20, ifStored: { true })
         return hash
     }
 
@@ -105,13 +106,13 @@ struct SnapshotStoreContractTests {
         #expect(try fixture.store.blobSize(libraryID: library, hash: blobs[0]) == nil)
         #expect(try fixture.store.blobSize(libraryID: library, hash: blobs[1]) == 10)
         #expect(try fixture.store.retiredBlobs(limit: 10) == [blobs[0]])
-        try fixture.store.forgetRetiredBlobs([blobs[0]])
+        #expect(try fixture.store.deleteRetiredBlob(blobs[0], removing: {}))
         #expect(try fixture.store.retiredBlobs(limit: 10).isEmpty)
         // An offer older than the kept ones is retired at once; a blob uploaded again leaves the queue.
         _ = try fixture.store.offerSnapshot(
             SnapshotOffer(position: 1, chainHash: events[0].chainHash, hash: blobs[3]), for: credential, at: 40)
         #expect(try fixture.store.snapshots(libraryID: library).map(\.position) == [3, 2])
-        _ = try fixture.store.recordBlob(libraryID: library, hash: blobs[3], size: 10, at: 41)
+        _ = try fixture.store.recordBlob(libraryID: library, hash: blobs[3], size: 10, at: 41, ifStored: { true })
         #expect(try fixture.store.retiredBlobs(limit: 10).isEmpty)
         // Retirement keeps a blob that a kept snapshot names.
         _ = try fixture.store.offerSnapshot(
@@ -119,6 +120,98 @@ struct SnapshotStoreContractTests {
         #expect(try fixture.store.snapshots(libraryID: library).map(\.position) == [4, 3])
         #expect(try fixture.store.blobSize(libraryID: library, hash: blobs[2]) == 10)
         #expect(try fixture.store.retiredBlobs(limit: 10) == [blobs[1]])
+    }
+
+    /// A library whose first snapshot was retired: its blob (10 bytes) is queued for deletion and
+    /// held by no library.
+    func retiredBlob(_ backend: StoreBackend) throws -> (ContractFixture, library: Int64, hash: [UInt8]) {
+        let (fixture, _) = try prepared(backend)
+        let credential = try fixture.credential(0)
+        let events = try fixture.all()
+        let blobs = try (1...3).map { try blob(fixture, "snapshot \($0)") }
+        for position in 1...3 {
+            _ = try fixture.store.offerSnapshot(
+                SnapshotOffer(position: Int64(position), chainHash: events[position - 1].chainHash, hash: blobs[position - 1]),
+                for: credential, at: UInt64(30 + position))
+        }
+        #expect(try fixture.store.retiredBlobs(limit: 10) == [blobs[0]])
+        return (fixture, credential.libraryID, blobs[0])
+    }
+
+    @Test(
+        "a retired blob uploaded again after the deleter read the queue keeps its bytes: the deletion only takes it off the queue",
+        arguments: StoreBackend.all)
+    func uploadBeforeDeletion(backend: StoreBackend) throws {
+        let (fixture, library, hash) = try retiredBlob(backend)
+        var stored = true  // the blob store holds the bytes (the upload's commit found or put them there)
+        #expect(try fixture.store.recordBlob(libraryID: library, hash: hash, size: 10, at: 60, ifStored: { stored }) == true)
+        #expect(try !fixture.store.deleteRetiredBlob(hash, removing: { stored = false }))
+        #expect(stored)
+        #expect(try fixture.store.blobSize(libraryID: library, hash: hash) == 10)
+        #expect(try fixture.store.retiredBlobs(limit: 10).isEmpty)
+    }
+
+    @Test(
+        "an upload whose bytes the deletion of their retired copy removed before they were recorded is refused, and the next upload is kept",
+        arguments: StoreBackend.all)
+    func deletionBeforeRecord(backend: StoreBackend) throws {
+        let (fixture, library, hash) = try retiredBlob(backend)
+        // The upload's commit found the retired copy's bytes in the blob store; before the upload
+        // records them, the deletion removes them.
+        var stored = true
+        #expect(try fixture.store.deleteRetiredBlob(hash, removing: { stored = false }))
+        #expect(try fixture.store.recordBlob(libraryID: library, hash: hash, size: 10, at: 60, ifStored: { stored }) == nil)
+        #expect(try fixture.store.blobSize(libraryID: library, hash: hash) == nil)
+        #expect(try fixture.store.missingBlobs(libraryID: library, hashes: [hash]) == [hash])
+        #expect(try fixture.store.retiredBlobs(limit: 10).isEmpty)
+        // The device uploads the blob again: kept, and never deleted.
+        stored = true
+        #expect(try fixture.store.recordBlob(libraryID: library, hash: hash, size: 10, at: 61, ifStored: { stored }) == true)
+        #expect(try !fixture.store.deleteRetiredBlob(hash, removing: { stored = false }))
+        #expect(stored)
+        #expect(try fixture.store.blobSize(libraryID: library, hash: hash) == 10)
+    }
+
+    @Test(
+        "an upload recorded while the deletion of its retired copy runs waits for it, then finds its bytes gone",
+        arguments: StoreBackend.all)
+    func recordWaitsForDeletion(backend: StoreBackend) throws {
+        let (fixture, library, hash) = try retiredBlob(backend)
+        let store = fixture.store
+        let race = BlobRace()
+        let started = DispatchSemaphore(value: 0), recorded = DispatchSemaphore(value: 0)
+        let removed = try store.deleteRetiredBlob(hash) {
+            race.update { $0.removing = true }
+            Thread.detachNewThread {
+                started.signal()
+                let outcome = Result {
+                    try store.recordBlob(libraryID: library, hash: hash, size: 10, at: 60) {
+                        race.update { state in
+                            if state.removing { state.askedWhileRemoving = true }
+                            return state.stored
+                        }
+                    }
+                }
+                race.update { $0.outcome = outcome }
+                recorded.signal()
+            }
+            started.wait()
+            // Time for the record to reach the blob's lock and wait there; the outcome does not
+            // depend on it: the record cannot ask about the bytes before the removal ends.
+            let finishedEarly = recorded.wait(timeout: .now() + .milliseconds(200)) == .success
+            race.update {
+                $0.stored = false
+                $0.removing = false
+                $0.finishedEarly = finishedEarly
+            }
+        }
+        #expect(removed)
+        if !race.update({ $0.finishedEarly }) { recorded.wait() }
+        #expect(!race.update { $0.askedWhileRemoving })
+        let outcome = try #require(race.update { $0.outcome })
+        #expect(try outcome.get() == nil)
+        #expect(try store.blobSize(libraryID: library, hash: hash) == nil)
+        #expect(try store.retiredBlobs(limit: 10).isEmpty)
     }
 
     @Test("a stored purge retires every snapshot before it, and none before it is recorded after", arguments: StoreBackend.all)
@@ -193,12 +286,34 @@ struct SnapshotStoreContractTests {
         let hash = Hex.encode(SHA256.hash(bytes))
         let upload = try store.beginUpload(of: hash, limit: 1 << 20)
         try bytes.withUnsafeBytes { try upload.append($0) }
+        #expect(try !store.holds(hash))
         #expect(try upload.commit(as: hash))
+        #expect(try store.holds(hash))
         #expect(try store.prefix(of: hash, count: SnapshotHeader.maximumLength) == Array(bytes[..<SnapshotHeader.maximumLength]))
         #expect(try store.prefix(of: hash, count: 1000) == bytes)
         try store.remove(hash)
         #expect(try store.prefix(of: hash, count: 10) == nil)
         #expect(!FileManager.default.fileExists(atPath: store.path(for: hash)))
+        #expect(try !store.holds(hash))
         try store.remove(hash)  // deleting a missing blob succeeds
+    }
+}
+
+/// What the threads of ``SnapshotStoreContractTests/recordWaitsForDeletion(backend:)`` share.
+final class BlobRace: @unchecked Sendable {
+    struct State {
+        var stored = true
+        var removing = false
+        var askedWhileRemoving = false
+        var finishedEarly = false
+        var outcome: Result<Bool?, any Error>?
+    }
+    private let lock = NSLock()
+    private var state = State()
+
+    func update<T>(_ body: (inout State) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&state)
     }
 }

@@ -87,6 +87,9 @@ public struct BlobDirectory: BlobStore {
         }
     }
 
+    /// Whether the blob's file exists.
+    public func holds(_ hash: String) throws -> Bool { access(path(for: hash), F_OK) == 0 }
+
     /// The blob's file, or nil when it is absent.
     public func content(of hash: String, from offset: Int64) throws -> BlobContent? {
         open(hash).map { .file(descriptor: $0.descriptor, offset: min(offset, $0.size), size: max(0, $0.size - offset)) }

@@ -16,6 +16,9 @@ public protocol BlobStore: Sendable {
     func content(of hash: String, from offset: Int64) throws -> BlobContent?
     /// Deletes the blob named `hash`; deleting a blob the store does not hold succeeds.
     func remove(_ hash: String) throws
+    /// Whether the store holds the blob named `hash` (asked after an upload, under the lock
+    /// that the deletion of retired blobs takes: see `ServerStore.recordBlob`).
+    func holds(_ hash: String) throws -> Bool
     /// Removes what uploads interrupted by a crash left behind, before the server serves, and takes
     /// up the unfinished resumable uploads it keeps (their idle time counts from `now`, Unix
     /// milliseconds); returns where it looked and how many it removed (nil when the store keeps

@@ -58,6 +58,18 @@ public final class S3BlobStore: BlobStore {
         }
     }
 
+    /// Whether the blob's object exists (`HEAD`).
+    public func holds(_ hash: String) throws -> Bool {
+        let response = try client.send("HEAD", key: configuration.key(for: hash))
+        switch response.status {
+        case 200..<300: return true
+        case 404: return false
+        default:
+            throw S3Error(
+                .failed, "looking up blob \(hash) answered \(response.status) \(response.errorSummary)", url: configuration.description)
+        }
+    }
+
     /// The blob streamed from its object, or nil when there is no such object.
     public func content(of hash: String, from offset: Int64) throws -> BlobContent? {
         try S3BlobStream.open(client: client, key: configuration.key(for: hash), from: offset).map { .stream($0) }

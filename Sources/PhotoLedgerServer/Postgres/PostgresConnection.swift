@@ -55,8 +55,13 @@ final class PostgresConnection: @unchecked Sendable {
     /// The server's version number (`150004` for 15.4).
     var serverVersion: Int { Int(PQserverVersion(handle)) }
 
-    /// Whether the connection can be lent again: open, and outside any transaction.
-    var isReusable: Bool { PQstatus(handle) == CONNECTION_OK && PQtransactionStatus(handle) == PQTRANS_IDLE }
+    /// Whether the connection can be lent again: open, outside any transaction, and not left in
+    /// the middle of a pipeline.
+    var isReusable: Bool { !broken && PQstatus(handle) == CONNECTION_OK && PQtransactionStatus(handle) == PQTRANS_IDLE }
+
+    /// Set when a pipeline could not be sent or read whole: what the server will answer next is
+    /// unknown, so the connection is closed rather than lent again.
+    private var broken = false
 
     // MARK: Notifications
 
@@ -132,6 +137,117 @@ final class PostgresConnection: @unchecked Sendable {
         /// up a push's event identifiers by scanning the library's whole log through the object
         /// index, and pushes slowed as the log grew).
         case eachTime
+    }
+
+    /// One statement of a ``pipeline(_:)``.
+    struct PipelinedStatement {
+        let sql: String
+        let parameters: [PostgresValue]
+        let planning: Planning
+
+        init(_ sql: String, _ parameters: [PostgresValue] = [], planned planning: Planning = .once) {
+            self.sql = sql
+            self.parameters = parameters
+            self.planning = planning
+        }
+
+        /// `BEGIN`, `COMMIT` and other statements without a plan: sent unnamed.
+        static func command(_ sql: String) -> PipelinedStatement { PipelinedStatement(sql, planned: .eachTime) }
+    }
+
+    /// Runs `statements` one after the other, as ``query(_:_:planned:)`` would, but sends them all
+    /// at once and reads their results after (libpq's pipeline mode): one round trip to the
+    /// server instead of one per statement. Each statement still runs alone, in order, with a
+    /// snapshot of its own (`READ COMMITTED`), so one that follows a lock sees what the lock's
+    /// previous holder committed.
+    ///
+    /// When a statement fails, the ones after it do not run, and the error of the failed one is
+    /// thrown; a transaction the pipeline began stays open (and failed): roll it back.
+    func pipeline(_ statements: [PipelinedStatement]) throws -> [PostgresResult] {
+        // Statements prepared once per connection are prepared first, outside the pipeline.
+        let names = try statements.map { $0.planning == .once ? try statementName($0.sql, $0.parameters) : nil }
+        guard PQenterPipelineMode(handle) == 1 else {
+            throw PostgresError(.unreachable, "cannot start a pipeline: \(lastMessage)", database: database)
+        }
+        for (statement, name) in zip(statements, names) {
+            guard send(statement, name: name) else {
+                broken = true
+                throw PostgresError(
+                    .unreachable, "cannot send a statement to PostgreSQL: \(lastMessage); check that the server runs, then retry",
+                    database: database, sql: statement.sql)
+            }
+        }
+        guard PQpipelineSync(handle) == 1 else {
+            broken = true
+            throw PostgresError(
+                .unreachable, "cannot send statements to PostgreSQL: \(lastMessage); check that the server runs, then retry",
+                database: database)
+        }
+        var results: [PostgresResult] = []
+        var failure: PostgresError?
+        for statement in statements {
+            // A statement's results end with a null result; an aborted one answers PIPELINE_ABORTED.
+            var first: PostgresResult?
+            while let raw = PQgetResult(handle) {
+                let result = PostgresResult(raw)
+                if first == nil { first = result }
+            }
+            guard let result = first else {
+                broken = true
+                throw PostgresError(
+                    .unreachable, "the connection to PostgreSQL broke: \(lastMessage); check that the server runs, then retry",
+                    database: database, sql: statement.sql)
+            }
+            switch result.status {
+            case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY, PGRES_PIPELINE_ABORTED:
+                break
+            default:
+                if failure == nil { failure = self.failure(result, sql: statement.sql) }
+            }
+            results.append(result)
+        }
+        let sync = PostgresResult(PQgetResult(handle))
+        guard sync.status == PGRES_PIPELINE_SYNC, PQexitPipelineMode(handle) == 1 else {
+            broken = true
+            throw failure
+                ?? PostgresError(
+                    .unreachable, "the connection to PostgreSQL broke: \(lastMessage); check that the server runs, then retry",
+                    database: database)
+        }
+        if let failure { throw failure }
+        return results
+    }
+
+    /// Queues one statement of a pipeline; false when libpq could not.
+    private func send(_ statement: PipelinedStatement, name: String?) -> Bool {
+        var storage: [UInt8] = [0]  // never empty: every value points into it
+        var offsets: [Int] = []
+        var lengths: [Int32] = []
+        for parameter in statement.parameters {
+            let start = storage.count
+            let present = parameter.encode(into: &storage)
+            offsets.append(present ? start : -1)
+            lengths.append(Int32(storage.count - start))
+        }
+        let count = Int32(statement.parameters.count)
+        let formats = [Int32](repeating: 1, count: statement.parameters.count)
+        // libpq copies the parameters into its output buffer before the call returns.
+        return storage.withUnsafeBufferPointer { buffer in
+            let base = UnsafeRawPointer(buffer.baseAddress!)
+            let pointers: [UnsafePointer<CChar>?] = offsets.map { $0 < 0 ? nil : (base + $0).assumingMemoryBound(to: CChar.self) }
+            guard let name else {
+                let types = statement.parameters.map(\.type.rawValue)
+                return PQsendQueryParams(handle, statement.sql, count, types, pointers, lengths, formats, 1) == 1
+            }
+            return PQsendQueryPrepared(handle, name, count, pointers, lengths, formats, 1) == 1
+        }
+    }
+
+    /// Rolls back the transaction the connection is in, if any (after a failure); a connection
+    /// that cannot is left to be closed.
+    func rollBackOpenTransaction() {
+        guard !broken, PQstatus(handle) == CONNECTION_OK, PQtransactionStatus(handle) != PQTRANS_IDLE else { return }
+        _ = try? execute("ROLLBACK")
     }
 
     private func statementName(_ sql: String, _ parameters: [PostgresValue]) throws -> String {

@@ -2,13 +2,16 @@ import Foundation
 import LedgerCore
 import SyncProtocol
 
-/// One push on one connection, inside its transaction, with the library's head row locked.
+/// One push on one connection, inside its transaction, with the library's head locked.
 ///
-/// Round trips are what a push costs on a database across a socket, so the transaction reads
-/// ahead (``prefetch(for:)``: the push's identifiers and objects in two queries) and keeps its
-/// writes until ``finish(head:lastDeviceSequence:)``, which stores them in one statement each.
-/// Lookups answer from what it read and what it holds, exactly as if every write had gone to
-/// the database at once: the head lock keeps every other push of the library out meanwhile.
+/// Round trips are what a push costs on a database across a socket, and on a busy machine each
+/// one also waits for the server thread and the backend to be scheduled; the library's lock is
+/// held across those after the first. So a push makes two: the transaction opens in one
+/// pipeline (`BEGIN`, the device's row, the library's locks, the head, and what the rules will
+/// ask about the push's identifiers and objects), and ends in another (its events, its
+/// rejections, the new head and the device's position, `COMMIT`): ``commit()``. Lookups answer
+/// from what it read and what it holds, exactly as if every write had gone to the database at
+/// once: the head lock keeps every other push of the library out meanwhile.
 final class PostgresPushTransaction: PushTransaction {
     private let connection: PostgresConnection
     private let library: Int64
@@ -35,12 +38,20 @@ final class PostgresPushTransaction: PushTransaction {
     private var pendingObjects: [UUID: ObjectPresence] = [:]
     private var pendingRejections: [(id: UUID, deviceSequence: Int64, reason: String)] = []
     private var pendingRejectionByID: [UUID: String] = [:]
+    /// The head and device position ``finish(head:lastDeviceSequence:)`` saves at commit.
+    private var finished: (head: LibraryHead, lastDeviceSequence: Int64)?
 
     /// The first key of the push locks (`pg_advisory_xact_lock(space, library)`); the migrator's
     /// lock uses the one-key form, so the two never meet.
     static let advisoryLockSpace: Int32 = 0x504C_5055  // "PLPU"
 
-    init(connection: PostgresConnection, library: Int64, device: DeviceID, at receivedAt: Int64) throws {
+    /// Begins the push's transaction on `connection` (which must be outside any transaction)
+    /// and reads ahead what the rules will ask about `candidates`, in one round trip.
+    init(
+        connection: PostgresConnection, library: Int64, device: DeviceID, at receivedAt: Int64, readingAheadFor candidates: [PushCandidate]
+    )
+        throws
+    {
         self.connection = connection
         self.library = library
         self.device = device
@@ -51,24 +62,38 @@ final class PostgresPushTransaction: PushTransaction {
         // is what keeps the head consistent (FOR NO KEY UPDATE: inserts that only reference the
         // library, blobs and devices of a pull, do not wait for the push).
         //
-        // The device's row comes first, before the library's lock, so the lock is held one round
-        // trip less: its upsert locks the row until the transaction ends, so another push of the
-        // same device (a retry through another server) waits here and then reads the position
-        // this one leaves. Every push takes the device row, then the library's locks, in that
-        // order; pulls take neither lock.
-        let deviceRow = try connection.query(
-            """
-            INSERT INTO devices (library_id, device_id, registered_at) VALUES ($1, $2, $3)
-            ON CONFLICT (library_id, device_id) DO UPDATE SET last_seen_at = devices.last_seen_at
-            RETURNING last_device_seq
-            """, [.int64(library), .text(device.rawValue), .int64(receivedAt)])
-        lastDeviceSequence = deviceRow.count > 0 ? deviceRow.int64(0, 0) : 0
-        _ = try connection.query(
-            "SELECT pg_advisory_xact_lock($1, $2)", [.int32(Self.advisoryLockSpace), .int32(Int32(truncatingIfNeeded: library))])
-        let row = try connection.query(
-            "SELECT last_seq, last_hash FROM libraries WHERE library_id = $1 FOR NO KEY UPDATE", [.int64(library)])
-        guard row.count > 0 else { throw ServerStoreError("library \(library) no longer exists") }
-        head = LibraryHead(sequence: row.int64(0, 0), chainHash: row.bytes(0, 1))
+        // The device's row comes first, before the library's lock: its upsert locks the row
+        // until the transaction ends, so another push of the same device (a retry through
+        // another server) waits there and then reads the position this one leaves. Every push
+        // takes the device row, then the library's locks, in that order; pulls take neither.
+        //
+        // The statements after the locks run once the locks are granted, each with a snapshot
+        // of its own, so they see everything the previous holder committed.
+        let ids = Array(Set(candidates.map(\.id)))
+        let objects = Self.objectsAsked(by: candidates)
+        var statements: [PostgresConnection.PipelinedStatement] = [
+            .command("BEGIN"),
+            .init(
+                """
+                INSERT INTO devices (library_id, device_id, registered_at) VALUES ($1, $2, $3)
+                ON CONFLICT (library_id, device_id) DO UPDATE SET last_seen_at = devices.last_seen_at
+                RETURNING last_device_seq
+                """, [.int64(library), .text(device.rawValue), .int64(receivedAt)]),
+            .init("SELECT pg_advisory_xact_lock($1, $2)", [.int32(Self.advisoryLockSpace), .int32(Int32(truncatingIfNeeded: library))]),
+            .init("SELECT last_seq, last_hash FROM libraries WHERE library_id = $1 FOR NO KEY UPDATE", [.int64(library)]),
+        ]
+        if !ids.isEmpty { statements.append(Self.identifierLookup(ids, library: library)) }
+        if !objects.isEmpty { statements.append(Self.objectLookup(objects, library: library)) }
+        let results = try connection.pipeline(statements)
+        lastDeviceSequence = results[1].count > 0 ? results[1].int64(0, 0) : 0
+        guard results[3].count > 0 else { throw ServerStoreError("library \(library) no longer exists") }
+        head = LibraryHead(sequence: results[3].int64(0, 0), chainHash: results[3].bytes(0, 1))
+        var next = 4
+        if !ids.isEmpty {
+            absorbIdentifiers(ids, results[next])
+            next += 1
+        }
+        if !objects.isEmpty { absorbObjects(results[next]) }
     }
 
     // MARK: Reading ahead
@@ -76,31 +101,42 @@ final class PostgresPushTransaction: PushTransaction {
     func prefetch(for candidates: [PushCandidate]) throws {
         let ids = Array(Set(candidates.map(\.id)).filter { storedEvents[$0] == nil || storedRejections[$0] == nil })
         try readIdentifiers(ids)
-        // The rules ask about objects for creations (and for every event of an addOnly token,
-        // which may push creations only: those ask one at a time).
+        try readObjects(Self.objectsAsked(by: candidates).filter { storedObjects[$0] == nil })
+    }
+
+    /// The objects the rules ask about for `candidates`: those of creations (and of every event
+    /// of an addOnly token, which may push creations only: those ask one at a time).
+    private static func objectsAsked(by candidates: [PushCandidate]) -> [UUID] {
         var objects: Set<UUID> = []
-        for case .accept(let event, _) in candidates
-        where storedObjects[event.object] == nil && EventType(rawValue: event.type)?.isCreation == true {
+        for case .accept(let event, _) in candidates where EventType(rawValue: event.type)?.isCreation == true {
             objects.insert(event.object)
         }
-        try readObjects(Array(objects))
+        return Array(objects)
     }
 
     private func readIdentifiers(_ ids: [UUID]) throws {
         guard !ids.isEmpty else { return }
+        absorbIdentifiers(ids, try connection.pipeline([Self.identifierLookup(ids, library: library)])[0])
+    }
+
+    /// The lookup of stored events and rejections by identifier.
+    private static func identifierLookup(_ ids: [UUID], library: Int64) -> PostgresConnection.PipelinedStatement {
         // One unique-index probe per identifier, whatever the statistics say. The form
         // `event_id = ANY($2)` let the planner, without statistics (a log that grew since its
         // last ANALYZE, or that was never analyzed), take `library_id = $1` for 0.5 % of the log
         // and read the library's whole log with the identifiers as a filter: a push cost time
         // proportional to the log. Planned at each execution: a generic plan made while the
         // log is empty picks either index of `library_id` (their costs tie there) and keeps it.
-        let result = try connection.query(
+        .init(
             """
             SELECT i.id, e.server_seq, e.content_hash, r.reason FROM unnest($2::bytea[]) AS i (id)
             LEFT JOIN LATERAL (SELECT server_seq, content_hash FROM server_events
                                WHERE library_id = $1 AND event_id = i.id LIMIT 1) e ON true
             LEFT JOIN LATERAL (SELECT reason FROM rejected_events WHERE library_id = $1 AND event_id = i.id LIMIT 1) r ON true
             """, [.int64(library), .array(element: .bytea, ids.map(PostgresValue.uuid))], planned: .eachTime)
+    }
+
+    private func absorbIdentifiers(_ ids: [UUID], _ result: PostgresResult) {
         for id in ids {
             storedEvents[id] = .some(nil)
             storedRejections[id] = .some(nil)
@@ -114,11 +150,19 @@ final class PostgresPushTransaction: PushTransaction {
 
     private func readObjects(_ objects: [UUID]) throws {
         guard !objects.isEmpty else { return }
-        let result = try connection.query(
+        absorbObjects(try connection.pipeline([Self.objectLookup(objects, library: library)])[0])
+    }
+
+    /// The lookup of the first stored event's type of each object.
+    private static func objectLookup(_ objects: [UUID], library: Int64) -> PostgresConnection.PipelinedStatement {
+        .init(
             """
             SELECT o.id, (SELECT e.type FROM server_events e WHERE e.library_id = $1 AND e.object_id = o.id ORDER BY e.server_seq LIMIT 1)
-            FROM unnest($2) AS o (id)
+            FROM unnest($2::bytea[]) AS o (id)
             """, [.int64(library), .array(element: .bytea, objects.map(PostgresValue.uuid))], planned: .eachTime)
+    }
+
+    private func absorbObjects(_ result: PostgresResult) {
         for row in 0..<result.count {
             guard let object = result.uuid(row, 0) else { continue }
             storedObjects[object] = result.optionalText(row, 1).map { .held(EventType(rawValue: $0)?.objectKind) } ?? .absent
@@ -171,79 +215,92 @@ final class PostgresPushTransaction: PushTransaction {
     }
 
     func finish(head: LibraryHead, lastDeviceSequence: Int64) throws {
-        try flush()
-        // One round trip: the head, the device's position and, when events were stored, the
-        // commit's notification, delivered to every listening server process when the
-        // transaction commits (and never if it rolls back): their waiting pulls of this library
-        // wake up. Data-modifying CTEs run once whether or not the query reads them.
-        _ = try connection.query(
-            """
-            WITH head AS (UPDATE libraries SET last_seq = $1, last_hash = $2 WHERE library_id = $3 RETURNING 1),
-            position AS (UPDATE devices SET last_device_seq = $4, last_seen_at = $5 WHERE library_id = $3 AND device_id = $6 RETURNING 1)
-            SELECT pg_notify($7, $8) FROM head WHERE $9
-            """,
-            [
-                .int64(head.sequence), .bytes(head.chainHash), .int64(library), .int64(lastDeviceSequence), .int64(receivedAt),
-                .text(device.rawValue), .text(PostgresCommitListener.channel), .text("\(library) \(head.sequence)"),
-                .bool(head.sequence > self.head.sequence),
-            ])
+        finished = (head, lastDeviceSequence)
     }
 
-    /// Stores the events and rejections kept so far: one statement each.
-    func flush() throws {
+    /// Stores what the push kept (its events, its rejections, and the head and device position
+    /// of ``finish(head:lastDeviceSequence:)``) and commits, in one round trip. When events
+    /// were stored, the commit also notifies every listening server process (and never if the
+    /// transaction rolls back): their waiting pulls of this library wake up.
+    func commit() throws {
+        var statements = pendingWrites()
+        if let finished {
+            // Data-modifying CTEs run once whether or not the query reads them.
+            statements.append(
+                .init(
+                    """
+                    WITH head AS (UPDATE libraries SET last_seq = $1, last_hash = $2 WHERE library_id = $3 RETURNING 1),
+                    position AS (UPDATE devices SET last_device_seq = $4, last_seen_at = $5 WHERE library_id = $3 AND device_id = $6 RETURNING 1)
+                    SELECT pg_notify($7, $8) FROM head WHERE $9
+                    """,
+                    [
+                        .int64(finished.head.sequence), .bytes(finished.head.chainHash), .int64(library),
+                        .int64(finished.lastDeviceSequence),
+                        .int64(receivedAt), .text(device.rawValue), .text(PostgresCommitListener.channel),
+                        .text("\(library) \(finished.head.sequence)"), .bool(finished.head.sequence > head.sequence),
+                    ]))
+        }
+        statements.append(.command("COMMIT"))
+        try PostgresServerStore.checkCommitted(try connection.pipeline(statements), connection)
+        pendingEvents.removeAll()
+        pendingByID.removeAll()
+        pendingRejections.removeAll()
+        pendingRejectionByID.removeAll()
+    }
+
+    /// The statements that store the events and rejections kept so far: one each.
+    private func pendingWrites() -> [PostgresConnection.PipelinedStatement] {
+        var statements: [PostgresConnection.PipelinedStatement] = []
         if !pendingEvents.isEmpty {
             let events = pendingEvents
             func column(_ type: PostgresType, _ value: (PendingEvent) -> PostgresValue) -> PostgresValue {
                 .array(element: type, events.map(value))
             }
-            _ = try connection.query(
-                """
-                INSERT INTO server_events (library_id, received_at, server_seq, event_id, device_id, device_seq, hlc, change_block, object_id,
-                                           type, schema_version, payload, chain_hash, content_hash, format, bound, key_id, nonce)
-                SELECT $1, $2, e.* FROM unnest($3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
-                    AS e (server_seq, event_id, device_id, device_seq, hlc, change_block, object_id, type, schema_version, payload,
-                          chain_hash, content_hash, format, bound, key_id, nonce)
-                """,
-                [
-                    .int64(library), .int64(receivedAt),
-                    column(.int8) { .int64($0.serverSequence) },
-                    column(.bytea) { .uuid($0.event.id) },
-                    column(.text) { .text($0.event.device.rawValue) },
-                    column(.int8) { .int64($0.event.deviceSequence) },
-                    column(.int8) { .int64(Int64(bitPattern: $0.event.timestamp.rawValue)) },
-                    column(.bytea) { .uuid($0.event.changeBlock) },
-                    column(.bytea) { .uuid($0.event.object) },
-                    column(.text) { .text($0.event.type) },
-                    column(.int8) { .int64(Int64($0.event.schemaVersion)) },
-                    column(.bytea) { .bytes($0.event.payload) },
-                    column(.bytea) { .bytes($0.chainHash) },
-                    column(.bytea) { .optionalBytes($0.contentHash) },
-                    column(.int8) { .int64(Int64($0.event.format.rawValue)) },
-                    column(.bool) { .bool($0.event.library != nil) },
-                    column(.int8) { .int64(Int64($0.event.seal?.keyID ?? 0)) },
-                    column(.bytea) { .optionalBytes($0.event.seal?.nonce) },
-                ])
-            for pending in pendingEvents { storedEvents[pending.event.id] = .some((pending.serverSequence, pending.contentHash)) }
-            pendingEvents.removeAll()
-            pendingByID.removeAll()
+            statements.append(
+                .init(
+                    """
+                    INSERT INTO server_events (library_id, received_at, server_seq, event_id, device_id, device_seq, hlc, change_block, object_id,
+                                               type, schema_version, payload, chain_hash, content_hash, format, bound, key_id, nonce)
+                    SELECT $1, $2, e.* FROM unnest($3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+                        AS e (server_seq, event_id, device_id, device_seq, hlc, change_block, object_id, type, schema_version, payload,
+                              chain_hash, content_hash, format, bound, key_id, nonce)
+                    """,
+                    [
+                        .int64(library), .int64(receivedAt),
+                        column(.int8) { .int64($0.serverSequence) },
+                        column(.bytea) { .uuid($0.event.id) },
+                        column(.text) { .text($0.event.device.rawValue) },
+                        column(.int8) { .int64($0.event.deviceSequence) },
+                        column(.int8) { .int64(Int64(bitPattern: $0.event.timestamp.rawValue)) },
+                        column(.bytea) { .uuid($0.event.changeBlock) },
+                        column(.bytea) { .uuid($0.event.object) },
+                        column(.text) { .text($0.event.type) },
+                        column(.int8) { .int64(Int64($0.event.schemaVersion)) },
+                        column(.bytea) { .bytes($0.event.payload) },
+                        column(.bytea) { .bytes($0.chainHash) },
+                        column(.bytea) { .optionalBytes($0.contentHash) },
+                        column(.int8) { .int64(Int64($0.event.format.rawValue)) },
+                        column(.bool) { .bool($0.event.library != nil) },
+                        column(.int8) { .int64(Int64($0.event.seal?.keyID ?? 0)) },
+                        column(.bytea) { .optionalBytes($0.event.seal?.nonce) },
+                    ]))
         }
         if !pendingRejections.isEmpty {
             let rejections = pendingRejections
-            _ = try connection.query(
-                """
-                INSERT INTO rejected_events (library_id, device_id, received_at, event_id, device_seq, reason)
-                SELECT $1, $2, $3, r.* FROM unnest($4, $5, $6) AS r (event_id, device_seq, reason)
-                ON CONFLICT DO NOTHING
-                """,
-                [
-                    .int64(library), .text(device.rawValue), .int64(receivedAt),
-                    .array(element: .bytea, rejections.map { .uuid($0.id) }),
-                    .array(element: .int8, rejections.map { .int64($0.deviceSequence) }),
-                    .array(element: .text, rejections.map { .text($0.reason) }),
-                ])
-            for rejection in rejections { storedRejections[rejection.id] = .some(rejection.reason) }
-            pendingRejections.removeAll()
-            pendingRejectionByID.removeAll()
+            statements.append(
+                .init(
+                    """
+                    INSERT INTO rejected_events (library_id, device_id, received_at, event_id, device_seq, reason)
+                    SELECT $1, $2, $3, r.* FROM unnest($4, $5, $6) AS r (event_id, device_seq, reason)
+                    ON CONFLICT DO NOTHING
+                    """,
+                    [
+                        .int64(library), .text(device.rawValue), .int64(receivedAt),
+                        .array(element: .bytea, rejections.map { .uuid($0.id) }),
+                        .array(element: .int8, rejections.map { .int64($0.deviceSequence) }),
+                        .array(element: .text, rejections.map { .text($0.reason) }),
+                    ]))
         }
+        return statements
     }
 }

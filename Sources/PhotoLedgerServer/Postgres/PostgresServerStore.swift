@@ -239,11 +239,26 @@ public final class PostgresServerStore: ServerStore {
     public func withPushTransaction<T>(
         library: Int64, device: DeviceID, at milliseconds: UInt64, _ body: (any PushTransaction) throws -> T
     ) throws -> T {
-        try inTransaction { connection in
-            let transaction = try PostgresPushTransaction(connection: connection, library: library, device: device, at: Int64(milliseconds))
-            let value = try body(transaction)
-            try transaction.flush()
-            return value
+        try withPushTransaction(library: library, device: device, at: milliseconds, readingAheadFor: [], body)
+    }
+
+    /// Opens the transaction and reads ahead for `candidates` in one round trip, and stores the
+    /// push and commits in another (see `PostgresPushTransaction`).
+    public func withPushTransaction<T>(
+        library: Int64, device: DeviceID, at milliseconds: UInt64, readingAheadFor candidates: [PushCandidate],
+        _ body: (any PushTransaction) throws -> T
+    ) throws -> T {
+        try withConnection { connection in
+            do {
+                let transaction = try PostgresPushTransaction(
+                    connection: connection, library: library, device: device, at: Int64(milliseconds), readingAheadFor: candidates)
+                let value = try body(transaction)
+                try transaction.commit()
+                return value
+            } catch {
+                connection.rollBackOpenTransaction()
+                throw error
+            }
         }
     }
 
@@ -338,12 +353,52 @@ public final class PostgresServerStore: ServerStore {
         }
     }
 
-    public func recordBlob(libraryID: Int64, hash: [UInt8], size: Int64, at milliseconds: UInt64) throws -> Bool {
+    /// The blob's lock is a transaction-level advisory lock of its hash
+    /// (`blobLock(_:)`), which ``deleteRetiredBlob(_:removing:)`` holds while it deletes: two
+    /// round trips and `stored` between them.
+    public func recordBlob(libraryID: Int64, hash: [UInt8], size: Int64, at milliseconds: UInt64, ifStored stored: () throws -> Bool)
+        throws -> Bool?
+    {
         try withConnection { connection in
-            try connection.query(
-                "INSERT INTO blobs (library_id, sha256, size, stored_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-                [.int64(libraryID), .bytes(hash), .int64(size), .int64(Int64(milliseconds))]
-            ).changes == 1
+            do {
+                _ = try connection.pipeline([.command("BEGIN"), Self.blobLock(hash)])
+                guard try stored() else {
+                    connection.rollBackOpenTransaction()
+                    return nil
+                }
+                let results = try connection.pipeline([
+                    .init(
+                        "INSERT INTO blobs (library_id, sha256, size, stored_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                        [.int64(libraryID), .bytes(hash), .int64(size), .int64(Int64(milliseconds))]),
+                    .command("COMMIT"),
+                ])
+                try Self.checkCommitted(results, connection)
+                return results[0].changes == 1
+            } catch {
+                connection.rollBackOpenTransaction()
+                throw error
+            }
+        }
+    }
+
+    /// The first key of the blob locks (`pg_advisory_xact_lock(space, first 4 bytes of the hash)`):
+    /// two hashes that share the key only wait for each other.
+    static let blobLockSpace: Int32 = 0x504C_424C  // "PLBL"
+
+    /// Takes the lock of the blob `hash` until the transaction ends.
+    static func blobLock(_ hash: [UInt8]) -> PostgresConnection.PipelinedStatement {
+        let key = hash.prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        return .init("SELECT pg_advisory_xact_lock($1, $2)", [.int32(blobLockSpace), .int32(Int32(bitPattern: key))])
+    }
+
+    /// Throws unless the last result is the `COMMIT` of a transaction that committed.
+    static func checkCommitted(_ results: [PostgresResult], _ connection: PostgresConnection) throws {
+        // COMMIT of a transaction that failed inside answers ROLLBACK instead of an error.
+        let tag = results.last?.commandStatus ?? ""
+        guard tag == "COMMIT" else {
+            throw PostgresError(
+                .statementFailed, "the transaction was rolled back by the server instead of committed ('\(tag)')",
+                database: connection.database)
         }
     }
 
@@ -449,11 +504,28 @@ public final class PostgresServerStore: ServerStore {
         }
     }
 
-    public func forgetRetiredBlobs(_ hashes: [[UInt8]]) throws {
-        guard !hashes.isEmpty else { return }
+    /// Holds the blob's lock (see ``recordBlob(libraryID:hash:size:at:ifStored:)``) and a
+    /// connection while `remove` runs.
+    public func deleteRetiredBlob(_ hash: [UInt8], removing remove: () throws -> Void) throws -> Bool {
         try withConnection { connection in
-            _ = try connection.query(
-                "DELETE FROM retired_blobs WHERE sha256 = ANY($1)", [.array(element: .bytea, hashes.map(PostgresValue.bytes))])
+            do {
+                let state = try connection.pipeline([
+                    .command("BEGIN"), Self.blobLock(hash),
+                    .init(
+                        """
+                        SELECT EXISTS (SELECT 1 FROM retired_blobs WHERE sha256 = $1), EXISTS (SELECT 1 FROM blobs WHERE sha256 = $1)
+                        """, [.bytes(hash)]),
+                ])[2]
+                let queued = state.bool(0, 0), held = state.bool(0, 1)
+                if queued && !held { try remove() }
+                try Self.checkCommitted(
+                    try connection.pipeline([.init("DELETE FROM retired_blobs WHERE sha256 = $1", [.bytes(hash)]), .command("COMMIT")]),
+                    connection)
+                return queued && !held
+            } catch {
+                connection.rollBackOpenTransaction()
+                throw error
+            }
         }
     }
 
