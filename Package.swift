@@ -39,8 +39,9 @@ let package = Package(
             providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswscale-dev"])]),
 
         // libvips' loaders behind one non-variadic call per file, and its shared error buffer
-        // behind a lock, so that media validation can run on several threads.
-        .target(name: "CMediaDecoding", dependencies: ["CVips"]),
+        // behind a lock, so that media validation can run on several threads; libjpeg itself for
+        // the JPEG structure check (header and tables, first rows).
+        .target(name: "CMediaDecoding", dependencies: ["CVips"], linkerSettings: [.linkedLibrary("jpeg")]),
 
         // EXIF blocks that libexif cannot read whole (past 64 KB), re-encoded by libexiv2.
         .target(name: "CExifRecovery", linkerSettings: [.linkedLibrary("exiv2")]),

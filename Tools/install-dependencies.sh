@@ -9,7 +9,8 @@
 # already). It then prints the Python to run moto with.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# libvips-dev and the FFmpeg libraries decode media (libswscale turns a video's poster frame into
+# libvips-dev and the FFmpeg libraries decode media (libjpeg62-turbo-dev: libjpeg itself, for the
+# JPEG structure check; libswscale turns a video's poster frame into
 # RGB), libexiv2-dev reads the EXIF blocks libexif cannot; libvips-tools, ffmpeg and exiftool make
 # and edit the media of tests, demo and benchmarks (vipsthumbnail is the thumbnail bench's baseline);
 # libsodium-dev seals end-to-end encrypted libraries; libpq-dev is the PostgreSQL server store's.
@@ -17,7 +18,7 @@ cd "$(dirname "$0")/.."
 # make and binutils (readelf) run the host-language tests: C and C++ programs, Lua and Python
 # scripts, the package installed with pip, the library's exported symbols.
 packages=(libsqlite3-dev libssl-dev zlib1g-dev libzstd-dev libcurl4-openssl-dev libmicrohttpd-dev libexif-dev libpq-dev pkg-config openssl
-    libsodium-dev libvips-dev libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libexiv2-dev libvips-tools ffmpeg libimage-exiftool-perl
+    libsodium-dev libvips-dev libjpeg62-turbo-dev libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libexiv2-dev libvips-tools ffmpeg libimage-exiftool-perl
     liblua5.4-dev lua5.4 python3 python3-pip gcc g++ make binutils)
 test_services=false
 browser=false

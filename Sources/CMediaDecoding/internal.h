@@ -21,4 +21,11 @@ struct photoledger_picture {
 /// released then).
 photoledger_picture *photoledger_picture_wrap(VipsImage *image);
 
+/// Checks a JPEG's structure without decoding all of its image data (the JPEG side of
+/// `PHOTOLEDGER_DECODE_STRUCTURE`): libjpeg reads its header and tables and decodes its first
+/// rows, and a walk of its markers and entropy-coded data finds truncation, a second frame
+/// header, unknown markers, restart markers out of order or missing. Returns 0, or -1 with the
+/// reason in libvips' error buffer.
+int photoledger_jpeg_check_structure(const char *path);
+
 #endif

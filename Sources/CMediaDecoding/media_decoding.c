@@ -183,7 +183,9 @@ static int attempt(const char *path, const char *loader, int level, int reduce, 
     if (previews) reduce = preview_reduction(result->width, result->height, reduce, preview);
     // A reduced decode of a small image could leave no pixel: keep at least 8 on each side.
     while (reduce > 1 && (result->width / reduce < 8 || result->height / reduce < 8)) reduce /= 2;
-    if (level == PHOTOLEDGER_DECODE_PIXELS) {
+    if (level == PHOTOLEDGER_DECODE_STRUCTURE && !previews && strcmp(loader, "jpegload") == 0) {
+        status = photoledger_jpeg_check_structure(path);
+    } else if (level != PHOTOLEDGER_DECODE_HEADER) {
         VipsImage *image = header;
         if (reduce > 1) image = load(path, loader, VIPS_FAIL_ON_ERROR, reduce);
         if (image == NULL) {

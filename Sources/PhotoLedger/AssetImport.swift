@@ -16,17 +16,19 @@ public struct AssetImportOptions: Sendable {
     /// How many files are read, hashed and written at a time (and at most how many flushes are
     /// in flight at once).
     public var concurrency = 8
-    /// Whether the decode that validates each JPEG or WebP also makes its smallest renditions
-    /// (256 pixels, aspect fit and aspect fill) for the ``ImageManager``'s cache: the validation
-    /// decodes the photo reduced already, so they cost only their scaling and encoding (a few
-    /// milliseconds), where a thumbnail made later would decode the photo again. They are cached
-    /// once the change block commits. Other formats get theirs when they are first requested or
-    /// cached.
-    public var makesThumbnails = true
+    /// Whether each JPEG and WebP is decoded reduced to validate it, and its smallest renditions
+    /// (256 pixels, aspect fit and aspect fill) made from that decode for the ``ImageManager``'s
+    /// cache, once the change block commits. Off by default: a JPEG's validation then checks its
+    /// structure without decoding all of its image data (several times faster, and refusing the
+    /// same damaged files; see PhotoMedia's catalog), and its renditions are made afterwards, by
+    /// ``ImageManager/startCachingImages(for:targetSize:contentMode:options:)`` as
+    /// `photoledger import` does after each block's commit, which reports a file whose decode
+    /// fails there (``ImageManager/cachingFailures``).
+    public var makesThumbnails = false
 
     /// Import options; by default files are copied, duplicates become assets too, 8 at a time,
-    /// and the validation makes the 256-pixel renditions.
-    public init(shouldMoveFile: Bool = false, skipsDuplicates: Bool = false, concurrency: Int = 8, makesThumbnails: Bool = true) {
+    /// and the validation makes no renditions.
+    public init(shouldMoveFile: Bool = false, skipsDuplicates: Bool = false, concurrency: Int = 8, makesThumbnails: Bool = false) {
         self.shouldMoveFile = shouldMoveFile
         self.skipsDuplicates = skipsDuplicates
         self.concurrency = concurrency
@@ -150,8 +152,11 @@ extension LibraryChanges {
             createdInBatch[hash] = request.placeholderForCreatedAsset.localIdentifier
             if options.shouldMoveFile { afterCommit.append { try? FileManager.default.removeItem(at: url) } }
             if !imported.renditions.isEmpty {
-                let (cache, renditions) = (library.renditions.cache, imported.renditions)
-                afterCommit.append { for rendition in renditions { _ = try? cache.store(rendition, source: hash) } }
+                let (work, renditions) = (library.renditions, imported.renditions)
+                afterCommit.append {
+                    for rendition in renditions { _ = try? work.cache.store(rendition, source: hash) }
+                    work.syncedRenditionCached.signal()
+                }
             }
             results.append(.created(request))
         }

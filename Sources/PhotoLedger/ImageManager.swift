@@ -88,6 +88,19 @@ public struct ImageCachingProgress: Sendable, Hashable {
     public var isFinished: Bool { completed + failed >= total }
 }
 
+/// An asset whose renditions caching could not make (``ImageManager/cachingFailures``): for an
+/// asset just imported, a file whose import check accepted it and whose decode failed, which
+/// its importer should hear of.
+public struct ImageCachingFailure: Sendable, Equatable {
+    /// The asset's local identifier.
+    public var localIdentifier: String
+    /// The scales of its caching job that could not be made (`256-fit`, `1024-fit`…), sorted.
+    public var scales: [String]
+    /// Why: `.invalidResource` when the decoder refused the bytes, `.missingResource`,
+    /// `.networkAccessRequired`, `.identifierNotFound`…
+    public var error: PhotoLibraryError
+}
+
 /// Images of a library's assets, as PhotoKit's `PHImageManager` and `PHCachingImageManager`
 /// give them: renditions scaled to a target size, turned upright, and cached.
 ///
@@ -140,7 +153,7 @@ public struct ImageManager: Sendable {
     /// The box sizes of renditions, in pixels; larger requests get the full size.
     public static let boxSizes = [256, 512, 1024, 2048]
 
-    /// The renditions an import's validation makes (see ``AssetImportOptions/makesThumbnails``).
+    /// The renditions an import's validation makes with ``AssetImportOptions/makesThumbnails``.
     static let importScales = [RenditionScale(size: 256, mode: .fit), RenditionScale(size: 256, mode: .fill)]
 
     /// The rendition scale that answers a request: the smallest box that holds the target size.
@@ -315,6 +328,12 @@ public struct ImageManager: Sendable {
     /// How far caching has got, since the library was opened.
     public var cachingProgress: ImageCachingProgress { library.renditions.cachingProgress }
 
+    /// Every caching job that could not make some of its renditions, since the library was
+    /// opened, in the order they ended: one per asset and job, with the first error. Caching
+    /// runs in the background, so this is where a failure is heard of (an accepted file whose
+    /// decode fails, bytes gone missing); ``cachingProgress`` only counts them.
+    public var cachingFailures: [ImageCachingFailure] { library.renditions.cachingFailures }
+
     /// Waits until every rendition asked for by ``startCachingImages(for:targetSize:contentMode:options:)``
     /// is done, calling `progress` every tenth of a second meanwhile (and once at the end).
     public func waitForCaching(progress: ((ImageCachingProgress) -> Void)? = nil) {
@@ -332,10 +351,17 @@ public struct ImageManager: Sendable {
         do {
             let source = try library.renditionSource(for: target.asset, version: target.version)
             let results = make(source, scales: Array(job.scales), allowsNetwork: job.allowsNetwork)
-            let completed = results.values.filter { (try? $0.get()) != nil }.count
-            renditions.finishCaching(completed: completed, failed: results.count - completed)
+            var failed: [(RenditionScale, PhotoLibraryError)] = []
+            for (scale, result) in results { if case .failure(let error) = result { failed.append((scale, error)) } }
+            failed.sort { $0.0.description < $1.0.description }
+            let failure = failed.first.map {
+                ImageCachingFailure(localIdentifier: target.asset, scales: failed.map(\.0.description), error: $0.1)
+            }
+            renditions.finishCaching(completed: results.count - failed.count, failed: failed.count, failure: failure)
         } catch {
-            renditions.finishCaching(completed: 0, failed: job.scales.count)
+            let failure = ImageCachingFailure(
+                localIdentifier: target.asset, scales: job.scales.map(\.description).sorted(), error: Self.libraryError(error))
+            renditions.finishCaching(completed: 0, failed: job.scales.count, failure: failure)
         }
     }
 

@@ -104,6 +104,7 @@ final class Renditions: Sendable {
         var nextRequest: Int32 = 1
         var caching: [CachingTarget: CachingJob] = [:]
         var progress = ImageCachingProgress()
+        var failures: [ImageCachingFailure] = []
     }
 
     let cache: RenditionCache
@@ -116,6 +117,9 @@ final class Renditions: Sendable {
     let decodes = Atomic<Int>(0)
     /// Called before each decode (tests hold a decode back with it).
     let beforeDecode = Hook<@Sendable () -> Void>()
+    /// Wakes live sync engines when a rendition of a synced scale was made and cached, so that
+    /// they record it for the other devices (`Replica.renditionsCached()`).
+    let syncedRenditionCached = CommitSignal()
 
     init(libraryURL: URL, cacheLimit: Int64) {
         cache = RenditionCache(directory: RenditionCache.directory(for: libraryURL), limit: cacheLimit)
@@ -192,6 +196,7 @@ final class Renditions: Sendable {
             } catch {
                 made = .failure(ImageManager.libraryError(error))
             }
+            var cachedSyncedScale = false
             for ((scale, pending), index) in zip(claimed, claimed.indices) {
                 let result = made.flatMap { renditions in
                     Result { () throws(MediaError) in try cache.store(renditions[index], source: source.hash) }
@@ -200,7 +205,9 @@ final class Renditions: Sendable {
                 results[scale] = result
                 pending.fulfil(result)
                 _ = state.withLock { $0.making.removeValue(forKey: RenditionKey(source: source.hash, scale: scale)) }
+                if case .success = result, ImageManager.syncedScales.contains(scale) { cachedSyncedScale = true }
             }
+            if cachedSyncedScale { syncedRenditionCached.signal() }
         }
         for (scale, pending) in awaited { results[scale] = pending.wait() }
         return results
@@ -248,15 +255,18 @@ final class Renditions: Sendable {
         state.withLock { $0.caching.removeValue(forKey: target) }
     }
 
-    /// Counts scales of a caching job as done.
-    func finishCaching(completed: Int, failed: Int) {
+    /// Counts scales of a caching job as done; `failure` says why those that failed did.
+    func finishCaching(completed: Int, failed: Int, failure: ImageCachingFailure? = nil) {
         state.withLock { state in
             state.progress.completed += completed
             state.progress.failed += failed
+            if failed > 0, let failure { state.failures.append(failure) }
         }
     }
 
     var cachingProgress: ImageCachingProgress { state.withLock { $0.progress } }
+
+    var cachingFailures: [ImageCachingFailure] { state.withLock { $0.failures } }
 
     // MARK: Garbage
 

@@ -533,4 +533,9 @@ extension Replica {
     /// Signals each commit of this device's own events from now on (buffering at most one while
     /// the consumer is busy): what a live engine waits on to push at once.
     package func localCommits() -> AsyncStream<Void> { library.commits.subscribe() }
+
+    /// Signals each time the image manager made and cached renditions at a synced scale (which
+    /// ``recordRenditions()`` records for the other devices); buffers one signal, as
+    /// ``localCommits()`` does.
+    package func renditionsCached() -> AsyncStream<Void> { library.renditions.syncedRenditionCached.subscribe() }
 }

@@ -181,6 +181,8 @@ public enum Route: Sendable, Hashable {
     case upload(library: String, hash: String, method: String)
     /// `POST …/blobs/missing`.
     case missingBlobs(library: String)
+    /// `POST …/blobs/references`: the blobs the events about objects refer to.
+    case blobReferences(library: String)
     /// `GET …/chain`.
     case chain(library: String)
     /// `GET …/verify`.
@@ -199,7 +201,7 @@ public enum Route: Sendable, Hashable {
         switch self {
         case .health: return nil
         case .info(let library), .push(let library), .pull(let library), .blob(let library, _, _), .upload(let library, _, _),
-            .missingBlobs(let library),
+            .missingBlobs(let library), .blobReferences(let library),
             .chain(let library), .verify(let library), .watermark(let library), .keys(let library, _), .offerSnapshot(let library),
             .latestSnapshot(let library):
             return library
@@ -223,7 +225,7 @@ public enum Route: Sendable, Hashable {
     /// Whether the route takes a JSON request body.
     var takesJSONBody: Bool {
         switch self {
-        case .push, .missingBlobs, .keys(_, "POST"), .offerSnapshot: return true
+        case .push, .missingBlobs, .blobReferences, .keys(_, "POST"), .offerSnapshot: return true
         default: return false
         }
     }
@@ -252,6 +254,7 @@ public enum Route: Sendable, Hashable {
         case "verify": return try allow(["GET"], .verify(library: library))
         case "watermark": return try allow(["GET"], .watermark(library: library))
         case "blobs/missing": return try allow(["POST"], .missingBlobs(library: library))
+        case "blobs/references": return try allow(["POST"], .blobReferences(library: library))
         case "keys": return try allow(["GET", "POST"], .keys(library: library, method: method))
         case "snapshots": return try allow(["POST"], .offerSnapshot(library: library))
         case "snapshots/latest": return try allow(["GET"], .latestSnapshot(library: library))

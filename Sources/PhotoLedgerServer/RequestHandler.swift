@@ -182,7 +182,7 @@ public final class SyncRequestHandler: Sendable {
         // Every scope reads the key store (it holds nothing a token could open) and writes
         // what its entry rules allow (KeyStoreRules).
         case .keys: allowed = true
-        case .push, .upload: allowed = scope.canWrite
+        case .push, .upload, .blobReferences: allowed = scope.canWrite
         case .pull, .chain, .verify, .watermark, .latestSnapshot: allowed = scope.canRead
         case .offerSnapshot: allowed = scope == .readWrite
         case .blob(_, _, let method):
@@ -202,6 +202,7 @@ public final class SyncRequestHandler: Sendable {
         case .chain, .verify: return "reading the event chain"
         case .watermark: return "reading the compaction watermark"
         case .missingBlobs: return "listing missing blobs"
+        case .blobReferences: return "declaring the blobs of events"
         case .blob(_, _, let method): return method == "PUT" ? "uploading blobs" : "downloading blobs"
         case .upload: return "uploading blobs"
         case .keys(_, let method): return method == "POST" ? "changing the key store" : "reading the key store"
@@ -331,6 +332,9 @@ public final class SyncRequestHandler: Sendable {
         case .missingBlobs:
             guard case .json(let json) = body else { throw HTTPError.badRequest("this request needs a JSON body") }
             return .respond(try missingBlobs(try json.finish(), credential: credential!))
+        case .blobReferences:
+            guard case .json(let json) = body else { throw HTTPError.badRequest("this request needs a JSON body") }
+            return .respond(try recordBlobReferences(try json.finish(), credential: credential!))
         case .keys(_, let method):
             if method == "POST" {
                 guard case .json(let json) = body else { throw HTTPError.badRequest("a change of the key store needs a JSON body") }
@@ -509,26 +513,16 @@ public final class SyncRequestHandler: Sendable {
     /// upload of the same bytes meanwhile is either kept or told to upload again.
     @discardableResult
     public func deleteRetiredBlobs() -> Int {
-        var deleted = 0
         do {
-            while true {
-                let hashes = try store.retiredBlobs(limit: 100)
-                guard !hashes.isEmpty else { break }
-                var failed = false
-                for hash in hashes {
-                    do {
-                        if try store.deleteRetiredBlob(hash, removing: { try blobs.remove(Hex.encode(hash)) }) { deleted += 1 }
-                    } catch {
-                        failed = true
-                        log(.error, "blob deletion failure", [.init("hash", Hex.encode(hash)), .init("error", "\(error)")])
-                    }
-                }
-                if failed { break }
+            let (deleted, failures) = try BlobCollection.deleteRetired(store: store, blobs: blobs)
+            for failure in failures {
+                log(.error, "blob deletion failure", [.init("hash", failure.hash), .init("error", failure.reason)])
             }
+            return deleted
         } catch {
             log(.error, "store failure", [.init("operation", "retired blobs"), .init("error", "\(error)")])
+            return 0
         }
-        return deleted
     }
 
     private func missingBlobs(_ bytes: [UInt8], credential: Credential) throws -> HTTPResponse {
@@ -542,6 +536,27 @@ public final class SyncRequestHandler: Sendable {
         }
         let missing = try store.missingBlobs(libraryID: credential.libraryID, hashes: hashes)
         return .json(MissingBlobsResponse(missing: missing.map(Hex.encode)))
+    }
+
+    /// Records the blobs the events about objects refer to (see `ServerStore.collectBlobs`).
+    private func recordBlobReferences(_ bytes: [UInt8], credential: Credential) throws -> HTTPResponse {
+        let request = try decode(BlobReferencesRequest.self, bytes)
+        var references: [BlobReference] = []
+        for (index, reference) in request.references.enumerated() {
+            for (position, name) in reference.hashes.enumerated() {
+                guard BlobHash.isValid(name), let hash = Hex.decode(name) else {
+                    throw HTTPError.badRequest(
+                        "field 'references[\(index)].hashes[\(position)]': a blob name must be exactly 64 lowercase hexadecimal digits")
+                }
+                references.append(BlobReference(object: reference.object, hash: hash))
+            }
+            guard references.count <= BlobReferencesRequest.maximumHashes else {
+                throw HTTPError.badRequest(
+                    "field 'references': at most \(BlobReferencesRequest.maximumHashes) hashes a request; send the rest in another")
+            }
+        }
+        try store.recordBlobReferences(libraryID: credential.libraryID, references, at: configuration.clock())
+        return .json(BlobReferencesResponse(recorded: references.count))
     }
 
     private func storeBlob(_ upload: any BlobUpload, hash: String, credential: Credential, resumable: Bool = false) throws -> HTTPResponse {

@@ -485,6 +485,66 @@ public final class SQLiteServerStore: ServerStore {
         }
     }
 
+    // MARK: Blob garbage collection
+
+    public func recordBlobReferences(libraryID: Int64, _ references: [BlobReference], at milliseconds: UInt64) throws {
+        guard !references.isEmpty else { return }
+        try writer.write { db in
+            for reference in references {
+                try db.execute(
+                    """
+                    INSERT INTO blob_references (library_id, sha256, object_id, recorded_at) VALUES (?1, ?2, ?3, ?4)
+                    ON CONFLICT DO UPDATE SET recorded_at = max(recorded_at, excluded.recorded_at)
+                    """, [libraryID, reference.hash, reference.object.bytes, Int64(clamping: milliseconds)])
+            }
+        }
+    }
+
+    /// The blobs of a library that garbage collection takes out (see
+    /// ``ServerStore/collectBlobs(library:storedBefore:dryRun:)``): ?1 the library, ?2 the cutoff.
+    static let collectableBlobsSQL = """
+        SELECT b.sha256, b.size FROM blobs b
+        WHERE b.library_id = ?1 AND b.stored_at < ?2
+          AND EXISTS (SELECT 1 FROM blob_references r WHERE r.library_id = b.library_id AND r.sha256 = b.sha256)
+          AND NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.library_id = b.library_id AND s.sha256 = b.sha256)
+          AND NOT EXISTS (
+              SELECT 1 FROM blob_references r
+              WHERE r.library_id = b.library_id AND r.sha256 = b.sha256
+                AND NOT EXISTS (
+                    SELECT 1 FROM server_events e
+                    WHERE e.library_id = r.library_id AND e.object_id = r.object_id AND e.type = 'asset.purged')
+                AND (r.recorded_at >= ?2 OR EXISTS (
+                    SELECT 1 FROM server_events e WHERE e.library_id = r.library_id AND e.object_id = r.object_id)))
+        ORDER BY b.sha256
+        """
+
+    public func collectBlobs(library: String?, storedBefore cutoff: UInt64, dryRun: Bool) throws -> [CollectedBlob] {
+        try writer.write { db in
+            let libraries: [(id: Int64, name: String)]
+            if let library {
+                libraries = [(try existingLibraryID(db, library), library)]
+            } else {
+                libraries = try db.rows("SELECT library_id, name FROM libraries ORDER BY name") { ($0.int64(0), $0.text(1)) }
+            }
+            var collected: [CollectedBlob] = []
+            let retiredAt = Int64(clamping: cutoff)
+            for (id, name) in libraries {
+                let blobs = try db.rows(Self.collectableBlobsSQL, [id, Int64(clamping: cutoff)]) {
+                    CollectedBlob(library: name, hash: $0.blob(0), size: $0.int64(1))
+                }
+                collected += blobs
+                guard !dryRun else { continue }
+                for blob in blobs {
+                    try db.execute("DELETE FROM blobs WHERE library_id = ? AND sha256 = ?", [id, blob.hash])
+                    try db.execute("DELETE FROM blob_references WHERE library_id = ? AND sha256 = ?", [id, blob.hash])
+                    try db.execute(
+                        "INSERT INTO retired_blobs (sha256, retired_at) VALUES (?, ?) ON CONFLICT DO NOTHING", [blob.hash, retiredAt])
+                }
+            }
+            return collected
+        }
+    }
+
     public func latestSnapshot(libraryID: Int64) throws -> SnapshotRecord? {
         try read { db in
             try db.firstRow(

@@ -148,6 +148,39 @@ public enum ObjectPresence: Sendable, Hashable {
     case held(ObjectKind?)
 }
 
+/// A blob that events about an object refer to, as a writing device declares it before it
+/// pushes them (``ServerStore/recordBlobReferences(libraryID:_:at:)``): the server cannot read
+/// payloads, so this is what its blob garbage collection marks from.
+public struct BlobReference: Sendable, Hashable {
+    /// The object (an asset) the events are about.
+    public var object: UUID
+    /// The blob's SHA-256.
+    public var hash: [UInt8]
+
+    /// Creates a reference.
+    public init(object: UUID, hash: [UInt8]) {
+        self.object = object
+        self.hash = hash
+    }
+}
+
+/// A blob that ``ServerStore/collectBlobs(library:storedBefore:dryRun:)`` took out of a library.
+public struct CollectedBlob: Sendable, Hashable {
+    /// The library's name.
+    public var library: String
+    /// The blob's SHA-256.
+    public var hash: [UInt8]
+    /// Its size in bytes.
+    public var size: Int64
+
+    /// Creates a record.
+    public init(library: String, hash: [UInt8], size: Int64) {
+        self.library = library
+        self.hash = hash
+        self.size = size
+    }
+}
+
 /// The storage primitives of one push, inside one transaction on one library's log: what
 /// ``PushRules`` reads and writes. A backend opens it with the library's head locked against
 /// other pushes (``ServerStore/withPushTransaction(library:device:at:_:)``), so the server
@@ -308,6 +341,25 @@ public protocol ServerStore: Sendable {
     /// takes it off the queue. Returns whether `remove` ran. When `remove` throws, the blob stays
     /// queued, to be deleted again; so does it after a crash.
     func deleteRetiredBlob(_ hash: [UInt8], removing remove: () throws -> Void) throws -> Bool
+
+    // MARK: Blob garbage collection
+
+    /// Records that the events about each reference's object refer to its blob, as declared at
+    /// `milliseconds` (declaring a reference again moves its time forward).
+    func recordBlobReferences(libraryID: Int64, _ references: [BlobReference], at milliseconds: UInt64) throws
+    /// Blob garbage collection for `library` (every library when nil): takes out of the library
+    /// each blob it holds that was stored before `cutoff` (Unix milliseconds), that events were
+    /// declared to refer to, and that no reference keeps any more, and queues it for deletion
+    /// from the blob store (``retiredBlobs(limit:)``, which deletes it once no library holds it).
+    ///
+    /// A reference keeps its blob while its object is not purged (the log holds no
+    /// `asset.purged` event about it) and either the log holds events about the object or the
+    /// reference was declared at or after `cutoff`: an upload whose events are not pushed yet is
+    /// kept through the grace period, one whose events never came is collected after it. A blob
+    /// a snapshot the library keeps names stays, and so does a blob no reference was ever
+    /// declared for (uploaded by a client that does not declare them): its use is unknown. With
+    /// `dryRun`, nothing changes. Returns the blobs taken out (or that would be), by library.
+    func collectBlobs(library: String?, storedBefore cutoff: UInt64, dryRun: Bool) throws -> [CollectedBlob]
 
     // MARK: Key store
 

@@ -52,7 +52,9 @@ extension SyncEngine {
     /// Syncs continuously: a full sync first, then a waiting pull always outstanding (the server
     /// answers it as soon as another device's events are committed) and this device's commits
     /// pushed as soon as they are made (coalesced over ``LiveSyncOptions/pushDelay``), resources
-    /// uploaded before the events that need them. The stream yields what happened.
+    /// uploaded before the events that need them; with a readWrite token, the renditions the
+    /// image manager caches at the synced sizes are recorded and uploaded by the push that
+    /// follows, as a one-shot sync records them. The stream yields what happened.
     ///
     /// A failure that may pass (the server unreachable, a 5xx, a refused clock) is reported as
     /// ``LiveSyncEvent/interrupted(reason:retryingIn:)`` and retried with backoff and jitter; one
@@ -86,8 +88,10 @@ extension SyncEngine {
     }
 
     private func runLive(_ options: LiveSyncOptions, emit: @escaping @Sendable (LiveSyncEvent) -> Void) async throws {
-        // Subscribed before the first sync, so a commit made during it is pushed after it.
+        // Subscribed before the first sync, so a commit made during it is pushed after it (and a
+        // rendition cached during it recorded after it).
         let local = replica.localCommits()
+        let cachedRenditions = replica.renditionsCached()
         let (commits, signal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let reconnection = Reconnection(policy: options.reconnect, seed: options.randomSeed, emit: emit)
         // Live at once: the history before a snapshot is fetched by the pull loop, after this.
@@ -109,8 +113,17 @@ extension SyncEngine {
                         }
                     }
                 }
+                if scope == .readWrite {
+                    // Renditions the image manager makes (an import's thumbnails, a request) are
+                    // recorded and uploaded as a one-shot sync does, by the push that follows.
+                    group.addTask {
+                        for await _ in cachedRenditions { signal.yield() }
+                        try Task.checkCancellation()
+                    }
+                }
                 group.addTask {
-                    try await self.pushWhenCommitted(commits, delay: options.pushDelay, reconnection: reconnection, emit: emit)
+                    try await self.pushWhenCommitted(
+                        commits, recordsRenditions: scope == .readWrite, delay: options.pushDelay, reconnection: reconnection, emit: emit)
                 }
             }
             if scope != .addOnly {
@@ -121,20 +134,24 @@ extension SyncEngine {
         }
     }
 
-    /// Pushes whenever this device commits, until cancelled.
+    /// Pushes whenever this device commits (or, with `recordsRenditions`, caches renditions of a
+    /// synced scale, which it records first as ``sync(progress:)`` does), until cancelled.
     private func pushWhenCommitted(
-        _ commits: AsyncStream<Void>, delay: Duration, reconnection: Reconnection, emit: @Sendable (LiveSyncEvent) -> Void
+        _ commits: AsyncStream<Void>, recordsRenditions: Bool, delay: Duration, reconnection: Reconnection,
+        emit: @Sendable (LiveSyncEvent) -> Void
     ) async throws {
         for await _ in commits {
             if delay > .zero { try await Task.sleep(for: delay) }
             let report = try await reconnection.attempt {
                 var report = SyncReport()
+                // Only a readWrite token may push a rendition's record (it changes an existing asset).
+                if recordsRenditions { report.recordedRenditions = try self.replica.recordRenditions() }
                 if self.replica.isEncrypted { try await self.publishKeys(&report) }
                 try await self.push(&report, nil)  // each batch's blobs go up before it
                 report.cursor = try self.cursor()
                 return report
             }
-            if report.pushedEvents > 0 || !report.rejectedEvents.isEmpty { emit(.pushed(report)) }
+            if report.pushedEvents > 0 || !report.rejectedEvents.isEmpty || report.recordedRenditions > 0 { emit(.pushed(report)) }
         }
         try Task.checkCancellation()
     }

@@ -273,6 +273,13 @@ public final class SyncEngine: Sendable {
         let blobs = try replica.blobs(referencedBy: events.map(\.event))
         let hashes = blobs.resources.union(blobs.renditions).sorted()
         guard !hashes.isEmpty else { return }
+        // The blobs of each object's events, declared to the server before they are uploaded and
+        // the events pushed: what its blob garbage collection keeps them by.
+        let perObject = try Dictionary(grouping: events.map(\.event), by: \.object).mapValues {
+            let referenced = try replica.blobs(referencedBy: $0)
+            return referenced.resources.union(referenced.renditions)
+        }
+        try await declareBlobReferences(perObject)
         let missing = try await exchange(
             .post, SyncRoutes.missingBlobs(library: remote.libraryName), MissingBlobsRequest(hashes: hashes),
             as: MissingBlobsResponse.self
@@ -297,6 +304,35 @@ public final class SyncEngine: Sendable {
             progress?(SyncProgress(phase: .uploadingResources, completed: done, total: missing.count, bytes: report.uploadedBytes))
         }
         if replica.isEncrypted { try await publishKeys(&report) }  // the asset keys name the blobs just sealed
+    }
+
+    /// Tells the server which blobs the events about each object refer to (the server cannot
+    /// read payloads): its blob garbage collection keeps a blob while an object that refers to
+    /// it is not purged. An older server without the route is not told.
+    func declareBlobReferences(_ references: [UUID: Set<String>]) async throws {
+        var batches: [[BlobReferencesRequest.Reference]] = [[]]
+        var count = 0
+        for (object, hashes) in references.sorted(by: { $0.key.uuidString < $1.key.uuidString }) where !hashes.isEmpty {
+            for chunk in stride(from: 0, to: hashes.count, by: BlobReferencesRequest.maximumHashes).map({
+                Array(hashes.sorted()[$0..<min($0 + BlobReferencesRequest.maximumHashes, hashes.count)])
+            }) {
+                if count + chunk.count > BlobReferencesRequest.maximumHashes {
+                    batches.append([])
+                    count = 0
+                }
+                batches[batches.count - 1].append(BlobReferencesRequest.Reference(object: object, hashes: chunk))
+                count += chunk.count
+            }
+        }
+        for batch in batches where !batch.isEmpty {
+            do {
+                _ = try await exchange(
+                    .post, SyncRoutes.blobReferences(library: remote.libraryName), BlobReferencesRequest(references: batch),
+                    as: BlobReferencesResponse.self, notFound: .invalidResponse("no blob references"))
+            } catch SyncError.invalidResponse("no blob references") {
+                return
+            }
+        }
     }
 
     /// Uploads one resource the server lacks; returns its size and the bytes sent for it. A

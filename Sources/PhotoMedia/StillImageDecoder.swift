@@ -1,9 +1,12 @@
 import CMediaDecoding
 import Foundation
 
-/// Stills through libvips: the file is decoded (every pixel of every frame; JPEG and WebP at an
-/// eighth of their size, which still reads all of their compressed data), and its size,
-/// orientation, frames and EXIF are what the decoder read.
+/// Stills through libvips: the file is decoded (every pixel of every frame; WebP at an eighth of
+/// its size, which still reads all of its compressed data), except a JPEG, whose header and
+/// tables libjpeg reads and whose first rows it decodes while a walk of its markers and
+/// entropy-coded data checks the rest (see `photoledger_jpeg_check_structure`); its size,
+/// orientation, frames and EXIF are what the decoder read. A JPEG or WebP whose picture is
+/// wanted for renditions is decoded reduced.
 enum StillImageDecoder {
     /// The libvips loader and the decode reduction of each still format.
     private static func loader(for format: MediaFormat) -> (name: String, reduce: Int32) {
@@ -29,8 +32,10 @@ enum StillImageDecoder {
         if format == .png { try checkPNGChunkLengths(path: path) }
         var result = photoledger_still()
         defer { photoledger_still_free(&result) }
-        let status = photoledger_still_check(
-            path, loader.name, Int32(PHOTOLEDGER_DECODE_PIXELS), loader.reduce, Int32(clamping: preview), &result)
+        // A JPEG without a preview to make is checked for its structure (see `Validation`);
+        // every other still, and a JPEG whose picture is wanted, is decoded.
+        let level = format == .jpeg && preview == 0 ? PHOTOLEDGER_DECODE_STRUCTURE : PHOTOLEDGER_DECODE_PIXELS
+        let status = photoledger_still_check(path, loader.name, Int32(level), loader.reduce, Int32(clamping: preview), &result)
         guard status == 0 else {
             let message = withUnsafeBytes(of: result.message) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
             throw InvalidMedia(describeFailure(message, format: format))

@@ -482,6 +482,113 @@ private func readStringList(_ reader: inout JSONReader, member: String) throws -
     return try required(list, member)
 }
 
+/// `POST /v1/libraries/{library}/blobs/references` body:
+/// `{"references":[{"object":"<UUID>","hashes":["<64 hex>", …]}, …]}`: the blobs the events of
+/// each object refer to, as the writing device declares them before it pushes the events. The
+/// server cannot read payloads (they may be sealed); these declarations are what its blob
+/// garbage collection marks from (an object's blobs stay while the object is not purged).
+public struct BlobReferencesRequest: WireMessage, Hashable {
+    /// One object and the blobs its events refer to.
+    public struct Reference: Sendable, Hashable {
+        /// The object (an asset) the events are about: their envelope's `object`.
+        public var object: UUID
+        /// Lowercase hex SHA-256 names of the blobs.
+        public var hashes: [String]
+
+        /// Creates a reference.
+        public init(object: UUID, hashes: [String]) {
+            self.object = object
+            self.hashes = hashes
+        }
+    }
+
+    /// The references, at most ``maximumHashes`` hashes in all.
+    public var references: [Reference]
+
+    /// The most hashes one request may declare.
+    public static let maximumHashes = 20_000
+
+    /// Creates the request.
+    public init(references: [Reference]) { self.references = references }
+
+    public func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("references")
+        writer.beginArray()
+        for reference in references {
+            writer.beginObject()
+            writer.key("object"); writer.uuid(reference.object)
+            writer.key("hashes")
+            writer.beginArray()
+            for hash in reference.hashes { writer.string(hash) }
+            writer.endArray()
+            writer.endObject()
+        }
+        writer.endArray()
+        writer.endObject()
+    }
+
+    public static func read(from reader: inout JSONReader) throws -> BlobReferencesRequest {
+        var references: [Reference]?
+        try readObject(&reader, path: "") { key, reader in
+            guard key == "references" else { return false }
+            var list: [Reference] = []
+            try reading(key) { try reader.beginArray() }
+            while try reading(key, { try reader.nextElement() }) {
+                let path = "references[\(list.count)]"
+                var object: UUID?
+                var hashes: [String]?
+                try readObject(&reader, path: path) { member, reader in
+                    let field = "\(path).\(member)"
+                    switch member {
+                    case "object":
+                        object = try reading(field) { try reader.withStringBytes(parseUUID) }
+                        if object == nil { throw WireFormatError(field: field, message: "not a valid UUID") }
+                    case "hashes":
+                        var values: [String] = []
+                        try reading(field) { try reader.beginArray() }
+                        while try reading(field, { try reader.nextElement() }) {
+                            values.append(try reading("\(field)[\(values.count)]") { try reader.readString() })
+                        }
+                        hashes = values
+                    default: return false
+                    }
+                    return true
+                }
+                list.append(Reference(object: try required(object, "\(path).object"), hashes: try required(hashes, "\(path).hashes")))
+            }
+            references = list
+            return true
+        }
+        return BlobReferencesRequest(references: try required(references, "references"))
+    }
+}
+
+/// The answer to ``BlobReferencesRequest``: `{"recorded":N}`, the number of references recorded.
+public struct BlobReferencesResponse: WireMessage, Hashable {
+    /// How many (object, blob) references the server recorded.
+    public var recorded: Int
+
+    /// Creates the response.
+    public init(recorded: Int) { self.recorded = recorded }
+
+    public func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("recorded"); writer.integer(Int64(recorded))
+        writer.endObject()
+    }
+
+    public static func read(from reader: inout JSONReader) throws -> BlobReferencesResponse {
+        var recorded: Int64?
+        try readObject(&reader, path: "") { key, reader in
+            guard key == "recorded" else { return false }
+            recorded = try reading(key) { try reader.readInt64() }
+            return true
+        }
+        return BlobReferencesResponse(recorded: Int(clamping: try required(recorded, "recorded")))
+    }
+}
+
 // MARK: Chain, health, errors
 
 /// `GET /v1/libraries/{library}/chain`: `{"count":N,"headHash":"<hex>","lastServerSeq":N}`.

@@ -34,6 +34,9 @@ public enum SyncRoutes {
     /// `POST /v1/libraries/{library}/blobs/missing`.
     public static func missingBlobs(library: String) -> String { "/v1/libraries/\(library)/blobs/missing" }
 
+    /// `POST /v1/libraries/{library}/blobs/references`: a ``BlobReferencesRequest``.
+    public static func blobReferences(library: String) -> String { "/v1/libraries/\(library)/blobs/references" }
+
     /// `GET` (every entry) or `POST` (changes) `/v1/libraries/{library}/keys`: the library's key
     /// store for end-to-end encryption.
     public static func keys(library: String, after: Int64? = nil) -> String {

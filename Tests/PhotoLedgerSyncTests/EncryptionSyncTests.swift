@@ -47,7 +47,8 @@ struct EncryptionSyncTests {
         _ = try anna.library.enableEncryption()
         let files = try media(in: directory)
         try await anna.library.performChanges { changes in
-            let assets = try changes.importAssets(fromFilesAt: files).compactMap { result -> String? in
+            let assets = try changes.importAssets(fromFilesAt: files, options: AssetImportOptions(makesThumbnails: true)).compactMap {
+                result -> String? in
                 if case .created(let request) = result { return request.placeholderForCreatedAsset.localIdentifier }
                 return nil
             }
@@ -612,7 +613,8 @@ struct EncryptionSyncTests {
         _ = try anna.library.enableEncryption()
         let files = Array(try media(in: directory).prefix(2))
         let assets = try await anna.library.performChanges { changes in
-            let assets = try changes.importAssets(fromFilesAt: files).compactMap { result -> String? in
+            let assets = try changes.importAssets(fromFilesAt: files, options: AssetImportOptions(makesThumbnails: true)).compactMap {
+                result -> String? in
                 if case .created(let request) = result { return request.placeholderForCreatedAsset.localIdentifier }
                 return nil
             }

@@ -153,6 +153,47 @@ struct RenditionSyncTests {
         #expect(benViews == annaViews)
     }
 
+    @Test("a live device records and uploads the renditions it caches, as a one-shot sync does; another device shows them")
+    func liveDeviceRecordsRenditions() async throws {
+        let clock = wallClock()
+        let server = try TestServer(clock: clock)
+        let directory = try TemporaryDirectory()
+        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
+        let watcher = LiveSyncTests.Watcher(anna.engine.live(LiveSyncTests.options()))
+        guard case .started = try await watcher.next(where: { _ in true }) else {
+            Issue.record("the first event is not the first sync: \(watcher.seen)")
+            return
+        }
+        // An import, then its thumbnails made in the background, as `photoledger import` does.
+        let asset = try anna.library.performChangesAndWait { try $0.createAsset(from: try quartersPhoto(4)) }
+            .placeholderForCreatedAsset.localIdentifier
+        for (size, mode) in commonSizes {
+            anna.library.imageManager.startCachingImages(for: [asset], targetSize: size, contentMode: mode)
+        }
+        anna.library.imageManager.waitForCaching()
+        var recordedCount = 0
+        while recordedCount < 3 {
+            let pushed = try await watcher.next { if case .pushed(let report) = $0 { report.recordedRenditions > 0 } else { false } }
+            if case .pushed(let report) = pushed {
+                recordedCount += report.recordedRenditions
+                #expect(report.pushedEvents >= report.recordedRenditions)
+            }
+        }
+        #expect(recordedCount == 3)
+        #expect(try recordedRenditions(anna.library, of: asset).count == 3)
+
+        let counter = DownloadCounter(testTransport())
+        let ben = try lazyDevice("ben-laptop", server: server, directory: directory, clock: clock, seed: 2, transport: counter)
+        let received = try await ben.sync()
+        #expect(received.downloadedRenditions == 3 && received.downloadedResources == 0)
+        for (size, mode) in commonSizes {
+            let theirs = try await ben.library.imageManager.requestImage(for: asset, targetSize: size, contentMode: mode)
+            let mine = try await anna.library.imageManager.requestImage(for: asset, targetSize: size, contentMode: mode)
+            #expect(theirs.data == mine.data)
+        }
+        #expect(!ben.library.resources.contains(try originals(ben.library, [asset])[0]), "the thumbnails came without the original")
+    }
+
     @Test("an edit's renditions reach the other device, a revert brings back the original's, and garbage collection drops the edit's")
     func editAndRevert() async throws {
         let clock = wallClock()

@@ -400,7 +400,9 @@ struct ImageManagerTests {
         let file = directory.file("photo.jpg")
         try Data(try StillEncoder.encode([quarters(width: 1600, height: 1200)], as: "jpeg")).write(to: file)
         let asset = try #require(
-            try library.performChangesAndWait { try $0.importAssets(fromFilesAt: [file]) }.first?.placeholderForCreatedAsset)
+            try library.performChangesAndWait {
+                try $0.importAssets(fromFilesAt: [file], options: AssetImportOptions(makesThumbnails: true))
+            }.first?.placeholderForCreatedAsset)
         #expect(decodes(library) == 0, "the import's validation made the 256-pixel renditions")
         let manager = library.imageManager
 
@@ -471,6 +473,39 @@ struct ImageManagerTests {
             $0.hasSuffix(".jpg")
         }
         #expect(cached.count == 36)
+    }
+
+    @Test("an import makes no renditions by default: the JPEG's check decodes only its first rows, caching makes them")
+    func importMakesNoRenditionsByDefault() throws {
+        let directory = try TemporaryDirectory()
+        let library = try makeLibrary(directory)
+        let file = directory.file("photo.jpg")
+        try Data(try StillEncoder.encode([quarters(width: 1600, height: 1200)], as: "jpeg")).write(to: file)
+        let asset = try #require(
+            try library.performChangesAndWait { try $0.importAssets(fromFilesAt: [file]) }.first?.placeholderForCreatedAsset)
+        let cached = (try? FileManager.default.subpathsOfDirectory(atPath: library.renditions.cache.directory.path)) ?? []
+        #expect(!cached.contains { $0.hasSuffix(".jpg") })
+        let manager = library.imageManager
+        manager.startCachingImages(for: [asset], targetSize: square(256), contentMode: .aspectFit)
+        manager.waitForCaching()
+        #expect(manager.cachingProgress.completed == 1 && manager.cachingFailures.isEmpty && decodes(library) == 1)
+    }
+
+    @Test("caching that cannot make an asset's renditions names the asset and says why; the others' are made")
+    func cachingFailuresAreReported() throws {
+        let directory = try TemporaryDirectory()
+        let library = try makeLibrary(directory)
+        let assets = try (0..<3).map { try createAsset(library, try solidPhoto($0 + 30)) }
+        let hash = try library.resources(for: assets[1])[0].sha256
+        try FileManager.default.removeItem(at: library.resources.url(for: hash)!)
+        let manager = library.imageManager
+        manager.startCachingImages(for: assets, targetSize: square(256), contentMode: .aspectFill)
+        manager.waitForCaching()
+        #expect(manager.cachingProgress.completed == 2 && manager.cachingProgress.failed == 1)
+        let failures = manager.cachingFailures
+        #expect(failures.map(\.localIdentifier) == [assets[1]])
+        #expect(failures.first?.scales == ["256-fill"])
+        #expect(failures.first?.error.code == .missingResource && failures.first?.error.message.contains(hash) == true)
     }
 
     @Test("caching ahead makes every size asked for an asset from one decode, at low priority, with progress")

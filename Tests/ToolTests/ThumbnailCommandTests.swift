@@ -66,7 +66,8 @@ struct ThumbnailCommandTests {
         let report = try workspace.json(["import"] + paths) as? [String: Any]
         #expect(report?["thumbnails"] as? Int == 12)
         let keys = Set(report?.keys.map { $0 } ?? [])
-        #expect(keys == ["dryRun", "imported", "duplicates", "notMedia", "failed", "skipped", "files", "thumbnails"])
+        #expect(keys == ["dryRun", "imported", "duplicates", "notMedia", "failed", "skipped", "files", "thumbnails", "thumbnailFailures"])
+        #expect((report?["thumbnailFailures"] as? [Any])?.isEmpty == true)
         let renditions = workspace.folder.appendingPathComponent("library.renditions")
         let names = try FileManager.default.subpathsOfDirectory(atPath: renditions.path).filter { $0.hasSuffix(".jpg") }
         #expect(names.filter { $0.hasSuffix("-256-fit.jpg") }.count == 4)

@@ -185,7 +185,7 @@ struct Serve: ParsableCommand {
 struct Admin: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "admin", abstract: "Manage libraries and device tokens.",
-        subcommands: [CreateLibrary.self, IssueToken.self, RevokeToken.self, ListDevices.self])
+        subcommands: [CreateLibrary.self, IssueToken.self, RevokeToken.self, ListDevices.self, CollectBlobs.self])
 
     @OptionGroup var database: ServerDatabase
 
@@ -288,6 +288,54 @@ struct Admin: ParsableCommand {
                 }
                 print(cells.joined(separator: "  "))
             }
+        }
+    }
+}
+
+extension Admin {
+    /// `admin collect-blobs`.
+    struct CollectBlobs: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "collect-blobs", abstract: "Delete the blobs no live event or kept snapshot refers to any more.",
+            discussion: """
+                Devices declare which blobs the events about each asset refer to before they push them.
+                A blob stays while an asset that refers to it is not purged (and its events were pushed,
+                or the declaration is younger than the grace period: an upload whose events are on their
+                way), or while a snapshot the library keeps names it; a blob no declaration names is kept.
+                The others, stored before the grace period, are taken out of their library and deleted
+                from the blob store once no library holds them. Safe to run while the server serves.
+                """)
+
+        @OptionGroup var database: ServerDatabase
+        @Option(help: ArgumentHelp("Where the blobs are: the server's --blobs.", valueName: "location")) var blobs: BlobLocation
+        @Option(help: ArgumentHelp("Only this library (default: every library).", valueName: "name")) var library: String?
+        @Option(
+            help: ArgumentHelp(
+                "Keep blobs stored, and declarations made, less than this many seconds ago (default: \(Int(BlobCollection.defaultGracePeriod))).",
+                valueName: "seconds"))
+        var gracePeriod: Double = BlobCollection.defaultGracePeriod
+        @Flag(help: "List what would be collected; delete nothing.") var dryRun = false
+
+        func validate() throws {
+            guard gracePeriod >= 0, gracePeriod.isFinite else { throw ValidationError("--grace-period: must be 0 or more seconds") }
+        }
+
+        func run() throws {
+            let report = try BlobCollection.collect(
+                store: try database.openStore(), blobs: try blobs.open(), library: library, gracePeriod: gracePeriod,
+                now: WallClock.milliseconds(), dryRun: dryRun)
+            for blob in report.collected {
+                print("\(dryRun ? "would collect" : "collected") \(blob.library) \(Hex.encode(blob.hash)) (\(blob.size) bytes)")
+            }
+            let count = report.collected.count
+            print(
+                "\(dryRun ? "Would collect" : "Collected") \(count) blob\(count == 1 ? "" : "s") (\(report.collectedBytes) bytes)"
+                    + (dryRun ? "." : "; deleted \(report.deleted) from the blob store."))
+            for failure in report.failures {
+                FileHandle.standardError.write(
+                    Data("could not delete blob \(failure.hash): \(failure.reason); it stays queued for the next run\n".utf8))
+            }
+            if !report.failures.isEmpty { throw ExitCode(1) }
         }
     }
 }

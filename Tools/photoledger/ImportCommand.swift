@@ -65,6 +65,8 @@ struct ImportCommand {
     /// Renditions cached for the imported assets, and the line that reports them.
     private var thumbnails = 0
     private var thumbnailReport: String?
+    /// The imported files whose thumbnails could not be made, and why.
+    private var thumbnailFailures: [(path: String, reason: String)] = []
     /// The files this run imported, by the local identifier of their asset.
     private var importedPaths: [String: String] = [:]
     private var progress: ProgressBar?
@@ -302,8 +304,18 @@ struct ImportCommand {
         guard progress.total > 0 else { return }
         var line =
             "Made \(count(progress.completed, "thumbnail")) (256 and 1024 pixels) in \(formatDuration(Date().timeIntervalSince(started)))"
-        line += progress.failed > 0 ? "; \(progress.failed) could not be made and will be made when first shown." : "."
+        line += progress.failed > 0 ? "; \(progress.failed) could not be made (see the warnings above)." : "."
         thumbnailReport = line
+        // A file the import's check accepted whose decode fails here is damaged where the check
+        // does not look: its importer hears of it, by the file's path.
+        for failure in manager.cachingFailures {
+            let path = importedPaths[failure.localIdentifier] ?? failure.localIdentifier
+            let reason = Self.describe(failure.error)
+            thumbnailFailures.append((path, reason))
+            context.warn(
+                "warning: \(path) was imported, but its thumbnails (\(failure.scales.joined(separator: ", "))) could not be made: "
+                    + "\(reason); if the photo does not show, compare the file with its source and import it again")
+        }
     }
 
     // MARK: Reporting
@@ -364,6 +376,10 @@ struct ImportCommand {
                     ("dryRun", .bool(dryRun)), ("imported", .array(imported)), ("duplicates", .array(duplicates)),
                     ("notMedia", .array(notMedia)), ("failed", .array(failed)), ("skipped", .array(skipped)), ("files", .array(files)),
                     ("thumbnails", .int(Int64(thumbnails))),
+                    (
+                        "thumbnailFailures",
+                        .array(thumbnailFailures.map { .object([("path", .string($0.path)), ("error", .string($0.reason))]) })
+                    ),
                 ]))
             return
         }

@@ -50,6 +50,13 @@ enum {
     PHOTOLEDGER_DECODE_HEADER = 0,
     /// Also decode every pixel of every frame, stopping on errors and truncation.
     PHOTOLEDGER_DECODE_PIXELS = 1,
+    /// For a JPEG: the header and tables through libjpeg up to the start of decompression, its
+    /// first rows decoded, and a walk of the markers and entropy-coded data of every scan that
+    /// finds truncation (no end-of-image marker), a second frame header or start of image,
+    /// unknown markers, a second scan in a single-scan frame, restart markers out of order or
+    /// fewer than the frame's MCUs need, without Huffman-decoding the rest. Other formats are
+    /// decoded as with `PHOTOLEDGER_DECODE_PIXELS`.
+    PHOTOLEDGER_DECODE_STRUCTURE = 2,
 };
 
 /// The most pixels one frame of a still may have for its pixels to be decoded: 2^28 (268
@@ -67,7 +74,8 @@ enum { PHOTOLEDGER_MAX_PIXELS = 1 << 28, PHOTOLEDGER_MAX_SIDE = 1 << 20 };
 int photoledger_vips_start(char *error, size_t error_size);
 
 /// Reads the still image at `path` with the libvips loader `loader` ("jpegload", "pngload",
-/// "gifload", "webpload", "heifload", "tiffload"). With `PHOTOLEDGER_DECODE_PIXELS` the pixels are
+/// "gifload", "webpload", "heifload", "tiffload"). With `PHOTOLEDGER_DECODE_STRUCTURE` a JPEG's
+/// structure is checked (see there) and other formats decoded. With `PHOTOLEDGER_DECODE_PIXELS` the pixels are
 /// decoded too (with libvips' `fail_on=error`: corrupt data and truncation fail, decoder warnings
 /// such as extraneous bytes between JPEG segments do not); `reduce` (1, 2, 4 or 8) lets JPEG and
 /// WebP decode at a fraction of the size, which still reads all of the compressed data. With

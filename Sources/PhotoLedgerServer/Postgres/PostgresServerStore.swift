@@ -529,6 +529,70 @@ public final class PostgresServerStore: ServerStore {
         }
     }
 
+    // MARK: Blob garbage collection
+
+    public func recordBlobReferences(libraryID: Int64, _ references: [BlobReference], at milliseconds: UInt64) throws {
+        guard !references.isEmpty else { return }
+        try withConnection { connection in
+            _ = try connection.query(
+                """
+                INSERT INTO blob_references (library_id, sha256, object_id, recorded_at)
+                SELECT $1, r.sha256, r.object_id, $4 FROM unnest($2::bytea[], $3::bytea[]) AS r (sha256, object_id)
+                ON CONFLICT (library_id, sha256, object_id) DO UPDATE
+                SET recorded_at = greatest(blob_references.recorded_at, excluded.recorded_at)
+                """,
+                [
+                    .int64(libraryID), .array(element: .bytea, references.map { .bytes($0.hash) }),
+                    .array(element: .bytea, references.map { .bytes($0.object.bytes) }), .int64(Int64(clamping: milliseconds)),
+                ])
+        }
+    }
+
+    public func collectBlobs(library: String?, storedBefore cutoff: UInt64, dryRun: Bool) throws -> [CollectedBlob] {
+        try inTransaction { connection in
+            // No reference is declared while the marks are read: one declared meanwhile could
+            // name a blob the collection takes out after its client was told the library holds it.
+            _ = try connection.query("LOCK TABLE blob_references IN SHARE ROW EXCLUSIVE MODE", [])
+            var libraries: [(id: Int64, name: String)] = []
+            if let library {
+                libraries = [(try existingLibraryID(connection, library), library)]
+            } else {
+                let rows = try connection.query("SELECT library_id, name FROM libraries ORDER BY name COLLATE \"C\"", [])
+                libraries = (0..<rows.count).map { (rows.int64($0, 0), rows.text($0, 1)) }
+            }
+            var collected: [CollectedBlob] = []
+            for (id, name) in libraries {
+                let rows = try connection.query(
+                    """
+                    SELECT b.sha256, b.size FROM blobs b
+                    WHERE b.library_id = $1 AND b.stored_at < $2
+                      AND EXISTS (SELECT 1 FROM blob_references r WHERE r.library_id = b.library_id AND r.sha256 = b.sha256)
+                      AND NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.library_id = b.library_id AND s.sha256 = b.sha256)
+                      AND NOT EXISTS (
+                          SELECT 1 FROM blob_references r
+                          WHERE r.library_id = b.library_id AND r.sha256 = b.sha256
+                            AND NOT EXISTS (
+                                SELECT 1 FROM server_events e
+                                WHERE e.library_id = r.library_id AND e.object_id = r.object_id AND e.type = 'asset.purged')
+                            AND (r.recorded_at >= $2 OR EXISTS (
+                                SELECT 1 FROM server_events e WHERE e.library_id = r.library_id AND e.object_id = r.object_id)))
+                    ORDER BY b.sha256
+                    FOR UPDATE OF b
+                    """, [.int64(id), .int64(Int64(clamping: cutoff))])
+                let blobs = (0..<rows.count).map { CollectedBlob(library: name, hash: rows.bytes($0, 0), size: rows.int64($0, 1)) }
+                collected += blobs
+                guard !dryRun, !blobs.isEmpty else { continue }
+                let hashes = PostgresValue.array(element: .bytea, blobs.map { .bytes($0.hash) })
+                _ = try connection.query("DELETE FROM blobs WHERE library_id = $1 AND sha256 = ANY($2)", [.int64(id), hashes])
+                _ = try connection.query("DELETE FROM blob_references WHERE library_id = $1 AND sha256 = ANY($2)", [.int64(id), hashes])
+                _ = try connection.query(
+                    "INSERT INTO retired_blobs (sha256, retired_at) SELECT unnest($1::bytea[]), $2 ON CONFLICT DO NOTHING",
+                    [hashes, .int64(Int64(clamping: cutoff))])
+            }
+            return collected
+        }
+    }
+
     public func latestSnapshot(libraryID: Int64) throws -> SnapshotRecord? {
         try withConnection { connection in
             let result = try connection.query(
