@@ -91,16 +91,11 @@ let package = Package(
         // libpq), auth, blobs (a directory, or S3-compatible storage over libcurl).
         .target(
             name: "PhotoLedgerServer",
-            dependencies: [
-                "LedgerCore", "LedgerStore", "SyncProtocol", "CMicroHTTPD", "CHTTPLayerErrors", "CResumableDigest", "CZlib", "CPostgres",
-                "CCurl",
-            ]
+            dependencies: ["LedgerCore", "LedgerStore", "SyncProtocol", "CMicroHTTPD", "CHTTPLayerErrors", "CResumableDigest", "CZlib", "CPostgres", "CCurl"]
         ),
 
         // The sync engine: push, pull, blobs, conflict handling through the library's fold.
-        .target(
-            name: "PhotoLedgerSync",
-            dependencies: ["LedgerCore", "LedgerCrypto", "LedgerStore", "PhotoLedger", "SyncProtocol", "SyncTransport"]),
+        .target(name: "PhotoLedgerSync", dependencies: ["LedgerCore", "LedgerCrypto", "LedgerStore", "PhotoLedger", "SyncProtocol", "SyncTransport"]),
 
         // The JSON shapes of the listings (assets, albums, history, sync, status) that the CLI prints
         // and the C interface returns, so every tool and binding gives the same bytes.
@@ -127,9 +122,7 @@ let package = Package(
 
         // The web view of a library: pages, JSON, images and live changes over libmicrohttpd, for a
         // browser on this machine (or elsewhere, with a password).
-        .target(
-            name: "PhotoLedgerWeb",
-            dependencies: ["LedgerCore", "PhotoLedger", "PhotoLedgerJSON", "PhotoLedgerSync", "SyncProtocol", "CMicroHTTPD"]),
+        .target(name: "PhotoLedgerWeb", dependencies: ["LedgerCore", "PhotoLedger", "PhotoLedgerJSON", "PhotoLedgerSync", "SyncProtocol", "CMicroHTTPD"]),
 
         .executableTarget(
             name: "photoledger-server",
@@ -156,8 +149,7 @@ let package = Package(
         .executableTarget(
             name: "photoledger-bench",
             dependencies: [
-                "CommandLineParsing", "LedgerCore", "LedgerStore", "CBaseline", "PhotoMedia", "MediaSynthesis", "PhotoLedger",
-                "PhotoLedgerServer",
+                "CommandLineParsing", "LedgerCore", "LedgerStore", "CBaseline", "PhotoMedia", "MediaSynthesis", "PhotoLedger", "PhotoLedgerServer",
                 "PhotoLedgerSync", "SyncProtocol", "SyncTransport", "WebDriverClient",
             ],
             path: "Tools/photoledger-bench"
@@ -167,9 +159,7 @@ let package = Package(
         .target(name: "CommandLineParsing", path: "Tools/CommandLineParsing"),
         .executableTarget(
             name: "photoledger",
-            dependencies: [
-                "CommandLineParsing", "LedgerCore", "PhotoLedger", "PhotoLedgerJSON", "PhotoMedia", "PhotoLedgerSync", "PhotoLedgerWeb",
-            ],
+            dependencies: ["CommandLineParsing", "LedgerCore", "PhotoLedger", "PhotoLedgerJSON", "PhotoMedia", "PhotoLedgerSync", "PhotoLedgerWeb"],
             path: "Tools/photoledger"
         ),
         .executableTarget(
@@ -223,21 +213,18 @@ let package = Package(
         .testTarget(name: "SyncTransportTests", dependencies: ["SyncTransport", "TestSupportKit"]),
         .testTarget(name: "CommandLineParsingTests", dependencies: ["CommandLineParsing"]),
         .testTarget(
-            name: "PhotoLedgerServerTests",
-            dependencies: ["LedgerCore", "LedgerStore", "PhotoLedgerServer", "SyncProtocol", "TestSupportKit", "photoledger-server"]
+            name: "PhotoLedgerServerTests", dependencies: ["LedgerCore", "LedgerStore", "PhotoLedgerServer", "SyncProtocol", "TestSupportKit", "photoledger-server"]
         ),
         .testTarget(
             name: "PhotoLedgerWebTests",
             dependencies: [
-                "LedgerCore", "PhotoLedger", "PhotoLedgerWeb", "MediaSynthesis", "PhotoLedgerTestSupport", "SyncTransport",
-                "TestSupportKit", "WebDriverClient", "photoledger",
+                "LedgerCore", "PhotoLedger", "PhotoLedgerWeb", "MediaSynthesis", "PhotoLedgerTestSupport", "SyncTransport", "TestSupportKit", "WebDriverClient", "photoledger",
             ]
         ),
         .testTarget(
             name: "ToolTests",
             dependencies: [
-                "photoledger", "photoledger-server", "photoledger-demo", "LedgerCore", "LedgerStore", "PhotoMedia", "MediaSynthesis",
-                "PhotoLedger",
+                "photoledger", "photoledger-server", "photoledger-demo", "LedgerCore", "LedgerStore", "PhotoMedia", "MediaSynthesis", "PhotoLedger",
                 "CPhotoLedger",
             ],
             // The C, C++, Lua and Python programs the host-language tests compile and run.
@@ -246,8 +233,7 @@ let package = Package(
         .testTarget(
             name: "PhotoLedgerSyncTests",
             dependencies: [
-                "LedgerCore", "LedgerCrypto", "LedgerStore", "PhotoLedger", "PhotoLedgerSync", "PhotoLedgerServer", "PhotoMedia",
-                "PhotoLedgerTestSupport",
+                "LedgerCore", "LedgerCrypto", "LedgerStore", "PhotoLedger", "PhotoLedgerSync", "PhotoLedgerServer", "PhotoMedia", "PhotoLedgerTestSupport",
                 "SyncProtocol", "SyncTransport", "MediaSynthesis", "photoledger-server",
             ]
         ),
