@@ -129,7 +129,7 @@ let package = Package(
 
         // The web view of a library: pages, JSON, images and live changes over libmicrohttpd, for a
         // browser on this machine (or elsewhere, with a password).
-        .target(name: "PhotoLedgerWeb", dependencies: ["LedgerCore", "PhotoLedger", "PhotoLedgerJSON", "PhotoLedgerSync", "CMicroHTTPD"]),
+        .target(name: "PhotoLedgerWeb", dependencies: ["LedgerCore", "PhotoLedger", "PhotoLedgerJSON", "PhotoLedgerSync", "SyncProtocol", "CMicroHTTPD"]),
 
         .executableTarget(
             name: "photoledger-server",
@@ -271,6 +271,8 @@ if Context.environment["PHOTOLEDGER_FUZZ"] == "1" {
         fuzzer("pages", ["SyncProtocol"]),
         fuzzer("json", ["SyncProtocol"]),
         fuzzer("compression", ["SyncProtocol"]),
+        fuzzer("headers", ["SyncProtocol", "SyncTransport"]),
+        fuzzer("keys", ["LedgerCrypto"]),
         .target(
             name: "MediaFuzzSupport", dependencies: ["FuzzSupport", "LedgerCore", "PhotoLedger", "PhotoMedia"],
             path: "Tools/Fuzz/MediaFuzzSupport"),

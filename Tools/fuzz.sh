@@ -4,9 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-TARGETS=(payloads canonical pages json compression metadata media)
+TARGETS=(payloads canonical pages json compression headers keys metadata media)
 # The longest input each target is given, in bytes.
-declare -A TARGET_MAX_LEN=([payloads]=4096 [canonical]=4096 [pages]=65536 [json]=16384 [compression]=65536 [metadata]=16384 [media]=65536)
+declare -A TARGET_MAX_LEN=([payloads]=4096 [canonical]=4096 [pages]=65536 [json]=16384 [compression]=65536 [headers]=1024 [keys]=4096
+    [metadata]=16384 [media]=65536)
 
 BUILD=.build/fuzz
 # Crashes are reported by libFuzzer and AddressSanitizer, not by Swift's backtracer.
@@ -23,7 +24,8 @@ SWIFT_BUILD=(swift build -c release --scratch-path "$BUILD" --sanitize address -
 # length (up to 2^31 - 1 bytes) before it reads it, touching only what the file holds: 2.1 GB in
 # one allocation, 3 GB in all.
 FUZZ_FLAGS=(-timeout=10 -use_value_profile=1 -print_final_stats=1)
-declare -A TARGET_MEMORY=([payloads]="2048 256" [canonical]="2048 256" [pages]="2048 256" [json]="2048 256" [compression]="2048 256" [metadata]="2048 256" [media]="3072 2100")
+declare -A TARGET_MEMORY=([payloads]="2048 256" [canonical]="2048 256" [pages]="2048 256" [json]="2048 256" [compression]="2048 256"
+    [headers]="2048 256" [keys]="2048 256" [metadata]="2048 256" [media]="3072 2100")
 
 usage() {
     cat <<EOF
@@ -37,9 +39,13 @@ ARGUMENTS:
                             payloads     event payloads: the verdict of every type and version,
                                          the in-memory fold, position keys among folded members
                             canonical    canonical event bytes, formats 1 and 2
-                            pages        binary pull pages (EventPage)
+                            pages        binary pull pages (EventPage) and pushes (EventBatch)
                             json         every JSON message of the protocol, and JSONValue
                             compression  gzip and zstd inflation with a limit
+                            headers      the Range, Content-Range and resumable upload fields
+                                         of blob transfers
+                            keys         the key store's records: wrapped asset keys, add-only
+                                         grants, key rings
                             metadata     the EXIF reader, PNG text profiles, the dates and
                                          locations of media metadata
                             media        MediaInspector over whole files

@@ -231,8 +231,8 @@ public struct WrappedAssetKey: Sendable {
         try self.init(asset: asset, keyID: keyID, plainRecord: plain)
     }
 
-    /// Reads the opened bytes of a record.
-    init(asset: UUID, keyID: UInt32, plainRecord plain: [UInt8]) throws {
+    /// Reads the opened bytes of a record (`package` for the fuzz target of key store records).
+    package init(asset: UUID, keyID: UInt32, plainRecord plain: [UInt8]) throws {
         var reader = ByteReader(plain)
         do {
             let key = try SecretKey(bytes: try reader.readRaw(count: SecretKey.length))

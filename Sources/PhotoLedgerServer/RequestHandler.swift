@@ -592,33 +592,15 @@ public final class SyncRequestHandler: Sendable {
     /// The sink of a resumable upload's `PUT`: its bytes continue the device's unfinished upload
     /// of the blob from `Upload-Offset`, which must be the number of bytes the server holds.
     private func resumedUploadSink(_ head: RequestHead, hash: String, credential: Credential) throws(HTTPError) -> RequestBodySink {
-        func number(_ field: String, _ text: String?) throws(HTTPError) -> Int64 {
-            guard let text else {
-                throw HTTPError.badRequest("a resumable upload needs the field '\(field)' (a number of bytes)")
-            }
-            let digits = text.trimmingCharacters(in: .whitespaces)
-            guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let value = Int64(digits) else {
-                throw HTTPError.badRequest("field '\(field)': must be a whole number of bytes, not '\(text)'")
-            }
-            return value
+        let fields: ResumableUploadFields
+        do {
+            fields = try ResumableUploadFields.read(
+                offset: head.uploadOffset, length: head.uploadLength, bodyLength: head.contentLength,
+                maximumBlobBytes: configuration.maximumBlobBytes)
+        } catch {
+            throw error.kind == .tooLarge ? HTTPError(413, .payloadTooLarge, error.message) : HTTPError.badRequest(error.message)
         }
-        let length = try number(SyncRoutes.uploadLengthField, head.uploadLength)
-        let offset = try number(SyncRoutes.uploadOffsetField, head.uploadOffset)
-        guard length <= configuration.maximumBlobBytes else {
-            throw HTTPError(
-                413, .payloadTooLarge,
-                "the blob (\(length) bytes) is larger than the server's limit of \(configuration.maximumBlobBytes) bytes")
-        }
-        guard offset <= length else {
-            throw HTTPError.badRequest(
-                "field '\(SyncRoutes.uploadOffsetField)': \(offset) is beyond the blob's \(SyncRoutes.uploadLengthField) of \(length) bytes"
-            )
-        }
-        if let declared = head.contentLength, declared > UInt64(length - offset) {
-            throw HTTPError.badRequest(
-                "the body (\(declared) bytes) goes beyond the blob's \(SyncRoutes.uploadLengthField) of \(length) bytes from byte \(offset)"
-            )
-        }
+        let (offset, length) = (fields.offset, fields.length)
         let key = PartialUploadKey(libraryID: credential.libraryID, device: credential.device, hash: hash)
         let refusal: UploadResumeRefusal
         do {
@@ -650,11 +632,11 @@ public final class SyncRequestHandler: Sendable {
     private func serveBlob(_ hash: String, range: String?, credential: Credential) throws -> HTTPResponse {
         let notFound = HTTPError.notFound("this library has no blob \(hash)")
         guard let size = try store.blobSize(libraryID: credential.libraryID, hash: Hex.decode(hash)!) else { throw notFound }
-        let offset = range.flatMap(Self.openRangeStart) ?? 0
+        let offset = range.flatMap(ByteRange.openStart) ?? 0
         guard offset == 0 || offset < size else {
             return HTTPError(
                 416, .badRequest, "the range starts at byte \(offset), beyond the blob's \(size) bytes; download it again from the start",
-                headers: [("Content-Range", "bytes */\(size)")]
+                headers: [("Content-Range", ByteRange.unsatisfiable.contentRange(size: UInt64(size))!)]
             ).response
         }
         let body: HTTPResponse.Body
@@ -667,17 +649,8 @@ public final class SyncRequestHandler: Sendable {
         }
         var headers = [("Content-Type", "application/octet-stream"), ("Accept-Ranges", "bytes")]
         guard offset > 0 else { return HTTPResponse(status: 200, headers: headers, body: body) }
-        headers.append(("Content-Range", "bytes \(offset)-\(size - 1)/\(size)"))
+        headers.append(("Content-Range", ByteRange.part(UInt64(offset)..<UInt64(size)).contentRange(size: UInt64(size))!))
         return HTTPResponse(status: 206, headers: headers, body: body)
-    }
-
-    /// The start of a `bytes=N-` range (one range, open-ended), or nil for any other form.
-    static func openRangeStart(_ header: String) -> Int64? {
-        let value = header.trimmingCharacters(in: .whitespaces)
-        guard value.lowercased().hasPrefix("bytes="), value.hasSuffix("-") else { return nil }
-        let digits = value.dropFirst(6).dropLast().trimmingCharacters(in: .whitespaces)
-        guard !digits.isEmpty, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber) else { return nil }
-        return Int64(digits)
     }
 
     func log(_ level: LogLevel, _ message: String, _ fields: [LogRecord.Field]) {

@@ -379,12 +379,10 @@ public final class SyncEngine: Sendable {
             guard status.offset <= size else {
                 throw SyncError.invalidResponse("the server holds \(status.offset) bytes of resource \(hash), which has \(size)")
             }
+            var fields = ResumableUploadFields(offset: status.offset, length: size).headerFields
+            fields["Content-Type"] = "application/octet-stream"
             var request = HTTPRequest(
-                method: .put, url: remote.url(path),
-                headers: authorized([
-                    "Content-Type": "application/octet-stream", SyncRoutes.uploadOffsetField: "\(status.offset)",
-                    SyncRoutes.uploadLengthField: "\(size)",
-                ]), body: .file(file), timeout: .seconds(3600))
+                method: .put, url: remote.url(path), headers: authorized(fields), body: .file(file), timeout: .seconds(3600))
             request.bodyFileOffset = status.offset
             let moved = ByteCounter()
             request.progress = { moved.record($0.bytesSent) }

@@ -4,6 +4,7 @@ import LedgerCore
 import PhotoLedger
 import PhotoLedgerJSON
 import PhotoLedgerSync
+import SyncProtocol
 
 /// The web view's routes over one library: the page and its script, the JSON the page reads, the
 /// images, the live stream, and the changes (each one change block of the library, so it syncs
@@ -451,7 +452,7 @@ final class WebApplication: Sendable {
         case .whole:
             return WebResponse(status: 200, headers: headers, body: .file(file))
         case .part(let range):
-            headers.append(("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(size)"))
+            headers.append(("Content-Range", ByteRange.part(range).contentRange(size: size)!))
             return WebResponse(status: 206, headers: headers, body: .file(file.part(range)))
         case .unsatisfiable:
             let error = WebError(
@@ -459,7 +460,7 @@ final class WebApplication: Sendable {
                 "the range '\(rangeHeader ?? "")' starts past the end of the \(size) bytes of asset \(id); ask for bytes 0 to \(max(0, Int64(size) - 1))"
             )
             var response = error.response
-            response.headers += [("Content-Range", "bytes */\(size)"), ("Accept-Ranges", "bytes")]
+            response.headers += [("Content-Range", ByteRange.unsatisfiable.contentRange(size: size)!), ("Accept-Ranges", "bytes")]
             return response
         }
     }

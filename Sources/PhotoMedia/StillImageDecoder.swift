@@ -79,19 +79,35 @@ enum StillImageDecoder {
     /// Checks that every chunk of a PNG fits in the file, from the chunk headers alone (8 bytes
     /// each), before the decoder opens it: libpng allocates a chunk's declared length before it
     /// reads the chunk, so a kilobyte file that declares a 2 GB chunk would make a 2 GB
-    /// allocation. The end marker (IEND) may be cut, as every decoder reads such files.
+    /// allocation, and libvips gives no way to set libpng's limit. The end marker (IEND) may be
+    /// cut, as every decoder reads such files.
     static func checkPNGChunkLengths(path: String) throws {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw InvalidMedia("unreadable (\(FileIO.lastError()))", .unreadable) }
         defer { close(descriptor) }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { throw InvalidMedia("unreadable (\(FileIO.lastError()))", .unreadable) }
-        let size = Int64(status.st_size)
-        var offset: Int64 = 8  // the signature
         var header = [UInt8](repeating: 0, count: 8)
-        while offset + 8 <= size {
+        try checkPNGChunkLengths(size: Int64(status.st_size)) { offset in
             let count = header.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, 8, off_t(offset)) }
             guard count == 8 else { throw InvalidMedia("unreadable (\(FileIO.lastError()))", .unreadable) }
+            return header
+        }
+    }
+
+    /// `checkPNGChunkLengths(path:)` for a PNG in memory.
+    static func checkPNGChunkLengths(_ bytes: Data) throws {
+        try checkPNGChunkLengths(size: Int64(bytes.count)) { offset in
+            let start = bytes.startIndex + Int(offset)
+            return [UInt8](bytes[start..<start + 8])
+        }
+    }
+
+    /// Walks the chunk headers of a PNG of `size` bytes; `readHeader` reads the 8 bytes at an offset.
+    private static func checkPNGChunkLengths(size: Int64, readHeader: (Int64) throws -> [UInt8]) throws {
+        var offset: Int64 = 8  // the signature
+        while offset + 8 <= size {
+            let header = try readHeader(offset)
             let length = header[0..<4].reduce(Int64(0)) { $0 << 8 | Int64($1) }
             let type = String(decoding: header[4..<8].map { (0x20...0x7E).contains($0) ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
             if type == "IEND" { return }

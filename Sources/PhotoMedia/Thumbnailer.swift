@@ -41,7 +41,16 @@ public enum Thumbnailer {
     /// animation's first frame), one per scale, in the order of `scales`; `name` appears in
     /// errors.
     public static func renditions(ofStill bytes: Data, name: String, scales: [RenditionScale]) throws(MediaError) -> [Rendition] {
-        try make(scales, name: name) { scale in try thumbnail(bytes, scale: scale) }
+        // The bytes may come from another device, unchecked by an import here: libpng must not
+        // see a chunk that declares more than they hold (see `StillImageDecoder`).
+        var checked = MediaFormat.detect(header: [UInt8](bytes.prefix(MediaFormat.headerLength))) != .png
+        return try make(scales, name: name) { scale in
+            if !checked {
+                try StillImageDecoder.checkPNGChunkLengths(bytes)
+                checked = true
+            }
+            return try thumbnail(bytes, scale: scale)
+        }
     }
 
     /// One rendition per scale: the scales that need the most pixels first, each scaled down from

@@ -34,26 +34,21 @@ public enum EventPage {
     /// The media type of the binary form.
     public static let contentType = "application/vnd.photoledger.event-page"
 
-    /// The four bytes that start every page.
-    static let magic: [UInt8] = Array("PLEP".utf8)
-    /// The format version this build writes and reads.
-    static let version: UInt8 = 1
-    /// The smallest possible encoded event: a one-byte sequence, two hashes, a one-byte length
-    /// and the fixed part of the canonical bytes (empty device, type and payload).
-    static let minimumEventSize = 1 + 32 + 32 + 1 + (1 + 16 + 1 + 8 + 8 + 16 + 16 + 1 + 1 + 1)
+    /// The framing: `PLEP`, version 1, events whose server sequence (at least one byte) and
+    /// chain value (32) come before their content hash.
+    static let body = BinaryEventBody(name: "event page", magic: "PLEP", version: 1, eventPrefixBytes: 1 + 32)
 
     /// Writes a page event by event, with a header whose values are known before the events.
     public struct Writer {
         private var writer: ByteWriter
-        private var scratch = ByteWriter(capacity: 512)
+        private var canonical = CanonicalEventWriter()
         private let count: Int
         private var written = 0
 
         /// Starts a page of `count` events.
         public init(count: Int, nextCursor: Int64, hasMore: Bool, capacity: Int? = nil) {
             writer = ByteWriter(capacity: capacity ?? (16 + count * 200))
-            writer.write(raw: EventPage.magic)
-            writer.write(byte: EventPage.version)
+            EventPage.body.writeStart(into: &writer)
             writer.write(byte: hasMore ? 1 : 0)
             writer.write(varint: UInt64(max(0, nextCursor)))
             writer.write(varint: UInt64(count))
@@ -65,12 +60,9 @@ public enum EventPage {
             precondition(written < count, "more events than the page was started with")
             precondition(chainHash.count == 32 && contentHash.count == 32, "hashes are 32 bytes")
             written += 1
-            scratch.removeAll()
-            event.writeCanonicalBytes(into: &scratch)
             writer.write(varint: UInt64(max(0, serverSequence)))
             writer.write(raw: chainHash)
-            writer.write(raw: contentHash)
-            writer.write(bytes: scratch.bytes)
+            canonical.append(event, hash: contentHash, to: &writer)
         }
 
         /// The page; every announced event must have been appended.
@@ -101,58 +93,28 @@ public enum EventPage {
     /// - Throws: ``WireFormatError`` naming the event and field, or the body, that is malformed.
     public static func decode(_ bytes: [UInt8]) throws -> PullResponse {
         var reader = ByteReader(bytes)
-        func body<T>(_ what: String, _ read: (inout ByteReader) throws -> T) throws -> T {
-            do { return try read(&reader) } catch let error as DecodingError {
-                throw WireFormatError(field: "", message: "not an event page: \(what) (\(error))")
-            }
-        }
-        let magic = try body("it does not start with 'PLEP'") { try $0.readRaw(count: 4) }
-        guard magic == Self.magic else { throw WireFormatError(field: "", message: "not an event page: it does not start with 'PLEP'") }
-        let version = try body("no format version") { try $0.readByte() }
-        guard version == Self.version else {
-            throw WireFormatError(field: "", message: "event page format version \(version) is not supported (this build reads version 1)")
-        }
-        let flags = try body("no flags") { try $0.readByte() }
+        try body.readStart(&reader)
+        let flags = try body.header(&reader, "no flags") { try $0.readByte() }
         guard flags & ~1 == 0 else { throw WireFormatError(field: "flags", message: "unknown flags \(flags)") }
-        let cursor = try body("no nextCursor") { try $0.readVarint() }
+        let cursor = try body.header(&reader, "no nextCursor") { try $0.readVarint() }
         guard cursor <= UInt64(Int64.max) else { throw WireFormatError(field: "nextCursor", message: "exceeds 2^63-1") }
-        let count = try body("no event count") { try $0.readVarint() }
-        guard count <= UInt64(bytes.count / minimumEventSize) else {
-            throw WireFormatError(field: "events", message: "a count of \(count) events does not fit in \(bytes.count) bytes")
-        }
+        let count = try body.readCount(&reader, bodySize: bytes.count)
         var events: [WireEvent] = []
-        events.reserveCapacity(Int(count))
-        for index in 0..<Int(count) {
+        events.reserveCapacity(count)
+        for index in 0..<count {
             events.append(try readEvent(&reader, path: "events[\(index)]"))
         }
-        guard reader.isAtEnd else {
-            let extra = bytes.count - reader.offset
-            throw WireFormatError(field: "", message: extra == 1 ? "1 byte follows the last event" : "\(extra) bytes follow the last event")
-        }
+        try body.readEnd(reader, bodySize: bytes.count)
         return PullResponse(events: events, nextCursor: Int64(cursor), hasMore: flags & 1 != 0)
     }
 
     private static func readEvent(_ reader: inout ByteReader, path: @autoclosure () -> String) throws -> WireEvent {
-        func field<T>(_ name: String, _ read: (inout ByteReader) throws -> T) throws -> T {
-            do { return try read(&reader) } catch let error as DecodingError {
-                throw WireFormatError(field: "\(path()).\(name)", message: "\(error)")
-            }
-        }
-        let sequence = try field("serverSeq") { try $0.readVarint() }
+        let sequence = try BinaryEventBody.field(&reader, path(), "serverSeq") { try $0.readVarint() }
         guard (1...UInt64(Int64.max)).contains(sequence) else {
             throw WireFormatError(field: "\(path()).serverSeq", message: "must be an integer from 1 to 2^63-1")
         }
-        let chainHash = try field("chainHash") { try $0.readRaw(count: 32) }
-        let hash = try field("hash") { try $0.readRaw(count: 32) }
-        let event = try field("canonical") { reader in
-            let length = try reader.readVarint()
-            let start = reader.offset
-            let event = try Event.readCanonical(from: &reader, validating: false)
-            guard UInt64(reader.offset - start) == length else {
-                throw DecodingError("canonical bytes of \(reader.offset - start) bytes where the length says \(length)", offset: start)
-            }
-            return event
-        }
+        let chainHash = try BinaryEventBody.field(&reader, path(), "chainHash") { try $0.readRaw(count: 32) }
+        let (hash, event) = try BinaryEventBody.readEvent(&reader, path: path())
         if let problem = event.envelopeProblem {
             throw WireFormatError(field: "\(path()).\(problem.field)", message: problem.message)
         }

@@ -61,6 +61,13 @@ public struct JSONWriter: Sendable {
         needsComma = true
     }
 
+    /// Writes an array of `elements`, each written by `element`.
+    mutating func array<Elements: Sequence>(_ elements: Elements, _ element: (inout JSONWriter, Elements.Element) -> Void) {
+        beginArray()
+        for value in elements { element(&self, value) }
+        endArray()
+    }
+
     /// Writes an object key and the colon; `name` must need no escaping (the protocol's keys).
     public mutating func key(_ name: StaticString) {
         separate()

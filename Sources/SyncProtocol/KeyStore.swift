@@ -58,14 +58,7 @@ public struct KeyEntriesResponse: WireMessage, Hashable {
     public func write(to writer: inout JSONWriter) {
         writer.beginObject()
         writer.key("entries")
-        writer.beginArray()
-        for entry in entries {
-            writer.beginObject()
-            writer.key("name"); writer.string(entry.name)
-            writer.key("value"); writer.base64(entry.value)
-            writer.endObject()
-        }
-        writer.endArray()
+        writer.array(entries) { writer, entry in KeyChange(name: entry.name, value: entry.value).write(to: &writer) }
         writer.key("last"); writer.integer(last)
         writer.endObject()
     }
@@ -78,15 +71,12 @@ public struct KeyEntriesResponse: WireMessage, Hashable {
                 return true
             }
             guard key == "entries" else { return false }
-            var list: [KeyEntry] = []
-            try reading(key) { try reader.beginArray() }
-            while try reading(key, { try reader.nextElement() }) {
-                let path = "entries[\(list.count)]"
-                let change = try KeyChange.read(from: &reader, path: path)
-                guard let value = change.value else { throw WireFormatError(field: "\(path).value", message: "is missing") }
-                list.append(KeyEntry(name: change.name, value: value))
+            entries = try readArray(&reader, key) { reader, index in
+                // An entry is written as a change that writes it.
+                let change = try KeyChange.read(from: &reader, path: "entries[\(index)]")
+                guard let value = change.value else { throw WireFormatError(field: "entries[\(index)].value", message: "is missing") }
+                return KeyEntry(name: change.name, value: value)
             }
-            entries = list
             return true
         }
         return KeyEntriesResponse(entries: try required(entries, "entries"), last: try required(last, "last"))
@@ -159,9 +149,7 @@ public struct KeyChangesRequest: WireMessage, Hashable {
     public func write(to writer: inout JSONWriter) {
         writer.beginObject()
         writer.key("changes")
-        writer.beginArray()
-        for change in changes { change.write(to: &writer) }
-        writer.endArray()
+        writer.array(changes) { writer, change in change.write(to: &writer) }
         writer.endObject()
     }
 
@@ -169,15 +157,12 @@ public struct KeyChangesRequest: WireMessage, Hashable {
         var changes: [KeyChange]?
         try readObject(&reader, path: "") { key, reader in
             guard key == "changes" else { return false }
-            var list: [KeyChange] = []
-            try reading(key) { try reader.beginArray() }
-            while try reading(key, { try reader.nextElement() }) {
-                guard list.count < maximumChanges else {
+            changes = try readArray(&reader, key) { reader, index in
+                guard index < maximumChanges else {
                     throw WireFormatError(field: "changes", message: "must hold at most \(maximumChanges) changes")
                 }
-                list.append(try KeyChange.read(from: &reader, path: "changes[\(list.count)]"))
+                return try KeyChange.read(from: &reader, path: "changes[\(index)]")
             }
-            changes = list
             return true
         }
         return KeyChangesRequest(changes: try required(changes, "changes"))
@@ -217,6 +202,33 @@ public struct KeyChangesResponse: WireMessage, Hashable {
             self.status = status
             self.reason = reason
         }
+
+        func write(to writer: inout JSONWriter) {
+            writer.beginObject()
+            writer.key("name"); writer.string(name)
+            writer.key("status"); writer.string(status.rawValue)
+            if let reason { writer.key("reason"); writer.string(reason) }
+            writer.endObject()
+        }
+
+        static func read(from reader: inout JSONReader, path: String) throws -> Result {
+            var name: String?, status: KeyChangeStatus?, reason: String?
+            try readObject(&reader, path: path) { key, reader in
+                switch key {
+                case "name": name = try reading("\(path).name") { try reader.readString() }
+                case "status":
+                    let text = try reading("\(path).status") { try reader.readString() }
+                    guard let value = KeyChangeStatus(rawValue: text) else {
+                        throw WireFormatError(field: "\(path).status", message: "must be stored, deleted, conflict or forbidden")
+                    }
+                    status = value
+                case "reason": reason = try reading("\(path).reason") { try reader.readString() }
+                default: return false
+                }
+                return true
+            }
+            return Result(name: try required(name, "\(path).name"), status: try required(status, "\(path).status"), reason: reason)
+        }
     }
 
     /// The results, in request order.
@@ -236,19 +248,10 @@ public struct KeyChangesResponse: WireMessage, Hashable {
     public func write(to writer: inout JSONWriter) {
         writer.beginObject()
         writer.key("results")
-        writer.beginArray()
-        for result in results {
-            writer.beginObject()
-            writer.key("name"); writer.string(result.name)
-            writer.key("status"); writer.string(result.status.rawValue)
-            if let reason = result.reason { writer.key("reason"); writer.string(reason) }
-            writer.endObject()
-        }
-        writer.endArray()
-        if let from, let through {
-            writer.key("from"); writer.integer(from)
-            writer.key("through"); writer.integer(through)
-        }
+        writer.array(results) { writer, result in result.write(to: &writer) }
+        // Each as it was read: a response that names only one reads back the same.
+        if let from { writer.key("from"); writer.integer(from) }
+        if let through { writer.key("through"); writer.integer(through) }
         writer.endObject()
     }
 
@@ -261,29 +264,7 @@ public struct KeyChangesResponse: WireMessage, Hashable {
                 return true
             }
             guard key == "results" else { return false }
-            var list: [Result] = []
-            try reading(key) { try reader.beginArray() }
-            while try reading(key, { try reader.nextElement() }) {
-                let path = "results[\(list.count)]"
-                var name: String?, status: KeyChangeStatus?, reason: String?
-                try readObject(&reader, path: path) { key, reader in
-                    switch key {
-                    case "name": name = try reading("\(path).name") { try reader.readString() }
-                    case "status":
-                        let text = try reading("\(path).status") { try reader.readString() }
-                        guard let value = KeyChangeStatus(rawValue: text) else {
-                            throw WireFormatError(field: "\(path).status", message: "must be stored, deleted, conflict or forbidden")
-                        }
-                        status = value
-                    case "reason": reason = try reading("\(path).reason") { try reader.readString() }
-                    default: return false
-                    }
-                    return true
-                }
-                list.append(
-                    Result(name: try required(name, "\(path).name"), status: try required(status, "\(path).status"), reason: reason))
-            }
-            results = list
+            results = try readArray(&reader, key) { reader, index in try Result.read(from: &reader, path: "results[\(index)]") }
             return true
         }
         return KeyChangesResponse(results: try required(results, "results"), from: from, through: through)

@@ -43,6 +43,17 @@ func readObject(_ reader: inout JSONReader, path: @autoclosure () -> String, _ m
     }
 }
 
+/// Reads the array of member `key` element by element: `element` reads one, given its index.
+func readArray<Element>(_ reader: inout JSONReader, _ key: String, _ element: (inout JSONReader, Int) throws -> Element) throws -> [Element]
+{
+    var list: [Element] = []
+    try reading(key) { try reader.beginArray() }
+    while try reading(key, { try reader.nextElement() }) {
+        list.append(try element(&reader, list.count))
+    }
+    return list
+}
+
 /// Throws a "missing" error for `field` when `value` is nil.
 func required<T>(_ value: T?, _ field: @autoclosure () -> String) throws -> T {
     guard let value else { throw WireFormatError(field: field(), message: "is missing") }

@@ -80,14 +80,9 @@ public struct WireEvent: Sendable, Hashable {
     /// The wire forms of `events`, hashing them with one reusable digest and buffer (faster
     /// than ``init(_:serverSequence:chainHash:)`` one by one).
     public static func hashing(_ events: [Event]) -> [WireEvent] {
+        var canonical = CanonicalEventWriter()
         var digest = SHA256()
-        var writer = ByteWriter(capacity: 512)
-        return events.map { event in
-            writer.removeAll()
-            event.writeCanonicalBytes(into: &writer)
-            writer.bytes.withUnsafeBytes { digest.update($0) }
-            return WireEvent(event, hash: digest.finalizeAndReset())
-        }
+        return events.map { WireEvent($0, hash: canonical.contentHash(of: $0, with: &digest)) }
     }
 
     /// Whether ``hash`` is the SHA-256 of the event's canonical bytes.

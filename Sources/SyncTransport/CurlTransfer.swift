@@ -270,7 +270,8 @@ final class CurlTransfer {
                 return true
             }
             let held = download.offset
-            guard contentRangeStart() == held else {
+            let contentRange = responseHeaders.last { HTTPHeaders.sameName($0.name, "Content-Range") }?.value
+            guard contentRange.flatMap(HTTPHeaders.contentRangeStart) == held else {
                 try download.restart()
                 throw TransportError.connectionLost(
                     url: URLDisplay.redacted(request.url),
@@ -281,14 +282,6 @@ final class CurlTransfer {
             localFileError = error
             return true
         }
-    }
-
-    /// The first byte of a 206 answer's `Content-Range: bytes N-M/T`.
-    private func contentRangeStart() -> Int64? {
-        guard let value = responseHeaders.last(where: { HTTPHeaders.sameName($0.name, "Content-Range") })?.value,
-            value.lowercased().hasPrefix("bytes "), let dash = value.firstIndex(of: "-")
-        else { return nil }
-        return Int64(value[value.index(value.startIndex, offsetBy: 6)..<dash].trimmingCharacters(in: .whitespaces))
     }
 
     private func sendBody(into buffer: UnsafeMutableRawBufferPointer) -> Int {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// An HTTP method such as `GET` or `POST`.
 public struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     /// The method token as sent on the request line, for example `"GET"`.
@@ -126,4 +128,13 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     static func isSensitive(_ name: String) -> Bool { sensitiveNames.contains(name.lowercased()) }
 
     private static func displayValue(_ field: Field) -> String { isSensitive(field.name) ? "<redacted>" : field.value }
+}
+
+extension HTTPHeaders {
+    /// The first byte of a 206 answer's `Content-Range: bytes N-M/T` (`value`), or nil for
+    /// another form.
+    package static func contentRangeStart(_ value: String) -> Int64? {
+        guard value.lowercased().hasPrefix("bytes "), let dash = value.firstIndex(of: "-") else { return nil }
+        return Int64(value[value.index(value.startIndex, offsetBy: 6)..<dash].trimmingCharacters(in: .whitespaces))
+    }
 }

@@ -126,10 +126,11 @@ struct WebServingTests {
                     && error.message.contains("ask for bytes 0 to"))
         }
 
-        // Ranges the server may ignore get the whole body: several, another unit, nonsense, and a
-        // Range whose If-Range names other bytes.
+        // Ranges the server may ignore get the whole body: several, another unit, nonsense (signed
+        // positions among it), and a Range whose If-Range names other bytes.
         for headers in [
             [("Range", "bytes=0-1,5-6")], [("Range", "lines=1-2")], [("Range", "bytes=9-3")], [("Range", "bytes=x-")],
+            [("Range", "bytes=+5-")], [("Range", "bytes=-+5")], [("Range", "bytes=0--0")],
             [("Range", "bytes=0-9"), ("If-Range", "\"another\"")],
         ] {
             let response = try await get(headers)

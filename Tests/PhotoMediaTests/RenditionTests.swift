@@ -36,6 +36,26 @@ struct RenditionTests {
         }
     }
 
+    @Test("a PNG whose chunk declares more bytes than it holds gets no rendition, refused before libpng allocates the chunk")
+    func pngChunkBeyondTheBytes() throws {
+        // Renditions are made of resources pulled from other devices, which no import here
+        // validated: an eXIf chunk declaring 1.97 GB in a file of a kilobyte.
+        let bytes = try Samples.still("png")
+        var exif = Samples.pngChunk("eXIf", Array(repeating: 0, count: 16))
+        exif.replaceSubrange(0..<4, with: [0x75, 0x6C, 0x2F, 0x00])
+        let damaged = Data(Array(bytes[..<33]) + exif + Array(bytes[33...]))
+        let error = Samples.mediaError { _ = try Thumbnailer.renditions(ofStill: damaged, name: "huge.png", scales: [Self.fit256]) }
+        #expect(error?.kind == .invalidResource && error?.refusal == .damaged)
+        #expect(
+            error?.reason.hasPrefix("no rendition: truncated PNG: its eXIf chunk at byte 33 declares 1970024192 bytes where the file holds")
+                == true, "\(String(describing: error))")
+        let directory = try TemporaryDirectory()
+        let file = try directory.write(Array(damaged), to: "huge.png")
+        #expect(Samples.mediaError { _ = try Thumbnailer.renditions(ofFileAt: file, scales: [Self.fit256]) }?.refusal == .damaged)
+        // The same file whole still gets its rendition.
+        #expect(try Thumbnailer.renditions(ofStill: Data(bytes), name: "fine.png", scales: [Self.fit256]).count == 1)
+    }
+
     @Test("the import's validation gives a JPEG's 256-pixel renditions, upright, from its own reduced decode")
     func validationRenditions() throws {
         let directory = try TemporaryDirectory()

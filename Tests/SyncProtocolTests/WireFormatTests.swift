@@ -125,6 +125,33 @@ struct MessageTests {
                 == #"{"error":{"code":"clockSkew","message":"ahead","serverTime":1764483790000}}"#)
     }
 
+    @Test("the key store's messages round-trip, an answer naming only one of its positions included")
+    func keyStoreMessages() throws {
+        let entries = KeyEntriesResponse(
+            entries: [KeyEntry(name: "library/public", value: [1, 2, 3]), KeyEntry(name: "ring/anna-phone", value: [])], last: 42)
+        #expect(try KeyEntriesResponse.decode(entries.encoded()) == entries)
+        #expect(String(decoding: entries.encoded(), as: UTF8.self).hasPrefix(#"{"entries":[{"name":"library/public","value":"AQID"}"#))
+        let changes = KeyChangesRequest(changes: [
+            KeyChange(name: "writer/anna-phone", value: [9], createOnly: true), KeyChange(name: "asset/1234", value: nil),
+        ])
+        #expect(try KeyChangesRequest.decode(changes.encoded()) == changes)
+        let results: [KeyChangesResponse.Result] = [
+            .init(name: "ring/anna-phone", status: .stored), .init(name: "device/ben", status: .forbidden, reason: "not yours"),
+        ]
+        for answer in [
+            KeyChangesResponse(results: results, from: 41, through: 43), KeyChangesResponse(results: results),
+            KeyChangesResponse(results: [], from: 41), KeyChangesResponse(results: [], through: 43),
+        ] {
+            #expect(try KeyChangesResponse.decode(answer.encoded()) == answer, "\(answer)")
+        }
+        // An entry without its value is not an entry.
+        #expect {
+            _ = try KeyEntriesResponse.decode(Array(#"{"entries":[{"name":"library/public"}],"last":1}"#.utf8))
+        } throws: { error in
+            (error as? WireFormatError)?.field == "entries[0].value"
+        }
+    }
+
     @Test("compaction watermarks round-trip with the documented members")
     func compactionWatermark() throws {
         for message in [

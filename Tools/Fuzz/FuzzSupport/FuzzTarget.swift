@@ -110,6 +110,16 @@ public struct FuzzInput {
     /// The next two bytes as a big-endian integer.
     public mutating func uint16() -> UInt16 { UInt16(byte()) << 8 | UInt16(byte()) }
 
+    /// The next eight bytes as a big-endian integer.
+    public mutating func uint64() -> UInt64 { (0..<8).reduce(UInt64(0)) { value, _ in value << 8 | UInt64(byte()) } }
+
+    /// The next bytes, as many as the two bytes before them say (fewer at the end): what
+    /// ``FuzzInputWriter/counted(_:)`` writes.
+    public mutating func counted() -> [UInt8] { bytes(upTo: Int(uint16())) }
+
+    /// The bytes not read yet.
+    public mutating func rest() -> [UInt8] { bytes(upTo: bytes.count) }
+
     /// The next `count` bytes, fewer at the end.
     public mutating func bytes(upTo count: Int) -> [UInt8] {
         let end = min(bytes.count, offset + max(0, count))
@@ -131,6 +141,12 @@ public struct FuzzInputWriter {
 
     /// Two bytes, big-endian.
     public mutating func uint16(_ value: UInt16) { bytes += [UInt8(value >> 8), UInt8(value & 0xFF)] }
+
+    /// Eight bytes, big-endian.
+    public mutating func uint64(_ value: UInt64) { bytes += (0..<8).reversed().map { UInt8(truncatingIfNeeded: value >> ($0 * 8)) } }
+
+    /// Bytes as they are.
+    public mutating func raw(_ value: [UInt8]) { bytes += value }
 
     /// `value` preceded by its length as two bytes.
     public mutating func counted(_ value: [UInt8]) {

@@ -4,8 +4,10 @@ import LedgerCore
 import SyncProtocol
 
 /// The JSON bodies of the sync protocol through `JSONReader`: every input is read as each
-/// message the server reads from clients (`ReceivedPush`, `PushRequest`, `MissingBlobsRequest`)
-/// and the clients read from the server, and as a plain `JSONValue`. A message that decodes must
+/// message the server reads from clients (`ReceivedPush`, `PushRequest`, `MissingBlobsRequest`,
+/// `KeyChangesRequest`, `SnapshotOffer`) and the clients read from the server (the key store's
+/// entries and answers, the offset of an unfinished upload, snapshot records among them), and as
+/// a plain `JSONValue`. A message that decodes must
 /// encode to JSON that decodes to the same message; a value must serialize to a fixed point.
 ///
 /// Input that is not JSON is given to one message's reader only (chosen by its length), as
@@ -47,6 +49,42 @@ enum JSONTarget: FuzzTarget {
             ("error-plain", ErrorResponse(code: .badRequest, message: "field 'events[0].id': not a valid UUID")),
             ("missing-request", MissingBlobsRequest(hashes: [hash, String(repeating: "0", count: 64)])),
             ("missing-response", MissingBlobsResponse(missing: [hash])),
+            ("upload-status", UploadStatus(offset: 65536)),
+            ("upload-stored", UploadStatus(offset: 0, stored: true)),
+            (
+                "key-entries",
+                KeyEntriesResponse(
+                    entries: [
+                        KeyEntry(name: "library/public", value: [1, 2, 3]),
+                        KeyEntry(name: "asset/\(id.uuidString.lowercased())", value: []),
+                    ],
+                    last: 42)
+            ),
+            (
+                "key-changes",
+                KeyChangesRequest(changes: [
+                    KeyChange(name: "writer/anna-phone", value: [9], createOnly: true), KeyChange(name: "grant/anna-phone", value: nil),
+                ])
+            ),
+            (
+                "key-results",
+                KeyChangesResponse(
+                    results: [
+                        .init(name: "ring/anna-phone", status: .stored), .init(name: "device/ben", status: .forbidden, reason: "not yours"),
+                        .init(name: "asset/x", status: .conflict), .init(name: "grant/cleo", status: .deleted),
+                    ], from: 41, through: 43)
+            ),
+            ("key-results-plain", KeyChangesResponse(results: [])),
+            (
+                "snapshot-offer",
+                SnapshotOffer(position: 120, chainHash: [UInt8](repeating: 0x4B, count: 32), hash: [UInt8](repeating: 0xAB, count: 32))
+            ),
+            (
+                "snapshot-record",
+                SnapshotRecord(
+                    position: 120, chainHash: [UInt8](repeating: 0x4B, count: 32), hash: [UInt8](repeating: 0xAB, count: 32), size: 4096,
+                    device: "anna-phone", recordedAt: 1_764_483_790_000)
+            ),
         ]
         return messages.map { Seed(name: "\($0.0).json", bytes: $0.1.encoded()) } + [
             Seed(name: "push-invalid-type.json", bytes: Array(invalid.utf8)),
@@ -70,7 +108,10 @@ enum JSONTarget: FuzzTarget {
         (ChainSummary.self, roundTrip(ChainSummary.self)), (ChainVerification.self, roundTrip(ChainVerification.self)),
         (CompactionWatermark.self, roundTrip(CompactionWatermark.self)), (HealthResponse.self, roundTrip(HealthResponse.self)),
         (ErrorResponse.self, roundTrip(ErrorResponse.self)), (MissingBlobsRequest.self, roundTrip(MissingBlobsRequest.self)),
-        (MissingBlobsResponse.self, roundTrip(MissingBlobsResponse.self)),
+        (MissingBlobsResponse.self, roundTrip(MissingBlobsResponse.self)), (UploadStatus.self, roundTrip(UploadStatus.self)),
+        (KeyEntriesResponse.self, roundTrip(KeyEntriesResponse.self)), (KeyChangesRequest.self, roundTrip(KeyChangesRequest.self)),
+        (KeyChangesResponse.self, roundTrip(KeyChangesResponse.self)), (SnapshotOffer.self, roundTrip(SnapshotOffer.self)),
+        (SnapshotRecord.self, roundTrip(SnapshotRecord.self)),
     ]
 
     static func run(_ input: [UInt8]) {
