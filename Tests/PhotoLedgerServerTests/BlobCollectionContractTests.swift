@@ -40,7 +40,7 @@ struct BlobCollectionContractTests {
             Self.blob("kept"), Self.blob("purged"), Self.blob("shared"), Self.blob("undeclared"), Self.blob("snapshot")
         )
         for hash in [mine, theirs, shared, undeclared, snapshot] {
-            #expect(try fixture.store.recordBlob(libraryID: library, hash: hash, size: 10, at: 20))
+            #expect(try fixture.store.recordBlob(libraryID: library, hash: hash, size: 10, at: 20, ifStored: { true }) == true)
         }
         try fixture.store.recordBlobReferences(
             libraryID: library,
@@ -79,7 +79,9 @@ struct BlobCollectionContractTests {
         let pending = anna.make(type: "asset.created")
         let abandoned = UUID(uuidString: "0193A5B2-7C00-7000-8000-00000000DEAD")!
         let (waiting, lost) = (Self.blob("waiting"), Self.blob("lost"))
-        for hash in [waiting, lost] { #expect(try fixture.store.recordBlob(libraryID: library, hash: hash, size: 5, at: 20)) }
+        for hash in [waiting, lost] {
+            #expect(try fixture.store.recordBlob(libraryID: library, hash: hash, size: 5, at: 20, ifStored: { true }) == true)
+        }
         try fixture.store.recordBlobReferences(
             libraryID: library, [BlobReference(object: pending.object, hash: waiting), BlobReference(object: abandoned, hash: lost)],
             at: 20)
@@ -101,8 +103,8 @@ struct BlobCollectionContractTests {
         let work = library + 1
         let hash = Self.blob("both")
         let abandoned = UUID(uuidString: "0193A5B2-7C00-7000-8000-00000000BEEF")!
-        #expect(try fixture.store.recordBlob(libraryID: library, hash: hash, size: 3, at: 20))
-        #expect(try fixture.store.recordBlob(libraryID: work, hash: hash, size: 3, at: 20))
+        #expect(try fixture.store.recordBlob(libraryID: library, hash: hash, size: 3, at: 20, ifStored: { true }) == true)
+        #expect(try fixture.store.recordBlob(libraryID: work, hash: hash, size: 3, at: 20, ifStored: { true }) == true)
         try fixture.store.recordBlobReferences(libraryID: library, [BlobReference(object: abandoned, hash: hash)], at: 20)
         let collected = try fixture.store.collectBlobs(library: nil, storedBefore: 100, dryRun: false)
         #expect(collected == [CollectedBlob(library: "family", hash: hash, size: 3)])
@@ -132,7 +134,9 @@ struct BlobCollectionContractTests {
             #expect(failure == nil)
             #expect(try upload.commit(as: name))
             names.append(name)
-            #expect(try fixture.store.recordBlob(libraryID: library, hash: SHA256.hash(bytes), size: Int64(bytes.count), at: 20))
+            #expect(
+                try fixture.store.recordBlob(
+                    libraryID: library, hash: SHA256.hash(bytes), size: Int64(bytes.count), at: 20, ifStored: { true }) == true)
         }
         try fixture.store.recordBlobReferences(
             libraryID: library,
@@ -145,7 +149,9 @@ struct BlobCollectionContractTests {
         purge.object = asset.object
         _ = try fixture.push([purge])
         // "other" is also an asset of the work library: its bytes stay.
-        #expect(try fixture.store.recordBlob(libraryID: library + 1, hash: SHA256.hash(Array("other".utf8)), size: 5, at: 20))
+        #expect(
+            try fixture.store.recordBlob(
+                libraryID: library + 1, hash: SHA256.hash(Array("other".utf8)), size: 5, at: 20, ifStored: { true }) == true)
         let report = try BlobCollection.collect(
             store: fixture.store, blobs: blobs, library: nil, gracePeriod: 1, now: 5_000, dryRun: false)
         #expect(report.collected.count == 2 && report.collectedBytes == 10)
