@@ -116,6 +116,8 @@ final class Renditions: Sendable {
     let decodes = Atomic<Int>(0)
     /// Called before each decode (tests hold a decode back with it).
     let beforeDecode = Hook<@Sendable () -> Void>()
+    /// Called when a request's work is over, after its last delivery or none (tests wait for it).
+    let afterRequest = Hook<@Sendable (ImageRequestID) -> Void>()
 
     init(libraryURL: URL, cacheLimit: Int64) {
         cache = RenditionCache(directory: RenditionCache.directory(for: libraryURL), limit: cacheLimit)
