@@ -214,11 +214,15 @@ public final class RecordingObserver: PhotoLibraryChangeObserver, @unchecked Sen
         semaphore.signal()
     }
 
-    /// The next notification, or nil after 5 seconds.
+    /// The next notification, waiting for it (nil only when none comes within
+    /// `TestPatience.limit`, in a broken run).
     public func next() -> PhotoLibraryChange? {
-        guard semaphore.wait(timeout: .now() + 5) == .success else { return nil }
+        guard semaphore.wait(timeout: TestPatience.dispatchDeadline) == .success else { return nil }
         return lock.withLock { changes.removeFirst() }
     }
+
+    /// How many notifications arrived and were not taken by ``next()``, without waiting.
+    public var pendingCount: Int { lock.withLock { changes.count } }
 }
 
 /// The path of an executable built beside the test binary (found by walking up from it).
