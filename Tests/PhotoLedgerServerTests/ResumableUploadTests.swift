@@ -16,7 +16,7 @@ func cutUpload(
             "Content-Type: application/octet-stream", "Content-Length: \(length - offset)", "\(SyncRoutes.uploadOffsetField): \(offset)",
             "\(SyncRoutes.uploadLengthField): \(length)",
         ])
-    let answer = try rawExchangeBytes(port: port, head + Array(body), timeout: 30, closeWrite: true)
+    let answer = try rawExchangeBytes(port: port, head + Array(body), closeWrite: true)
     #expect(answer.isEmpty, "the server answered a cut upload: \(String(decoding: answer, as: UTF8.self))")
 }
 
