@@ -146,10 +146,10 @@ struct ResumableUploadTests {
                 fields: [
                     "Content-Length: \(blob.count)", "\(SyncRoutes.uploadOffsetField): 0", "\(SyncRoutes.uploadLengthField): \(blob.count)",
                 ]) + Array(blob[..<500_000]))
-        // Waits (bounded) until the server has taken the bytes sent.
-        var polls = 0
-        while try await client.uploadStatus(hash).offset < 500_000, polls < 6000 {
-            polls += 1
+        // Waits until the server has taken the bytes sent (the bound only ends a broken run).
+        let clock = ContinuousClock()
+        let deadline = clock.now + TestPatience.limit
+        while try await client.uploadStatus(hash).offset < 500_000, clock.now < deadline {
             try await Task.sleep(for: .milliseconds(10))
         }
         #expect(try await client.uploadStatus(hash).offset == 500_000)
