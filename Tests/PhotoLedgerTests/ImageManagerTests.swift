@@ -59,15 +59,10 @@ private func decodes(_ library: PhotoLibrary) -> Int { library.renditions.decode
 
 private func square(_ side: Double) -> CGSize { CGSize(width: side, height: side) }
 
-/// A clock at the wall clock's time (ten seconds ahead), so that garbage collection with no
-/// grace period sees the files just written as old enough.
-private func wallClock() -> TestClock { TestClock(UInt64(Date().timeIntervalSince1970 * 1000) + 10_000) }
-
-/// Collects garbage with no grace period, the library's clock moved first to ten seconds past the
-/// wall clock: every file written so far is older than that, however long the test took to get here.
+/// Collects garbage with no grace period, the library's clock moved past the wall clock first.
 private func collectGarbageNow(_ library: PhotoLibrary, _ clock: TestClock) throws {
-    clock.set(max(clock.read(), UInt64(Date().timeIntervalSince1970 * 1000) + 10_000))
-    try collectGarbageNow(library, clock)
+    clock.passWallClock()
+    try library.collectGarbage(gracePeriod: 0)
 }
 
 /// Collects the results a request's handler receives.
@@ -198,7 +193,7 @@ struct ImageManagerTests {
     @Test("an edit changes the current image, a revert brings back the original's cached one; versions pick either")
     func editAndRevert() async throws {
         let directory = try TemporaryDirectory()
-        let clock = wallClock()
+        let clock = TestClock.wallClock()
         let library = try makeLibrary(directory, clock: clock)
         let asset = try createAsset(library, try solidPhoto(2))
         let manager = library.imageManager
@@ -227,7 +222,7 @@ struct ImageManagerTests {
     @Test("after a revert no edited rendition is delivered, as the image or as a stand-in; a repeated edit finds its renditions again")
     func revertInvalidatesEditedRenditions() async throws {
         let directory = try TemporaryDirectory()
-        let clock = wallClock()
+        let clock = TestClock.wallClock()
         let library = try makeLibrary(directory, clock: clock)
         // The original is one colour; the edit shows the four quarters.
         let asset = try createAsset(library, try solidPhoto(1, width: 1600, height: 1200))
@@ -284,7 +279,7 @@ struct ImageManagerTests {
     @Test("garbage collection after a purge and a compaction removes the purged asset's renditions and keeps the others")
     func garbageCollection() async throws {
         let directory = try TemporaryDirectory()
-        let clock = wallClock()
+        let clock = TestClock.wallClock()
         let library = try makeLibrary(directory, clock: clock)
         let server = ScriptedServer()
         let kept = try createAsset(library, try solidPhoto(3))
@@ -308,7 +303,7 @@ struct ImageManagerTests {
     @Test("a rendition is not collected within the grace period, and a damaged cached file is made again")
     func gracePeriodAndDamage() async throws {
         let directory = try TemporaryDirectory()
-        let clock = wallClock()
+        let clock = TestClock.wallClock()
         let library = try makeLibrary(directory, clock: clock)
         let asset = try createAsset(library, try solidPhoto(6))
         let image = try await library.imageManager.requestImage(for: asset, targetSize: square(256), contentMode: .aspectFit)
