@@ -233,8 +233,8 @@ let package = Package(
         .testTarget(
             name: "PhotoLedgerSyncTests",
             dependencies: [
-                "LedgerCore", "LedgerCrypto", "LedgerStore", "PhotoLedger", "PhotoLedgerSync", "PhotoLedgerServer", "PhotoMedia", "PhotoLedgerTestSupport",
-                "SyncProtocol", "SyncTransport", "MediaSynthesis", "photoledger-server",
+                "LedgerCore", "LedgerCrypto", "LedgerStore", "PhotoLedger", "PhotoLedgerJSON", "PhotoLedgerSync", "PhotoLedgerServer", "PhotoMedia",
+                "PhotoLedgerTestSupport", "SyncProtocol", "SyncTransport", "MediaSynthesis", "photoledger-server",
             ]
         ),
     ],

@@ -290,7 +290,7 @@ struct EncryptionSyncTests {
     @Test("a plain library with changes of its own refuses to sync with an encrypted one, and sends nothing")
     func plainWithChangesRefused() async throws {
         let world = try SyncWorld()
-        let (server, directory) = (world.server, world.directory)
+        let server = world.server
         let anna = try world.device("anna-phone", seed: 1)
         let ben = try world.device("ben-tablet", seed: 2)
         _ = try anna.library.enableEncryption()

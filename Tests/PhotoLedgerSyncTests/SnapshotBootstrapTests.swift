@@ -402,7 +402,7 @@ struct SnapshotBootstrapTests {
     @Test("an encrypted snapshot seals each asset's rows with the asset's key: after a purge, everything left reads nothing of the asset")
     func purgedAssetUnreadableInOldSnapshot() async throws {
         let world = try SyncWorld(onServerClock: true)
-        let (server, directory) = (world.server, world.directory)
+        let server = world.server
         let anna = try world.device("anna-phone", seed: 1, encrypted: true)
         let assets = try await anna.library.performChanges { changes in
             let assets = try (0..<3).map { _ in
