@@ -15,7 +15,9 @@
 # threads as the machine has cores): every test has its own temporary files, ports, databases and
 # buckets, and waits on the event it expects (a completion, a log line, a port announced), with
 # only a generous bound as a safety net, never on the time. The transport's timeout tests compare
-# elapsed time with a timeout: they run alone, after the others, so nothing else delays them.
+# elapsed time with a timeout: they run alone, after the others, so nothing else delays them. So
+# does the connection-hygiene suite: in a parallel run its crashed upload once never made its
+# temporary file within ten minutes (cause not yet found); alone it passes.
 #
 # The server's PostgreSQL and S3 tests get a throwaway PostgreSQL cluster and a local
 # S3-compatible server (Tools/test-services.sh), stopped at the end, also on failure: with
@@ -41,7 +43,7 @@ swift format lint --strict --recursive Sources Tools Tests
 swift build --build-tests -Xswiftc -warnings-as-errors --explicit-target-dependency-import-check error
 full=false
 if [ "${CI:-}" = "true" ] || [ "${PHOTOLEDGER_FULL_TESTS:-}" = "1" ]; then full=true; fi
-alone='CurlTransportTests'
+alone='CurlTransportTests|ConnectionHygieneTests'
 swift test --skip-build --parallel --skip "$alone" "$@"
 swift test --skip-build --no-parallel --filter "$alone" "$@"
 if $full; then
