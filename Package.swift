@@ -129,7 +129,9 @@ let package = Package(
 
         // The web view of a library: pages, JSON, images and live changes over libmicrohttpd, for a
         // browser on this machine (or elsewhere, with a password).
-        .target(name: "PhotoLedgerWeb", dependencies: ["LedgerCore", "PhotoLedger", "PhotoLedgerJSON", "PhotoLedgerSync", "SyncProtocol", "CMicroHTTPD"]),
+        .target(
+            name: "PhotoLedgerWeb",
+            dependencies: ["LedgerCore", "PhotoLedger", "PhotoLedgerJSON", "PhotoLedgerSync", "SyncProtocol", "CMicroHTTPD"]),
 
         .executableTarget(
             name: "photoledger-server",
@@ -246,9 +248,9 @@ let package = Package(
         .testTarget(
             name: "PhotoLedgerSyncTests",
             dependencies: [
-                "LedgerCore", "LedgerCrypto", "LedgerStore", "PhotoLedger", "PhotoLedgerSync", "PhotoLedgerServer", "PhotoMedia",
-                "PhotoLedgerTestSupport",
-                "SyncProtocol", "SyncTransport", "MediaSynthesis", "photoledger-server",
+                "LedgerCore", "LedgerCrypto", "LedgerStore", "PhotoLedger", "PhotoLedgerJSON", "PhotoLedgerSync", "PhotoLedgerServer",
+                "PhotoMedia",
+                "PhotoLedgerTestSupport", "SyncProtocol", "SyncTransport", "MediaSynthesis", "photoledger-server",
             ]
         ),
     ],

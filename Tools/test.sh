@@ -11,8 +11,15 @@
 # The fuzzers (Tools/fuzz.sh): with CI=true, PHOTOLEDGER_FULL_TESTS=1 or PHOTOLEDGER_FUZZ_SECONDS=N
 # every fuzz target is built and run for N seconds (default 15), and a crash fails the run.
 #
-# The transport's timeout tests compare elapsed time with a timeout: they run alone, after the
-# others, so nothing else on a small machine delays them.
+# The tests run in parallel (swift-testing runs several at once in the test process, on as many
+# threads as the machine has cores): every test has its own temporary files, ports, databases and
+# buckets, and waits on the event it expects (a completion, a log line, a port announced), with
+# only a generous bound as a safety net, never on the time. The transport's timeout tests compare
+# elapsed time with a timeout: they run alone, after the others, so nothing else delays them. So
+# does the connection-hygiene suite: in a parallel run its crashed upload once never made its
+# temporary file within ten minutes (cause not yet found); alone it passes. And the server's
+# resumable-upload suite: in parallel runs its takeover test was sometimes answered with a closed
+# connection instead of 409 (cause not yet found).
 #
 # The server's PostgreSQL and S3 tests get a throwaway PostgreSQL cluster and a local
 # S3-compatible server (Tools/test-services.sh), stopped at the end, also on failure: with
@@ -38,8 +45,8 @@ swift format lint --strict --recursive Sources Tools Tests
 swift build --build-tests -Xswiftc -warnings-as-errors --explicit-target-dependency-import-check error
 full=false
 if [ "${CI:-}" = "true" ] || [ "${PHOTOLEDGER_FULL_TESTS:-}" = "1" ]; then full=true; fi
-alone='CurlTransportTests'
-swift test --skip-build --no-parallel --skip "$alone" "$@"
+alone='CurlTransportTests|ConnectionHygieneTests|PhotoLedgerServerTests.ResumableUploadTests'
+swift test --skip-build --parallel --skip "$alone" "$@"
 swift test --skip-build --no-parallel --filter "$alone" "$@"
 if $full; then
     bash Tools/docs.sh

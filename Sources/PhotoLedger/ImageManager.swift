@@ -223,6 +223,7 @@ public struct ImageManager: Sendable {
 
     private func perform(_ id: ImageRequestID, asset: String, scale requested: RenditionScale, options: ImageRequestOptions) {
         let renditions = library.renditions
+        defer { renditions.afterRequest.value?(id) }
         guard renditions.isOpen(id) else { return }
         do {
             let source = try library.renditionSource(for: asset, version: options.version)

@@ -120,6 +120,8 @@ final class Renditions: Sendable {
     /// Wakes live sync engines when a rendition of a synced scale was made and cached, so that
     /// they record it for the other devices (`Replica.renditionsCached()`).
     let syncedRenditionCached = CommitSignal()
+    /// Called when a request's work is over, after its last delivery or none (tests wait for it).
+    let afterRequest = Hook<@Sendable (ImageRequestID) -> Void>()
 
     init(libraryURL: URL, cacheLimit: Int64) {
         cache = RenditionCache(directory: RenditionCache.directory(for: libraryURL), limit: cacheLimit)

@@ -25,7 +25,7 @@ struct BackgroundCheckpointTests {
                 try db.inTransaction {
                     for row in 0..<100 { try db.execute("INSERT INTO t (body) VALUES (?)", [[UInt8](repeating: UInt8(row), count: 3000)]) }
                 }
-                #expect(db.waitForBackgroundCheckpoints(), "commit \(commit): the checkpoint finished")
+                #expect(db.waitForBackgroundCheckpoints(timeout: TestPatience.limit), "commit \(commit): the checkpoint finished")
                 maximumLog = max(maximumLog, fileSize(path + "-wal"))
             }
             checkpoints = db.backgroundCheckpointCount
@@ -55,7 +55,7 @@ struct BackgroundCheckpointTests {
                 for row in 0..<5 { try db.execute("INSERT INTO t (body) VALUES (?)", [[UInt8](repeating: UInt8(row), count: 3000)]) }
             }
         }
-        #expect(db.waitForBackgroundCheckpoints())
+        #expect(db.waitForBackgroundCheckpoints(timeout: TestPatience.limit))
         #expect(db.backgroundCheckpointCount >= 1 && db.backgroundCheckpointCount <= 6, "\(db.backgroundCheckpointCount) checkpoints")
         #expect(try db.firstRow("SELECT count(*) FROM t") { $0.int64(0) } == 3000)
     }

@@ -73,8 +73,9 @@ final class RawConnection {
     }
 
     /// The next response, read whole (by its `Content-Length`); throws when none arrives within
-    /// `timeout`.
-    func response(timeout: Duration = .seconds(60)) throws -> RawResponse {
+    /// `timeout`. The default (four minutes) only ends a broken run, and stays below the longest
+    /// wait of a pull (300 s), so that an answer to a waiting pull is its wake-up, not its end.
+    func response(timeout: Duration = .seconds(240)) throws -> RawResponse {
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)
         while true {
@@ -145,7 +146,7 @@ func healthAnswers(_ fixture: ServerFixture, from source: String) throws -> Bool
 /// Waits until `condition` holds, checking every 10 ms; throws after `timeout` (a bound on a
 /// broken server, far beyond what a working one needs however slow the machine).
 func waitUntil(
-    _ what: String, timeout: Duration = .seconds(60), _ condition: () throws -> Bool
+    _ what: String, timeout: Duration = TestPatience.limit, _ condition: () throws -> Bool
 ) async throws {
     let clock = ContinuousClock()
     let deadline = clock.now.advanced(by: timeout)

@@ -207,7 +207,7 @@ struct CrossServerWakeTests {
         let pushed = try await TestClient(port: servers[0].port, token: tokens["anna-phone"]).pushResponse(events)
         #expect(pushed.results.map(\.status) == [.stored(serverSequence: 1), .stored(serverSequence: 2), .stored(serverSequence: 3)])
 
-        let reply = try waiting.response(timeout: .seconds(120))
+        let reply = try waiting.response()
         #expect(reply.status == 200)
         let page = try PullResponse.decode(reply.body)
         #expect(page.events.map(\.event) == events)

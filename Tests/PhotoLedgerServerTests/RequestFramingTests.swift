@@ -51,7 +51,7 @@ struct RequestFramingTests {
             #expect(reply.error?.code == code, "\(name): \(String(decoding: reply.body, as: UTF8.self))")
             #expect(reply.error?.message.isEmpty == false, "\(name)")
             #expect(reply.header("X-Request-Id") != nil, "\(name)")
-            #expect(connection.isClosedByServer(within: .seconds(30)), "\(name): one answer, then the connection closes")
+            #expect(connection.isClosedByServer(within: TestPatience.limit), "\(name): one answer, then the connection closes")
         }
         #expect(fixture.logger.records.filter { $0.message == "refused by the HTTP layer" }.count == cases.count)
         #expect(try healthAnswers(fixture, from: "127.0.0.1"))
@@ -76,7 +76,7 @@ struct RequestFramingTests {
             #expect(reply.status == 400, "\(framing)")
             #expect(reply.error?.code == "badRequest")
             #expect(reply.header("Connection")?.lowercased() == "close")
-            #expect(connection.isClosedByServer(within: .seconds(30)))
+            #expect(connection.isClosedByServer(within: TestPatience.limit))
         }
         let same = try RawConnection(port: fixture.server.port)
         same.send(
@@ -100,7 +100,7 @@ struct RequestFramingTests {
         #expect(reply.status == 501)
         #expect(reply.error?.code == "unsupportedMediaType")
         #expect(reply.error?.message.contains("gzip, chunked") == true)
-        #expect(connection.isClosedByServer(within: .seconds(30)))
+        #expect(connection.isClosedByServer(within: TestPatience.limit))
 
         var factory = EventFactory()
         _ = try await fixture.client().pushResponse(factory.make(2))

@@ -16,7 +16,7 @@ func cutUpload(
             "Content-Type: application/octet-stream", "Content-Length: \(length - offset)", "\(SyncRoutes.uploadOffsetField): \(offset)",
             "\(SyncRoutes.uploadLengthField): \(length)",
         ])
-    let answer = try rawExchangeBytes(port: port, head + Array(body), timeout: 30, closeWrite: true)
+    let answer = try rawExchangeBytes(port: port, head + Array(body), closeWrite: true)
     #expect(answer.isEmpty, "the server answered a cut upload: \(String(decoding: answer, as: UTF8.self))")
 }
 
@@ -137,7 +137,9 @@ struct ResumableUploadTests {
 
     @Test("a newer request takes an upload over from one still receiving: the older one stops")
     func newerRequestTakesOver() async throws {
-        let fixture = try ServerFixture()
+        // The first request pauses while the second one runs: its body deadline (not this test's
+        // subject) is set beyond any slow machine's pause.
+        let fixture = try ServerFixture { $0.requestBodyTimeout = TestPatience.limit }
         let client = fixture.client()
         let connection = try RawConnection(port: fixture.server.port)
         connection.send(
@@ -146,10 +148,10 @@ struct ResumableUploadTests {
                 fields: [
                     "Content-Length: \(blob.count)", "\(SyncRoutes.uploadOffsetField): 0", "\(SyncRoutes.uploadLengthField): \(blob.count)",
                 ]) + Array(blob[..<500_000]))
-        // Waits (bounded) until the server has taken the bytes sent.
-        var polls = 0
-        while try await client.uploadStatus(hash).offset < 500_000, polls < 6000 {
-            polls += 1
+        // Waits until the server has taken the bytes sent (the bound only ends a broken run).
+        let clock = ContinuousClock()
+        let deadline = clock.now + TestPatience.limit
+        while try await client.uploadStatus(hash).offset < 500_000, clock.now < deadline {
             try await Task.sleep(for: .milliseconds(10))
         }
         #expect(try await client.uploadStatus(hash).offset == 500_000)

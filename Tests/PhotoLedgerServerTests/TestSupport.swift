@@ -67,7 +67,7 @@ struct TestClient: Sendable {
         self.port = port
         self.token = token
         let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = 30
+        configuration.timeoutIntervalForRequest = TimeInterval(TestPatience.limit.components.seconds)
         session = URLSession(configuration: configuration)
     }
 
@@ -179,14 +179,18 @@ final class ServerFixture: @unchecked Sendable {
     deinit { server.stop() }
 }
 
+/// `TestPatience.limit` in whole seconds.
+let rawExchangePatience = Int(TestPatience.limit.components.seconds)
+
 /// Sends raw bytes on a new TCP connection and returns everything read until the server closes
-/// it or `timeout` passes (for malformed and truncated requests URLSession cannot make).
-func rawExchange(port: UInt16, _ request: [UInt8], timeout: Int = 5, closeWrite: Bool = false) throws -> String {
+/// it, the response is whole, or `timeout` seconds pass without a byte (for malformed and
+/// truncated requests URLSession cannot make). The default bound only ends a broken server's run.
+func rawExchange(port: UInt16, _ request: [UInt8], timeout: Int = rawExchangePatience, closeWrite: Bool = false) throws -> String {
     String(decoding: try rawExchangeBytes(port: port, request, timeout: timeout, closeWrite: closeWrite), as: UTF8.self)
 }
 
 /// Like ``rawExchange(port:_:timeout:closeWrite:)``, returning the bytes as received.
-func rawExchangeBytes(port: UInt16, _ request: [UInt8], timeout: Int = 5, closeWrite: Bool = false) throws -> [UInt8] {
+func rawExchangeBytes(port: UInt16, _ request: [UInt8], timeout: Int = rawExchangePatience, closeWrite: Bool = false) throws -> [UInt8] {
     let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard socket >= 0 else { throw ServerStoreError("socket failed") }
     defer { close(socket) }

@@ -29,19 +29,21 @@ func runTool(_ arguments: [String], environment: [String: String] = [:]) throws 
         error: String(decoding: errorData, as: UTF8.self))
 }
 
-/// `photoledger-server serve` running as a child process.
+/// `photoledger-server serve` running as a child process; its standard error is collected as
+/// it comes, so that a test can wait for a line of the log.
 final class ServerProcess {
     let process = Process()
-    let errorPipe = Pipe()
     let port: UInt16
+    private let errors: ProcessOutput
 
     init(database: String, blobs: String, options: [String] = []) throws {
         process.executableURL = try builtExecutable("photoledger-server")
         process.arguments = ["serve", "--db", database, "--blobs", blobs, "--listen", "127.0.0.1:0", "--threads", "2"] + options
-        let output = Pipe()
+        let output = Pipe(), errorPipe = Pipe()
         process.standardOutput = output
         process.standardError = errorPipe
         try process.run()
+        errors = ProcessOutput(errorPipe.fileHandleForReading)
         var line = [UInt8]()
         while !line.contains(UInt8(ascii: "\n")) {
             let data = output.fileHandleForReading.availableData
@@ -56,12 +58,18 @@ final class ServerProcess {
         self.port = port
     }
 
+    /// What the server has logged so far.
+    var log: String { errors.text }
+
+    /// Waits until the server has logged `needle`.
+    func waitForLog(_ needle: String) async throws { try await errors.wait(for: needle) }
+
     /// Sends SIGTERM and returns the exit status and standard error.
     func terminate() -> (status: Int32, log: String) {
         kill(process.processIdentifier, SIGTERM)
-        let log = errorPipe.fileHandleForReading.readDataToEndOfFile()
+        let log = errors.waitForEnd()
         process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: log, as: UTF8.self))
+        return (process.terminationStatus, log)
     }
 
     deinit {
@@ -233,9 +241,14 @@ struct ToolTests {
         let socket = try connectedSocket(port: server.port)
         defer { close(socket) }
         try sendAll(socket, Array(head.utf8) + blob[0..<100_000])
-        try await Task.sleep(for: .milliseconds(300))
+        // The signal comes once the upload is under way (its temporary file made), and the rest of
+        // the body once the server has begun to shut down: events, not times.
+        let temporary = directory.path("blobs") + "/tmp"
+        try await waitUntil("the upload is under way") {
+            ((try? FileManager.default.contentsOfDirectory(atPath: temporary)) ?? []).contains { $0.hasPrefix("upload-") }
+        }
         kill(server.process.processIdentifier, SIGTERM)
-        try await Task.sleep(for: .milliseconds(300))
+        try await server.waitForLog("shutting down")
         try sendAll(socket, Array(blob[100_000...]))
         let response = receiveAll(socket)
         #expect(response.hasPrefix("HTTP/1.1 201"))

@@ -39,11 +39,10 @@ struct EncryptionSyncTests {
 
     @Test("after a two-device sync the server holds no title, file name, media signature or EXIF, and nothing it holds decrypts")
     func serverLearnsNothing() async throws {
-        let server = try TestServer()
-        let clock = TestClock()
-        let directory = try TemporaryDirectory()
-        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
-        let ben = try Device("ben-tablet", server: server, directory: directory, clock: clock, seed: 2)
+        let world = try SyncWorld()
+        let (server, directory) = (world.server, world.directory)
+        let anna = try world.device("anna-phone", seed: 1)
+        let ben = try world.device("ben-tablet", seed: 2)
         _ = try anna.library.enableEncryption()
         let files = try media(in: directory)
         try await anna.library.performChanges { changes in
@@ -144,12 +143,10 @@ struct EncryptionSyncTests {
 
     @Test("a revoked device cannot read what is made after its revocation; the remaining devices read everything")
     func revocation() async throws {
-        let server = try TestServer()
-        let clock = TestClock()
-        let directory = try TemporaryDirectory()
-        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
-        let ben = try Device("ben-tablet", server: server, directory: directory, clock: clock, seed: 2)
-        let cara = try Device("cara-laptop", server: server, directory: directory, clock: clock, seed: 3)
+        let world = try SyncWorld()
+        let anna = try world.device("anna-phone", seed: 1)
+        let ben = try world.device("ben-tablet", seed: 2)
+        let cara = try world.device("cara-laptop", seed: 3)
         _ = try anna.library.enableEncryption()
         _ = try anna.library.createAlbumForTests("Before")
         try await anna.sync()
@@ -182,12 +179,11 @@ struct EncryptionSyncTests {
         "a revoked device cannot read a favorite, a new place or an edit made after its revocation on an asset it held; the other devices read them"
     )
     func revokedDeviceCannotReadLaterChanges() async throws {
-        let server = try TestServer()
-        let clock = TestClock()
-        let directory = try TemporaryDirectory()
-        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
-        let ben = try Device("ben-tablet", server: server, directory: directory, clock: clock, seed: 2)
-        let cara = try Device("cara-laptop", server: server, directory: directory, clock: clock, seed: 3)
+        let world = try SyncWorld()
+        let (server, directory) = (world.server, world.directory)
+        let anna = try world.device("anna-phone", seed: 1)
+        let ben = try world.device("ben-tablet", seed: 2)
+        let cara = try world.device("cara-laptop", seed: 3)
         _ = try anna.library.enableEncryption()
         let files = Array(try media(in: directory).prefix(1))
         let asset = try await anna.library.performChanges { changes in
@@ -262,7 +258,7 @@ struct EncryptionSyncTests {
         }
         #expect(opening.count == 1 + renditionsBefore)
         // A device enrolled after the revocation reads everything, and the chains agree.
-        let dave = try Device("dave-phone", server: server, directory: directory, clock: clock, seed: 4)
+        let dave = try world.device("dave-phone", seed: 4)
         try await dave.sync()
         for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }
         try await dave.sync()
@@ -344,12 +340,10 @@ struct EncryptionSyncTests {
 
     @Test("a readOnly device reads an encrypted library but cannot enrol others: the server's refusal is the error")
     func readOnlyCannotApprove() async throws {
-        let server = try TestServer()
-        let clock = TestClock()
-        let directory = try TemporaryDirectory()
-        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
-        let frame = try Device("frame", server: server, directory: directory, clock: clock, seed: 2, scope: .readOnly)
-        let dave = try Device("dave-phone", server: server, directory: directory, clock: clock, seed: 3)
+        let world = try SyncWorld()
+        let anna = try world.device("anna-phone", seed: 1)
+        let frame = try world.device("frame", seed: 2, scope: .readOnly)
+        let dave = try world.device("dave-phone", seed: 3)
         _ = try anna.library.enableEncryption()
         _ = try anna.library.createAlbumForTests("Visible to the frame")
         try await anna.sync()
@@ -367,11 +361,10 @@ struct EncryptionSyncTests {
 
     @Test("a plain library with changes of its own refuses to sync with an encrypted one, and sends nothing")
     func plainWithChangesRefused() async throws {
-        let server = try TestServer()
-        let clock = TestClock()
-        let directory = try TemporaryDirectory()
-        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
-        let ben = try Device("ben-tablet", server: server, directory: directory, clock: clock, seed: 2)
+        let world = try SyncWorld()
+        let server = world.server
+        let anna = try world.device("anna-phone", seed: 1)
+        let ben = try world.device("ben-tablet", seed: 2)
         _ = try anna.library.enableEncryption()
         _ = try anna.library.createAlbumForTests("Encrypted")
         try await anna.sync()
@@ -387,28 +380,13 @@ struct EncryptionSyncTests {
         "purging an asset destroys its key on every device and on the server: its payloads and bytes stay sealed, verify passes, rebuild gives the same views"
     )
     func cryptoShredding() async throws {
-        let server = try TestServer()
-        let clock = TestClock()
-        let directory = try TemporaryDirectory()
-        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
-        let ben = try Device("ben-tablet", server: server, directory: directory, clock: clock, seed: 2)
-        _ = try anna.library.enableEncryption()
-        let files = Array(try media(in: directory).prefix(2))
-        let assets = try await anna.library.performChanges { changes in
-            // No thumbnails: the counts of blobs and events below are the originals' (RenditionSyncTests
-            // shreds renditions).
-            let options = AssetImportOptions(makesThumbnails: false)
-            let assets = try changes.importAssets(fromFilesAt: files, options: options).compactMap { result -> String? in
-                if case .created(let request) = result { return request.placeholderForCreatedAsset.localIdentifier }
-                return nil
-            }
-            try changes.createAlbum(title: "Kept Album").addAssets(assets)
-            return assets
-        }
-        try await anna.sync()
-        try await ben.sync()
-        for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }
-        try await ben.sync()
+        let world = try SyncWorld()
+        let (server, directory) = (world.server, world.directory)
+        let anna = try world.device("anna-phone", seed: 1, encrypted: true)
+        let ben = try world.device("ben-tablet", seed: 2)
+        // No thumbnails: the counts of blobs and events below are the originals' (RenditionSyncTests
+        // shreds renditions).
+        let assets = try await sharedAlbumOfTwo(anna, ben, from: directory, makesThumbnails: false)
         #expect(try ben.library.fetchAssets().count == 2)
         let doomed = try #require(LocalIdentifier(assets[0])).uuid
         let resource = try #require(try anna.library.resources(for: assets[0]).first)
@@ -466,7 +444,7 @@ struct EncryptionSyncTests {
         #expect(history.prefix(2).allSatisfy { $0.changes.isEmpty })
 
         // A device enrolled afterwards folds the same views.
-        let cara = try Device("cara-laptop", server: server, directory: directory, clock: clock, seed: 3)
+        let cara = try world.device("cara-laptop", seed: 3)
         try await cara.sync()
         for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }
         try await cara.sync()
@@ -477,11 +455,10 @@ struct EncryptionSyncTests {
         "an add-only device adds photos that readers open with their metadata and bytes, holds nothing that opens anything else, and cannot replace an asset's key"
     )
     func addOnlyDeviceWritesWithoutReading() async throws {
-        let server = try TestServer()
-        let clock = TestClock()
-        let directory = try TemporaryDirectory()
-        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
-        let camera = try Device("camera", server: server, directory: directory, clock: clock, seed: 2, scope: .addOnly)
+        let world = try SyncWorld()
+        let (server, directory) = (world.server, world.directory)
+        let anna = try world.device("anna-phone", seed: 1)
+        let camera = try world.device("camera", seed: 2, scope: .addOnly)
         _ = try anna.library.enableEncryption()
         let files = try media(in: directory)
         let annaAssets = try await anna.library.performChanges { changes in
@@ -605,26 +582,11 @@ struct EncryptionSyncTests {
         "purging an asset whose creation was compacted into the archive shreds it there too: views, verify and rebuild agree on every device"
     )
     func purgeAfterCompaction() async throws {
-        let server = try TestServer()
-        let clock = TestClock()
-        let directory = try TemporaryDirectory()
-        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
-        let ben = try Device("ben-tablet", server: server, directory: directory, clock: clock, seed: 2)
-        _ = try anna.library.enableEncryption()
-        let files = Array(try media(in: directory).prefix(2))
-        let assets = try await anna.library.performChanges { changes in
-            let assets = try changes.importAssets(fromFilesAt: files, options: AssetImportOptions(makesThumbnails: true)).compactMap {
-                result -> String? in
-                if case .created(let request) = result { return request.placeholderForCreatedAsset.localIdentifier }
-                return nil
-            }
-            try changes.createAlbum(title: "Kept Album").addAssets(assets)
-            return assets
-        }
-        try await anna.sync()
-        try await ben.sync()
-        for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }
-        try await ben.sync()
+        let world = try SyncWorld()
+        let directory = world.directory
+        let anna = try world.device("anna-phone", seed: 1, encrypted: true)
+        let ben = try world.device("ben-tablet", seed: 2)
+        let assets = try await sharedAlbumOfTwo(anna, ben, from: directory, makesThumbnails: true)
         _ = try anna.library.createAlbumForTests("Later")
         try await anna.sync()
         try await ben.sync()
@@ -687,6 +649,28 @@ struct EncryptionSyncTests {
         #expect(history.contains { $0.type == recorded })
         #expect(history.dropLast().allSatisfy { $0.changes.isEmpty })
         #expect(try anna.library.fetchAssetCollections(with: .album).count == 2)
+    }
+
+    /// Imports two of ``media(in:)`` into Anna's encrypted library, in the album "Kept Album",
+    /// and syncs them to Ben, enrolled by Anna; returns the two assets.
+    func sharedAlbumOfTwo(_ anna: Device, _ ben: Device, from directory: TemporaryDirectory, makesThumbnails: Bool) async throws
+        -> [String]
+    {
+        let files = Array(try media(in: directory).prefix(2))
+        let assets = try await anna.library.performChanges { changes in
+            let options = AssetImportOptions(makesThumbnails: makesThumbnails)
+            let assets = try changes.importAssets(fromFilesAt: files, options: options).compactMap { result -> String? in
+                if case .created(let request) = result { return request.placeholderForCreatedAsset.localIdentifier }
+                return nil
+            }
+            try changes.createAlbum(title: "Kept Album").addAssets(assets)
+            return assets
+        }
+        try await anna.sync()
+        try await ben.sync()
+        for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }
+        try await ben.sync()
+        return assets
     }
 
     /// Every file under `directory`, with its bytes.

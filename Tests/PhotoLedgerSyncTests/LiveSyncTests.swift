@@ -46,7 +46,8 @@ struct LiveSyncTests {
         /// when it ends with one. The deadline is there only so that a broken engine ends the
         /// test instead of hanging it.
         func next(
-            deadline: Duration = .seconds(120), sourceLocation: SourceLocation = #_sourceLocation, where accept: (LiveSyncEvent) -> Bool
+            deadline: Duration = TestPatience.limit, sourceLocation: SourceLocation = #_sourceLocation,
+            where accept: (LiveSyncEvent) -> Bool
         ) async throws -> LiveSyncEvent {
             let start = ContinuousClock.now
             while true {
@@ -141,7 +142,7 @@ struct LiveSyncTests {
                 return changes
             }
             group.addTask {
-                try await Task.sleep(for: .seconds(60))
+                try await Task.sleep(for: TestPatience.limit)
                 throw CancellationError()
             }
             let first = try await group.next() ?? []

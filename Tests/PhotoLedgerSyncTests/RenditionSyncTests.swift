@@ -48,7 +48,6 @@ private let commonSizes: [(CGSize, ImageContentMode)] = [(square(256), .aspectFi
 
 /// A clock at the wall clock's time (ten seconds ahead), so that garbage collection with no
 /// grace period sees the files just written as old enough.
-private func wallClock() -> TestClock { TestClock(UInt64(Date().timeIntervalSince1970 * 1000) + 10_000) }
 
 extension Device {
     init(library: PhotoLibrary, engine: SyncEngine) {
@@ -106,7 +105,7 @@ private func recordedRenditions(_ library: PhotoLibrary, of asset: String) throw
 struct RenditionSyncTests {
     @Test("a new device shows thumbnails at the common sizes without downloading any original; other sizes need the original")
     func newDeviceWithoutOriginals() async throws {
-        let clock = wallClock()
+        let clock = TestClock.wallClock()
         let server = try TestServer(clock: clock)
         let directory = try TemporaryDirectory()
         let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
@@ -155,7 +154,7 @@ struct RenditionSyncTests {
 
     @Test("a live device records and uploads the renditions it caches, as a one-shot sync does; another device shows them")
     func liveDeviceRecordsRenditions() async throws {
-        let clock = wallClock()
+        let clock = TestClock.wallClock()
         let server = try TestServer(clock: clock)
         let directory = try TemporaryDirectory()
         let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
@@ -196,7 +195,7 @@ struct RenditionSyncTests {
 
     @Test("an edit's renditions reach the other device, a revert brings back the original's, and garbage collection drops the edit's")
     func editAndRevert() async throws {
-        let clock = wallClock()
+        let clock = TestClock.wallClock()
         let server = try TestServer(clock: clock)
         let directory = try TemporaryDirectory()
         let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
@@ -228,6 +227,7 @@ struct RenditionSyncTests {
         let reverted = try await ben.library.imageManager.requestImage(for: asset, targetSize: square(256), contentMode: .aspectFill)
         #expect(reverted.data == original.data)
         // The edit's renditions are garbage on both devices; the original's stay.
+        clock.passWallClock()
         for library in [anna.library, ben.library] {
             try library.collectGarbage(gracePeriod: 0)
             #expect(editRenditions.allSatisfy { !library.resources.contains($0) })
@@ -237,7 +237,7 @@ struct RenditionSyncTests {
 
     @Test("in an encrypted library renditions are sealed with the asset's key: the server holds no JPEG, the new device opens them")
     func encrypted() async throws {
-        let clock = wallClock()
+        let clock = TestClock.wallClock()
         let server = try TestServer(clock: clock)
         let directory = try TemporaryDirectory()
         let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)

@@ -268,9 +268,9 @@ struct SnapshotBootstrapTests {
 
     @Test("over HTTP on loopback: upload, newest snapshot, bootstrap, refusals with their reasons")
     func loopback() async throws {
-        let server = try TestServer()
-        let directory = try TemporaryDirectory()
-        let anna = try Device("anna", server: server, directory: directory, clock: server.clock, seed: 1)
+        let world = try SyncWorld(onServerClock: true)
+        let (server, directory) = (world.server, world.directory)
+        let anna = try world.device("anna", seed: 1)
         var random = SeededRandomNumberGenerator(seed: 3)
         for _ in 0..<12 { try RandomChanges.apply(on: anna.library, random: &random) }
         try await anna.sync()
@@ -328,10 +328,9 @@ struct SnapshotBootstrapTests {
 
     @Test("an encrypted library's snapshot is sealed: the server cannot read it; an enrolled device starts from it and verifies it")
     func encryptedSnapshot() async throws {
-        let server = try TestServer()
-        let directory = try TemporaryDirectory()
-        let anna = try Device("anna-phone", server: server, directory: directory, clock: server.clock, seed: 1)
-        _ = try anna.library.enableEncryption()
+        let world = try SyncWorld(onServerClock: true)
+        let (server, directory) = (world.server, world.directory)
+        let anna = try world.device("anna-phone", seed: 1, encrypted: true)
         try await anna.library.performChanges { changes in
             let assets = try (0..<3).map { _ in
                 try changes.createImageRecord(width: 64, height: 48, creationDate: nil).placeholderForCreatedAsset.localIdentifier
@@ -362,10 +361,9 @@ struct SnapshotBootstrapTests {
 
     @Test("a purge retires the server's snapshots before it and deletes their blobs; a new device replays, a later snapshot serves")
     func purgeRetiresSnapshot() async throws {
-        let server = try TestServer()
-        let directory = try TemporaryDirectory()
-        let anna = try Device("anna-phone", server: server, directory: directory, clock: server.clock, seed: 1)
-        _ = try anna.library.enableEncryption()
+        let world = try SyncWorld(onServerClock: true)
+        let (server, directory) = (world.server, world.directory)
+        let anna = try world.device("anna-phone", seed: 1, encrypted: true)
         let assets = try await anna.library.performChanges { changes in
             try (0..<3).map { _ in
                 try changes.createImageRecord(width: 64, height: 48, creationDate: nil).placeholderForCreatedAsset.localIdentifier
@@ -403,10 +401,9 @@ struct SnapshotBootstrapTests {
 
     @Test("an encrypted snapshot seals each asset's rows with the asset's key: after a purge, everything left reads nothing of the asset")
     func purgedAssetUnreadableInOldSnapshot() async throws {
-        let server = try TestServer()
-        let directory = try TemporaryDirectory()
-        let anna = try Device("anna-phone", server: server, directory: directory, clock: server.clock, seed: 1)
-        _ = try anna.library.enableEncryption()
+        let world = try SyncWorld(onServerClock: true)
+        let server = world.server
+        let anna = try world.device("anna-phone", seed: 1, encrypted: true)
         let assets = try await anna.library.performChanges { changes in
             let assets = try (0..<3).map { _ in
                 try changes.createImageRecord(width: 64, height: 48, creationDate: nil).placeholderForCreatedAsset.localIdentifier
@@ -450,9 +447,9 @@ struct SnapshotBootstrapTests {
         "a device started from a snapshot before a purge folds the purge, verifies the snapshot and equals the others",
         arguments: [false, true])
     func startedBeforePurge(encrypted: Bool) async throws {
-        let server = try TestServer()
-        let directory = try TemporaryDirectory()
-        let anna = try Device("anna-phone", server: server, directory: directory, clock: server.clock, seed: 1)
+        let world = try SyncWorld(onServerClock: true)
+        let (server, directory) = (world.server, world.directory)
+        let anna = try world.device("anna-phone", seed: 1)
         if encrypted { _ = try anna.library.enableEncryption() }
         let assets = try await anna.library.performChanges { changes in
             let assets = try (0..<4).map { _ in
@@ -496,9 +493,9 @@ struct SnapshotBootstrapTests {
 
     @Test("sync --watch on a new device goes live from the snapshot at once and verifies the history in the background")
     func liveFromSnapshot() async throws {
-        let server = try TestServer()
-        let directory = try TemporaryDirectory()
-        let anna = try Device("anna-phone", server: server, directory: directory, clock: server.clock, seed: 1)
+        let world = try SyncWorld(onServerClock: true)
+        let (server, directory) = (world.server, world.directory)
+        let anna = try world.device("anna-phone", seed: 1)
         var random = SeededRandomNumberGenerator(seed: 5)
         try await anna.library.performChanges { changes in _ = try changes.createAlbum(title: "Start") }
         for _ in 0..<30 { try RandomChanges.apply(on: anna.library, random: &random) }
@@ -532,7 +529,7 @@ struct SnapshotBootstrapTests {
         #expect(status.isVerified && status.differences.isEmpty, "\(status)")
         // The album came by a live pull, before or after the verification.
         let start = ContinuousClock.now
-        while try ben.fetchAssetCollections(withLocalIdentifiers: [album]).count != 1, ContinuousClock.now - start < .seconds(120) {
+        while try ben.fetchAssetCollections(withLocalIdentifiers: [album]).count != 1, ContinuousClock.now - start < TestPatience.limit {
             try await Task.sleep(for: .milliseconds(10))
         }
         #expect(try Self.state(ben).rows == Self.state(anna.library).rows)

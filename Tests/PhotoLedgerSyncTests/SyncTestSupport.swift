@@ -58,6 +58,29 @@ final class TestServer {
     deinit { server.stop() }
 }
 
+/// The start of most sync tests: an in-process server, a temporary directory for the devices'
+/// libraries, and the clock the devices read.
+struct SyncWorld {
+    let server: TestServer
+    let directory: TemporaryDirectory
+    /// The devices' clock: the server's own, or a clock of the devices' starting at the same time.
+    let clock: TestClock
+
+    init(onServerClock: Bool = false) throws {
+        server = try TestServer()
+        directory = try TemporaryDirectory()
+        clock = onServerClock ? server.clock : TestClock()
+    }
+
+    /// A device of the server's library "family", its library in the directory, encryption
+    /// enabled first when `encrypted`.
+    func device(_ name: DeviceID, seed: UInt64, scope: TokenScope = .readWrite, encrypted: Bool = false) throws -> Device {
+        let device = try Device(name, server: server, directory: directory, clock: clock, seed: seed, scope: scope)
+        if encrypted { _ = try device.library.enableEncryption() }
+        return device
+    }
+}
+
 /// A transport that retries at once (no sleeping), for tests.
 func testTransport(_ base: any HTTPTransport = CurlTransport()) -> any HTTPTransport {
     RetryingTransport(

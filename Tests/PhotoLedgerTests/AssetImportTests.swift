@@ -26,10 +26,6 @@ struct AssetImportTests {
         try FileManager.default.contentsOfDirectory(atPath: library.resources.directory.appendingPathComponent("tmp").path)
     }
 
-    /// A clock a little ahead of the files' modification times, so that a collection with no
-    /// grace period may take what was just written.
-    func wallClock() -> TestClock { TestClock(UInt64(Date().timeIntervalSince1970 * 1000) + 10_000) }
-
     func identifiers(_ results: [AssetImportResult]) -> [String?] {
         results.map { $0.placeholderForCreatedAsset?.localIdentifier }
     }
@@ -111,7 +107,8 @@ struct AssetImportTests {
     @Test("a block that throws on a failed file records nothing; what was stored is an orphan for GC")
     func allOrNothing() throws {
         let directory = try TemporaryDirectory()
-        let library = try makeLibrary(directory, clock: wallClock())
+        let clock = TestClock.wallClock()
+        let library = try makeLibrary(directory, clock: clock)
         let good = try write(SyntheticMedia.sample(.jpeg, width: 20, height: 20, seed: 1), "good.jpg", in: directory)
         let bad = try write(Array("garbage".utf8), "bad.jpg", in: directory)
         struct Incomplete: Error {}
@@ -123,6 +120,7 @@ struct AssetImportTests {
         }
         #expect(try library.allEvents().isEmpty)
         #expect(FileManager.default.fileExists(atPath: good.path), "a failed block removes no moved source")
+        clock.passWallClock()
         #expect(try library.collectGarbage(gracePeriod: 0).count == 1)
         #expect(try storedFiles(library).isEmpty)
     }
@@ -247,7 +245,8 @@ struct AssetImportTests {
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
 
-        let library = try makeLibrary(directory, clock: wallClock(), name: "library.sqlite")
+        let clock = TestClock.wallClock()
+        let library = try makeLibrary(directory, clock: clock, name: "library.sqlite")
         #expect(try library.allEvents().isEmpty, "no change block committed")
         #expect(try storedFiles(library).count == 12, "every file was complete under its name")
         for name in try storedFiles(library) {
@@ -255,6 +254,7 @@ struct AssetImportTests {
             #expect(try Hex.sha256(library.resources.read(hash)) == hash)
         }
         #expect(try temporaryFiles(library).isEmpty)
+        clock.passWallClock()
         #expect(try library.collectGarbage(gracePeriod: 0).count == 12)
         #expect(try storedFiles(library).isEmpty)
     }

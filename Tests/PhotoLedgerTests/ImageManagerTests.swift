@@ -59,25 +59,30 @@ private func decodes(_ library: PhotoLibrary) -> Int { library.renditions.decode
 
 private func square(_ side: Double) -> CGSize { CGSize(width: side, height: side) }
 
-/// A clock at the wall clock's time (ten seconds ahead), so that garbage collection with no
-/// grace period sees the files just written as old enough.
-private func wallClock() -> TestClock { TestClock(UInt64(Date().timeIntervalSince1970 * 1000) + 10_000) }
+/// Collects garbage with no grace period, the library's clock moved past the wall clock first.
+private func collectGarbageNow(_ library: PhotoLibrary, _ clock: TestClock) throws {
+    clock.passWallClock()
+    try library.collectGarbage(gracePeriod: 0)
+}
 
 /// Collects the results a request's handler receives.
 private final class Deliveries: Sendable {
     private let results = Mutex<[Result<ImageResult, PhotoLibraryError>]>([])
-    private let arrived = DispatchSemaphore(value: 0)
+    private let arrived = TestSignal()
 
     func handler(_ result: Result<ImageResult, PhotoLibraryError>) {
         results.withLock { $0.append(result) }
         arrived.signal()
     }
 
-    /// Waits for `count` results (5 s at most each) and returns every result so far.
-    func wait(for count: Int) -> [Result<ImageResult, PhotoLibraryError>] {
-        for _ in 0..<count { _ = arrived.wait(timeout: .now() + 5) }
+    /// Waits for `count` results and returns every result so far.
+    func wait(for count: Int) async -> [Result<ImageResult, PhotoLibraryError>] {
+        for _ in 0..<count { await arrived.wait() }
         return results.withLock { $0 }
     }
+
+    /// Every result so far, without waiting.
+    var received: [Result<ImageResult, PhotoLibraryError>] { results.withLock { $0 } }
 }
 
 @Suite("Image manager: renditions of assets, as PhotoKit's PHImageManager gives them")
@@ -188,7 +193,8 @@ struct ImageManagerTests {
     @Test("an edit changes the current image, a revert brings back the original's cached one; versions pick either")
     func editAndRevert() async throws {
         let directory = try TemporaryDirectory()
-        let library = try makeLibrary(directory, clock: wallClock())
+        let clock = TestClock.wallClock()
+        let library = try makeLibrary(directory, clock: clock)
         let asset = try createAsset(library, try solidPhoto(2))
         let manager = library.imageManager
         let original = try await manager.requestImage(for: asset, targetSize: square(256), contentMode: .aspectFit)
@@ -208,7 +214,7 @@ struct ImageManagerTests {
         #expect(reverted.fileURL == original.fileURL && reverted.data == original.data)
         #expect(decodes(library) == before, "the original's rendition was still cached")
         // The edit's renditions are garbage now: no asset shows those bytes.
-        try library.collectGarbage(gracePeriod: 0)
+        try collectGarbageNow(library, clock)
         #expect(!FileManager.default.fileExists(atPath: edited.fileURL.path))
         #expect(FileManager.default.fileExists(atPath: original.fileURL.path))
     }
@@ -216,7 +222,8 @@ struct ImageManagerTests {
     @Test("after a revert no edited rendition is delivered, as the image or as a stand-in; a repeated edit finds its renditions again")
     func revertInvalidatesEditedRenditions() async throws {
         let directory = try TemporaryDirectory()
-        let library = try makeLibrary(directory, clock: wallClock())
+        let clock = TestClock.wallClock()
+        let library = try makeLibrary(directory, clock: clock)
         // The original is one colour; the edit shows the four quarters.
         let asset = try createAsset(library, try solidPhoto(1, width: 1600, height: 1200))
         let manager = library.imageManager
@@ -236,7 +243,7 @@ struct ImageManagerTests {
         // Opportunistic: the stand-in is the original's cached 256, never the edit's 512.
         let opportunistic = Deliveries()
         manager.requestImage(for: asset, targetSize: square(1024), contentMode: .aspectFit) { opportunistic.handler($0) }
-        let results = try opportunistic.wait(for: 2).map { try $0.get() }
+        let results = try await opportunistic.wait(for: 2).map { try $0.get() }
         #expect(results.map(\.isDegraded) == [true, false])
         #expect(results[0].fileURL == original.fileURL)
         #expect(!edited.contains(results[1].fileURL))
@@ -246,7 +253,8 @@ struct ImageManagerTests {
         manager.requestImage(
             for: asset, targetSize: square(1024), contentMode: .aspectFill, options: ImageRequestOptions(deliveryMode: .fastFormat)
         ) { fast.handler($0) }
-        let answer = try #require(try fast.wait(for: 1).first?.get())
+        let fastResults = await fast.wait(for: 1)
+        let answer = try #require(try fastResults.first?.get())
         #expect(!edited.contains(answer.fileURL))
         #expect(try corner(RGBImage.decode(answer.data), right: false, bottom: false) != "red")
         // Caching ahead after the revert caches the original's rendition.
@@ -262,7 +270,7 @@ struct ImageManagerTests {
         #expect(again.fileURL == edited[1] && decodes(library) == before)
         // Reverted again, the edit's renditions are garbage; the original's stay.
         try library.performChangesAndWait { try $0.assetChangeRequest(for: asset).revertAssetContentToOriginal() }
-        try library.collectGarbage(gracePeriod: 0)
+        try collectGarbageNow(library, clock)
         #expect(edited.allSatisfy { !FileManager.default.fileExists(atPath: $0.path) })
         #expect(
             FileManager.default.fileExists(atPath: original.fileURL.path) && FileManager.default.fileExists(atPath: cached.fileURL.path))
@@ -271,7 +279,8 @@ struct ImageManagerTests {
     @Test("garbage collection after a purge and a compaction removes the purged asset's renditions and keeps the others")
     func garbageCollection() async throws {
         let directory = try TemporaryDirectory()
-        let library = try makeLibrary(directory, clock: wallClock())
+        let clock = TestClock.wallClock()
+        let library = try makeLibrary(directory, clock: clock)
         let server = ScriptedServer()
         let kept = try createAsset(library, try solidPhoto(3))
         let purged = try createAsset(library, try solidPhoto(4))
@@ -285,7 +294,7 @@ struct ImageManagerTests {
         try library.performChangesAndWait { try $0.purgeAssets([purged]) }
         try server.sync(library)
         #expect(try library.compact(upToServerSequence: Int64(server.log.count)).archivedEvents > 0)
-        try library.collectGarbage(gracePeriod: 0)
+        try collectGarbageNow(library, clock)
         #expect(!FileManager.default.fileExists(atPath: files[purged]!.path))
         #expect(FileManager.default.fileExists(atPath: files[kept]!.path))
         #expect(FileManager.default.fileExists(atPath: files[deleted]!.path), "Recently Deleted still shows it")
@@ -294,7 +303,8 @@ struct ImageManagerTests {
     @Test("a rendition is not collected within the grace period, and a damaged cached file is made again")
     func gracePeriodAndDamage() async throws {
         let directory = try TemporaryDirectory()
-        let library = try makeLibrary(directory, clock: wallClock())
+        let clock = TestClock.wallClock()
+        let library = try makeLibrary(directory, clock: clock)
         let asset = try createAsset(library, try solidPhoto(6))
         let image = try await library.imageManager.requestImage(for: asset, targetSize: square(256), contentMode: .aspectFit)
         // A file cut short (as a crash before its bytes reached the disk leaves it) is not served.
@@ -331,31 +341,35 @@ struct ImageManagerTests {
         let directory = try TemporaryDirectory()
         let library = try makeLibrary(directory)
         let asset = try createAsset(library, try solidPhoto(7))
-        let reached = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        // The decode is held back until the request is cancelled; the test waits on the events
+        // themselves (the decode reached, the request's work over), never on the time.
+        let reached = TestSignal(), finished = TestSignal()
+        let release = DispatchSemaphore(value: 0)
         library.renditions.beforeDecode.value = {
             reached.signal()
             release.wait()
         }
+        library.renditions.afterRequest.value = { _ in finished.signal() }
         let deliveries = Deliveries()
         let id = library.imageManager.requestImage(for: asset, targetSize: square(256), contentMode: .aspectFit) { deliveries.handler($0) }
-        #expect(reached.wait(timeout: .now() + 5) == .success)
+        #expect(await reached.wait())
         library.imageManager.cancelImageRequest(id)
         release.signal()
-        let results = deliveries.wait(for: 2)
-        #expect(results.count == 1)
+        // Once the request's work is over (its rendition made and cached), no other answer can come.
+        #expect(await finished.wait())
+        let results = await deliveries.wait(for: 1)
+        #expect(results.count == 1 && deliveries.received.count == 1)
         #expect(throws: PhotoLibraryError.self) { try results[0].get() }
         if case .failure(let error) = results[0] { #expect(error.code == .userCancelled) }
 
-        library.renditions.beforeDecode.value = {
-            reached.signal()
-            release.wait()
-        }
         let task = Task { try await library.imageManager.requestImage(for: asset, targetSize: square(512), contentMode: .aspectFit) }
-        #expect(reached.wait(timeout: .now() + 5) == .success)
+        #expect(await reached.wait())
         task.cancel()
         release.signal()
         await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(await finished.wait())
         library.renditions.beforeDecode.value = nil
+        library.renditions.afterRequest.value = nil
     }
 
     @Test("bytes not on this device: missingResource without sync, networkAccessRequired without permission, fetched with it")
@@ -394,7 +408,7 @@ struct ImageManagerTests {
     }
 
     @Test("opportunistic delivers a cached smaller rendition first, marked degraded; fast format answers from the cache at once")
-    func deliveryModes() throws {
+    func deliveryModes() async throws {
         let directory = try TemporaryDirectory()
         let library = try makeLibrary(directory)
         let file = directory.file("photo.jpg")
@@ -408,7 +422,7 @@ struct ImageManagerTests {
 
         let opportunistic = Deliveries()
         manager.requestImage(for: asset, targetSize: square(1024), contentMode: .aspectFit) { opportunistic.handler($0) }
-        let results = try opportunistic.wait(for: 2).map { try $0.get() }
+        let results = try await opportunistic.wait(for: 2).map { try $0.get() }
         #expect(results.map(\.isDegraded) == [true, false])
         #expect(results.map(\.pixelWidth) == [256, 1024])
         #expect(results[0].requestID == results[1].requestID)
@@ -416,7 +430,7 @@ struct ImageManagerTests {
         let fast = Deliveries()
         let options = ImageRequestOptions(deliveryMode: .fastFormat)
         manager.requestImage(for: asset, targetSize: square(2048), contentMode: .aspectFit, options: options) { fast.handler($0) }
-        let answer = try fast.wait(for: 1).map { try $0.get() }
+        let answer = try await fast.wait(for: 1).map { try $0.get() }
         #expect(answer.count == 1 && answer[0].pixelWidth == 1024 && answer[0].isDegraded)
         #expect(decodes(library) == 1)
 
@@ -426,7 +440,7 @@ struct ImageManagerTests {
         ) {
             quality.handler($0)
         }
-        let filled = try quality.wait(for: 1).map { try $0.get() }
+        let filled = try await quality.wait(for: 1).map { try $0.get() }
         #expect(filled.count == 1 && (filled[0].pixelWidth, filled[0].pixelHeight) == (341, 256) && !filled[0].isDegraded)
         #expect(decodes(library) == 1, "the 256-pixel aspect fill came from the import too")
     }
@@ -464,7 +478,9 @@ struct ImageManagerTests {
                     failures.withLock { $0.append("request \(index): \(error)") }
                 }
             }
-            if done.wait(timeout: .now() + 30) == .timedOut { failures.withLock { $0.append("request \(index) timed out") } }
+            if done.wait(timeout: TestPatience.dispatchDeadline) == .timedOut {
+                failures.withLock { $0.append("request \(index) timed out") }
+            }
         }
         #expect(failures.withLock { $0 } == [])
         // 6 assets × 3 boxes × 2 modes, each rendition made once whatever the number of requests.
@@ -509,7 +525,7 @@ struct ImageManagerTests {
     }
 
     @Test("caching ahead makes every size asked for an asset from one decode, at low priority, with progress")
-    func caching() throws {
+    func caching() async throws {
         let directory = try TemporaryDirectory()
         let library = try makeLibrary(directory)
         let assets = try (0..<4).map { try createAsset(library, try solidPhoto($0 + 20, width: 1400, height: 1000)) }
@@ -531,6 +547,7 @@ struct ImageManagerTests {
         let options = ImageRequestOptions(deliveryMode: .fastFormat)
         let deliveries = Deliveries()
         manager.requestImage(for: assets[0], targetSize: square(1024), contentMode: .aspectFit, options: options) { deliveries.handler($0) }
-        #expect(try deliveries.wait(for: 1).first?.get().pixelWidth == 1024)
+        let delivered = await deliveries.wait(for: 1)
+        #expect(try delivered.first?.get().pixelWidth == 1024)
     }
 }

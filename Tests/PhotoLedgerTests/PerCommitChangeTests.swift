@@ -150,8 +150,6 @@ extension PhotoLibrary {
         }
     }
 
-    /// Waits until every notification handed to the observers' queue has run.
-    fileprivate func flushNotifications() { observers.queue.sync {} }
 }
 
 @Suite("Change details per commit")
@@ -324,7 +322,7 @@ struct PerCommitChangeTests {
         let observer = GatedObserver()
         library.register(observer, coalescing: true)
         try library.performChangesAndWait { try $0.assetChangeRequest(for: assets[0]).setFavorite(true) }
-        #expect(observer.entered.wait(timeout: .now() + 10) == .success)
+        #expect(observer.entered.wait(timeout: TestPatience.dispatchDeadline) == .success)
         let afterFirst = try library.fetchAssets()
         for asset in assets.dropFirst() { try library.performChangesAndWait { try $0.deleteAssets([asset]) } }
         observer.open()

@@ -88,3 +88,8 @@ func expectError<R>(_ code: PhotoLibraryError.Code, sourceLocation: SourceLocati
     let error = #expect(throws: PhotoLibraryError.self, sourceLocation: sourceLocation) { _ = try body() }
     #expect(error?.code == code, sourceLocation: sourceLocation)
 }
+
+extension PhotoLibrary {
+    /// Waits until every notification handed to the observers' queue has run.
+    func flushNotifications() { observers.queue.sync {} }
+}

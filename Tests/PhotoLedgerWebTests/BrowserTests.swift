@@ -211,7 +211,7 @@ struct BrowserTests {
             #expect(order.count == 154)
             try await browser.execute("location.hash = '#/album/\(fixture.album)';")
             try await browser.waitFor(
-                "the whole album, in album order", Self.pageOrderIs, [order.joined(separator: ",")], deadline: .seconds(60))
+                "the whole album, in album order", Self.pageOrderIs, [order.joined(separator: ",")])
             let loading =
                 try await browser.execute(
                     "const images = [...document.querySelectorAll('#assets img')]; return [images.filter(img => img.loading === 'eager').length, images.filter(img => img.loading === 'lazy').length, firstScreen()];"
@@ -241,8 +241,7 @@ struct BrowserTests {
             let video = try fixture.addVideo()
             try await browser.execute("location.hash = '#/asset/\(video)';")
             try await browser.waitFor(
-                "the video's metadata", "const video = document.querySelector('.viewer video'); return !!video && video.readyState >= 1;",
-                deadline: .seconds(60))
+                "the video's metadata", "const video = document.querySelector('.viewer video'); return !!video && video.readyState >= 1;")
             let seekable =
                 try await browser.execute(
                     "const video = document.querySelector('.viewer video'); return video.seekable.length ? [video.seekable.end(0), video.duration] : null;"
@@ -251,8 +250,8 @@ struct BrowserTests {
             try await browser.execute("document.querySelector('.viewer video').currentTime = 1.5;")
             try await browser.waitFor(
                 "the video seeked to 1.5 s",
-                "const video = document.querySelector('.viewer video'); return !video.seeking && Math.abs(video.currentTime - 1.5) < 0.2 && video.readyState >= 2;",
-                deadline: .seconds(60))
+                "const video = document.querySelector('.viewer video'); return !video.seeking && Math.abs(video.currentTime - 1.5) < 0.2 && video.readyState >= 2;"
+            )
             try await browser.screenshot("video")
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 @preconcurrency import Glibc
 import PhotoLedger
+import TestSupportKit
 import Testing
 
 @Suite("Web view: the live stream of changes")
@@ -28,9 +29,10 @@ struct LiveStreamTests {
             _ = Array(text.utf8).withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         }
 
-        /// Reads until `condition` holds for what arrived, or the peer closes; false after 60 s.
+        /// Reads until `condition` holds for what arrived, or the peer closes; false only after
+        /// `TestPatience.limit`, in a broken run.
         func read(until condition: (String) -> Bool) -> Bool {
-            let end = Date().addingTimeInterval(60)
+            let end = TestPatience.dateDeadline
             var buffer = [UInt8](repeating: 0, count: 4096)
             while !condition(received) {
                 var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)

@@ -80,7 +80,7 @@ final class WebFixture: @unchecked Sendable {
         let request = HTTPRequest(
             method: method, url: URL(string: "http://\(host)\(path)")!, headers: fields,
             body: json.map { .bytes(Array($0.utf8)) } ?? .empty,
-            timeout: .seconds(60))
+            timeout: TestPatience.limit)
         return try await transport.send(request)
     }
 

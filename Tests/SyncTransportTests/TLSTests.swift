@@ -52,6 +52,7 @@ struct TLSServer {
     let certificate: URL
     let url: URL
     private let process: Process
+    private let output: ProcessOutput
 
     init(subjectAlternativeName: String) async throws {
         directory = try TemporaryDirectory()
@@ -63,16 +64,31 @@ struct TLSServer {
             "-keyout", key.path, "-out", certificate.path,
         ]
         try await offCooperativePool { try Self.run(arguments) }
-        let port = try closedLoopbackPort()
-        url = URL(string: "https://127.0.0.1:\(port)/")!
         process = Process()
         process.executableURL = URL(fileURLWithPath: Self.openssl)
-        process.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate.path, "-key", key.path, "-www", "-quiet"]
+        // Port 0: s_server binds a free port itself and says which ("ACCEPT 127.0.0.1:PORT") once
+        // it listens, so no other test can take the port between a probe and the bind.
+        process.arguments = ["s_server", "-accept", "127.0.0.1:0", "-cert", certificate.path, "-key", key.path, "-www"]
         process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
+        let output = Pipe()
+        process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
-        try await offCooperativePool { try Self.waitUntilListening(port: port) }
+        let reader = ProcessOutput(output.fileHandleForReading)
+        self.output = reader
+        do {
+            let port = try await reader.value("the port s_server listens on") { text -> UInt16? in
+                guard let marker = text.range(of: "ACCEPT 127.0.0.1:") else { return nil }
+                let rest = text[marker.upperBound...]
+                let digits = rest.prefix { $0.isASCII && $0.isNumber }
+                return digits.count < rest.count ? UInt16(digits) : nil
+            }
+            url = URL(string: "https://127.0.0.1:\(port)/")!
+        } catch {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            throw error
+        }
     }
 
     func stop() {
@@ -91,22 +107,5 @@ struct TLSServer {
         try process.run()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else { throw ServerError("openssl \(arguments[0]) failed") }
-    }
-
-    private static func waitUntilListening(port: UInt16) throws {
-        for _ in 0..<200 {
-            let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = port.bigEndian
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(probe, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-            }
-            close(probe)
-            if connected { return }
-            Thread.sleep(forTimeInterval: 0.025)
-        }
-        throw ServerError("openssl s_server did not start listening on port \(port)")
     }
 }

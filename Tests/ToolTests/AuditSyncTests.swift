@@ -210,7 +210,7 @@ struct SyncWatchTests {
         /// Waits until the output contains `needle`; the deadline only keeps a broken build from
         /// hanging the run.
         func wait(for needle: String, sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
-            let deadline = Date().addingTimeInterval(120)
+            let deadline = Date().addingTimeInterval(600)
             while Date() < deadline {
                 if current.contains(needle) { return true }
                 Thread.sleep(forTimeInterval: 0.01)
@@ -255,7 +255,7 @@ struct SyncWatchTests {
         let album = try ben.cli(["album", "create", "Trip"])
         #expect(album.status == 0)
         #expect(output.wait(for: "inserted by this device"))
-        let deadline = Date().addingTimeInterval(120)
+        let deadline = Date().addingTimeInterval(600)  // only ends a broken run
         while Date() < deadline, (try ben.json(["status"]) as? [String: Any])?["pendingEvents"] as? Int != 0 {
             Thread.sleep(forTimeInterval: 0.01)
         }

@@ -51,12 +51,11 @@ struct ImportOutcomeTests {
         let workspace = try Workspace()
         let fifo = workspace.folder.appendingPathComponent("pipe.jpg").path
         #expect(mkfifo(fifo, 0o600) == 0)
-        let started = Date()
+        // Opening a FIFO nothing writes to would block for ever: that the command ends at all shows it was skipped.
         let result = try workspace.cli(["import", fifo])
         #expect(result.status == 0)
         #expect(result.output.contains("skipped \(fifo): not a regular file (a FIFO)"), "\(result.output)")
         #expect(result.output.contains("1 other path skipped; 0 failed."))
-        #expect(Date().timeIntervalSince(started) < 30)
     }
 
     @Test func damagedFilesFailAndTruncatedOnesSaySo() throws {

@@ -168,16 +168,7 @@ final class S3BlobUpload: BlobUpload {
         throws(BlobUploadFailure)
         -> S3Client.Response
     {
-        let response: S3Client.Response
-        do {
-            response = try client.send(method, key: key, query: query, body: body)
-        } catch {
-            throw .io("\(error)")
-        }
-        guard accepting.contains(response.status) else {
-            throw .io("S3 answered \(method) \(key) with \(response.status) \(response.errorSummary)")
-        }
-        return response
+        try client.send(method, key: key, query: query, body: body, accepting: accepting, failure: BlobUploadFailure.io)
     }
 }
 

@@ -54,6 +54,25 @@ final class S3Client: Sendable {
         return Response(status: exchange.status, headers: exchange.headers, body: exchange.body)
     }
 
+    /// Sends one request and returns the response when its status is in `accepting`; a request
+    /// that cannot be sent, or another status (named with S3's error), is thrown as the error
+    /// `failure` makes of its description.
+    func send<Failure: Error>(
+        _ method: String, key: String, query: [(String, String)] = [], body: [UInt8]? = nil, accepting: Set<Int>,
+        failure: (String) -> Failure
+    ) throws(Failure) -> Response {
+        let response: Response
+        do {
+            response = try send(method, key: key, query: query, body: body)
+        } catch {
+            throw failure("\(error)")
+        }
+        guard accepting.contains(response.status) else {
+            throw failure("S3 answered \(method) \(key) with \(response.status) \(response.errorSummary)")
+        }
+        return response
+    }
+
     /// Starts a GET of `key` on a thread of its own, whose body goes to `sink` while it arrives
     /// when the status is 2xx (`sink` returns false to stop the transfer). Returns once the
     /// response's headers arrived, with the status and headers; for another status, once the

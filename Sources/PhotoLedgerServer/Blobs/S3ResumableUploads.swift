@@ -116,16 +116,7 @@ extension S3BlobStore {
     func s3(_ method: String, _ key: String, _ query: [(String, String)] = [], body: [UInt8]? = nil, accepting: Set<Int> = [200])
         throws(UploadResumeRefusal) -> S3Client.Response
     {
-        let response: S3Client.Response
-        do {
-            response = try client.send(method, key: key, query: query, body: body)
-        } catch {
-            throw .io("\(error)")
-        }
-        guard accepting.contains(response.status) else {
-            throw .io("S3 answered \(method) \(key) with \(response.status) \(response.errorSummary)")
-        }
-        return response
+        try client.send(method, key: key, query: query, body: body, accepting: accepting, failure: UploadResumeRefusal.io)
     }
 
     /// The bytes held of `key`'s upload: the sum of the parts its marker names.

@@ -22,6 +22,22 @@ public final class TestClock: @unchecked Sendable {
     public func set(_ value: UInt64) { lock.withLock { now = value } }
 }
 
+extension TestClock {
+    /// A clock at the wall clock's time, ten seconds ahead: for tests of garbage collection, which
+    /// compares the library's clock with the times files were written.
+    public static func wallClock() -> TestClock { TestClock(wallClockMilliseconds() + 10_000) }
+
+    /// Sets the clock to ten seconds past the wall clock (never back), so that garbage collection
+    /// with no grace period sees every file written so far as old enough, however long the test
+    /// took to get here.
+    public func passWallClock() {
+        let target = Self.wallClockMilliseconds() + 10_000
+        if read() < target { set(target) }
+    }
+
+    private static func wallClockMilliseconds() -> UInt64 { UInt64(Date().timeIntervalSince1970 * 1000) }
+}
+
 /// A tiny real JPEG, different for every seed.
 public func samplePhoto(_ seed: UInt64) -> Data {
     Data(SyntheticMedia.sample(.jpeg, width: 8, height: 8, seed: seed))
@@ -214,11 +230,15 @@ public final class RecordingObserver: PhotoLibraryChangeObserver, @unchecked Sen
         semaphore.signal()
     }
 
-    /// The next notification, or nil after 5 seconds.
+    /// The next notification, waiting for it (nil only when none comes within
+    /// `TestPatience.limit`, in a broken run).
     public func next() -> PhotoLibraryChange? {
-        guard semaphore.wait(timeout: .now() + 5) == .success else { return nil }
+        guard semaphore.wait(timeout: TestPatience.dispatchDeadline) == .success else { return nil }
         return lock.withLock { changes.removeFirst() }
     }
+
+    /// How many notifications arrived and were not taken by ``next()``, without waiting.
+    public var pendingCount: Int { lock.withLock { changes.count } }
 }
 
 /// The path of an executable built beside the test binary (found by walking up from it).

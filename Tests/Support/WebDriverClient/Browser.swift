@@ -1,6 +1,7 @@
 import Foundation
 @preconcurrency import Glibc
 import SyncTransport
+import Synchronization
 
 /// A headless Chromium driven through chromedriver with the W3C WebDriver protocol (JSON over
 /// HTTP on loopback, sent by the project's libcurl transport), for the web view's tests and
@@ -25,29 +26,35 @@ public final class Browser: @unchecked Sendable {
     private let driverURL: String
     private let session: String
     private let profile: URL
-    private let transport = CurlTransport(configuration: CurlTransport.Configuration(requestTimeout: .seconds(120)))
+    private let transport = CurlTransport(configuration: CurlTransport.Configuration(requestTimeout: Browser.patience))
     /// Where screenshots are kept.
     public let artifacts: URL
+    /// How long a step may take before it counts as failed: a bound that only ends a broken run,
+    /// never one a slow or busy machine reaches (ten minutes).
+    public static let patience: Duration = .seconds(600)
 
     /// Starts chromedriver on a free port and a headless Chromium session whose window is
     /// `width` × `height`; screenshots go to `artifacts`.
     public init(artifacts: URL, width: Int = 1200, height: Int = 900) async throws {
         self.artifacts = artifacts
-        let port = try Self.freePort()
         profile = FileManager.default.temporaryDirectory.appendingPathComponent("photoledger-chromium-\(UUID().uuidString)")
         driver = Process()
         driver.executableURL = URL(fileURLWithPath: Self.chromedriver)
-        driver.arguments = ["--port=\(port)", "--allowed-ips=127.0.0.1"]
-        driver.standardOutput = FileHandle.nullDevice
+        // Port 0: chromedriver binds a free port itself and says which, so no other program
+        // (another test, run at the same time) can take the port between a probe and its bind.
+        driver.arguments = ["--port=0", "--allowed-ips=127.0.0.1"]
+        let output = Pipe()
+        driver.standardOutput = output
         driver.standardError = FileHandle.nullDevice
         try driver.run()
-        driverURL = "http://127.0.0.1:\(port)"
-        let transport = self.transport
-        let driverURL = self.driverURL
-        try await Self.waitUntil("chromedriver answers on port \(port)", deadline: .seconds(60)) {
-            let response = try? await transport.send(HTTPRequest(url: URL(string: "\(driverURL)/status")!, timeout: .seconds(5)))
-            return response?.status == 200
+        let port: Int
+        do {
+            port = try await Self.announcedPort(output.fileHandleForReading)
+        } catch {
+            Self.stop(driver)
+            throw error
         }
+        driverURL = "http://127.0.0.1:\(port)"
         let capabilities: [String: Any] = [
             "capabilities": [
                 "alwaysMatch": [
@@ -162,7 +169,7 @@ public final class Browser: @unchecked Sendable {
 
     /// Waits until `script` returns true in the page, failing after `deadline` with `what`, the
     /// script's last value and a screenshot.
-    public func waitFor(_ what: String, _ script: String, _ arguments: [Any] = [], deadline: Duration = .seconds(30)) async throws {
+    public func waitFor(_ what: String, _ script: String, _ arguments: [Any] = [], deadline: Duration = Browser.patience) async throws {
         var last: Any?
         do {
             try await Self.waitUntil(what, deadline: deadline) { [self] in
@@ -188,7 +195,7 @@ public final class Browser: @unchecked Sendable {
         headers.add(name: "Content-Type", value: "application/json")
         let bytes = try body.map { Array(try JSONSerialization.data(withJSONObject: $0)) } ?? []
         let response = try await transport.send(
-            HTTPRequest(method: method, url: URL(string: url)!, headers: headers, body: .bytes(bytes), timeout: .seconds(120)))
+            HTTPRequest(method: method, url: URL(string: url)!, headers: headers, body: .bytes(bytes), timeout: patience))
         let decoded = try? JSONSerialization.jsonObject(with: Data(response.body.bytes), options: [.fragmentsAllowed]) as? [String: Any]
         guard response.isSuccess else {
             let error = decoded?["value"] as? [String: Any]
@@ -211,23 +218,65 @@ public final class Browser: @unchecked Sendable {
         }
     }
 
-    /// A TCP port free on loopback now (bound, read and released).
-    private static func freePort() throws -> Int {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else { throw BrowserError("cannot open a socket to find a free port") }
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0
-            }
+    /// Reads chromedriver's standard output until it says which port it listens on, then goes
+    /// on reading it (on a thread of its own), so that chromedriver never blocks on a full pipe.
+    private static func announcedPort(_ output: FileHandle) async throws -> Int {
+        let announcement = PortAnnouncement()
+        let timer = Task {
+            try? await Task.sleep(for: patience)
+            announcement.finish(.failure(BrowserError("chromedriver did not say within \(patience) which port it listens on")))
         }
-        guard bound else { throw BrowserError("cannot bind a socket to find a free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        defer { timer.cancel() }
+        return try await withCheckedThrowingContinuation { continuation in
+            announcement.start(continuation)
+            let reader = Thread {
+                var text = ""
+                while true {
+                    let data = output.availableData
+                    if data.isEmpty { break }
+                    guard !announcement.isFinished else { continue }
+                    text += String(decoding: data, as: UTF8.self)
+                    if let port = Self.port(announcedIn: text) { announcement.finish(.success(port)) }
+                }
+                announcement.finish(.failure(BrowserError("chromedriver ended without saying which port it listens on: \(text)")))
+            }
+            reader.name = "chromedriver output"
+            reader.start()
+        }
+    }
+
+    /// The port in chromedriver's "ChromeDriver was started successfully on port 45623." line.
+    static func port(announcedIn text: String) -> Int? {
+        guard let marker = text.range(of: "started successfully on port ") else { return nil }
+        let digits = text[marker.upperBound...].prefix { $0.isASCII && $0.isNumber }
+        guard digits.count < text[marker.upperBound...].count, let port = Int(digits), port > 0 else { return nil }
+        return port
+    }
+}
+
+/// The port chromedriver announces, handed to the one task waiting for it.
+private final class PortAnnouncement: Sendable {
+    private let state = Mutex<(continuation: CheckedContinuation<Int, any Error>?, finished: Bool)>((nil, false))
+
+    var isFinished: Bool { state.withLock { $0.finished } }
+
+    func start(_ continuation: CheckedContinuation<Int, any Error>) {
+        let early = state.withLock { state -> Bool in
+            guard !state.finished else { return true }
+            state.continuation = continuation
+            return false
+        }
+        if early { continuation.resume(throwing: BrowserError("chromedriver's output ended before it was read")) }
+    }
+
+    func finish(_ result: Result<Int, any Error>) {
+        let continuation = state.withLock { state -> CheckedContinuation<Int, any Error>? in
+            guard !state.finished else { return nil }
+            state.finished = true
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        continuation?.resume(with: result)
     }
 }
 
