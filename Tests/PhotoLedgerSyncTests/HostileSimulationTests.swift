@@ -17,7 +17,8 @@ import Testing
 struct HostileSimulationTests {
     static let schedules = max(4, SyncSimulationTests.schedules / 5)
 
-    @Test("honest devices converge on views, histories and quarantine whatever hostile devices push", arguments: 0..<schedules)
+    @Test(
+        "honest devices converge on views, histories and quarantine whatever hostile devices push", .serialized, arguments: 0..<schedules)
     func converge(schedule: Int) async throws {
         var random = SeededRandomNumberGenerator(seed: UInt64(91_000 + schedule))
         let clock = TestClock()

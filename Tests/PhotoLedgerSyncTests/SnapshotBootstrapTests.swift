@@ -88,7 +88,8 @@ struct SnapshotBootstrapTests {
         return (rows, history)
     }
 
-    @Test("a device started from a snapshot equals a full replay, before and after verifying it", arguments: 0..<histories)
+    @Test(
+        "a device started from a snapshot equals a full replay, before and after verifying it", .serialized, arguments: 0..<histories)
     func equalsFullReplay(history: Int) async throws {
         let world = try World(seed: UInt64(91_000 + history))
         let writers = try (0..<3).map { try world.device("writer-\($0)", seed: UInt64(history * 10 + $0)) }

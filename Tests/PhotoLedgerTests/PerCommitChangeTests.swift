@@ -157,7 +157,8 @@ struct PerCommitChangeTests {
     static let sequences = TestIntensity.count(local: 12, full: 200, variable: "PHOTOLEDGER_CHANGE_SEQUENCES")
 
     @Test(
-        "a slow observer gets one notification per commit, in order; each applied gives the fetch right after it", arguments: 0..<sequences)
+        "a slow observer gets one notification per commit, in order; each applied gives the fetch right after it", .serialized,
+        arguments: 0..<sequences)
     func slowObserverLocalCommits(seed: Int) throws {
         let directory = try TemporaryDirectory()
         let clock = TestClock()
@@ -190,7 +191,8 @@ struct PerCommitChangeTests {
     }
 
     @Test(
-        "pulled pages: one notification per applied page, interleaved with local commits, each applied in order", arguments: 0..<sequences)
+        "pulled pages: one notification per applied page, interleaved with local commits, each applied in order", .serialized,
+        arguments: 0..<sequences)
     func syncedPages(seed: Int) throws {
         let directory = try TemporaryDirectory()
         let clock = TestClock()
