@@ -103,6 +103,21 @@ public struct BatchInsert: Sendable {
             withUnsafeBytes(of: value.uuid) { bytes.append(contentsOf: $0) }
             next += 1
         }
+
+        /// Binds an event's envelope and payload to the next nine parameters, in the order both
+        /// event logs (a device's and the server's) store them: identifier, device, device
+        /// sequence, HLC, change block, object, type, schema version, payload.
+        public mutating func append(envelopeOf event: Event) {
+            append(uuid: event.id)
+            append(event.device.rawValue)
+            append(event.deviceSequence)
+            append(Int64(bitPattern: event.timestamp.rawValue))
+            append(uuid: event.changeBlock)
+            append(uuid: event.object)
+            append(event.type)
+            append(Int64(event.schemaVersion))
+            append(blob: event.payload)
+        }
     }
 
     /// Inserts rows `0..<count`; `values(row, &values)` appends row `row`'s values, in column

@@ -150,15 +150,7 @@ public struct EventLog {
         let inserted = try Self.batchInsert.run(count: events.count, in: database, stopAtSkippedRow: true) { row, values in
             let event = events[row]
             values.append(localSequence + Int64(row) + 1)
-            values.append(uuid: event.id)
-            values.append(event.device.rawValue)
-            values.append(event.deviceSequence)
-            values.append(Int64(bitPattern: event.timestamp.rawValue))
-            values.append(uuid: event.changeBlock)
-            values.append(uuid: event.object)
-            values.append(event.type)
-            values.append(Int64(event.schemaVersion))
-            values.append(blob: event.payload)
+            values.append(envelopeOf: event)
             values.append(blob: links[row]!.hash)
             values.append(serverSequences?[row])
             if let value = serverChainHashes?[row] { values.append(blob: value) } else { values.appendNull() }

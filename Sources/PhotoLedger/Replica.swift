@@ -247,15 +247,12 @@ package struct Replica: Sendable {
     /// after it: when the events sit right after the pull cursor, they are confirmed from the
     /// head's chain value and the cursor moves past them, so the pull need not bring them back
     /// (``PhotoLibrary/confirmPushed(_:serverSequences:head:)``); otherwise they are acknowledged
-    /// as ``acknowledge(stored:rejected:)`` does. Returns whether the cursor moved.
+    /// as ``acknowledge(stored:rejected:)`` does.
     package func acknowledge(
         pushed batch: [PendingEvent], serverSequences: [Int64], head: (serverSequence: Int64, chainHash: [UInt8])
-    ) throws -> Bool {
-        if try library.confirmPushed(batch.map(\.event), serverSequences: serverSequences, head: head) {
-            return true
-        }
+    ) throws {
+        if try library.confirmPushed(batch.map(\.event), serverSequences: serverSequences, head: head) { return }
         try acknowledge(stored: zip(batch, serverSequences).map { ($0.event.deviceSequence, $1) }, rejected: [])
-        return false
     }
 
     /// With a readOnly token nothing this device makes can reach the server: its outbox is

@@ -240,15 +240,7 @@ public final class SQLiteServerStore: ServerStore {
                 let (event, serverSequence, chainHash, contentHash) = rows[index]
                 values.append(library)
                 values.append(serverSequence)
-                values.append(uuid: event.id)
-                values.append(event.device.rawValue)
-                values.append(event.deviceSequence)
-                values.append(Int64(bitPattern: event.timestamp.rawValue))
-                values.append(uuid: event.changeBlock)
-                values.append(uuid: event.object)
-                values.append(event.type)
-                values.append(Int64(event.schemaVersion))
-                values.append(blob: event.payload)
+                values.append(envelopeOf: event)
                 values.append(blob: chainHash)
                 values.append(receivedAt)
                 if let contentHash { values.append(blob: contentHash) } else { values.appendNull() }

@@ -471,7 +471,7 @@ public final class SyncEngine: Sendable {
                 })
             {
                 // Stored in full: confirmed from the server's head when nothing came between.
-                _ = try replica.acknowledge(
+                try replica.acknowledge(
                     pushed: batch, serverSequences: stored.map(\.serverSequence), head: (head.serverSequence, head.chainHash))
             } else {
                 try replica.acknowledge(stored: stored, rejected: rejected)
@@ -495,8 +495,9 @@ public final class SyncEngine: Sendable {
                 try await uploadBlobs(of: next, &report, progress)
                 encoded = binary && !next.isEmpty ? encodedBatch(next.map(\.event)) : nil
             }
-            answered = try await sent.map { (sending, $0.response) }
-            bytes += try await sent?.bytes ?? 0
+            let result = try await sent
+            answered = result.map { (sending, $0.response) }
+            bytes += result?.bytes ?? 0
             if let expected {
                 // The server lacks earlier events of this device (a restored server): the batch
                 // sent meanwhile stored nothing after the gap. Send again from there.
