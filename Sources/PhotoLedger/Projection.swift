@@ -146,63 +146,56 @@ struct Projection {
             : RebuildProgress(
                 objects: Int(database.firstRow("SELECT coalesce(max(local_seq), 0) FROM events") { $0.int64(0) } ?? 0))
         let path = database.path
-        let chain = start == 0 ? chainHead : nil
-        let folder = FoldingThread { emit in
+        @Sendable func readOnlyConnection() throws -> Database {
             var options = Database.Options()
             options.readOnly = true
             options.cacheSizeKiB = 2 * 1024
-            try Self.fold(
-                try Database(path: path, options: options), after: start, context: context, batchSize: batchSize, chain: chain, emit)
+            return try Database(path: path, options: options)
+        }
+        // The chain is checked on a thread of its own, beside the fold, before anything commits.
+        let verifier = (start == 0 ? chainHead : nil).map { head in
+            BackgroundWork { try EventLog(readOnlyConnection()).verify(after: 0, head: head) }
+        }
+        defer { _ = try? verifier?.wait() }
+        let folder = FoldingThread { emit in
+            try Self.fold(try readOnlyConnection(), after: start, context: context, batchSize: batchSize, emit)
         }
         defer { folder.stop() }
-        var checked = 0
         while let batch = try folder.next() {
             try batch.write(to: database, rebuilding: &progress)
             if batch.foldedCreations { _ = try resolveConflicts(among: batch.createdObjects, context: context, progress: &progress) }
-            checked = batch.checkedEvents
         }
-        return chain == nil ? nil : checked
+        switch try verifier?.wait() {
+        case .intact(let count): return count
+        case .broken(let chainBreak): throw chainBreak
+        case nil: return nil
+        }
     }
 
     /// Reads the log after `start` in `database` and folds it in batches of `batchSize` events,
-    /// handing each batch to `emit` (the last one possibly empty). With `chain`, every event read
-    /// is also linked into a hash chain continuing from that value and compared with its stored
-    /// hash (the first mismatch throws `EventLog.ChainBreak`); the number checked is the last
-    /// batch's `checkedEvents`.
+    /// handing each batch to `emit` (the last one possibly empty).
     private static func fold(
-        _ database: Database, after start: Int64, context: FoldContext, batchSize: Int, chain head: [UInt8]?,
-        _ emit: (ProjectionBatch) throws -> Void
+        _ database: Database, after start: Int64, context: FoldContext, batchSize: Int, _ emit: (ProjectionBatch) throws -> Void
     ) throws {
         // One scan of the log in order: one read of one state of it. This device's events the
         // server rejected are folded out (no other device holds them), but stay in the chain.
+        // (A library with no rejection, the usual one, asks nothing per event.)
+        let rejections = try database.firstRow("SELECT EXISTS (SELECT 1 FROM sync_rejections)") { $0.int64(0) } == 1
         let scan = try database.cachedStatement(
             """
-            SELECT \(EventLog.columns), event_id IN (SELECT event_id FROM sync_rejections) FROM events
+            SELECT \(EventLog.columns), \(rejections ? "event_id IN (SELECT event_id FROM sync_rejections)" : "0") FROM events
             WHERE local_seq > ? ORDER BY local_seq
             """)
         defer { scan.reset() }
         try scan.bind(start, at: 1)
         let (localSequence, eventID, deviceID, hlc, objectID, typeName, schemaVersion, payload, library, keyID, rejected):
             (Int32, Int32, Int32, Int32, Int32, Int32, Int32, Int32, Int32, Int32, Int32) = (0, 1, 2, 4, 6, 7, 8, 9, 13, 14, 16)
-        var chain = HashChain(head: head ?? HashChain.origin)
-        var checked = 0
         // Runs of events share their type and device: each is decoded from the column's bytes
         // only when it differs from the previous event's.
         var type = (bytes: [UInt8](), name: "")
         var device = (bytes: [UInt8](), name: "")
         var batch = ProjectionBatch(expectedEvents: batchSize)
         while try scan.step() {
-            var stored: StoredEvent?
-            if head != nil {
-                let event = try? EventLog.decode(scan)
-                guard let event, chain.link(event.event) == event.hash else {
-                    throw EventLog.ChainBreak(
-                        localSequence: scan.int64(localSequence), eventID: scan.withBlob(eventID) { UUID(bytes: $0) },
-                        verifiedCount: checked)
-                }
-                checked += 1
-                stored = event
-            }
             if scan.int64(rejected) != 0 { continue }
             guard let object = scan.withBlob(objectID, { UUID(bytes: $0) }), let id = scan.withBlob(eventID, { UUID(bytes: $0) }) else {
                 throw DecodingError("a 16-byte identifier in the event at local position \(scan.int64(localSequence))", offset: 0)
@@ -218,7 +211,7 @@ struct Projection {
             let stamp = WriterStamp(hlc: scan.int64(hlc), device: device.name)
             if scan.int64(keyID) != 0 {
                 // A sealed payload is opened with the whole envelope as associated data.
-                let event = try stored?.event ?? EventLog.decode(scan).event
+                let event = try EventLog.decode(scan).event
                 batch.add(context.verdict(on: event, stamp: stamp), event: id, object: object, stamp: stamp)
             } else {
                 let verdict = context.schema.verdict(
@@ -229,13 +222,41 @@ struct Projection {
                 batch.add(verdict, event: id, object: object, stamp: stamp)
             }
             if batch.eventCount >= batchSize {
-                batch.checkedEvents = checked
                 try emit(batch)
                 batch = ProjectionBatch(expectedEvents: batchSize)
             }
         }
-        batch.checkedEvents = checked
         try emit(batch)
+    }
+}
+
+/// One piece of work run on a thread of its own; ``wait()`` returns its result.
+final class BackgroundWork<Value: Sendable>: @unchecked Sendable {
+    // Safe to share: `result` is written by the thread and read by `wait()`, both under `condition`.
+    private let condition = NSCondition()
+    private var result: Result<Value, any Error>?
+
+    /// Starts `work` on a new thread.
+    init(_ work: @escaping @Sendable () throws -> Value) {
+        let thread = Thread { [self] in
+            let outcome = Result(catching: work)
+            condition.withLock {
+                result = outcome
+                condition.broadcast()
+            }
+        }
+        thread.name = "photoledger.background"
+        thread.start()
+    }
+
+    /// Waits until the work is done; returns its value or rethrows its error.
+    func wait() throws -> Value {
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            if let result { return try result.get() }
+            condition.wait()
+        }
     }
 }
 

@@ -187,9 +187,6 @@ struct ProjectionBatch: Sendable {
 
     /// The number of events folded.
     private(set) var eventCount = 0
-    /// During a rebuild that checks the hash chain as it reads: how many events were checked up
-    /// to the end of this batch.
-    var checkedEvents = 0
     /// The assets a folded content edit (or revert) is about.
     private(set) var contentEditedAssets: Set<UUID> = []
 
