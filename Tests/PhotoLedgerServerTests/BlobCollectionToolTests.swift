@@ -246,6 +246,15 @@ struct BlobCollectionToolTests {
         #expect(run.status == 0 && run.output.hasSuffix("Collected 3 blobs (39 bytes); deleted 3 from the blob store.\n"), "\(run.error)")
     }
 
+    @Test("its help says what is checked first and gives the grace period's default once")
+    func help() throws {
+        let run = try runTool(["admin", "collect-blobs", "--help"])
+        #expect(run.status == 0)
+        let words = run.output.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(words.contains("The database (a SQLite file must exist), the library and the blob store are checked first"))
+        #expect(words.contains("less than this many seconds ago (86400: a day). (default: 86400.0)"), "\(words)")
+    }
+
     @Test("a blob whose bytes cannot be deleted is reported, exits 1 and stays queued; the next run deletes it")
     func deletionFailure() throws {
         let scenario = try CollectionScenario(.local)

@@ -316,6 +316,8 @@ extension Admin {
                 way), or while a snapshot the library keeps names it; a blob no declaration names is kept.
                 The others, stored before the grace period, are taken out of their library and deleted
                 from the blob store once no library holds them. Safe to run while the server serves.
+                The database (a SQLite file must exist), the library and the blob store are checked
+                first: with a wrong one, nothing is collected.
                 """)
 
         @OptionGroup var database: ServerDatabase
@@ -327,7 +329,7 @@ extension Admin {
         @Option(help: ArgumentHelp("Only this library (default: every library).", valueName: "name")) var library: String?
         @Option(
             help: ArgumentHelp(
-                "Keep blobs stored, and declarations made, less than this many seconds ago (default: \(Int(BlobCollection.defaultGracePeriod))).",
+                "Keep blobs stored, and declarations made, less than this many seconds ago (86400: a day).",
                 valueName: "seconds"))
         var gracePeriod: Double = BlobCollection.defaultGracePeriod
         @Flag(help: "List what would be collected; delete nothing.") var dryRun = false
