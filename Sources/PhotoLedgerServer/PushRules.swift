@@ -127,19 +127,28 @@ public struct PushRules: Sendable {
             state.lastDeviceSequence = sequence
             return PushResult(id: id, status: try reject(id, sequence, reason, transaction))
         case .accept(let event, let contentHash):
-            if let stored = try duplicate(candidate, transaction) {
-                // Stored before under another sequence: the duplicate it is, or another event
-                // under a taken identifier, whose rejection consumes the sequence.
-                guard case .rejected(let reason) = stored else { return PushResult(id: id, status: stored) }
-                state.lastDeviceSequence = sequence
-                return PushResult(id: id, status: try reject(id, sequence, reason, transaction))
-            }
-            if let reason = try objectRule(event, scope: credential.scope, transaction) {
-                state.lastDeviceSequence = sequence
-                return PushResult(id: id, status: try reject(id, sequence, reason, transaction))
+            // A transaction that checks new events on its write is told which need a new object;
+            // when a check fails there, the push runs again with the lookups below.
+            let checkedOnWrite = transaction.checksNewEventsOnWrite
+            if !checkedOnWrite {
+                if let stored = try duplicate(candidate, transaction) {
+                    // Stored before under another sequence: the duplicate it is, or another event
+                    // under a taken identifier, whose rejection consumes the sequence.
+                    guard case .rejected(let reason) = stored else { return PushResult(id: id, status: stored) }
+                    state.lastDeviceSequence = sequence
+                    return PushResult(id: id, status: try reject(id, sequence, reason, transaction))
+                }
+                if let reason = try objectRule(event, scope: credential.scope, transaction) {
+                    state.lastDeviceSequence = sequence
+                    return PushResult(id: id, status: try reject(id, sequence, reason, transaction))
+                }
             }
             let hash = state.chain.hash(linking: event)
-            guard try transaction.insert(event, serverSequence: state.head.sequence + 1, chainHash: hash, contentHash: contentHash) else {
+            guard
+                try transaction.insert(
+                    event, serverSequence: state.head.sequence + 1, chainHash: hash, contentHash: contentHash,
+                    requiringNewObject: checkedOnWrite && Self.needsObjectRule(event, scope: credential.scope))
+            else {
                 // Stored by another push since the lookup above (not within one transaction).
                 return PushResult(id: id, status: .rejected(reason: "conflicting event identifier"))
             }
@@ -165,7 +174,7 @@ public struct PushRules: Sendable {
 
     /// Why the log refuses `event` for the object it names, or nil: the scope and creation rules.
     private func objectRule(_ event: Event, scope: TokenScope, _ transaction: any PushTransaction) throws -> String? {
-        guard let type = EventType(rawValue: event.type), type.isCreation || scope == .addOnly else { return nil }
+        guard Self.needsObjectRule(event, scope: scope), let type = EventType(rawValue: event.type) else { return nil }
         let presence = try transaction.presence(ofObject: event.object)
         guard case .held(let kind) = presence else { return nil }
         let object = event.object.uuidString
@@ -187,6 +196,13 @@ public struct PushRules: Sendable {
         default:
             return nil
         }
+    }
+
+    /// Whether `event` is valid only for an object the log does not hold yet, or only for an
+    /// object of some kind: a creation, or anything from an addOnly token.
+    private static func needsObjectRule(_ event: Event, scope: TokenScope) -> Bool {
+        guard let type = EventType(rawValue: event.type) else { return false }
+        return type.isCreation || scope == .addOnly
     }
 
     private func reject(_ id: UUID, _ sequence: Int64, _ reason: String, _ transaction: any PushTransaction) throws -> PushResult.Status {

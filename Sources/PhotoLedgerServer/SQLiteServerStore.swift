@@ -141,9 +141,29 @@ public final class SQLiteServerStore: ServerStore {
     ) throws -> T {
         // The writer connection is the only one that writes: holding it is the lock on every head.
         try writer.write { db in
-            try body(try Transaction(db: db, library: library, device: device, at: Int64(milliseconds)))
+            try body(try Transaction(db: db, library: library, device: device, at: Int64(milliseconds), checksNewEventsOnWrite: false))
         }
     }
+
+    /// A push first runs with its new events checked as they are written (the unique index of
+    /// identifiers, the claims on objects): no lookup per event. A push that meets a stored
+    /// identifier or a held object there (a retry, a hostile device, an album created again)
+    /// runs again with every lookup, and is answered as that run decides.
+    public func withPushTransaction<T>(
+        library: Int64, device: DeviceID, at milliseconds: UInt64, readingAheadFor candidates: [PushCandidate],
+        _ body: (any PushTransaction) throws -> T
+    ) throws -> T {
+        do {
+            return try writer.write { db in
+                try body(try Transaction(db: db, library: library, device: device, at: Int64(milliseconds), checksNewEventsOnWrite: true))
+            }
+        } catch is DeferredCheckFailed {
+            return try withPushTransaction(library: library, device: device, at: milliseconds, body)
+        }
+    }
+
+    /// A check a push left to its write failed: the push runs again with every lookup.
+    private struct DeferredCheckFailed: Error {}
 
     /// One push on the writer connection, inside its transaction.
     private final class Transaction: PushTransaction {
@@ -153,9 +173,10 @@ public final class SQLiteServerStore: ServerStore {
         let receivedAt: Int64
         let head: LibraryHead
         let lastDeviceSequence: Int64
+        let checksNewEventsOnWrite: Bool
         /// Events stored by this push, written to the table in groups (one statement per hundred
         /// rows, not one per event): lookups answer from them as if they were written.
-        private var pending: [(event: Event, serverSequence: Int64, chainHash: [UInt8], contentHash: [UInt8]?)] = []
+        private var pending: [PendingEvent] = []
         private var pendingByID: [UUID: Int] = [:]
         /// The kind of the first pending event about each object.
         private var pendingObjects: [UUID: ObjectPresence] = [:]
@@ -163,11 +184,21 @@ public final class SQLiteServerStore: ServerStore {
         /// looking up among its rejections.
         private var hasRejections: Bool
 
-        init(db: Database, library: Int64, device: DeviceID, at receivedAt: Int64) throws {
+        struct PendingEvent {
+            var event: Event
+            var serverSequence: Int64
+            var chainHash: [UInt8]
+            var contentHash: [UInt8]?
+            /// Valid only if no event about its object comes before it (checked on write).
+            var requiringNewObject: Bool
+        }
+
+        init(db: Database, library: Int64, device: DeviceID, at receivedAt: Int64, checksNewEventsOnWrite: Bool) throws {
             self.db = db
             self.library = library
             self.device = device
             self.receivedAt = receivedAt
+            self.checksNewEventsOnWrite = checksNewEventsOnWrite
             let row = try db.firstRow("SELECT last_seq, last_hash FROM libraries WHERE library_id = ?", [library]) {
                 LibraryHead(sequence: $0.int64(0), chainHash: $0.blob(1))
             }
@@ -186,6 +217,9 @@ public final class SQLiteServerStore: ServerStore {
 
         func storedEvent(_ id: UUID) throws -> (serverSequence: Int64, contentHash: [UInt8]?)? {
             if let index = pendingByID[id] { return (pending[index].serverSequence, pending[index].contentHash) }
+            if checksNewEventsOnWrite, let index = pending.firstIndex(where: { $0.event.id == id }) {
+                return (pending[index].serverSequence, pending[index].contentHash)
+            }
             return try lookup("SELECT server_seq, content_hash FROM server_events WHERE library_id = ? AND event_id = ?", id) {
                 ($0.int64(0), $0.isNull(1) ? nil : $0.blob(1))
             }
@@ -197,12 +231,18 @@ public final class SQLiteServerStore: ServerStore {
         }
 
         func presence(ofObject object: UUID) throws -> ObjectPresence {
-            // Without statistics SQLite prefers the primary key (library_id, server_seq) here, which
-            // scans the library's whole log for every creation; the object index finds it at once.
+            // The first event about the object gives its kind.
             let type = try lookup(
-                "SELECT type FROM server_events INDEXED BY server_events_by_object WHERE library_id = ? AND object_id = ? LIMIT 1", object
+                """
+                SELECT e.type FROM server_objects o JOIN server_events e ON e.library_id = o.library_id AND e.server_seq = o.first_seq
+                WHERE o.library_id = ? AND o.object_id = ?
+                """, object
             ) { $0.text(0) }
-            return type.map { .held(EventType(rawValue: $0)?.objectKind) } ?? pendingObjects[object] ?? .absent
+            if let type { return .held(EventType(rawValue: type)?.objectKind) }
+            if checksNewEventsOnWrite, let first = pending.first(where: { $0.event.object == object }) {
+                return .held(EventType(rawValue: first.event.type)?.objectKind)
+            }
+            return pendingObjects[object] ?? .absent
         }
 
         private func lookup<T>(_ sql: String, _ key: UUID, _ read: (Statement) -> T) throws -> T? {
@@ -215,10 +255,23 @@ public final class SQLiteServerStore: ServerStore {
             }
         }
 
-        func insert(_ event: Event, serverSequence: Int64, chainHash: [UInt8], contentHash: [UInt8]?) throws -> Bool {
+        func insert(_ event: Event, serverSequence: Int64, chainHash: [UInt8], contentHash: [UInt8]?, requiringNewObject: Bool) throws
+            -> Bool
+        {
+            if checksNewEventsOnWrite {
+                // An identifier twice in the push fails the write's check, like one stored before.
+                pending.append(
+                    PendingEvent(
+                        event: event, serverSequence: serverSequence, chainHash: chainHash, contentHash: contentHash,
+                        requiringNewObject: requiringNewObject))
+                return true
+            }
             guard pendingByID[event.id] == nil else { return false }
             pendingByID[event.id] = pending.count
-            pending.append((event, serverSequence, chainHash, contentHash))
+            pending.append(
+                PendingEvent(
+                    event: event, serverSequence: serverSequence, chainHash: chainHash, contentHash: contentHash, requiringNewObject: false)
+            )
             if pendingObjects[event.object] == nil {
                 pendingObjects[event.object] = .held(EventType(rawValue: event.type)?.objectKind)
             }
@@ -231,13 +284,38 @@ public final class SQLiteServerStore: ServerStore {
                                        type, schema_version, payload, chain_hash, received_at, content_hash, format, bound, key_id, nonce)
             """, columns: 18, tail: "ON CONFLICT DO NOTHING")
 
-        /// Writes the pending events; an identifier or position the table holds already (which
-        /// the lookups rule out) fails the push rather than dropping the event.
+        /// The objects' claims: the first event about an object claims it.
+        static let claimInsert = BatchInsert(
+            "INSERT INTO server_objects (library_id, object_id, first_seq)", columns: 3, tail: "ON CONFLICT DO NOTHING")
+
+        /// Writes the pending events and their objects' claims. An identifier or position the
+        /// table holds already fails the push rather than dropping the event; when new events are
+        /// checked on write, so does an event requiring a new object whose object was held before
+        /// it (``DeferredCheckFailed``: the push runs again with every lookup).
         private func writePending() throws {
             guard !pending.isEmpty else { return }
-            let library = library, receivedAt = receivedAt, rows = pending
+            let library = library, rows = pending
+            func claim(_ indices: [Int], stopAtSkippedRow: Bool) throws -> Int? {
+                try Self.claimInsert.run(count: indices.count, in: db, stopAtSkippedRow: stopAtSkippedRow) { index, values -> Void in
+                    values.append(library)
+                    values.append(uuid: rows[indices[index]].event.object)
+                    values.append(rows[indices[index]].serverSequence)
+                }
+            }
+            // Events that must be first about their object claim it first, and every claim must
+            // be made; then the others claim what is not claimed yet, in log order.
+            let mustClaim = rows.indices.filter { rows[$0].requiringNewObject }
+            if !mustClaim.isEmpty {
+                guard Self.comeFirstAboutTheirObjects(rows), try claim(mustClaim, stopAtSkippedRow: true) == mustClaim.count else {
+                    throw DeferredCheckFailed()
+                }
+            }
+            _ = try claim(
+                mustClaim.isEmpty ? Array(rows.indices) : rows.indices.filter { !rows[$0].requiringNewObject }, stopAtSkippedRow: false)
+            let receivedAt = receivedAt
             let inserted = try Self.eventInsert.run(count: rows.count, in: db) { index, values -> Void in
-                let (event, serverSequence, chainHash, contentHash) = rows[index]
+                let row = rows[index]
+                let (event, serverSequence, chainHash, contentHash) = (row.event, row.serverSequence, row.chainHash, row.contentHash)
                 values.append(library)
                 values.append(serverSequence)
                 values.append(envelopeOf: event)
@@ -250,6 +328,7 @@ public final class SQLiteServerStore: ServerStore {
                 if let seal = event.seal { values.append(blob: seal.nonce) } else { values.appendNull() }
             }
             guard let inserted, inserted == rows.count else {
+                if checksNewEventsOnWrite { throw DeferredCheckFailed() }
                 throw ServerStoreError(
                     "library \(library): \(rows.count - (inserted ?? 0)) of \(rows.count) events of a push collided with stored ones; nothing was stored"
                 )
@@ -257,6 +336,19 @@ public final class SQLiteServerStore: ServerStore {
             pending.removeAll(keepingCapacity: true)
             pendingByID.removeAll(keepingCapacity: true)
             pendingObjects.removeAll(keepingCapacity: true)
+        }
+
+        /// Whether each event that requires a new object is the first of `rows` about its object.
+        private static func comeFirstAboutTheirObjects(_ rows: [PendingEvent]) -> Bool {
+            func key(_ object: UUID) -> (UInt64, UInt64) {
+                withUnsafeBytes(of: object.uuid) { ($0.load(as: UInt64.self), $0.load(fromByteOffset: 8, as: UInt64.self)) }
+            }
+            // Sorted by object, then log order: an event about the same object as the one before
+            // it comes after it in the push.
+            let order = rows.indices.map { (object: key(rows[$0].event.object), index: $0) }.sorted {
+                $0.object != $1.object ? $0.object < $1.object : $0.index < $1.index
+            }
+            return !zip(order, order.dropFirst()).contains { $0.object == $1.object && rows[$1.index].requiringNewObject }
         }
 
         func recordRejection(ofEvent id: UUID, deviceSequence: Int64, reason: String) throws {
@@ -494,8 +586,9 @@ public final class SQLiteServerStore: ServerStore {
 
     /// The blobs of a library that garbage collection takes out (see
     /// ``ServerStore/collectBlobs(library:storedBefore:dryRun:)``): ?1 the library, ?2 the cutoff.
-    /// The write transaction holds the database: no row lock.
-    static let collectableBlobsSQL = BlobCollection.collectableBlobsSQL(library: "?1", cutoff: "?2")
+    /// The write transaction holds the database: no row lock. The objects' claims say which
+    /// objects the log holds.
+    static let collectableBlobsSQL = BlobCollection.collectableBlobsSQL(library: "?1", cutoff: "?2", heldObjects: "server_objects")
 
     public func collectBlobs(library: String?, storedBefore cutoff: UInt64, dryRun: Bool) throws -> [CollectedBlob] {
         try writer.write { db in

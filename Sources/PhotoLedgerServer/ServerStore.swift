@@ -196,9 +196,21 @@ public protocol PushTransaction {
     func rejectionReason(ofEvent id: UUID) throws -> String?
     /// Whether the log holds events about `object` (including ones inserted in this transaction).
     func presence(ofObject object: UUID) throws -> ObjectPresence
+    /// Whether this transaction checks new events when it writes them, so the rules need not look
+    /// each one up first: an event at the device's next sequence is inserted without asking
+    /// ``storedEvent(_:)`` and ``presence(ofObject:)``, and the write (at ``finish(head:lastDeviceSequence:)``)
+    /// throws when an inserted identifier is stored already, or an event inserted with
+    /// `requiringNewObject` names an object the log held before it. The backend then runs the
+    /// push again on a transaction that answers every lookup (see
+    /// ``ServerStore/withPushTransaction(library:device:at:readingAheadFor:_:)``), so the answers
+    /// never depend on which one ran. False by default.
+    var checksNewEventsOnWrite: Bool { get }
     /// Stores an event at `serverSequence`; returns false, storing nothing, when an event with
-    /// its identifier is stored already.
-    func insert(_ event: Event, serverSequence: Int64, chainHash: [UInt8], contentHash: [UInt8]?) throws -> Bool
+    /// its identifier is stored already. `requiringNewObject` is set only when
+    /// ``checksNewEventsOnWrite``: the event is valid only if no event about its object comes
+    /// before it.
+    func insert(_ event: Event, serverSequence: Int64, chainHash: [UInt8], contentHash: [UInt8]?, requiringNewObject: Bool) throws
+        -> Bool
     /// Records a rejection (kept so a repeated push gets the same answer).
     func recordRejection(ofEvent id: UUID, deviceSequence: Int64, reason: String) throws
     /// Retires every snapshot of the library at a position before `position`, where the push
@@ -219,6 +231,9 @@ public protocol PushTransaction {
 extension PushTransaction {
     /// Reads nothing ahead: every lookup asks the store when the rules make it.
     public func prefetch(for candidates: [PushCandidate]) throws {}
+
+    /// Every lookup is made: nothing is left to the write.
+    public var checksNewEventsOnWrite: Bool { false }
 }
 
 /// The server's persistent state: libraries, devices, tokens, the per-library event log in
@@ -282,7 +297,10 @@ public protocol ServerStore: Sendable {
         -> T
     /// ``withPushTransaction(library:device:at:_:)`` for a push of `candidates`: what the rules
     /// will ask about them may be read as the transaction opens (``PushTransaction/prefetch(for:)``
-    /// by default, once it is open).
+    /// by default, once it is open), or the transaction may check new events when it writes them
+    /// (``PushTransaction/checksNewEventsOnWrite``). When such a check fails, the backend rolls
+    /// the transaction back and runs `body` again, on a transaction that checks each event as
+    /// the rules ask: `body` must act through its transaction only.
     func withPushTransaction<T>(
         library: Int64, device: DeviceID, at milliseconds: UInt64, readingAheadFor candidates: [PushCandidate],
         _ body: (any PushTransaction) throws -> T

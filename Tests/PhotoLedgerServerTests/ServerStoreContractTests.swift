@@ -202,6 +202,64 @@ struct ServerStoreContractTests {
     }
 
     @Test(
+        "a push mixing new events with stored identifiers and held objects gets the answers of one checked event by event",
+        arguments: StoreBackend.all)
+    func checksOnWriteAnswerAsLookups(backend: StoreBackend) throws {
+        let fixture = try ContractFixture(backend)
+        var anna = EventFactory()
+        let asset = anna.make(type: EventType.assetCreated.rawValue)
+        let album = anna.make(type: EventType.albumCreated.rawValue)
+        #expect(try fixture.push([asset, album]) == [.stored(serverSequence: 1), .stored(serverSequence: 2)])
+
+        // Each of these is new to the push; the store may check them only as it writes.
+        let fresh = anna.make(type: EventType.assetCreated.rawValue)
+        var createdAgain = anna.make(type: EventType.assetCreated.rawValue)
+        createdAgain.object = asset.object
+        var sameAlbum = anna.make(type: EventType.albumCreated.rawValue)
+        sameAlbum.object = album.object
+        let laterObject = anna.make(type: EventType.assetChanged.rawValue)
+        var createdAfterChange = anna.make(type: EventType.assetCreated.rawValue)
+        createdAfterChange.object = laterObject.object
+        let created = anna.make(type: EventType.assetCreated.rawValue)
+        var changedAfterCreation = anna.make(type: EventType.assetChanged.rawValue)
+        changedAfterCreation.object = created.object
+        var takenIdentifier = anna.make(type: EventType.assetCreated.rawValue)
+        takenIdentifier.id = fresh.id
+        let last = anna.make(type: EventType.assetCreated.rawValue)
+        let push = [fresh, createdAgain, sameAlbum, laterObject, createdAfterChange, created, changedAfterCreation, takenIdentifier, last]
+        let results = try fixture.push(push)
+        func reason(_ index: Int) -> String {
+            if case .rejected(let reason) = results[index] { return reason }
+            return "not rejected: \(results[index])"
+        }
+        #expect(results[0] == .stored(serverSequence: 3))
+        #expect(reason(1).contains("created once"), "\(reason(1))")
+        #expect(results[2] == .stored(serverSequence: 4), "an album created again is allowed")
+        #expect(results[3] == .stored(serverSequence: 5))
+        #expect(reason(4).contains("created once"), "a creation after a change of the same object: \(reason(4))")
+        #expect(results[5] == .stored(serverSequence: 6) && results[6] == .stored(serverSequence: 7))
+        #expect(reason(7).contains("identifier"), "\(reason(7))")
+        #expect(results[8] == .stored(serverSequence: 8))
+        let stored = try fixture.all()
+        #expect(stored.map(\.event.id) == [asset, album, fresh, sameAlbum, laterObject, created, changedAfterCreation, last].map(\.id))
+        #expect(try fixture.store.verifyChain(libraryID: fixture.credential(0).libraryID) == .intact(count: 8))
+
+        // The same push again: duplicates and the same rejections; then new events go on.
+        #expect(
+            try fixture.push(push)
+                == results.enumerated().map { index, status in
+                    if case .stored(let sequence) = status { return .duplicate(serverSequence: sequence) }
+                    return status
+                })
+        let next = anna.make(2)
+        #expect(try fixture.push(next) == [.stored(serverSequence: 9), .stored(serverSequence: 10)])
+        var again = anna.make(type: EventType.assetCreated.rawValue)
+        again.object = created.object
+        guard case .rejected(let once) = try fixture.push([again])[0] else { Issue.record("a second creation must be rejected"); return }
+        #expect(once.contains("created once"))
+    }
+
+    @Test(
         "a folder is created once, and never takes the identifier of an asset or an album, nor they a folder's", arguments: StoreBackend.all
     )
     func folderCreations(backend: StoreBackend) throws {

@@ -191,7 +191,7 @@ final class PostgresPushTransaction: PushTransaction {
 
     // MARK: Writes, kept until the end
 
-    func insert(_ event: Event, serverSequence: Int64, chainHash: [UInt8], contentHash: [UInt8]?) throws -> Bool {
+    func insert(_ event: Event, serverSequence: Int64, chainHash: [UInt8], contentHash: [UInt8]?, requiringNewObject: Bool) throws -> Bool {
         guard try storedEvent(event.id) == nil else { return false }
         pendingByID[event.id] = pendingEvents.count
         pendingEvents.append(PendingEvent(event: event, serverSequence: serverSequence, chainHash: chainHash, contentHash: contentHash))

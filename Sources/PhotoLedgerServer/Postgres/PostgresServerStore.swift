@@ -556,7 +556,9 @@ public final class PostgresServerStore: ServerStore {
     /// ``ServerStore/collectBlobs(library:storedBefore:dryRun:)``): $1 the library, $2 the cutoff.
     /// Their rows stay locked until the collection commits: a collection running at the same time
     /// waits for them, then finds them gone.
-    static let collectableBlobsSQL = BlobCollection.collectableBlobsSQL(library: "$1", cutoff: "$2", locking: "FOR UPDATE OF b")
+    /// The log's events (by `server_events_by_object`) say which objects it holds.
+    static let collectableBlobsSQL = BlobCollection.collectableBlobsSQL(
+        library: "$1", cutoff: "$2", heldObjects: "server_events", locking: "FOR UPDATE OF b")
 
     public func collectBlobs(library: String?, storedBefore cutoff: UInt64, dryRun: Bool) throws -> [CollectedBlob] {
         try inTransaction { connection in
