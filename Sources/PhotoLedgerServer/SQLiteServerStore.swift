@@ -586,21 +586,9 @@ public final class SQLiteServerStore: ServerStore {
 
     /// The blobs of a library that garbage collection takes out (see
     /// ``ServerStore/collectBlobs(library:storedBefore:dryRun:)``): ?1 the library, ?2 the cutoff.
-    static let collectableBlobsSQL = """
-        SELECT b.sha256, b.size FROM blobs b
-        WHERE b.library_id = ?1 AND b.stored_at < ?2
-          AND EXISTS (SELECT 1 FROM blob_references r WHERE r.library_id = b.library_id AND r.sha256 = b.sha256)
-          AND NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.library_id = b.library_id AND s.sha256 = b.sha256)
-          AND NOT EXISTS (
-              SELECT 1 FROM blob_references r
-              WHERE r.library_id = b.library_id AND r.sha256 = b.sha256
-                AND NOT EXISTS (
-                    SELECT 1 FROM server_events e
-                    WHERE e.library_id = r.library_id AND e.object_id = r.object_id AND e.type = 'asset.purged')
-                AND (r.recorded_at >= ?2 OR EXISTS (
-                    SELECT 1 FROM server_objects o WHERE o.library_id = r.library_id AND o.object_id = r.object_id)))
-        ORDER BY b.sha256
-        """
+    /// The write transaction holds the database: no row lock. The objects' claims say which
+    /// objects the log holds.
+    static let collectableBlobsSQL = BlobCollection.collectableBlobsSQL(library: "?1", cutoff: "?2", heldObjects: "server_objects")
 
     public func collectBlobs(library: String?, storedBefore cutoff: UInt64, dryRun: Bool) throws -> [CollectedBlob] {
         try writer.write { db in

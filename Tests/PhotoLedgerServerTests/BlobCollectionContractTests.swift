@@ -4,160 +4,174 @@ import PhotoLedgerServer
 import SyncProtocol
 import Testing
 
+/// A store with the family library (``ContractFixture``), and the steps of a blob collection
+/// test: blobs the library holds, declared references, pushed creations and purges.
+struct CollectionFixture {
+    let contract: ContractFixture
+    /// The family library's identifier.
+    let library: Int64
+    /// The family library's writing device.
+    var anna = EventFactory()
+    var store: any ServerStore { contract.store }
+
+    init(_ backend: StoreBackend) throws {
+        contract = try ContractFixture(backend)
+        library = try contract.credential(0).libraryID
+    }
+
+    /// A blob's hash from a label.
+    static func blob(_ label: String) -> [UInt8] { SHA256.hash(Array(label.utf8)) }
+
+    /// Records that the library (the family library by default) holds each blob, of `size`
+    /// bytes, stored at `milliseconds`.
+    func hold(_ hashes: [[UInt8]], size: Int64, at milliseconds: UInt64 = 20, library: Int64? = nil) throws {
+        for hash in hashes {
+            #expect(
+                try store.recordBlob(libraryID: library ?? self.library, hash: hash, size: size, at: milliseconds, ifStored: { true })
+                    == true)
+        }
+    }
+
+    /// Declares, at `milliseconds`, that the events about each object refer to the blobs (in the
+    /// family library by default).
+    func declare(_ references: [(object: UUID, hash: [UInt8])], at milliseconds: UInt64 = 20, library: Int64? = nil) throws {
+        try store.recordBlobReferences(
+            libraryID: library ?? self.library, references.map { BlobReference(object: $0.object, hash: $0.hash) }, at: milliseconds)
+    }
+
+    /// An asset's creation, not pushed yet.
+    mutating func creation() -> Event { anna.make(type: "asset.created") }
+
+    /// Pushes the purge of `object`.
+    mutating func purge(_ object: UUID) throws -> [PushResult.Status] {
+        var purge = anna.make(type: "asset.purged")
+        purge.object = object
+        return try contract.push([purge])
+    }
+
+    /// Collects the family library's blobs stored before `cutoff`.
+    func collect(before cutoff: UInt64, dryRun: Bool = false) throws -> [[UInt8]] {
+        try store.collectBlobs(library: "family", storedBefore: cutoff, dryRun: dryRun).map(\.hash)
+    }
+
+    /// The size of the blob the family library holds, or nil.
+    func size(_ hash: [UInt8]) throws -> Int64? { try store.blobSize(libraryID: library, hash: hash) }
+}
+
 /// Blob garbage collection (``ServerStore/collectBlobs(library:storedBefore:dryRun:)``) on every
 /// store backend, and its sweep of a blob directory.
 @Suite("Server store contract: blob garbage collection")
 struct BlobCollectionContractTests {
-    /// A blob's hash from a label.
-    static func blob(_ label: String) -> [UInt8] { SHA256.hash(Array(label.utf8)) }
-
-    /// Whether the blob store holds the blob's bytes.
-    static func holds(_ blobs: BlobDirectory, _ name: String) throws -> Bool {
-        guard let content = try blobs.content(of: name, from: 0) else { return false }
-        if case .file(let descriptor, _, _) = content { close(descriptor) }
-        return true
-    }
-
-    /// The family library's identifier.
-    static func family(_ fixture: ContractFixture) throws -> Int64 { try fixture.credential(0).libraryID }
-
-    /// Collects the family library's blobs stored before `cutoff`.
-    static func collect(_ fixture: ContractFixture, before cutoff: UInt64, dryRun: Bool = false) throws -> [[UInt8]] {
-        try fixture.store.collectBlobs(library: "family", storedBefore: cutoff, dryRun: dryRun).map(\.hash)
-    }
+    static func blob(_ label: String) -> [UInt8] { CollectionFixture.blob(label) }
 
     @Test(
         "a purged asset's blobs are collected after the grace period; a live asset's, one both share, a snapshot's and an undeclared one stay",
         arguments: StoreBackend.all)
     func purgedAssetsBlobs(backend: StoreBackend) throws {
-        let fixture = try ContractFixture(backend)
-        let library = try Self.family(fixture)
-        var anna = EventFactory()
-        let kept = anna.make(type: "asset.created")
-        let purged = anna.make(type: "asset.created")
-        _ = try fixture.push([kept, purged])
+        var fixture = try CollectionFixture(backend)
+        let (kept, purged) = (fixture.creation(), fixture.creation())
+        _ = try fixture.contract.push([kept, purged])
         let (mine, theirs, shared, undeclared, snapshot) = (
             Self.blob("kept"), Self.blob("purged"), Self.blob("shared"), Self.blob("undeclared"), Self.blob("snapshot")
         )
-        for hash in [mine, theirs, shared, undeclared, snapshot] {
-            #expect(try fixture.store.recordBlob(libraryID: library, hash: hash, size: 10, at: 20, ifStored: { true }) == true)
-        }
-        try fixture.store.recordBlobReferences(
-            libraryID: library,
-            [
-                BlobReference(object: kept.object, hash: mine), BlobReference(object: purged.object, hash: theirs),
-                BlobReference(object: kept.object, hash: shared), BlobReference(object: purged.object, hash: shared),
-                BlobReference(object: purged.object, hash: snapshot),
-            ], at: 20)
-        #expect(try Self.collect(fixture, before: 1000) == [], "nothing is purged yet")
+        try fixture.hold([mine, theirs, shared, undeclared, snapshot], size: 10)
+        try fixture.declare([
+            (kept.object, mine), (purged.object, theirs), (kept.object, shared), (purged.object, shared), (purged.object, snapshot),
+        ])
+        #expect(try fixture.collect(before: 1000) == [], "nothing is purged yet")
 
-        var purge = anna.make(type: "asset.purged")
-        purge.object = purged.object
-        #expect(try fixture.push([purge]) == [.stored(serverSequence: 3)])
+        #expect(try fixture.purge(purged.object) == [.stored(serverSequence: 3)])
         // A snapshot after the purge, whose blob only the purged asset's declaration names: kept
         // because the snapshot is.
-        let events = try fixture.all()
+        let events = try fixture.contract.all()
         _ = try fixture.store.offerSnapshot(
-            SnapshotOffer(position: 3, chainHash: events[2].chainHash, hash: snapshot), for: try fixture.credential(0), at: 25)
-        #expect(try Self.collect(fixture, before: 20) == [], "stored within the grace period")
-        #expect(try Self.collect(fixture, before: 1000, dryRun: true) == [theirs])
-        #expect(try fixture.store.blobSize(libraryID: library, hash: theirs) == 10, "a dry run changes nothing")
-        #expect(try Self.collect(fixture, before: 1000) == [theirs])
-        #expect(try fixture.store.blobSize(libraryID: library, hash: theirs) == nil)
-        for hash in [mine, shared, undeclared, snapshot] { #expect(try fixture.store.blobSize(libraryID: library, hash: hash) == 10) }
+            SnapshotOffer(position: 3, chainHash: events[2].chainHash, hash: snapshot), for: try fixture.contract.credential(0), at: 25)
+        #expect(try fixture.collect(before: 20) == [], "stored within the grace period")
+        #expect(try fixture.collect(before: 1000, dryRun: true) == [theirs])
+        #expect(try fixture.size(theirs) == 10, "a dry run changes nothing")
+        #expect(try fixture.collect(before: 1000) == [theirs])
+        #expect(try fixture.size(theirs) == nil)
+        for hash in [mine, shared, undeclared, snapshot] { #expect(try fixture.size(hash) == 10) }
         #expect(try fixture.store.retiredBlobs(limit: 10).contains(theirs))
-        #expect(try Self.collect(fixture, before: 1000) == [], "collected once")
+        #expect(try fixture.collect(before: 1000) == [], "collected once")
     }
 
     @Test(
         "an upload whose events are not pushed stays through the grace period and goes after it; declared again or pushed, it stays",
         arguments: StoreBackend.all)
     func uploadInFlight(backend: StoreBackend) throws {
-        let fixture = try ContractFixture(backend)
-        let library = try Self.family(fixture)
-        var anna = EventFactory()
-        let pending = anna.make(type: "asset.created")
+        var fixture = try CollectionFixture(backend)
+        let pending = fixture.creation()
         let abandoned = UUID(uuidString: "0193A5B2-7C00-7000-8000-00000000DEAD")!
         let (waiting, lost) = (Self.blob("waiting"), Self.blob("lost"))
-        for hash in [waiting, lost] {
-            #expect(try fixture.store.recordBlob(libraryID: library, hash: hash, size: 5, at: 20, ifStored: { true }) == true)
-        }
-        try fixture.store.recordBlobReferences(
-            libraryID: library, [BlobReference(object: pending.object, hash: waiting), BlobReference(object: abandoned, hash: lost)],
-            at: 20)
-        #expect(try Self.collect(fixture, before: 20, dryRun: true) == [], "declared and stored within the grace period")
-        #expect(Set(try Self.collect(fixture, before: 21, dryRun: true)) == [waiting, lost], "no event came within it")
+        try fixture.hold([waiting, lost], size: 5)
+        try fixture.declare([(pending.object, waiting), (abandoned, lost)])
+        #expect(try fixture.collect(before: 20, dryRun: true) == [], "declared and stored within the grace period")
+        #expect(Set(try fixture.collect(before: 21, dryRun: true)) == [waiting, lost], "no event came within it")
         // Declared again (the device retries its sync): a new grace period.
-        try fixture.store.recordBlobReferences(libraryID: library, [BlobReference(object: pending.object, hash: waiting)], at: 50)
-        #expect(try Self.collect(fixture, before: 40) == [lost])
+        try fixture.declare([(pending.object, waiting)], at: 50)
+        #expect(try fixture.collect(before: 40) == [lost])
         // Its events pushed, the blob stays whatever the time.
-        _ = try fixture.push([pending])
-        #expect(try Self.collect(fixture, before: 10_000) == [])
-        #expect(try fixture.store.blobSize(libraryID: library, hash: waiting) == 5)
+        _ = try fixture.contract.push([pending])
+        #expect(try fixture.collect(before: 10_000) == [])
+        #expect(try fixture.size(waiting) == 5)
+    }
+
+    @Test(
+        "a declaration that names a reference twice records it once; declared again with an earlier time, it keeps the later one",
+        arguments: StoreBackend.all)
+    func repeatedDeclarations(backend: StoreBackend) throws {
+        let fixture = try CollectionFixture(backend)
+        let object = UUID(uuidString: "0193A5B2-7C00-7000-8000-00000000D00D")!
+        let hash = Self.blob("twice")
+        try fixture.hold([hash], size: 7)
+        try fixture.declare([(object, hash), (object, hash)], at: 50)
+        try fixture.declare([(object, hash)], at: 30)
+        #expect(try fixture.collect(before: 50, dryRun: true) == [], "declared at 50: within the grace period")
+        #expect(try fixture.collect(before: 51) == [hash])
     }
 
     @Test("a blob collected from one library stays in the blob store while another library holds it", arguments: StoreBackend.all)
     func sharedAcrossLibraries(backend: StoreBackend) throws {
-        let fixture = try ContractFixture(backend)
-        let library = try Self.family(fixture)
-        let work = library + 1
+        let fixture = try CollectionFixture(backend)
+        let work = fixture.library + 1
         let hash = Self.blob("both")
         let abandoned = UUID(uuidString: "0193A5B2-7C00-7000-8000-00000000BEEF")!
-        #expect(try fixture.store.recordBlob(libraryID: library, hash: hash, size: 3, at: 20, ifStored: { true }) == true)
-        #expect(try fixture.store.recordBlob(libraryID: work, hash: hash, size: 3, at: 20, ifStored: { true }) == true)
-        try fixture.store.recordBlobReferences(libraryID: library, [BlobReference(object: abandoned, hash: hash)], at: 20)
+        try fixture.hold([hash], size: 3)
+        try fixture.hold([hash], size: 3, library: work)
+        try fixture.declare([(abandoned, hash)])
         let collected = try fixture.store.collectBlobs(library: nil, storedBefore: 100, dryRun: false)
         #expect(collected == [CollectedBlob(library: "family", hash: hash, size: 3)])
         #expect(try fixture.store.retiredBlobs(limit: 10).isEmpty, "the work library still holds it")
         #expect(try fixture.store.blobSize(libraryID: work, hash: hash) == 3)
-        #expect(throws: ServerStoreError.self) { try fixture.store.collectBlobs(library: "nowhere", storedBefore: 100, dryRun: true) }
+        let unknown = #expect(throws: ServerStoreError.self) {
+            try fixture.store.collectBlobs(library: "nowhere", storedBefore: 100, dryRun: true)
+        }
+        #expect(unknown?.message.contains("no library named 'nowhere'") == true)
     }
 
     @Test("the collection deletes the collected blobs' bytes from the blob directory, and only theirs", arguments: StoreBackend.all)
     func sweepsTheBlobDirectory(backend: StoreBackend) throws {
-        let fixture = try ContractFixture(backend)
-        let library = try Self.family(fixture)
+        var fixture = try CollectionFixture(backend)
         let directory = try TemporaryDirectory()
         let blobs = try BlobDirectory(root: directory.file("blobs").path)
-        var anna = EventFactory()
-        let asset = anna.make(type: "asset.created")
-        _ = try fixture.push([asset])
-        var names: [String] = []
-        for label in ["photo", "other"] {
-            let bytes = Array(label.utf8)
-            let name = Hex.encode(SHA256.hash(bytes))
-            let upload = try blobs.beginUpload(of: name, limit: 1 << 20)
-            let failure = bytes.withUnsafeBytes { buffer -> BlobUploadFailure? in
-                do throws(BlobUploadFailure) { try upload.append(buffer) } catch { return error }
-                return nil
-            }
-            #expect(failure == nil)
-            #expect(try upload.commit(as: name))
-            names.append(name)
-            #expect(
-                try fixture.store.recordBlob(
-                    libraryID: library, hash: SHA256.hash(bytes), size: Int64(bytes.count), at: 20, ifStored: { true }) == true)
+        let asset = fixture.creation()
+        _ = try fixture.contract.push([asset])
+        let (photo, other) = (Array("photo".utf8), Array("other".utf8))
+        for bytes in [photo, other] {
+            #expect(try upload(bytes, as: Hex.encode(SHA256.hash(bytes)), to: blobs))
         }
-        try fixture.store.recordBlobReferences(
-            libraryID: library,
-            [
-                BlobReference(object: asset.object, hash: SHA256.hash(Array("photo".utf8))),
-                BlobReference(object: asset.object, hash: SHA256.hash(Array("other".utf8))),
-            ],
-            at: 20)
-        var purge = anna.make(type: "asset.purged")
-        purge.object = asset.object
-        _ = try fixture.push([purge])
+        try fixture.hold([SHA256.hash(photo), SHA256.hash(other)], size: 5)
+        try fixture.declare([(asset.object, SHA256.hash(photo)), (asset.object, SHA256.hash(other))])
+        _ = try fixture.purge(asset.object)
         // "other" is also an asset of the work library: its bytes stay.
-        #expect(
-            try fixture.store.recordBlob(
-                libraryID: library + 1, hash: SHA256.hash(Array("other".utf8)), size: 5, at: 20, ifStored: { true }) == true)
+        try fixture.hold([SHA256.hash(other)], size: 5, library: fixture.library + 1)
         let report = try BlobCollection.collect(
             store: fixture.store, blobs: blobs, library: nil, gracePeriod: 1, now: 5_000, dryRun: false)
         #expect(report.collected.count == 2 && report.collectedBytes == 10)
         #expect(report.deleted == 1 && report.failures.isEmpty)
-        #expect(try !Self.holds(blobs, names[0]))
-        #expect(try Self.holds(blobs, names[1]))
+        #expect(try !blobs.holds(Hex.encode(SHA256.hash(photo))))
+        #expect(try blobs.holds(Hex.encode(SHA256.hash(other))))
     }
 }
 

@@ -36,9 +36,11 @@ final class ServerProcess {
     let port: UInt16
     private let errors: ProcessOutput
 
-    init(database: String, blobs: String, options: [String] = []) throws {
+    /// Starts the server; `environment` is added to this process's own (for the S3 settings).
+    init(database: String, blobs: String, options: [String] = [], environment: [String: String] = [:]) throws {
         process.executableURL = try builtExecutable("photoledger-server")
         process.arguments = ["serve", "--db", database, "--blobs", blobs, "--listen", "127.0.0.1:0", "--threads", "2"] + options
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, given in given } }
         let output = Pipe(), errorPipe = Pipe()
         process.standardOutput = output
         process.standardError = errorPipe

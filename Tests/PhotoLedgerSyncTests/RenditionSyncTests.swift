@@ -46,9 +46,6 @@ private func square(_ side: Double) -> CGSize { CGSize(width: side, height: side
 /// The synced scales as requests ask for them.
 private let commonSizes: [(CGSize, ImageContentMode)] = [(square(256), .aspectFit), (square(256), .aspectFill), (square(1024), .aspectFit)]
 
-/// A clock at the wall clock's time (ten seconds ahead), so that garbage collection with no
-/// grace period sees the files just written as old enough.
-
 extension Device {
     init(library: PhotoLibrary, engine: SyncEngine) {
         self.library = library
@@ -56,19 +53,43 @@ extension Device {
     }
 }
 
-/// A library on `server` whose engine downloads originals only on demand, through `transport`.
-private func lazyDevice(
-    _ name: DeviceID, server: TestServer, directory: TemporaryDirectory, clock: TestClock, seed: UInt64, transport: any HTTPTransport
-) throws -> Device {
-    var options = PhotoLibrary.Options()
-    options.clock = { clock.read() }
-    options.randomSeed = seed
-    options.preauthorized = true
-    let library = try PhotoLibrary(url: directory.file("\(name.rawValue).sqlite"), device: name, options: options)
-    var engineOptions = SyncEngine.Options()
-    engineOptions.downloadResourcesEagerly = false
-    let engine = SyncEngine(library: library, remote: try server.remote(device: name), transport: transport, options: engineOptions)
-    return Device(library: library, engine: engine)
+/// The start of every rendition test: a server and Anna's library on a clock at the wall clock's
+/// time (garbage collection compares it with the times files were written), and Ben's library on
+/// the same server, whose engine downloads originals only on demand.
+private struct RenditionWorld {
+    let clock = TestClock.wallClock()
+    let server: TestServer
+    let directory: TemporaryDirectory
+    let anna: Device
+
+    init() throws {
+        server = try TestServer(clock: clock)
+        directory = try TemporaryDirectory()
+        anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
+    }
+
+    /// Ben's library, whose engine downloads originals only on demand, through `transport`.
+    func ben(transport: any HTTPTransport = testTransport()) throws -> Device {
+        let (name, clock): (DeviceID, TestClock) = ("ben-laptop", clock)
+        var options = PhotoLibrary.Options()
+        options.clock = { clock.read() }
+        options.randomSeed = 2
+        options.preauthorized = true
+        let library = try PhotoLibrary(url: directory.file("\(name.rawValue).sqlite"), device: name, options: options)
+        var engineOptions = SyncEngine.Options()
+        engineOptions.downloadResourcesEagerly = false
+        let engine = SyncEngine(library: library, remote: try server.remote(device: name), transport: transport, options: engineOptions)
+        return Device(library: library, engine: engine)
+    }
+
+    /// Anna's engine syncing live, once it reported its first sync.
+    func liveAnna() async throws -> LiveSyncTests.Watcher {
+        let watcher = LiveSyncTests.Watcher(anna.engine.live(LiveSyncTests.options()))
+        let first = try await watcher.next(where: { _ in true })
+        let started = if case .started = first { true } else { false }
+        try #require(started, "the first live event is not the first sync: \(watcher.seen)")
+        return watcher
+    }
 }
 
 /// Creates one asset per photo and asks for its images at the common sizes (so they are cached).
@@ -105,10 +126,8 @@ private func recordedRenditions(_ library: PhotoLibrary, of asset: String) throw
 struct RenditionSyncTests {
     @Test("a new device shows thumbnails at the common sizes without downloading any original; other sizes need the original")
     func newDeviceWithoutOriginals() async throws {
-        let clock = TestClock.wallClock()
-        let server = try TestServer(clock: clock)
-        let directory = try TemporaryDirectory()
-        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
+        let world = try RenditionWorld()
+        let anna = world.anna
         // A square photo's 256-pixel fit and fill are the same bytes: one blob for two records.
         let assets = try await createPhotos(
             anna.library,
@@ -119,7 +138,7 @@ struct RenditionSyncTests {
         #expect(try await anna.sync().recordedRenditions == 0, "recorded once")
 
         let counter = DownloadCounter(testTransport())
-        let ben = try lazyDevice("ben-laptop", server: server, directory: directory, clock: clock, seed: 2, transport: counter)
+        let ben = try world.ben(transport: counter)
         let received = try await ben.sync()
         #expect(received.downloadedRenditions == 8 && received.downloadedResources == 0)
         let originalHashes = try originals(ben.library, assets)
@@ -154,15 +173,9 @@ struct RenditionSyncTests {
 
     @Test("a live device records and uploads the renditions it caches, as a one-shot sync does; another device shows them")
     func liveDeviceRecordsRenditions() async throws {
-        let clock = TestClock.wallClock()
-        let server = try TestServer(clock: clock)
-        let directory = try TemporaryDirectory()
-        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
-        let watcher = LiveSyncTests.Watcher(anna.engine.live(LiveSyncTests.options()))
-        guard case .started = try await watcher.next(where: { _ in true }) else {
-            Issue.record("the first event is not the first sync: \(watcher.seen)")
-            return
-        }
+        let world = try RenditionWorld()
+        let anna = world.anna
+        let watcher = try await world.liveAnna()
         // An import, then its thumbnails made in the background, as `photoledger import` does.
         let asset = try anna.library.performChangesAndWait { try $0.createAsset(from: try quartersPhoto(4)) }
             .placeholderForCreatedAsset.localIdentifier
@@ -182,7 +195,7 @@ struct RenditionSyncTests {
         #expect(try recordedRenditions(anna.library, of: asset).count == 3)
 
         let counter = DownloadCounter(testTransport())
-        let ben = try lazyDevice("ben-laptop", server: server, directory: directory, clock: clock, seed: 2, transport: counter)
+        let ben = try world.ben(transport: counter)
         let received = try await ben.sync()
         #expect(received.downloadedRenditions == 3 && received.downloadedResources == 0)
         for (size, mode) in commonSizes {
@@ -195,13 +208,11 @@ struct RenditionSyncTests {
 
     @Test("an edit's renditions reach the other device, a revert brings back the original's, and garbage collection drops the edit's")
     func editAndRevert() async throws {
-        let clock = TestClock.wallClock()
-        let server = try TestServer(clock: clock)
-        let directory = try TemporaryDirectory()
-        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
+        let world = try RenditionWorld()
+        let anna = world.anna
         let asset = try await createPhotos(anna.library, [try quartersPhoto(3)])[0]
         try await anna.sync()
-        let ben = try lazyDevice("ben-laptop", server: server, directory: directory, clock: clock, seed: 2, transport: testTransport())
+        let ben = try world.ben()
         try await ben.sync()
         let original = try await ben.library.imageManager.requestImage(for: asset, targetSize: square(256), contentMode: .aspectFill)
         let originalRenditions = try recorded(ben.library)
@@ -227,7 +238,7 @@ struct RenditionSyncTests {
         let reverted = try await ben.library.imageManager.requestImage(for: asset, targetSize: square(256), contentMode: .aspectFill)
         #expect(reverted.data == original.data)
         // The edit's renditions are garbage on both devices; the original's stay.
-        clock.passWallClock()
+        world.clock.passWallClock()
         for library in [anna.library, ben.library] {
             try library.collectGarbage(gracePeriod: 0)
             #expect(editRenditions.allSatisfy { !library.resources.contains($0) })
@@ -237,16 +248,14 @@ struct RenditionSyncTests {
 
     @Test("in an encrypted library renditions are sealed with the asset's key: the server holds no JPEG, the new device opens them")
     func encrypted() async throws {
-        let clock = TestClock.wallClock()
-        let server = try TestServer(clock: clock)
-        let directory = try TemporaryDirectory()
-        let anna = try Device("anna-phone", server: server, directory: directory, clock: clock, seed: 1)
+        let world = try RenditionWorld()
+        let anna = world.anna
         _ = try anna.library.enableEncryption()
         let assets = try await createPhotos(anna.library, [try quartersPhoto(4), try quartersPhoto(5)])
         #expect(try await anna.sync().recordedRenditions == 6)
 
         let counter = DownloadCounter(testTransport())
-        let ben = try lazyDevice("ben-laptop", server: server, directory: directory, clock: clock, seed: 2, transport: counter)
+        let ben = try world.ben(transport: counter)
         try await ben.sync()  // publishes its key and waits for enrolment
         let requests = try await anna.engine.enrolmentRequests()
         try await anna.engine.approve(try #require(requests.first))
@@ -266,7 +275,7 @@ struct RenditionSyncTests {
         // The server's blobs: two originals and six renditions, none readable as an image, none
         // named by the hash of its bytes.
         var blobs: [(path: String, bytes: [UInt8])] = []
-        let enumerator = FileManager.default.enumerator(at: server.directory.url, includingPropertiesForKeys: [.isRegularFileKey])
+        let enumerator = FileManager.default.enumerator(at: world.server.directory.url, includingPropertiesForKeys: [.isRegularFileKey])
         while let url = enumerator?.nextObject() as? URL {
             guard url.path.contains("/blobs/"), (try url.resourceValues(forKeys: [.isRegularFileKey])).isRegularFile == true else {
                 continue

@@ -91,6 +91,18 @@ struct BlobLocation: ExpressibleByArgument, CustomStringConvertible {
         guard text.hasPrefix("s3://") else { return try BlobDirectory(root: text) }
         return try S3BlobStore(configuration: S3Configuration.fromEnvironment(text))
     }
+
+    /// The blob store, which must exist already: a directory that is missing is refused rather
+    /// than made (a mistyped path is no empty store); S3 is checked as ``open()`` checks it.
+    func openExisting() throws -> any BlobStore {
+        if !text.hasPrefix("s3://") {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: text, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw ServerStoreError("there is no blob directory at \(text)")
+            }
+        }
+        return try open()
+    }
 }
 
 // MARK: serve
@@ -304,26 +316,35 @@ extension Admin {
                 way), or while a snapshot the library keeps names it; a blob no declaration names is kept.
                 The others, stored before the grace period, are taken out of their library and deleted
                 from the blob store once no library holds them. Safe to run while the server serves.
+                The database (a SQLite file must exist), the library and the blob store are checked
+                first: with a wrong one, nothing is collected.
                 """)
 
         @OptionGroup var database: ServerDatabase
-        @Option(help: ArgumentHelp("Where the blobs are: the server's --blobs.", valueName: "location")) var blobs: BlobLocation
+        @Option(
+            help: ArgumentHelp(
+                "Where the blobs are: the server's --blobs (a directory that exists, or s3://BUCKET/PREFIX with the server's S3 settings).",
+                valueName: "location"))
+        var blobs: BlobLocation
         @Option(help: ArgumentHelp("Only this library (default: every library).", valueName: "name")) var library: String?
         @Option(
             help: ArgumentHelp(
-                "Keep blobs stored, and declarations made, less than this many seconds ago (default: \(Int(BlobCollection.defaultGracePeriod))).",
+                "Keep blobs stored, and declarations made, less than this many seconds ago (86400: a day).",
                 valueName: "seconds"))
         var gracePeriod: Double = BlobCollection.defaultGracePeriod
         @Flag(help: "List what would be collected; delete nothing.") var dryRun = false
 
         func validate() throws {
-            guard gracePeriod >= 0, gracePeriod.isFinite else { throw ValidationError("--grace-period: must be 0 or more seconds") }
+            guard gracePeriod >= 0, gracePeriod.isFinite else {
+                throw ValidationError(
+                    "--grace-period must be a number of seconds, 0 or more (86400 is a day), not \(String(format: "%g", gracePeriod))")
+            }
         }
 
         func run() throws {
+            let (store, blobStore) = try open()
             let report = try BlobCollection.collect(
-                store: try database.openStore(), blobs: try blobs.open(), library: library, gracePeriod: gracePeriod,
-                now: WallClock.milliseconds(), dryRun: dryRun)
+                store: store, blobs: blobStore, library: library, gracePeriod: gracePeriod, now: WallClock.milliseconds(), dryRun: dryRun)
             for blob in report.collected {
                 print("\(dryRun ? "would collect" : "collected") \(blob.library) \(Hex.encode(blob.hash)) (\(blob.size) bytes)")
             }
@@ -336,6 +357,36 @@ extension Admin {
                     Data("could not delete blob \(failure.hash): \(failure.reason); it stays queued for the next run\n".utf8))
             }
             if !report.failures.isEmpty { throw ExitCode(1) }
+        }
+
+        /// The server database, the library and the blob store, each checked before anything is
+        /// collected: a wrong argument changes nothing.
+        func open() throws -> (any ServerStore, any BlobStore) {
+            let location = try database.path()
+            // Not the URL of a PostgreSQL database: it may hold a password.
+            let place = ServerDatabase.isPostgres(location) ? "the PostgreSQL server database" : "the server database \(location)"
+            if !ServerDatabase.isPostgres(location), !FileManager.default.fileExists(atPath: location) {
+                throw CommandFailure(
+                    "there is no server database at \(location)",
+                    hint: "give the server's --db (or set \(ServerDatabase.environment)); nothing was collected")
+            }
+            let store = try database.openStore()
+            if let library {
+                let names = try store.libraryNames().sorted()
+                guard names.contains(library) else {
+                    throw CommandFailure(
+                        "\(place) has no library named '\(library)'",
+                        hint: (names.isEmpty ? "it has no library" : "its libraries: \(names.joined(separator: ", "))")
+                            + "; give one of them, or no --library for every library; nothing was collected")
+                }
+            }
+            do {
+                return (store, try blobs.openExisting())
+            } catch {
+                throw CommandFailure(
+                    PhotoledgerServer.failure(for: error).message,
+                    hint: "give the server's --blobs, with the S3 settings it runs with for s3://; nothing was collected")
+            }
         }
     }
 }

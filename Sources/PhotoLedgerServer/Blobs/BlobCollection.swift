@@ -72,4 +72,29 @@ public enum BlobCollection {
         }
         return (deleted, failures)
     }
+
+    /// The query that selects, in one library, the blobs ``ServerStore/collectBlobs(library:storedBefore:dryRun:)``
+    /// takes out (hash and size, by hash), written once for every backend: `library` and
+    /// `cutoff` are the backend's placeholders for the library's identifier and the cutoff (Unix
+    /// milliseconds), `heldObjects` the table whose rows (`library_id`, `object_id`) name the
+    /// objects a library's log holds (its events, or one claim per object), `locking` the clause
+    /// that locks the selected rows of `blobs b` until the transaction ends (empty where the
+    /// transaction holds the whole database already).
+    static func collectableBlobsSQL(library: String, cutoff: String, heldObjects: String, locking: String = "") -> String {
+        """
+        SELECT b.sha256, b.size FROM blobs b
+        WHERE b.library_id = \(library) AND b.stored_at < \(cutoff)
+          AND EXISTS (SELECT 1 FROM blob_references r WHERE r.library_id = b.library_id AND r.sha256 = b.sha256)
+          AND NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.library_id = b.library_id AND s.sha256 = b.sha256)
+          AND NOT EXISTS (
+              SELECT 1 FROM blob_references r
+              WHERE r.library_id = b.library_id AND r.sha256 = b.sha256
+                AND NOT EXISTS (
+                    SELECT 1 FROM server_events e
+                    WHERE e.library_id = r.library_id AND e.object_id = r.object_id AND e.type = 'asset.purged')
+                AND (r.recorded_at >= \(cutoff) OR EXISTS (
+                    SELECT 1 FROM \(heldObjects) o WHERE o.library_id = r.library_id AND o.object_id = r.object_id)))
+        ORDER BY b.sha256
+        """ + (locking.isEmpty ? "" : "\n" + locking)
+    }
 }

@@ -531,7 +531,11 @@ public final class PostgresServerStore: ServerStore {
 
     // MARK: Blob garbage collection
 
+    /// Records the references in one statement, each once: `ON CONFLICT DO UPDATE` refuses a
+    /// statement that names one row twice, as a declaration that repeats a reference would.
     public func recordBlobReferences(libraryID: Int64, _ references: [BlobReference], at milliseconds: UInt64) throws {
+        var seen = Set<BlobReference>()
+        let references = references.filter { seen.insert($0).inserted }
         guard !references.isEmpty else { return }
         try withConnection { connection in
             _ = try connection.query(
@@ -548,6 +552,14 @@ public final class PostgresServerStore: ServerStore {
         }
     }
 
+    /// The blobs of a library that garbage collection takes out (see
+    /// ``ServerStore/collectBlobs(library:storedBefore:dryRun:)``): $1 the library, $2 the cutoff.
+    /// Their rows stay locked until the collection commits: a collection running at the same time
+    /// waits for them, then finds them gone.
+    /// The log's events (by `server_events_by_object`) say which objects it holds.
+    static let collectableBlobsSQL = BlobCollection.collectableBlobsSQL(
+        library: "$1", cutoff: "$2", heldObjects: "server_events", locking: "FOR UPDATE OF b")
+
     public func collectBlobs(library: String?, storedBefore cutoff: UInt64, dryRun: Bool) throws -> [CollectedBlob] {
         try inTransaction { connection in
             // No reference is declared while the marks are read: one declared meanwhile could
@@ -562,23 +574,7 @@ public final class PostgresServerStore: ServerStore {
             }
             var collected: [CollectedBlob] = []
             for (id, name) in libraries {
-                let rows = try connection.query(
-                    """
-                    SELECT b.sha256, b.size FROM blobs b
-                    WHERE b.library_id = $1 AND b.stored_at < $2
-                      AND EXISTS (SELECT 1 FROM blob_references r WHERE r.library_id = b.library_id AND r.sha256 = b.sha256)
-                      AND NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.library_id = b.library_id AND s.sha256 = b.sha256)
-                      AND NOT EXISTS (
-                          SELECT 1 FROM blob_references r
-                          WHERE r.library_id = b.library_id AND r.sha256 = b.sha256
-                            AND NOT EXISTS (
-                                SELECT 1 FROM server_events e
-                                WHERE e.library_id = r.library_id AND e.object_id = r.object_id AND e.type = 'asset.purged')
-                            AND (r.recorded_at >= $2 OR EXISTS (
-                                SELECT 1 FROM server_events e WHERE e.library_id = r.library_id AND e.object_id = r.object_id)))
-                    ORDER BY b.sha256
-                    FOR UPDATE OF b
-                    """, [.int64(id), .int64(Int64(clamping: cutoff))])
+                let rows = try connection.query(Self.collectableBlobsSQL, [.int64(id), .int64(Int64(clamping: cutoff))])
                 let blobs = (0..<rows.count).map { CollectedBlob(library: name, hash: rows.bytes($0, 0), size: rows.int64($0, 1)) }
                 collected += blobs
                 guard !dryRun, !blobs.isEmpty else { continue }
