@@ -303,7 +303,8 @@ public final class PhotoLibrary: Sendable {
                     let settled = try settleShredding(appended.values.map(\.event), applied: &applied, db: db, archive: archive)
                     afterCommit = { self.finishShredding(settled) }
                     let report = try Self.recordServerChain(
-                        page.chain, appended: appended.merging(echoes) { appendedNow, _ in appendedNow }, appendedFrom: firstAppended,
+                        page.chain, appended: echoes.isEmpty ? appended : appended.merging(echoes) { appendedNow, _ in appendedNow },
+                        appendedFrom: firstAppended,
                         db: db,
                         archive: archive)
                     if let failure = report.failure { throw ServerChainMismatch(failure: failure) }

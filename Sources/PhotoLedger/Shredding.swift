@@ -121,11 +121,11 @@ extension PhotoLibrary {
 extension PhotoLibrary {
     /// After a pull page folded: purges among the new events shred their assets, and new events
     /// of assets purged already wait for no key (they are dropped from the page's verdicts).
-    func settleShredding(_ events: [Event], applied: inout AppliedPage, db: Database, archive: Database?) throws -> (
-        keys: Set<UUID>, resources: Set<String>
-    ) {
+    func settleShredding(
+        _ events: @autoclosure () -> [Event], applied: inout AppliedPage, db: Database, archive: Database?
+    ) throws -> (keys: Set<UUID>, resources: Set<String>) {
         guard encryption.snapshot.enabled else { return ([], []) }
-        let purges = Set(events.filter { $0.type == EventType.assetPurged.rawValue }.map(\.object))
+        let purges = Set(events().filter { $0.type == EventType.assetPurged.rawValue }.map(\.object))
         let result = try shred(purges, in: db, archive: archive)
         let sealed = applied.quarantined.filter { $0.kind == .sealed }
         guard !sealed.isEmpty else { return result }
