@@ -5,55 +5,56 @@ import LedgerStore
 import Synchronization
 
 /// The payload keys a fold may use: library key generations by identifier, asset keys by asset
-/// (with the identifier the asset's seals name), and asset keys under a generation (derived
-/// from both when first asked for). An immutable snapshot: folds run on other threads than the
-/// one that changes the keys.
+/// (with the identifier the asset's seals name), and asset keys under a generation. An immutable
+/// snapshot: folds run on other threads than the one that changes the keys. The payload key of
+/// an asset (and of an asset under a generation) is derived when a fold first asks for it, on the
+/// fold's thread: a device that takes a large library's keys by the ten thousand does not derive
+/// them all before its pull can start.
 final class PayloadKeys: Sendable {
     /// Payload keys of the library key generations.
     let generations: [UInt32: SecretKey]
-    /// Payload keys of the asset keys.
-    let assets: [UUID: (id: UInt32, key: SecretKey)]
-    /// The generations' and the assets' own keys, from which asset keys under a generation are derived.
+    /// The generations' and the assets' own keys, from which the other payload keys are derived.
     let generationKeys: [UInt32: SecretKey]
     let assetKeys: [UUID: (id: UInt32, key: SecretKey)]
-    private struct EpochKey: Hashable {
+    private struct DerivedKey: Hashable {
         var object: UUID
         var id: UInt32
     }
-    private let epochs = Mutex<[EpochKey: SecretKey]>([:])
+    private let derived = Mutex<[DerivedKey: SecretKey]>([:])
 
-    init(
-        generations: [UInt32: SecretKey], assets: [UUID: (id: UInt32, key: SecretKey)], generationKeys: [UInt32: SecretKey],
-        assetKeys: [UUID: (id: UInt32, key: SecretKey)]
-    ) {
+    init(generations: [UInt32: SecretKey], generationKeys: [UInt32: SecretKey], assetKeys: [UUID: (id: UInt32, key: SecretKey)]) {
         self.generations = generations
-        self.assets = assets
         self.generationKeys = generationKeys
         self.assetKeys = assetKeys
     }
 
-    /// The same keys without those of `destroyed` assets.
+    /// The same keys without those of `destroyed` assets (nothing derived from them is kept).
     func removing(_ destroyed: Set<UUID>) -> PayloadKeys {
-        PayloadKeys(
-            generations: generations, assets: assets.filter { !destroyed.contains($0.key) }, generationKeys: generationKeys,
-            assetKeys: assetKeys.filter { !destroyed.contains($0.key) })
+        PayloadKeys(generations: generations, generationKeys: generationKeys, assetKeys: assetKeys.filter { !destroyed.contains($0.key) })
     }
 
     /// The payload key that opens what `keyID` sealed about `object`.
     func payloadKey(_ keyID: UInt32, object: UUID) -> SecretKey? {
         switch KeyKind.of(keyID) {
         case .asset?:
-            guard let held = assets[object], held.id == keyID else { return nil }
-            return held.key
+            guard let held = assetKeys[object], held.id == keyID else { return nil }
+            return derivedKey(DerivedKey(object: object, id: keyID)) { PayloadSeal.payloadKey(of: held.key) }
         case .assetEpoch?:
-            let name = EpochKey(object: object, id: keyID)
-            if let cached = epochs.withLock({ $0[name] }) { return cached }
-            guard let key = assetEpochKey(keyID, object: object).map(PayloadSeal.payloadKey(of:)) else { return nil }
-            epochs.withLock { $0[name] = key }
-            return key
+            guard assetKeys[object] != nil else { return nil }
+            return derivedKey(DerivedKey(object: object, id: keyID)) {
+                self.assetEpochKey(keyID, object: object).map(PayloadSeal.payloadKey(of:))
+            }
         default:
             return generations[keyID]
         }
+    }
+
+    /// The key derived for `name`, derived by `derive` the first time.
+    private func derivedKey(_ name: DerivedKey, _ derive: () -> SecretKey?) -> SecretKey? {
+        if let cached = derived.withLock({ $0[name] }) { return cached }
+        guard let key = derive() else { return nil }
+        derived.withLock { $0[name] = key }
+        return key
     }
 
     /// The key of `object` under the generation an `KeyKind.assetEpoch` identifier names (it
@@ -122,7 +123,7 @@ final class EncryptionKeys: Sendable {
         /// Asset keys held, by asset.
         var assetKeys: [UUID: (id: UInt32, key: SecretKey)] = [:]
         /// Payload keys of every key held (library generations and assets).
-        var payloadKeys = PayloadKeys(generations: [:], assets: [:], generationKeys: [:], assetKeys: [:])
+        var payloadKeys = PayloadKeys(generations: [:], generationKeys: [:], assetKeys: [:])
     }
 
     private let state = Mutex(State())
@@ -163,22 +164,16 @@ final class EncryptionKeys: Sendable {
             generations[id] = PayloadSeal.payloadKey(of: key)
             generationKeys[id] = key
         }
-        return PayloadKeys(
-            generations: generations, assets: assets.mapValues { ($0.id, PayloadSeal.payloadKey(of: $0.key)) },
-            generationKeys: generationKeys,
-            assetKeys: assets)
+        return PayloadKeys(generations: generations, generationKeys: generationKeys, assetKeys: assets)
     }
 
     /// Adds asset keys to the cache (after the transaction that stored them committed).
     func add(assetKeys: [UUID: (id: UInt32, key: SecretKey)]) {
         guard !assetKeys.isEmpty else { return }
-        let derived = assetKeys.mapValues { ($0.id, PayloadSeal.payloadKey(of: $0.key)) }
         state.withLock { state in
             state.assetKeys.merge(assetKeys) { _, new in new }
             let keys = state.payloadKeys
-            state.payloadKeys = PayloadKeys(
-                generations: keys.generations, assets: keys.assets.merging(derived) { _, new in new }, generationKeys: keys.generationKeys,
-                assetKeys: state.assetKeys)
+            state.payloadKeys = PayloadKeys(generations: keys.generations, generationKeys: keys.generationKeys, assetKeys: state.assetKeys)
         }
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import LedgerCore
 import LedgerCrypto
 import LedgerStore
+import Synchronization
 
 /// Where a library stands with end-to-end encryption.
 public enum EncryptionStatus: Sendable, Hashable {
@@ -284,20 +285,18 @@ extension PhotoLibrary {
         var blobUpdates: [(asset: UUID, blobs: [UInt8])] = []
         var adopted: [(asset: [UInt8], record: WrappedAssetKey, blobs: [UInt8])] = []
         adopted.reserveCapacity(arriving.count)
-        for (asset, value) in arriving {
-            let record: WrappedAssetKey
+        let keys = wrappingKeys
+        // Opened on two threads: each is an AEAD open (or two X25519 agreements), by the ten thousand.
+        let records = Self.mapInHalves(arriving) { asset, value -> WrappedAssetKey? in
             if WrappedAssetKey.isSealedToIdentity(value) {
                 // Added by an add-only device: sealed to the identity, with the device's grant.
-                guard let opened = try? WrappedAssetKey.open(asset: asset, sealedToIdentity: value, ring: ring) else {
-                    continue
-                }
-                record = opened.record
-            } else {
-                guard let wrapping = WrappedAssetKey.identifiers(of: value).flatMap({ wrappingKeys[$0.generation] }),
-                    let opened = try? WrappedAssetKey(asset: asset, unsealing: value, wrappingKey: wrapping)
-                else { continue }
-                record = opened
+                return (try? WrappedAssetKey.open(asset: asset, sealedToIdentity: value, ring: ring))?.record
             }
+            guard let wrapping = WrappedAssetKey.identifiers(of: value).flatMap({ keys[$0.generation] }) else { return nil }
+            return try? WrappedAssetKey(asset: asset, unsealing: value, wrappingKey: wrapping)
+        }
+        for ((asset, _), record) in zip(arriving, records) {
+            guard let record else { continue }
             let blobs = Self.blobColumn(record.blobs)
             if let held = state.assetKeys[asset], held.id == record.keyID {
                 blobUpdates.append((asset, blobs))
@@ -325,6 +324,26 @@ extension PhotoLibrary {
         return opened.count
     }
 
+    /// `transform` of every input, in input order: the second half on a thread of its own when
+    /// there are many.
+    static func mapInHalves<Input: Sendable, Output: Sendable>(_ inputs: [Input], _ transform: @escaping @Sendable (Input) -> Output)
+        -> [Output]
+    {
+        let half = inputs.count / 2
+        guard half >= 512 else { return inputs.map(transform) }
+        let tail = Array(inputs[half...])
+        let second = Mutex<[Output]>([])
+        let finished = DispatchSemaphore(value: 0)
+        Thread {
+            let mapped = tail.map(transform)
+            second.withLock { $0 = mapped }
+            finished.signal()
+        }.start()
+        let first = inputs[..<half].map(transform)
+        finished.wait()
+        return first + second.withLock { $0 }
+    }
+
     /// Stores arriving asset keys; a key this device made or destroyed is never replaced.
     private static let assetKeyUpsert = BatchInsert(
         "INSERT INTO e2e_asset_keys (asset, key_id, key, blobs)", columns: 4,
@@ -349,23 +368,51 @@ extension PhotoLibrary {
 
     // MARK: The server's key store
 
-    /// Entries of the server's key store this device has to write (a value) or delete (nil).
-    package func pendingKeyEntries() throws -> [(name: String, value: [UInt8]?, createOnly: Bool)] {
+    /// Entries of the server's key store this device has to write (a value) or delete (nil);
+    /// without the asset keys' entries (`asset/…`) when `assetKeys` is false.
+    package func pendingKeyEntries(assetKeys: Bool = true) throws -> [(name: String, value: [UInt8]?, createOnly: Bool)] {
         try readDatabase { db in
-            try db.rows("SELECT name, value, create_only FROM e2e_outbox ORDER BY name") {
+            try db.rows(
+                assetKeys
+                    ? "SELECT name, value, create_only FROM e2e_outbox ORDER BY name"
+                    : "SELECT name, value, create_only FROM e2e_outbox WHERE name NOT GLOB 'asset/*' ORDER BY name"
+            ) {
                 ($0.text(0), $0.isNull(1) ? nil : $0.blob(1), $0.int64(2) != 0)
             }
         }
     }
 
-    /// Forgets entries the server has taken (unless they were queued again since).
-    package func keyEntriesPublished(_ entries: [(name: String, value: [UInt8]?)]) throws {
-        try withDatabase { db in
-            for (name, value) in entries {
-                try db.execute("DELETE FROM e2e_outbox WHERE name = ? AND value IS ?", [name, value.map { SQLValue.blob($0) } ?? .null])
+    /// The entries of the keys of `assets` this device has to write or delete, by name.
+    package func pendingKeyEntries(ofAssets assets: Set<UUID>) throws -> [(name: String, value: [UInt8]?, createOnly: Bool)] {
+        guard !assets.isEmpty else { return [] }
+        return try readDatabase { db in
+            try assets.map(KeyStoreName.asset).sorted().compactMap { name in
+                try db.firstRow("SELECT value, create_only FROM e2e_outbox WHERE name = ?", [name]) {
+                    (name: name, value: $0.isNull(0) ? nil : $0.blob(0), createOnly: $0.int64(1) != 0)
+                }
             }
         }
     }
+
+    /// Forgets entries the server has taken (unless they were queued again since, with other
+    /// bytes), with few statements: a large library's asset keys go by the thousand.
+    package func keyEntriesPublished(_ entries: [(name: String, value: [UInt8]?)]) throws {
+        let written = entries.compactMap { entry in entry.value.map { (entry.name, $0) } }
+        try withDatabase { db in
+            try Self.publishedEntryDelete.run(count: written.count, in: db) { row, values in
+                values.append(written[row].0)
+                values.append(blob: written[row].1)
+            }
+            for (name, value) in entries where value == nil {
+                try db.execute("DELETE FROM e2e_outbox WHERE name = ? AND value IS NULL", [name])
+            }
+        }
+    }
+
+    /// Deletes the outbox entries of the (name, value) rows given, each only while it holds those bytes.
+    private static let publishedEntryDelete = BatchInsert(
+        "DELETE FROM e2e_outbox WHERE rowid IN (SELECT o.rowid FROM (", columns: 2,
+        tail: ") AS v JOIN e2e_outbox o ON o.name = v.column1 AND o.value = v.column2)")
 
     static func queue(_ db: Database, _ name: String, _ value: [UInt8]?, createOnly: Bool = false) throws {
         try db.execute(
@@ -642,8 +689,16 @@ extension Replica {
         }
     }
 
-    /// The entries this device still has to write to the server's key store.
-    package func pendingKeyEntries() throws -> [(name: String, value: [UInt8]?, createOnly: Bool)] { try library.pendingKeyEntries() }
+    /// The entries this device still has to write to the server's key store (without those of
+    /// asset keys when `assetKeys` is false).
+    package func pendingKeyEntries(assetKeys: Bool = true) throws -> [(name: String, value: [UInt8]?, createOnly: Bool)] {
+        try library.pendingKeyEntries(assetKeys: assetKeys)
+    }
+
+    /// The entries of the keys of `assets` this device still has to write to the server's key store.
+    package func pendingKeyEntries(ofAssets assets: Set<UUID>) throws -> [(name: String, value: [UInt8]?, createOnly: Bool)] {
+        try library.pendingKeyEntries(ofAssets: assets)
+    }
 
     /// Forgets entries the server took or refused for good.
     package func keyEntriesPublished(_ entries: [(name: String, value: [UInt8]?)]) throws { try library.keyEntriesPublished(entries) }

@@ -658,32 +658,63 @@ public final class SQLiteServerStore: ServerStore {
         throws -> (statuses: [KeyChangeStatus], from: Int64, through: Int64)
     {
         try writer.write { db in
-            // Deleted entries (destroyed keys) are overwritten in the file, not only unlinked.
+            // Deleted and replaced entries (destroyed keys) are overwritten in the file, not only
+            // unlinked; only here: the connection's other writes (pushes) need not pay for it.
             try db.execute("PRAGMA secure_delete = ON")
+            defer { try? db.execute("PRAGMA secure_delete = OFF") }
             let from =
                 try db.firstRow("SELECT coalesce(max(seq), 0) FROM key_entries WHERE library_id = ?", [libraryID]) { $0.int64(0) } ?? 0
             var seq = from
-            let statuses = try changes.map { change -> KeyChangeStatus in
-                guard let value = change.value else {
-                    try db.execute("DELETE FROM key_entries WHERE library_id = ? AND name = ?", [libraryID, change.name])
-                    return .deleted
+            var statuses: [KeyChangeStatus] = []
+            statuses.reserveCapacity(changes.count)
+            // Consecutive writes are stored with few statements (a large library's asset keys
+            // arrive by the thousand); a deletion or a create-only write first stores those
+            // before it, so the changes still take effect in order.
+            var writes: [(name: String, value: [UInt8], seq: Int64)] = []
+            func storeWrites() throws {
+                guard !writes.isEmpty else { return }
+                try Self.keyEntryUpsert.run(count: writes.count, in: db) { row, values in
+                    let write = writes[row]
+                    values.append(libraryID)
+                    values.append(write.name)
+                    values.append(blob: write.value)
+                    values.append(device.rawValue)
+                    values.append(Int64(milliseconds))
+                    values.append(write.seq)
                 }
-                if change.createOnly,
-                    let held = try db.firstRow(
+                writes.removeAll(keepingCapacity: true)
+            }
+            for change in changes {
+                guard let value = change.value else {
+                    try storeWrites()
+                    try db.execute("DELETE FROM key_entries WHERE library_id = ? AND name = ?", [libraryID, change.name])
+                    statuses.append(.deleted)
+                    continue
+                }
+                if change.createOnly {
+                    try storeWrites()
+                    if let held = try db.firstRow(
                         "SELECT value FROM key_entries WHERE library_id = ? AND name = ?", [libraryID, change.name], { $0.blob(0) })
-                {
-                    return held == value ? .stored : .conflict
+                    {
+                        statuses.append(held == value ? .stored : .conflict)
+                        continue
+                    }
                 }
                 seq += 1
-                try db.execute(
-                    """
-                    INSERT INTO key_entries (library_id, name, value, written_by, written_at, seq) VALUES (?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (library_id, name) DO UPDATE SET value = excluded.value, written_by = excluded.written_by,
-                        written_at = excluded.written_at, seq = excluded.seq
-                    """, [libraryID, change.name, value, device.rawValue, Int64(milliseconds), seq])
-                return .stored
+                writes.append((change.name, value, seq))
+                statuses.append(.stored)
             }
+            try storeWrites()
             return (statuses, from, seq)
         }
     }
+
+    /// Writes key store entries (a later write of a name replaces the earlier one, in the same
+    /// statement too).
+    private static let keyEntryUpsert = BatchInsert(
+        "INSERT INTO key_entries (library_id, name, value, written_by, written_at, seq)", columns: 6,
+        tail: """
+            ON CONFLICT (library_id, name) DO UPDATE SET value = excluded.value, written_by = excluded.written_by,
+                written_at = excluded.written_at, seq = excluded.seq
+            """)
 }

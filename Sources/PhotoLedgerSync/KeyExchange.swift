@@ -9,13 +9,15 @@ import SyncProtocol
 /// enrolled, its assets' keys with their blob names, destroyed keys), then read what changed on
 /// the server since the last look (a ring sealed for this device, other devices' asset keys).
 extension SyncEngine {
-    /// Reads the key store's changes, then publishes queued entries. In a plain library it only
+    /// Reads the key store's changes, then publishes queued entries (those of asset keys only
+    /// when `assetKeys`: a sync that pushes sends them with the events of their assets). In a
+    /// plain library it only
     /// checks that the server's library is plain too: a plain library with changes of its own
     /// never syncs with an encrypted one (its changes would reach the server in the clear), and
     /// an empty one joins it (its public key is published, to be approved).
     ///
     /// - Throws: ``SyncError/invalidRemote(_:)`` when the libraries cannot sync, saying what to do.
-    func exchangeKeys(_ report: inout SyncReport) async throws {
+    func exchangeKeys(_ report: inout SyncReport, assetKeys: Bool = true) async throws {
         if !replica.isEncrypted {
             guard try await serverIsEncrypted() else { return }
             guard try replica.prepareToJoinEncryptedLibrary() else {
@@ -60,30 +62,49 @@ extension SyncEngine {
         }
         // Published after reading: the server says where this device's writes went, so it need
         // not read them back.
-        try await publishKeys(&report)
+        try await publishKeys(&report, assetKeys: assetKeys)
     }
 
-    /// Writes the entries this device queued to the server's key store. When a request's writes
+    /// Writes the entries this device queued to the server's key store (without those of asset
+    /// keys when `assetKeys` is false). When a request's writes
     /// directly follow the position this device has read up to (no other device wrote in
     /// between), the read position moves past them: a device never reads its own writes back.
-    func publishKeys(_ report: inout SyncReport) async throws {
-        let pending = try replica.pendingKeyEntries()
+    func publishKeys(_ report: inout SyncReport, assetKeys: Bool = true) async throws {
+        try await publishKeys(try replica.pendingKeyEntries(assetKeys: assetKeys), &report)
+    }
+
+    /// Writes the queued entries of the keys of the assets `events` are about: what the push
+    /// sends before a batch of events (and after its blobs), while the server stores the batch
+    /// before it, so a device that pulls the batch finds the keys that open it.
+    func publishAssetKeys(of events: [Replica.PendingEvent], _ report: inout SyncReport) async throws {
+        try await publishKeys(try replica.pendingKeyEntries(ofAssets: Set(events.map(\.event.object))), &report)
+    }
+
+    /// Writes `pending` to the server's key store, in requests of at most
+    /// `KeyChangesRequest.maximumChanges`, two at a time (names are unique, so their order does
+    /// not matter): the server stores one while the other travels and this device records the
+    /// answer to the one before. The read position moves past a request's writes once every
+    /// position between it and them is this device's own.
+    private func publishKeys(_ pending: [(name: String, value: [UInt8]?, createOnly: Bool)], _ report: inout SyncReport) async throws {
         guard !pending.isEmpty else { return }
         var cursor = replica.isEnrolled ? try replica.keyStoreCursor() : nil
-        var start = 0
-        while start < pending.count {
-            try Task.checkCancellation()
-            let chunk = Array(pending[start..<min(start + KeyChangesRequest.maximumChanges, pending.count)])
-            start += chunk.count
-            let response = try await exchange(
-                .post, SyncRoutes.keys(library: remote.libraryName),
-                KeyChangesRequest(changes: chunk.map { KeyChange(name: $0.name, value: $0.value, createOnly: $0.createOnly) }),
-                as: KeyChangesResponse.self)
-            if let read = cursor, response.from == read, let through = response.through, through >= read {
-                try replica.setKeyStoreCursor(through)
-                cursor = through
-            } else {
-                cursor = nil
+        var written: [Int64: Int64] = [:]  // the positions each answered request wrote: from → through
+        let chunks = stride(from: 0, to: pending.count, by: KeyChangesRequest.maximumChanges).map {
+            Array(pending[$0..<min($0 + KeyChangesRequest.maximumChanges, pending.count)])
+        }
+        let path = SyncRoutes.keys(library: remote.libraryName)
+        typealias Chunk = [(name: String, value: [UInt8]?, createOnly: Bool)]
+        try await Self.concurrently(chunks, limit: 2) { chunk -> (chunk: Chunk, response: KeyChangesResponse) in
+            let request = KeyChangesRequest(changes: chunk.map { KeyChange(name: $0.name, value: $0.value, createOnly: $0.createOnly) })
+            return (chunk, try await self.exchange(.post, path, request, as: KeyChangesResponse.self))
+        } each: { (answered: (chunk: Chunk, response: KeyChangesResponse)) in
+            let (chunk, response) = answered
+            if let from = response.from, let through = response.through, through >= from { written[from] = through }
+            if let read = cursor, written[read] != nil {
+                var moved = read
+                while let through = written.removeValue(forKey: moved) { moved = through }
+                try replica.setKeyStoreCursor(moved)
+                cursor = moved
             }
             var done: [(name: String, value: [UInt8]?)] = []
             for (entry, result) in zip(chunk, response.results) {

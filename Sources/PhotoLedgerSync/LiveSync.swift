@@ -146,8 +146,10 @@ extension SyncEngine {
                 var report = SyncReport()
                 // Only a readWrite token may push a rendition's record (it changes an existing asset).
                 if recordsRenditions { report.recordedRenditions = try self.replica.recordRenditions() }
-                if self.replica.isEncrypted { try await self.publishKeys(&report) }
-                try await self.push(&report, nil)  // each batch's blobs go up before it
+                let encrypted = self.replica.isEncrypted
+                if encrypted { try await self.publishKeys(&report, assetKeys: false) }
+                try await self.push(&report, nil)  // each batch's blobs and asset keys go up before it
+                if encrypted { try await self.publishKeys(&report) }  // keys whose events went up before
                 report.cursor = try self.cursor()
                 return report
             }

@@ -195,12 +195,14 @@ public final class SyncEngine: Sendable {
         var report = SyncReport()
         let scope = try await bind()
         report.scope = scope
-        try await exchangeKeys(&report)
+        // Asset keys go up with the push batches of their assets' events.
+        try await exchangeKeys(&report, assetKeys: scope == .readOnly)
         if scope != .readOnly {
             // Only a readWrite token may push a rendition's record (it changes an existing asset).
             if scope == .readWrite { report.recordedRenditions = try replica.recordRenditions() }
-            try await publishKeys(&report)
-            try await push(&report, progress)  // each batch's blobs go up before it
+            try await publishKeys(&report, assetKeys: false)
+            try await push(&report, progress)  // each batch's blobs and asset keys go up before it
+            try await publishKeys(&report)  // keys whose events went up before (an interrupted sync)
         }
         if scope != .addOnly {
             var waitForKeys = false
@@ -265,14 +267,17 @@ public final class SyncEngine: Sendable {
 
     /// Sends the blobs `events` refer to that the server does not have (resources, recorded
     /// renditions), before the events themselves are pushed; in an end-to-end encrypted library
-    /// the asset keys that name the blobs just sealed are published after them.
+    /// the keys of the events' assets (which name the blobs just sealed) are published after them.
     func uploadBlobs(of events: [Replica.PendingEvent], _ report: inout SyncReport, _ progress: (@Sendable (SyncProgress) -> Void)?)
         async throws
     {
         guard !events.isEmpty else { return }
         let blobs = try replica.blobs(referencedBy: events.map(\.event))
         let hashes = blobs.resources.union(blobs.renditions).sorted()
-        guard !hashes.isEmpty else { return }
+        guard !hashes.isEmpty else {
+            if replica.isEncrypted { try await publishAssetKeys(of: events, &report) }
+            return
+        }
         // The blobs of each object's events, declared to the server before they are uploaded and
         // the events pushed: what its blob garbage collection keeps them by.
         let perObject = try Dictionary(grouping: events.map(\.event), by: \.object).mapValues {
@@ -303,7 +308,7 @@ public final class SyncEngine: Sendable {
             report.uploadedBytes += upload.size
             progress?(SyncProgress(phase: .uploadingResources, completed: done, total: missing.count, bytes: report.uploadedBytes))
         }
-        if replica.isEncrypted { try await publishKeys(&report) }  // the asset keys name the blobs just sealed
+        if replica.isEncrypted { try await publishAssetKeys(of: events, &report) }  // the asset keys name the blobs just sealed
     }
 
     /// Tells the server which blobs the events about each object refer to (the server cannot
@@ -545,18 +550,25 @@ public final class SyncEngine: Sendable {
     func pull(_ report: inout SyncReport, _ progress: (@Sendable (SyncProgress) -> Void)?) async throws {
         var cursor = try self.cursor()
         var bytes: Int64 = 0
-        // While more pages follow, the next one is fetched, decoded and hash-checked while the
-        // current one is applied (so the server may record this device one page ahead of what
-        // it has committed; the server keeps every event, so nothing is lost by a crash).
-        var pending: Task<PulledPage, any Error>? = fetchPage(since: cursor, after: cursor == 0 ? HashChain.origin : nil)
-        defer { pending?.cancel() }
+        // While more pages follow, the next one is fetched, decoded, hash-checked and folded while
+        // the current one is applied, and the one after it is asked for as soon as the next one
+        // arrived (so the server may record this device two pages ahead of what it has
+        // committed; the server keeps every event, so nothing is lost by a crash).
+        var pending: Task<PulledPage, any Error>? = fetchPage(
+            since: cursor, after: cursor == 0 ? HashChain.origin : nil, readsAhead: true)
+        var ahead: Task<(PullResponse, bytes: Int64), any Error>?
+        defer {
+            pending?.cancel()
+            ahead?.cancel()
+        }
         while let fetching = pending {
             try Task.checkCancellation()
             let page = try await fetching.value
             guard page.cursor >= cursor else {
                 throw SyncError.invalidResponse("the server's cursor went back from \(cursor) to \(page.cursor); was the server reset?")
             }
-            pending = page.hasMore ? fetchPage(since: page.cursor, after: page.lastChainHash) : nil
+            ahead = page.next
+            pending = page.hasMore ? fetchPage(since: page.cursor, after: page.lastChainHash, sent: page.next, readsAhead: true) : nil
             try apply(page, to: &report)
             cursor = page.cursor
             bytes += page.bytes
@@ -596,16 +608,29 @@ public final class SyncEngine: Sendable {
         var hasMore: Bool
         /// The response body's size as the transport delivered it.
         var bytes: Int64
+        /// The request for the page after this one, sent as soon as this one arrived (when asked
+        /// to read ahead and more follow).
+        var next: Task<(PullResponse, bytes: Int64), any Error>?
     }
 
     /// Starts fetching the page after `cursor`: every event's content hash is checked before
     /// anything of the page is applied, and the page is prepared by the library (linked after
     /// `previous`, the server's chain value at `cursor` as the previous page reported it, and
     /// folded) off the thread that applies pages. With `wait` (seconds), the server holds the
-    /// request until an event arrives or the wait ends (an empty page).
-    func fetchPage(since cursor: Int64, after previous: [UInt8]?, wait: Int? = nil) -> Task<PulledPage, any Error> {
+    /// request until an event arrives or the wait ends (an empty page). With `sent`, the request
+    /// for the page was sent already; with `readsAhead`, the request for the page after it is
+    /// sent as soon as this one arrived, while this one is checked and folded.
+    func fetchPage(
+        since cursor: Int64, after previous: [UInt8]?, wait: Int? = nil, sent: Task<(PullResponse, bytes: Int64), any Error>? = nil,
+        readsAhead: Bool = false
+    ) -> Task<PulledPage, any Error> {
         Task {
-            let (page, bytes) = try await pullPage(since: cursor, wait: wait)
+            let fetched: (PullResponse, bytes: Int64)
+            if let sent { fetched = try await sent.value } else { fetched = try await pullPage(since: cursor, wait: wait) }
+            let (page, bytes) = fetched
+            let next = readsAhead && page.hasMore ? Task { try await self.pullPage(since: page.nextCursor) } : nil
+            var handedOver = false
+            defer { if !handedOver { next?.cancel() } }
             if let bad = page.events.first(where: { !$0.hasValidHash }) {
                 throw SyncError.invalidResponse(
                     "event \(bad.id.uuidString) does not match its content hash; nothing from this page was applied")
@@ -618,10 +643,12 @@ public final class SyncEngine: Sendable {
                 }
                 return SequencedEvent(event: wire.event, serverSequence: sequence, serverChainHash: chainHash)
             }
-            return PulledPage(
+            let prepared = PulledPage(
                 prepared: replica.prepare(events, cursor: page.nextCursor, after: previous), cursor: page.nextCursor,
                 eventCount: events.count,
-                lastChainHash: events.last?.serverChainHash, hasMore: page.hasMore, bytes: bytes)
+                lastChainHash: events.last?.serverChainHash, hasMore: page.hasMore, bytes: bytes, next: next)
+            handedOver = true
+            return prepared
         }
     }
 

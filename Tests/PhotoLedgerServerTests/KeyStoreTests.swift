@@ -58,6 +58,37 @@ struct KeyStoreTests {
         #expect(try store.keyEntry(libraryID: library + 1, name: "ring/ben") == nil)
     }
 
+    @Test(
+        "a request of many changes takes effect in order: a name written twice keeps its later bytes, creations and deletions see the writes before them",
+        arguments: StoreBackend.all)
+    func manyChangesInOrder(backend: StoreBackend) throws {
+        let fixture = try ContractFixture(backend)
+        let library = try fixture.credential(0).libraryID
+        let store = fixture.store
+        func asset(_ index: Int) -> String { "asset/0193a5b2-7c00-7000-8000-\(String(format: "%012d", index))" }
+        var changes = (0..<250).map { KeyChange(name: asset($0), value: [UInt8(truncatingIfNeeded: $0)]) }
+        changes.append(KeyChange(name: asset(7), value: [0xAA]))  // written again: the later bytes stay
+        changes.append(KeyChange(name: asset(8), value: [0xBB], createOnly: true))  // held with other bytes: a conflict
+        changes.append(KeyChange(name: asset(9), value: nil))  // deleted after its write
+        changes.append(KeyChange(name: asset(9), value: [0xCC], createOnly: true))  // created again after the deletion
+        changes += (250..<300).map { KeyChange(name: asset($0), value: [1]) }
+        let applied = try store.applyKeyChangesReportingPositions(libraryID: library, changes, by: "anna-phone", at: 5)
+        #expect(
+            applied.statuses == Array(repeating: .stored, count: 251) + [.conflict, .deleted, .stored]
+                + Array(repeating: .stored, count: 50))
+        // 250 writes, the second write of one name, the creation after the deletion, 50 more.
+        #expect(applied.from == 0)
+        #expect(applied.through == 302)
+        let (entries, last) = try store.keyEntries(libraryID: library, after: 0)
+        #expect(entries.count == 300)
+        #expect(last == 302)
+        #expect(try store.keyEntry(libraryID: library, name: asset(7)) == [0xAA])
+        #expect(try store.keyEntry(libraryID: library, name: asset(8)) == [8])
+        #expect(try store.keyEntry(libraryID: library, name: asset(9)) == [0xCC])
+        #expect(try store.keyEntry(libraryID: library, name: asset(250)) == [1])
+        #expect(try store.keyEntries(libraryID: library, after: 301).entries == [KeyEntry(name: asset(299), value: [1])])
+    }
+
     @Test("the rules: identity key once by readWrite, a device's key by itself, asset keys created by addOnly, deleted by readWrite only")
     func rules() throws {
         let library = UUID()

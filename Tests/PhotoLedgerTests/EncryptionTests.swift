@@ -208,6 +208,56 @@ struct EncryptionTests {
         #expect(third.encryptionStatus == .enrolled)
     }
 
+    @Test("a page folded before its keys arrived is folded again with them when it is applied: nothing of it stays sealed")
+    func pageFoldedBeforeItsKeys() throws {
+        let directory = try TemporaryDirectory()
+        let anna = try makeLibrary(directory)
+        _ = try anna.enableEncryption()
+        _ = try anna.createAssets(3)
+        let events = try anna.allEvents()
+        let ben = try makeLibrary(directory, device: "ben-tablet", seed: 2, name: "ben")
+        try anna.approveEnrolment(of: "ben-tablet", publicKey: try ben.prepareEnrolment())
+        var entries: [String: [UInt8]] = [:]
+        for entry in try anna.pendingKeyEntries() { entries[entry.name] = entry.value }
+        // The ring first: the page is folded (as a pull folds the next page ahead) before the asset keys arrive.
+        #expect(try ben.absorbKeyStore(entries.filter { !$0.key.hasPrefix("asset/") }).enrolled)
+        let page = PreparedPage(
+            events: events, serverSequences: nil, chain: [], cursor: nil, localChain: nil,
+            folded: FoldedEvents.fold(events, context: ben.foldContext))
+        #expect(page.folded.batch.quarantined.allSatisfy { $0.kind == .sealed } && page.folded.batch.quarantined.count == 3)
+        #expect(try ben.absorbKeyStore(entries).assetKeys == 3)
+        #expect(try ben.applyRemoteEvents(page).newEvents == events.count)
+        #expect(try ben.statistics().quarantined.isEmpty)
+        #expect(try ben.fetchAssets().count == 3)
+        #expect(try ben.projectionDump()["assets"] == anna.projectionDump()["assets"])
+    }
+
+    @Test("published key entries leave the outbox, unless they were queued again with other bytes; asset keys are listed apart")
+    func publishedKeyEntries() throws {
+        let directory = try TemporaryDirectory()
+        let library = try makeLibrary(directory)
+        _ = try library.enableEncryption()
+        let assets = try library.createAssets(250).map { try #require(LocalIdentifier($0)).uuid }
+        let pending = try library.pendingKeyEntries()
+        #expect(pending.count == 254)  // the asset keys, the identity key, the recovery ring, this device's key and ring
+        #expect(
+            try library.pendingKeyEntries(assetKeys: false).map(\.name).sorted() == [
+                "device/anna-phone", "library/public", "ring/anna-phone", "ring/recovery",
+            ])
+        let some = Set(assets.prefix(3))
+        #expect(try library.pendingKeyEntries(ofAssets: some).map(\.name) == some.map(KeyStoreName.asset).sorted())
+        // Queued again with other bytes while the first bytes were on their way: kept. A deletion goes once published.
+        let requeued = KeyStoreName.asset(assets[0])
+        try library.withDatabase { db in
+            try PhotoLibrary.queue(db, requeued, [1, 2, 3])
+            try PhotoLibrary.queue(db, "grant/camera", nil)
+        }
+        try library.keyEntriesPublished(pending.map { (name: $0.name, value: $0.value) } + [(name: "grant/camera", value: nil)])
+        let left = try library.pendingKeyEntries()
+        #expect(left.map(\.name) == [requeued])
+        #expect(left.first?.value == [1, 2, 3])
+    }
+
     @Test("recovery keys read back, and a mistyped or short one is refused with the reason")
     func recoveryKeyText() throws {
         let key = RecoveryKey.generate()
