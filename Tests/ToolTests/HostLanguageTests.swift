@@ -1,12 +1,15 @@
 import CPhotoLedger
 import Foundation
 import PhotoLedger
+import TestSupportKit
 import Testing
 
 /// The C library, its header, the Lua module and the Python package, driven from the real tools:
 /// `cc`, `c++`, `make`, `lua5.4`, `python3` and `pip` run the programs and scripts of
 /// `Tests/ToolTests/HostLanguages`, and the `photoledger` command checks the library they leave.
-@Suite("Host languages: C, C++, Lua and Python over libphotoledger")
+@Suite(
+    "Host languages: C, C++, Lua and Python over libphotoledger",
+    .enabled(if: TestGate.hostLanguages.isOpen, "\(TestGate.hostLanguages.skipReason)"))
 struct HostLanguageTests {
     /// The package's root folder.
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
