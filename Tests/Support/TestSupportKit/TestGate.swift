@@ -21,7 +21,5 @@ public struct TestGate: Sendable {
     public var isOpen: Bool { TestIntensity.isFull || ProcessInfo.processInfo.environment[variable] == "1" }
 
     /// Why the group was skipped, and how to run it.
-    public var skipReason: String {
-        "skipped: \(subject) run when CI=true, PHOTOLEDGER_FULL_TESTS=1 or \(variable)=1"
-    }
+    public var skipReason: String { "\(subject) run only when CI=true, PHOTOLEDGER_FULL_TESTS=1 or \(variable)=1" }
 }
