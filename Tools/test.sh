@@ -2,10 +2,11 @@
 # Runs the test suite with warnings treated as errors, every import a declared dependency, and
 # the code formatted as .swift-format says.
 #
-# The default local run is short (under three minutes on two cores): the randomized and
-# exhaustive tests run a few cases each, and what needs a service, a browser or another
-# language's toolchain is skipped, each saying so. With CI=true (as .ci/run sets it) everything
-# runs; PHOTOLEDGER_FULL_TESTS=1 asks for all of it but the services.
+# The default local run is short (about 200 s of CPU in all; the goal: three minutes or less on two
+# idle cores): the randomized and exhaustive tests run a few cases each, and what needs a
+# service, a browser or another language's toolchain is skipped, each saying so. With CI=true
+# (as .ci/run sets it) everything runs; PHOTOLEDGER_FULL_TESTS=1 asks for all of it but the
+# services.
 #
 # - Lint: by default only the Swift files changed since the branch left main (committed or not,
 #   new files included); with CI=true or PHOTOLEDGER_FULL_LINT=1 every file.
