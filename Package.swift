@@ -240,7 +240,7 @@ let package = Package(
             dependencies: [
                 "photoledger", "photoledger-server", "photoledger-demo", "LedgerCore", "LedgerStore", "PhotoMedia", "MediaSynthesis",
                 "PhotoLedger",
-                "CPhotoLedger",
+                "CPhotoLedger", "TestSupportKit",
             ],
             // The C, C++, Lua and Python programs the host-language tests compile and run.
             exclude: ["HostLanguages"]

@@ -5,6 +5,9 @@ import Testing
 
 @Suite("Crash safety")
 struct CrashSafetyTests {
+    /// Kills: a few by default (each round verifies the whole log so far), the full amount in CI.
+    static let rounds = TestIntensity.count(local: 8, full: 24)
+
     @Test("a writer killed with SIGKILL at random moments never leaves a half-written event")
     func killedWriter() throws {
         let directory = try TemporaryDirectory()
@@ -12,7 +15,7 @@ struct CrashSafetyTests {
         let writer = try builtExecutable("ledger-crash-writer")
         var random = SeededRandomNumberGenerator(seed: 20261130)
         var previousCount = 0
-        for round in 0..<24 {
+        for round in 0..<Self.rounds {
             let process = Process()
             process.executableURL = writer
             process.arguments = [path, "crash-device", String(round)]

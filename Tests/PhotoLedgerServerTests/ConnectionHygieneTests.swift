@@ -16,6 +16,8 @@ struct ConnectionHygieneTests {
             $0.maximumConnectionsPerAddress = 8
             $0.maximumConnections = 32
             $0.requestHeadTimeout = .seconds(600)
+            // Nor may the flood's connections reach their idle timeout while the test runs.
+            $0.connectionTimeoutSeconds = 600
         }
         let flood = try (0..<40).map { _ in try RawConnection(port: fixture.server.port, from: "127.0.0.1") }
         for connection in flood { connection.send("GET /v1/health HTTP/1.1\r\nHost: x\r\n") }
@@ -101,13 +103,24 @@ struct ConnectionHygieneTests {
                 "PUT \(SyncRoutes.blob(library: "family", hash: Hex.encode(SHA256.hash(blob)))) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Length: \(blob.count)\r\n\r\n"
                     .utf8)
                 + blob.prefix(50_000))
-        // The server makes the file when the body starts; the folder also holds resumable uploads'.
-        func uploads() -> [String] {
+        // The server makes the file when the body starts (the folder also holds resumable
+        // uploads'), and removes it when the body's deadline passes (about 26 s here) or the
+        // connection idles out (60 s). So the crash comes from a thread of its own as soon as the
+        // file is there: in a busy parallel run, this test's task may wait its turn longer than that.
+        let uploads: @Sendable () -> [String] = {
             ((try? FileManager.default.contentsOfDirectory(atPath: temporary)) ?? []).filter { $0.hasPrefix("upload-") }
         }
-        try await waitUntil("the upload has a temporary file") { uploads().count == 1 }
+        let server = first.process.processIdentifier
+        let crashed = TestSignal()
+        Thread.detachNewThread {
+            let deadline = TestPatience.dateDeadline
+            while uploads().count != 1, Date() < deadline { usleep(1000) }
+            kill(server, SIGKILL)
+            crashed.signal()
+        }
+        await crashed.wait()
         first.crash()
-        #expect(uploads().count == 1)
+        #expect(uploads().count == 1, "the upload's temporary file did not appear")
 
         let second = try ShellServerProcess(database: db, blobs: blobs, logDirectory: directory)
         #expect(try FileManager.default.contentsOfDirectory(atPath: temporary).isEmpty)

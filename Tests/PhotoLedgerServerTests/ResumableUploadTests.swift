@@ -137,9 +137,14 @@ struct ResumableUploadTests {
 
     @Test("a newer request takes an upload over from one still receiving: the older one stops")
     func newerRequestTakesOver() async throws {
-        // The first request pauses while the second one runs: its body deadline (not this test's
-        // subject) is set beyond any slow machine's pause.
-        let fixture = try ServerFixture { $0.requestBodyTimeout = TestPatience.limit }
+        // The first request pauses while the second one runs: its body deadline and the idle
+        // timeout of its connection (libmicrohttpd closes a connection that sends nothing for
+        // that long: 60 s by default, which a busy parallel run can reach), neither this test's
+        // subject, are set beyond any slow machine's pause.
+        let fixture = try ServerFixture {
+            $0.requestBodyTimeout = TestPatience.limit
+            $0.connectionTimeoutSeconds = Int(TestPatience.limit.components.seconds)
+        }
         let client = fixture.client()
         let connection = try RawConnection(port: fixture.server.port)
         connection.send(

@@ -15,7 +15,7 @@ import Testing
 @Suite("Snapshot bootstrap")
 struct SnapshotBootstrapTests {
     /// Random histories to run.
-    static let histories = TestIntensity.count(local: 12, full: 200, variable: "PHOTOLEDGER_SNAPSHOT_HISTORIES")
+    static let histories = TestIntensity.count(local: 6, full: 200, variable: "PHOTOLEDGER_SNAPSHOT_HISTORIES")
 
     /// A world of devices on one in-process server.
     final class World {

@@ -14,10 +14,10 @@ import Testing
 /// has identical projections, and no event is lost or duplicated.
 @Suite("Multi-replica sync simulation")
 struct SyncSimulationTests {
-    /// Schedules to run: a few dozen by default, a thousand in CI (`PHOTOLEDGER_SIMULATION_SCHEDULES` sets it). They run
+    /// Schedules to run: sixteen by default, a thousand in CI (`PHOTOLEDGER_SIMULATION_SCHEDULES` sets it). They run
     /// one at a time (`.serialized`, as the other randomized suites with many cases): a thousand at once in a parallel run
     /// would open more files than the process may.
-    static let schedules = TestIntensity.count(local: 30, full: 1000, variable: "PHOTOLEDGER_SIMULATION_SCHEDULES")
+    static let schedules = TestIntensity.count(local: 16, full: 1000, variable: "PHOTOLEDGER_SIMULATION_SCHEDULES")
 
     @Test("devices converge after random changes and syncs through faults", .serialized, arguments: 0..<schedules)
     func converge(schedule: Int) async throws {

@@ -41,8 +41,8 @@ struct FoldPropertyTests {
     }
 
     /// Scripts and permutations per script: a few by default, the full amounts in CI.
-    static let scripts = TestIntensity.count(local: 8, full: 30)
-    static let permutations = TestIntensity.count(local: 15, full: 50)
+    static let scripts = TestIntensity.count(local: 4, full: 30)
+    static let permutations = TestIntensity.count(local: 10, full: 50)
 
     @Test(
         "devices converge; every permutation with duplicates folds to the same tables; incremental equals rebuild",

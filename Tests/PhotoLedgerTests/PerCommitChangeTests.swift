@@ -154,7 +154,7 @@ extension PhotoLibrary {
 
 @Suite("Change details per commit")
 struct PerCommitChangeTests {
-    static let sequences = TestIntensity.count(local: 12, full: 200, variable: "PHOTOLEDGER_CHANGE_SEQUENCES")
+    static let sequences = TestIntensity.count(local: 6, full: 200, variable: "PHOTOLEDGER_CHANGE_SEQUENCES")
 
     @Test(
         "a slow observer gets one notification per commit, in order; each applied gives the fetch right after it", .serialized,

@@ -3,13 +3,14 @@ import MediaSynthesis
 import PhotoLedger
 import PhotoLedgerTestSupport
 import PhotoLedgerWeb
+import TestSupportKit
 import Testing
 import WebDriverClient
 
 /// The web view in a real headless Chromium (chromedriver), as a person uses it: every wait is for
 /// a condition in the page with a generous deadline, never a fixed sleep.
 @Suite(
-    "Web view in a headless Chromium", .serialized,
+    "Web view in a headless Chromium", .serialized, .enabled(if: TestGate.browser.isOpen, "\(TestGate.browser.skipReason)"),
     .enabled(if: Browser.unavailableReason == nil, "skipped: \(Browser.unavailableReason ?? "")"))
 struct BrowserTests {
     /// The ids of the album page's items, in page order, joined by commas.

@@ -1,12 +1,15 @@
 import CPhotoLedger
 import Foundation
 import PhotoLedger
+import TestSupportKit
 import Testing
 
 /// The C library, its header, the Lua module and the Python package, driven from the real tools:
 /// `cc`, `c++`, `make`, `lua5.4`, `python3` and `pip` run the programs and scripts of
 /// `Tests/ToolTests/HostLanguages`, and the `photoledger` command checks the library they leave.
-@Suite("Host languages: C, C++, Lua and Python over libphotoledger")
+@Suite(
+    "Host languages: C, C++, Lua and Python over libphotoledger",
+    .enabled(if: TestGate.hostLanguages.isOpen, "\(TestGate.hostLanguages.skipReason)"))
 struct HostLanguageTests {
     /// The package's root folder.
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -378,7 +381,9 @@ struct HostLanguageTests {
         let result = try host.python("raising.py", [host.library, host.photo])
         #expect(result.status == 0, "raising.py failed: \(result.output) \(result.errors)")
         #expect(Self.line("future", in: result.output) == "Raised raised in the callback")
-        #expect(result.output.hasSuffix("survived\nexiting\nat exit True None\n"), "\(result.output)")
+        // The queued call's callback and the script's last line come in either order.
+        let end = result.output.components(separatedBy: "survived\n")
+        #expect(end.count == 2 && end[1].split(separator: "\n").sorted() == ["at exit True None", "exiting"], "\(result.output)")
         #expect(try host.trip().count == 3, "the save whose callback raised, the next, and the one queued at exit")
     }
 
