@@ -43,7 +43,7 @@ struct ServerDatabase: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "The server database: a SQLite file (created when missing) or postgresql://USER@HOST:PORT/NAME (default: $\(environment)).",
+            "The server database: a SQLite file (created when missing, except by collect-blobs) or postgresql://USER@HOST:PORT/NAME (default: $\(environment)).",
             valueName: "path"))
     var db: String?
 
