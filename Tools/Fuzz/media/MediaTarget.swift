@@ -68,8 +68,9 @@ enum MediaTarget: FuzzTarget {
 }
 
 /// The file each input is written to: one per process, rewritten for every input, in
-/// `/dev/shm` when it exists (no disk, no file created or removed per input), removed when the
-/// process exits.
+/// `/dev/shm` when it exists (no disk, no file created or removed per input), removed at a
+/// normal exit. libFuzzer's exits on a crash or a signal skip that: the file (at most the
+/// longest input) stays, named with the process id.
 private enum InputFile {
     /// The file's path.
     static let path: String = {
