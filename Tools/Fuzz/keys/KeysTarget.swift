@@ -30,6 +30,11 @@ enum KeysTarget: FuzzTarget {
     /// The writer's grant from the library, and one from another library.
     static let grant = try! AddOnlyGrant.make(identity: identity, devicePublicKey: writer.publicKey, device: writerName)
     static let foreignGrant = try! AddOnlyGrant.make(identity: otherIdentity, devicePublicKey: writer.publicKey, device: writerName)
+    /// The subkeys of the two generations that wrap asset keys, derived once: every refusal
+    /// opens with them (`WrappedAssetKey(asset:unsealing:with:)` derives the same subkey per call;
+    /// the readings of the input's bytes go through it).
+    static let wrapping = WrappedAssetKey.wrappingKey(of: generation.key)
+    static let otherWrapping = WrappedAssetKey.wrappingKey(of: otherGeneration.key)
     static let asset = UUID(uuid: (0x01, 0x93, 0x7A, 0x10, 0, 0, 0x70, 0, 0x80, 0, 0, 0, 0, 0, 0, 0x42))
 
     static func fixedKey(_ seed: UInt8) -> SecretKey { try! SecretKey(bytes: (0..<32).map { UInt8($0) &* 31 &+ seed }) }
@@ -130,7 +135,7 @@ enum KeysTarget: FuzzTarget {
     /// byte is altered (the alteration `alteration` at `position`; 0 alters nothing more).
     private static func checkSealing(_ record: WrappedAssetKey, alteration: UInt8 = 0, position: Int = 0) {
         let wrapped = record.sealed(under: generation)
-        let opened = try? WrappedAssetKey(asset: record.asset, unsealing: wrapped, with: generation.key)
+        let opened = try? WrappedAssetKey(asset: record.asset, unsealing: wrapped, wrappingKey: wrapping)
         require(opened.map { same($0, record) } == true, "a wrapped record does not open as itself")
         let sealed = try! record.sealed(toIdentity: identity.publicKey, writer: writer, grant: grant)
         let fromWriter = try? WrappedAssetKey.open(asset: record.asset, sealedToIdentity: sealed, identity: identity)
@@ -140,7 +145,7 @@ enum KeysTarget: FuzzTarget {
         let elsewhere = UUID(bytes: record.asset.bytes.enumerated().map { $0 == 15 ? $1 ^ 1 : $1 })!
         refuse(wrapped, asset: elsewhere, "a wrapped record opens as another asset's")
         require(
-            (try? WrappedAssetKey(asset: record.asset, unsealing: wrapped, with: otherGeneration.key)) == nil,
+            (try? WrappedAssetKey(asset: record.asset, unsealing: wrapped, wrappingKey: otherWrapping)) == nil,
             "a wrapped record opens with another generation key")
         refuse(sealed, asset: elsewhere, "a sealed record opens as another asset's")
         require(
@@ -166,7 +171,7 @@ enum KeysTarget: FuzzTarget {
 
     /// Requires that `bytes` open as a record of `asset` in neither reading.
     private static func refuse(_ bytes: [UInt8], asset: UUID, _ message: String) {
-        require((try? WrappedAssetKey(asset: asset, unsealing: bytes, with: generation.key)) == nil, message)
+        require((try? WrappedAssetKey(asset: asset, unsealing: bytes, wrappingKey: wrapping)) == nil, message)
         require((try? WrappedAssetKey.open(asset: asset, sealedToIdentity: bytes, identity: identity)) == nil, message)
     }
 

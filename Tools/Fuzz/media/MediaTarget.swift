@@ -58,8 +58,41 @@ enum MediaTarget: FuzzTarget {
     }
 
     static func run(_ input: [UInt8]) {
-        guard let info = try? MediaInspector.inspect(input, name: "input") else { return }
+        // The decoders read files: each input is written to one file of the process, in memory
+        // (tmpfs) where the system has it, rather than to a new temporary file per input as
+        // `inspect(_:name:)` does (seeds go through that path, in `accepts`).
+        guard let info = try? MediaInspector.inspect(fileAt: InputFile.write(input)) else { return }
         require(info.pixelWidth > 0 && info.pixelHeight > 0, "inspected media of \(info.pixelWidth)×\(info.pixelHeight) pixels")
         ImportCheck.check(info)
+    }
+}
+
+/// The file each input is written to: one per process, rewritten for every input, in
+/// `/dev/shm` when it exists (no disk, no file created or removed per input), removed at a
+/// normal exit. libFuzzer's exits on a crash or a signal skip that: the file (at most the
+/// longest input) stays, named with the process id.
+private enum InputFile {
+    /// The file's path.
+    static let path: String = {
+        let directory = FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory()
+        let path = URL(fileURLWithPath: directory).appendingPathComponent("photoledger-fuzz-media-\(getpid())").path
+        atexit { unlink(InputFile.path) }
+        return path
+    }()
+    /// The file's location.
+    static let url = URL(fileURLWithPath: path, isDirectory: false)
+
+    /// Replaces the file's bytes with `bytes`; returns its location.
+    static func write(_ bytes: [UInt8]) -> URL {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        require(descriptor >= 0, "cannot write the input to \(path): \(String(cString: strerror(errno)))")
+        defer { close(descriptor) }
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { Foundation.write(descriptor, $0.baseAddress! + written, $0.count - written) }
+            require(count > 0 || (count < 0 && errno == EINTR), "cannot write the input to \(path): \(String(cString: strerror(errno)))")
+            written += max(0, count)
+        }
+        return url
     }
 }
