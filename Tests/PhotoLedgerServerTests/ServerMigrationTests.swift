@@ -25,11 +25,7 @@ struct ServerMigrationTests {
             // A change before its object's creation (a peer may send that order), then an album.
             let events = [
                 (EventType.assetChanged, asset), (EventType.assetCreated, asset), (EventType.albumCreated, album),
-            ].map { type, object in
-                var event = anna.make(type: type.rawValue)
-                event.object = object
-                return event
-            }
+            ].map { type, object in anna.make(type: type.rawValue, object: object) }
             for (index, event) in events.enumerated() {
                 try db.execute(
                     """
@@ -53,10 +49,8 @@ struct ServerMigrationTests {
         try store.registerToken(hash: SHA256.hash([0]), library: "family", device: "anna-phone", scope: .readWrite, at: 2)
         let credential = try #require(try store.authenticate(tokenHash: SHA256.hash([0])))
         let rules = PushRules()
-        var onAsset = anna.make(type: EventType.albumCreated.rawValue)
-        onAsset.object = asset
-        var onAlbum = anna.make(type: EventType.assetCreated.rawValue)
-        onAlbum.object = album
+        let onAsset = anna.make(type: EventType.albumCreated.rawValue, object: asset)
+        let onAlbum = anna.make(type: EventType.assetCreated.rawValue, object: album)
         let fresh = anna.make(type: EventType.assetCreated.rawValue)
         let results = try store.push(
             [onAsset, onAlbum, fresh].map { rules.candidate(for: .valid(WireEvent($0)), credential: credential) }, for: credential,

@@ -158,10 +158,8 @@ struct ServerStoreContractTests {
         let album = anna.make(type: EventType.albumCreated.rawValue)
         #expect(try fixture.push([album]) == [.stored(serverSequence: 1)])
         let created = kiosk.make(type: EventType.assetCreated.rawValue)
-        var again = kiosk.make(type: EventType.assetCreated.rawValue)
-        again.object = created.object
-        var onAlbum = kiosk.make(type: EventType.assetCreated.rawValue)
-        onAlbum.object = album.object
+        let again = kiosk.make(type: EventType.assetCreated.rawValue, object: created.object)
+        let onAlbum = kiosk.make(type: EventType.assetCreated.rawValue, object: album.object)
         let renamed = kiosk.make(type: EventType.albumRenamed.rawValue)
         let newAlbum = kiosk.make(type: EventType.albumCreated.rawValue)
         let results = try fixture.push([created, again, onAlbum, renamed, newAlbum], as: 1)
@@ -179,14 +177,10 @@ struct ServerStoreContractTests {
         var anna = EventFactory()
         let asset = anna.make(type: EventType.assetCreated.rawValue)
         let album = anna.make(type: EventType.albumCreated.rawValue)
-        var secondAsset = anna.make(type: EventType.assetCreated.rawValue)
-        secondAsset.object = asset.object
-        var albumOnAsset = anna.make(type: EventType.albumCreated.rawValue)
-        albumOnAsset.object = asset.object
-        var sameAlbum = anna.make(type: EventType.albumCreated.rawValue)
-        sameAlbum.object = album.object
-        var change = anna.make(type: EventType.assetChanged.rawValue)
-        change.object = asset.object
+        let secondAsset = anna.make(type: EventType.assetCreated.rawValue, object: asset.object)
+        let albumOnAsset = anna.make(type: EventType.albumCreated.rawValue, object: asset.object)
+        let sameAlbum = anna.make(type: EventType.albumCreated.rawValue, object: album.object)
+        let change = anna.make(type: EventType.assetChanged.rawValue, object: asset.object)
         let results = try fixture.push([asset, album, secondAsset, albumOnAsset, sameAlbum, change])
         #expect(results[0] == .stored(serverSequence: 1))
         #expect(results[1] == .stored(serverSequence: 2))
@@ -213,16 +207,12 @@ struct ServerStoreContractTests {
 
         // Each of these is new to the push; the store may check them only as it writes.
         let fresh = anna.make(type: EventType.assetCreated.rawValue)
-        var createdAgain = anna.make(type: EventType.assetCreated.rawValue)
-        createdAgain.object = asset.object
-        var sameAlbum = anna.make(type: EventType.albumCreated.rawValue)
-        sameAlbum.object = album.object
+        let createdAgain = anna.make(type: EventType.assetCreated.rawValue, object: asset.object)
+        let sameAlbum = anna.make(type: EventType.albumCreated.rawValue, object: album.object)
         let laterObject = anna.make(type: EventType.assetChanged.rawValue)
-        var createdAfterChange = anna.make(type: EventType.assetCreated.rawValue)
-        createdAfterChange.object = laterObject.object
+        let createdAfterChange = anna.make(type: EventType.assetCreated.rawValue, object: laterObject.object)
         let created = anna.make(type: EventType.assetCreated.rawValue)
-        var changedAfterCreation = anna.make(type: EventType.assetChanged.rawValue)
-        changedAfterCreation.object = created.object
+        let changedAfterCreation = anna.make(type: EventType.assetChanged.rawValue, object: created.object)
         var takenIdentifier = anna.make(type: EventType.assetCreated.rawValue)
         takenIdentifier.id = fresh.id
         let last = anna.make(type: EventType.assetCreated.rawValue)
@@ -253,8 +243,7 @@ struct ServerStoreContractTests {
                 })
         let next = anna.make(2)
         #expect(try fixture.push(next) == [.stored(serverSequence: 9), .stored(serverSequence: 10)])
-        var again = anna.make(type: EventType.assetCreated.rawValue)
-        again.object = created.object
+        let again = anna.make(type: EventType.assetCreated.rawValue, object: created.object)
         guard case .rejected(let once) = try fixture.push([again])[0] else { Issue.record("a second creation must be rejected"); return }
         #expect(once.contains("created once"))
     }
@@ -267,14 +256,10 @@ struct ServerStoreContractTests {
         var anna = EventFactory()
         let folder = anna.make(type: EventType.collectionListCreated.rawValue)
         let asset = anna.make(type: EventType.assetCreated.rawValue)
-        var again = anna.make(type: EventType.collectionListCreated.rawValue)
-        again.object = folder.object
-        var folderOnAsset = anna.make(type: EventType.collectionListCreated.rawValue)
-        folderOnAsset.object = asset.object
-        var albumOnFolder = anna.make(type: EventType.albumCreated.rawValue)
-        albumOnFolder.object = folder.object
-        var assetOnFolder = anna.make(type: EventType.assetCreated.rawValue)
-        assetOnFolder.object = folder.object
+        let again = anna.make(type: EventType.collectionListCreated.rawValue, object: folder.object)
+        let folderOnAsset = anna.make(type: EventType.collectionListCreated.rawValue, object: asset.object)
+        let albumOnFolder = anna.make(type: EventType.albumCreated.rawValue, object: folder.object)
+        let assetOnFolder = anna.make(type: EventType.assetCreated.rawValue, object: folder.object)
         let results = try fixture.push([folder, asset, again, folderOnAsset, albumOnFolder, assetOnFolder])
         #expect(results[0] == .stored(serverSequence: 1) && results[1] == .stored(serverSequence: 2))
         let reasons = results.dropFirst(2).map { status -> String in

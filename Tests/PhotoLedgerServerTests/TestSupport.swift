@@ -32,12 +32,14 @@ struct EventFactory {
         self.ids = UUIDv7Generator(clock: { 1_764_483_790_000 }, random: SeededRandomNumberGenerator(seed: seed))
     }
 
-    mutating func make(type: String = "asset.created", payload: [UInt8]? = nil) -> Event {
+    /// The device's next event, about `object` (a new one by default).
+    mutating func make(type: String = "asset.created", object: UUID? = nil, payload: [UInt8]? = nil) -> Event {
         sequence += 1
         milliseconds += 1
+        let id = ids.next(), block = ids.next(), fresh = ids.next()
         return Event(
-            id: ids.next(), device: device, deviceSequence: sequence, timestamp: HLCTimestamp(milliseconds: milliseconds, counter: 0),
-            changeBlock: ids.next(), object: ids.next(), type: type, schemaVersion: 1, payload: payload ?? Array("payload \(sequence)".utf8)
+            id: id, device: device, deviceSequence: sequence, timestamp: HLCTimestamp(milliseconds: milliseconds, counter: 0),
+            changeBlock: block, object: object ?? fresh, type: type, schemaVersion: 1, payload: payload ?? Array("payload \(sequence)".utf8)
         )
     }
 
