@@ -161,9 +161,15 @@ struct Projection {
             try Self.fold(try readOnlyConnection(), after: start, context: context, batchSize: batchSize, emit)
         }
         defer { folder.stop() }
-        while let batch = try folder.next() {
-            try batch.write(to: database, rebuilding: &progress)
-            if batch.foldedCreations { _ = try resolveConflicts(among: batch.createdObjects, context: context, progress: &progress) }
+        do {
+            while let batch = try folder.next() {
+                try batch.write(to: database, rebuilding: &progress)
+                if batch.foldedCreations { _ = try resolveConflicts(among: batch.createdObjects, context: context, progress: &progress) }
+            }
+        } catch {
+            // A row the fold cannot read was changed: the chain's break says where, and is the error.
+            if case .broken(let chainBreak)? = try? verifier?.wait() { throw chainBreak }
+            throw error
         }
         switch try verifier?.wait() {
         case .intact(let count): return count

@@ -88,6 +88,21 @@ struct RebuildTests {
         #expect(try library.projectionDump() == reference)
     }
 
+    @Test("a changed row the fold cannot read is reported as the chain's break, and changes nothing")
+    func tamperedSeal() throws {
+        let directory = try TemporaryDirectory()
+        let library = try busyLibrary(directory)
+        let reference = try library.projectionDump()
+        // A plain event made to claim a sealed payload without its nonce.
+        try library.storage.write { db in
+            try db.execute("DROP TRIGGER events_are_never_changed")
+            try db.execute("UPDATE events SET key_id = 7 WHERE local_seq = 3")
+        }
+        let error = try #require(throws: PhotoLibraryError.self) { try library.rebuild() }
+        #expect(error.message.contains("does not verify"), "\(error.message)")
+        #expect(try library.projectionDump() == reference)
+    }
+
     @Test("rebuild refuses a log whose last events were removed, and changes nothing")
     func truncatedLog() throws {
         let directory = try TemporaryDirectory()
