@@ -144,6 +144,42 @@ struct EventLogTests {
         if case .broken(let broken) = result { #expect(broken.description.contains(events[1699].id.uuidString)) }
     }
 
+    @Test(
+        "any envelope column changed with plain SQL breaks the chain at that event, or the schema refuses the change",
+        arguments: [
+            "schema_version = -1", "schema_version = schema_version + 1", "format = 9", "format = 3 - format", "key_id = -1",
+            "key_id = 4294967296", "library = x'00'", "library = randomblob(16)", "nonce = x'0102'", "device_id = 'anna-tablet'",
+            "type = 'asset.deleted'", "hlc = hlc + 1", "device_seq = -1", "change_block = x'0011'", "object_id = randomblob(16)",
+            "event_id = randomblob(16)", "payload = NULL",
+        ])
+    func tamperedEnvelope(change: String) throws {
+        let directory = try TemporaryDirectory()
+        let queue = try makeLibraryQueue(directory)
+        var factory = EventFactory()
+        let events = factory.make(20)
+        try queue.write { try EventLog($0).append(events) }
+        let refused = try queue.writeWithoutTransaction { db in
+            try db.execute("DROP TRIGGER events_are_never_changed")
+            do {
+                try db.execute("UPDATE events SET \(change) WHERE local_seq = 12")
+                return false
+            } catch let error as DatabaseError {
+                #expect(error.message.contains("constraint"), "\(change): \(error)")
+                return true
+            }
+        }
+        let result = try queue.read { try EventLog($0).verify() }
+        if refused {
+            #expect(result == .intact(count: 20), "\(change)")
+            return
+        }
+        guard case .broken(let broken) = result else {
+            Issue.record("\(change): the chain still verifies")
+            return
+        }
+        #expect(broken.localSequence == 12 && broken.verifiedCount == 11, "\(change)")
+    }
+
     @Test("a deleted row and reordered rows break the chain at the right event")
     func deletedAndReorderedRows() throws {
         let directory = try TemporaryDirectory()
