@@ -228,6 +228,10 @@ public protocol PushTransaction {
     func prefetch(for candidates: [PushCandidate]) throws
 }
 
+/// A check a push left to its write failed (``PushTransaction/checksNewEventsOnWrite``): the
+/// backend rolls the push back and runs it again with every lookup.
+struct DeferredCheckFailed: Error {}
+
 extension PushTransaction {
     /// Reads nothing ahead: every lookup asks the store when the rules make it.
     public func prefetch(for candidates: [PushCandidate]) throws {}

@@ -239,26 +239,51 @@ public final class PostgresServerStore: ServerStore {
     public func withPushTransaction<T>(
         library: Int64, device: DeviceID, at milliseconds: UInt64, _ body: (any PushTransaction) throws -> T
     ) throws -> T {
-        try withPushTransaction(library: library, device: device, at: milliseconds, readingAheadFor: [], body)
+        try withConnection { connection in
+            try push(
+                on: connection, library: library, device: device, at: milliseconds, readingAheadFor: [], checksNewEventsOnWrite: false, body
+            )
+        }
     }
 
     /// Opens the transaction and reads ahead for `candidates` in one round trip, and stores the
-    /// push and commits in another (see `PostgresPushTransaction`).
+    /// push and commits in another (see `PostgresPushTransaction`). The push first runs with its
+    /// new events checked as they are written (the unique index of identifiers, the objects'
+    /// claims); one that meets a stored identifier or a held object there (a retry, a hostile
+    /// device, an asset created again) runs again with every lookup, and is answered as that run
+    /// decides.
     public func withPushTransaction<T>(
         library: Int64, device: DeviceID, at milliseconds: UInt64, readingAheadFor candidates: [PushCandidate],
         _ body: (any PushTransaction) throws -> T
     ) throws -> T {
         try withConnection { connection in
             do {
-                let transaction = try PostgresPushTransaction(
-                    connection: connection, library: library, device: device, at: Int64(milliseconds), readingAheadFor: candidates)
-                let value = try body(transaction)
-                try transaction.commit()
-                return value
-            } catch {
-                connection.rollBackOpenTransaction()
-                throw error
+                return try push(
+                    on: connection, library: library, device: device, at: milliseconds, readingAheadFor: candidates,
+                    checksNewEventsOnWrite: true, body)
+            } catch is DeferredCheckFailed {
+                return try push(
+                    on: connection, library: library, device: device, at: milliseconds, readingAheadFor: candidates,
+                    checksNewEventsOnWrite: false, body)
             }
+        }
+    }
+
+    /// One run of a push on `connection`: rolled back when it throws.
+    private func push<T>(
+        on connection: PostgresConnection, library: Int64, device: DeviceID, at milliseconds: UInt64,
+        readingAheadFor candidates: [PushCandidate], checksNewEventsOnWrite: Bool, _ body: (any PushTransaction) throws -> T
+    ) throws -> T {
+        do {
+            let transaction = try PostgresPushTransaction(
+                connection: connection, library: library, device: device, at: Int64(milliseconds), readingAheadFor: candidates,
+                checksNewEventsOnWrite: checksNewEventsOnWrite)
+            let value = try body(transaction)
+            try transaction.commit()
+            return value
+        } catch {
+            connection.rollBackOpenTransaction()
+            throw error
         }
     }
 
@@ -556,9 +581,8 @@ public final class PostgresServerStore: ServerStore {
     /// ``ServerStore/collectBlobs(library:storedBefore:dryRun:)``): $1 the library, $2 the cutoff.
     /// Their rows stay locked until the collection commits: a collection running at the same time
     /// waits for them, then finds them gone.
-    /// The log's events (by `server_events_by_object`) say which objects it holds.
     static let collectableBlobsSQL = BlobCollection.collectableBlobsSQL(
-        library: "$1", cutoff: "$2", heldObjects: "server_events", locking: "FOR UPDATE OF b")
+        library: "$1", cutoff: "$2", locking: "FOR UPDATE OF b")
 
     public func collectBlobs(library: String?, storedBefore cutoff: UInt64, dryRun: Bool) throws -> [CollectedBlob] {
         try inTransaction { connection in
