@@ -85,17 +85,10 @@ final class PostgresPushTransaction: PushTransaction {
         // of its own, so they see everything the previous holder committed.
         let ids = Array(Set(candidates.map(\.id)))
         let objects = checksNewEventsOnWrite ? [] : Self.objectsAsked(by: candidates)
-        var statements: [PostgresConnection.PipelinedStatement] = [
-            .command("BEGIN"),
-            .init(
-                """
-                INSERT INTO devices (library_id, device_id, registered_at) VALUES ($1, $2, $3)
-                ON CONFLICT (library_id, device_id) DO UPDATE SET last_seen_at = devices.last_seen_at
-                RETURNING last_device_seq
-                """, [.int64(library), .text(device.rawValue), .int64(receivedAt)]),
-            .init("SELECT pg_advisory_xact_lock($1, $2)", [.int32(Self.advisoryLockSpace), .int32(Int32(truncatingIfNeeded: library))]),
-            .init("SELECT last_seq, last_hash FROM libraries WHERE library_id = $1 FOR NO KEY UPDATE", [.int64(library)]),
-        ]
+        var statements =
+            Self.opening(library: library, device: device, at: receivedAt) + [
+                .init("SELECT last_seq, last_hash FROM libraries WHERE library_id = $1 FOR NO KEY UPDATE", [.int64(library)])
+            ]
         if !ids.isEmpty {
             statements.append(
                 checksNewEventsOnWrite ? Self.rejectionLookup(ids, library: library) : Self.identifierLookup(ids, library: library))
@@ -122,6 +115,20 @@ final class PostgresPushTransaction: PushTransaction {
                             return $0.deviceSequence <= lastDeviceSequence
                         }.map(\.id))))
         }
+    }
+
+    /// `BEGIN`, the device's row (locked; its last sequence returned), then the library's lock.
+    static func opening(library: Int64, device: DeviceID, at receivedAt: Int64) -> [PostgresConnection.PipelinedStatement] {
+        [
+            .command("BEGIN"),
+            .init(
+                """
+                INSERT INTO devices (library_id, device_id, registered_at) VALUES ($1, $2, $3)
+                ON CONFLICT (library_id, device_id) DO UPDATE SET last_seen_at = devices.last_seen_at
+                RETURNING last_device_seq
+                """, [.int64(library), .text(device.rawValue), .int64(receivedAt)]),
+            .init("SELECT pg_advisory_xact_lock($1, $2)", [.int32(advisoryLockSpace), .int32(Int32(truncatingIfNeeded: library))]),
+        ]
     }
 
     // MARK: Reading ahead

@@ -257,15 +257,55 @@ public final class PostgresServerStore: ServerStore {
         _ body: (any PushTransaction) throws -> T
     ) throws -> T {
         try withConnection { connection in
-            do {
-                return try push(
-                    on: connection, library: library, device: device, at: milliseconds, readingAheadFor: candidates,
-                    checksNewEventsOnWrite: true, body)
-            } catch is DeferredCheckFailed {
-                return try push(
-                    on: connection, library: library, device: device, at: milliseconds, readingAheadFor: candidates,
-                    checksNewEventsOnWrite: false, body)
+            try push(on: connection, library: library, device: device, at: milliseconds, readingAheadFor: candidates, body)
+        }
+    }
+
+    /// A push whose every event the rules would store (``PushRules/appendedEvents(_:scope:)``)
+    /// is stored in one round trip when the log agrees (see `PostgresAppend`); any other push,
+    /// or one the log does not agree to, runs with the rules on
+    /// ``withPushTransaction(library:device:at:readingAheadFor:_:)``.
+    public func push(_ candidates: [PushCandidate], for credential: Credential, receivedAt milliseconds: UInt64, rules: PushRules)
+        throws -> PushResponse
+    {
+        try withConnection { connection in
+            let (library, device) = (credential.libraryID, credential.device)
+            var checksNewEventsOnWrite = true
+            if let events = rules.appendedEvents(candidates, scope: credential.scope) {
+                do {
+                    if let response = try PostgresAppend.append(
+                        events, rules: rules, on: connection, library: library, device: device, at: Int64(milliseconds))
+                    {
+                        return response
+                    }
+                } catch is DeferredCheckFailed {
+                    // A stored identifier or a held object: the checks on write would meet it again.
+                    checksNewEventsOnWrite = false
+                }
             }
+            let apply = { (transaction: any PushTransaction) in try rules.apply(candidates, for: credential, in: transaction) }
+            guard checksNewEventsOnWrite else {
+                return try push(
+                    on: connection, library: library, device: device, at: milliseconds, readingAheadFor: candidates,
+                    checksNewEventsOnWrite: false, apply)
+            }
+            return try push(on: connection, library: library, device: device, at: milliseconds, readingAheadFor: candidates, apply)
+        }
+    }
+
+    /// A push on `connection`, checked on write first, then with every lookup when a check fails.
+    private func push<T>(
+        on connection: PostgresConnection, library: Int64, device: DeviceID, at milliseconds: UInt64,
+        readingAheadFor candidates: [PushCandidate], _ body: (any PushTransaction) throws -> T
+    ) throws -> T {
+        do {
+            return try push(
+                on: connection, library: library, device: device, at: milliseconds, readingAheadFor: candidates,
+                checksNewEventsOnWrite: true, body)
+        } catch is DeferredCheckFailed {
+            return try push(
+                on: connection, library: library, device: device, at: milliseconds, readingAheadFor: candidates,
+                checksNewEventsOnWrite: false, body)
         }
     }
 
