@@ -331,13 +331,21 @@ public final class PostgresServerStore: ServerStore {
 
     public func events(library: Int64, after since: Int64, limit: Int) throws -> ServerPage {
         try withConnection { connection in
+            // Server sequences have no gap: the page and the event after it are the sequences up
+            // to since + limit + 1. The range says so to the planner, which, with statistics from
+            // before the log grew, read the library's whole log from `since` and sorted it
+            // (100,000 events, 40 MB on disk) for a page of 5,000.
             let result = try connection.query(
                 """
                 SELECT e.server_seq, e.event_id, e.device_id, e.device_seq, e.hlc, e.change_block, e.object_id, e.type, e.schema_version,
                        e.payload, e.chain_hash, e.content_hash, e.format, CASE WHEN e.bound THEN l.library_uuid END, e.key_id, e.nonce
                 FROM server_events e JOIN libraries l ON l.library_id = e.library_id
-                WHERE e.library_id = $1 AND e.server_seq > $2 ORDER BY e.server_seq LIMIT $3
-                """, [.int64(library), .int64(since), .int64(Int64(limit) + 1)])
+                WHERE e.library_id = $1 AND e.server_seq > $2 AND e.server_seq <= $4 ORDER BY e.server_seq LIMIT $3
+                """,
+                [
+                    .int64(library), .int64(since), .int64(Int64(limit) + 1),
+                    .int64(since.addingReportingOverflow(Int64(limit) + 1).overflow ? .max : since + Int64(limit) + 1),
+                ])
             let hasMore = result.count > limit
             let events = try (0..<min(result.count, limit)).map { try Self.decodeEvent(result, $0, database: database) }
             return ServerPage(events: events, hasMore: hasMore)
