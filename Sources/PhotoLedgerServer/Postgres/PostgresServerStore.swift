@@ -270,7 +270,7 @@ public final class PostgresServerStore: ServerStore {
     {
         try withConnection { connection in
             let (library, device) = (credential.libraryID, credential.device)
-            var checksNewEventsOnWrite = true
+            var checkingOnWriteFirst = true
             if let events = rules.appendedEvents(candidates, scope: credential.scope) {
                 do {
                     if let response = try PostgresAppend.append(
@@ -280,33 +280,32 @@ public final class PostgresServerStore: ServerStore {
                     }
                 } catch is DeferredCheckFailed {
                     // A stored identifier or a held object: the checks on write would meet it again.
-                    checksNewEventsOnWrite = false
+                    checkingOnWriteFirst = false
                 }
             }
-            let apply = { (transaction: any PushTransaction) in try rules.apply(candidates, for: credential, in: transaction) }
-            guard checksNewEventsOnWrite else {
-                return try push(
-                    on: connection, library: library, device: device, at: milliseconds, readingAheadFor: candidates,
-                    checksNewEventsOnWrite: false, apply)
-            }
-            return try push(on: connection, library: library, device: device, at: milliseconds, readingAheadFor: candidates, apply)
+            return try push(
+                on: connection, library: library, device: device, at: milliseconds, readingAheadFor: candidates,
+                checkingOnWriteFirst: checkingOnWriteFirst
+            ) { try rules.apply(candidates, for: credential, in: $0) }
         }
     }
 
-    /// A push on `connection`, checked on write first, then with every lookup when a check fails.
+    /// A push on `connection`: checked on write first, then, when a check fails there, with every
+    /// lookup.
     private func push<T>(
         on connection: PostgresConnection, library: Int64, device: DeviceID, at milliseconds: UInt64,
-        readingAheadFor candidates: [PushCandidate], _ body: (any PushTransaction) throws -> T
+        readingAheadFor candidates: [PushCandidate], checkingOnWriteFirst: Bool = true, _ body: (any PushTransaction) throws -> T
     ) throws -> T {
-        do {
-            return try push(
-                on: connection, library: library, device: device, at: milliseconds, readingAheadFor: candidates,
-                checksNewEventsOnWrite: true, body)
-        } catch is DeferredCheckFailed {
-            return try push(
-                on: connection, library: library, device: device, at: milliseconds, readingAheadFor: candidates,
-                checksNewEventsOnWrite: false, body)
+        if checkingOnWriteFirst {
+            do {
+                return try push(
+                    on: connection, library: library, device: device, at: milliseconds, readingAheadFor: candidates,
+                    checksNewEventsOnWrite: true, body)
+            } catch is DeferredCheckFailed {}
         }
+        return try push(
+            on: connection, library: library, device: device, at: milliseconds, readingAheadFor: candidates, checksNewEventsOnWrite: false,
+            body)
     }
 
     /// One run of a push on `connection`: rolled back when it throws.
