@@ -84,6 +84,17 @@ struct ServerStoreContractTests {
         #expect(try fixture.store.verifyChain(libraryID: library) == .intact(count: 5))
     }
 
+    @Test("a push of 1,500 events is stored in order, on one chain, whatever path the store takes", arguments: StoreBackend.all)
+    func largePush(backend: StoreBackend) throws {
+        let fixture = try ContractFixture(backend)
+        var anna = EventFactory()
+        let small = anna.make(3), large = anna.make(1500)
+        #expect(try fixture.push(small) == (1...3).map { .stored(serverSequence: $0) })
+        #expect(try fixture.push(large) == (4...1503).map { .stored(serverSequence: $0) })
+        #expect(try fixture.all().map(\.event.id) == (small + large).map(\.id))
+        #expect(try fixture.store.verifyChain(libraryID: fixture.credential(0).libraryID) == .intact(count: 1503))
+    }
+
     @Test("a repeated push is acknowledged with the same answers and stores nothing twice", arguments: StoreBackend.all)
     func duplicates(backend: StoreBackend) throws {
         let fixture = try ContractFixture(backend)
