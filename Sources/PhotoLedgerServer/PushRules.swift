@@ -83,6 +83,52 @@ public struct PushRules: Sendable {
             head: ServerChainHead(serverSequence: state.head.sequence, chainHash: state.head.chainHash))
     }
 
+    /// An event of a push the rules answer by storing every event in order.
+    struct AppendedEvent {
+        let event: Event
+        let contentHash: [UInt8]?
+        /// Valid only if the log holds no event about its object (a creation, or any event of
+        /// an addOnly token); no event before it in the push is about that object.
+        let requiresNewObject: Bool
+    }
+
+    /// The events of `candidates` when the rules answer each by storing it, at the server
+    /// sequences after the head, provided the log agrees: the device's last sequence is the one
+    /// before the first event's, none of the identifiers is stored or was rejected, and no
+    /// object of an event that ``AppendedEvent/requiresNewObject`` is held. Nil when the push
+    /// alone shows that some answer would be another (a refused or rejected event, sequences
+    /// that do not follow one another, an identifier twice, a creation after another event
+    /// about its object, a purge, whose snapshots the push must retire). A backend that checks
+    /// those conditions as it writes may store such a push without running ``apply(_:for:in:)``,
+    /// and answers it with ``appendedResponse(_:lastServerSequence:chainHash:)``.
+    func appendedEvents(_ candidates: [PushCandidate], scope: TokenScope) -> [AppendedEvent]? {
+        guard let first = candidates.first?.deviceSequence else { return nil }
+        var events: [AppendedEvent] = []
+        events.reserveCapacity(candidates.count)
+        var ids: Set<UUID> = [], objects: Set<UUID> = []
+        for (offset, candidate) in candidates.enumerated() {
+            guard case .accept(let event, let contentHash) = candidate, event.deviceSequence == first + Int64(offset),
+                event.type != EventType.assetPurged.rawValue, ids.insert(event.id).inserted
+            else { return nil }
+            let requiresNewObject = Self.needsObjectRule(event, scope: scope)
+            guard objects.insert(event.object).inserted || !requiresNewObject else { return nil }
+            events.append(AppendedEvent(event: event, contentHash: contentHash, requiresNewObject: requiresNewObject))
+        }
+        return events
+    }
+
+    /// The answer to a push of `events` (``appendedEvents(_:scope:)``) that the log stored
+    /// through `lastServerSequence`, with the chain at `chainHash` after the last.
+    func appendedResponse(_ events: [AppendedEvent], lastServerSequence: Int64, chainHash: [UInt8]) -> PushResponse {
+        let firstServerSequence = lastServerSequence - Int64(events.count) + 1
+        return PushResponse(
+            results: events.enumerated().map {
+                PushResult(id: $1.event.id, status: .stored(serverSequence: firstServerSequence + Int64($0)))
+            },
+            lastDeviceSequence: events.last?.event.deviceSequence ?? 0,
+            head: ServerChainHead(serverSequence: lastServerSequence, chainHash: chainHash))
+    }
+
     private struct State: ~Copyable {
         var head: LibraryHead
         var lastDeviceSequence: Int64

@@ -162,9 +162,6 @@ public final class SQLiteServerStore: ServerStore {
         }
     }
 
-    /// A check a push left to its write failed: the push runs again with every lookup.
-    private struct DeferredCheckFailed: Error {}
-
     /// One push on the writer connection, inside its transaction.
     private final class Transaction: PushTransaction {
         let db: Database
@@ -586,9 +583,8 @@ public final class SQLiteServerStore: ServerStore {
 
     /// The blobs of a library that garbage collection takes out (see
     /// ``ServerStore/collectBlobs(library:storedBefore:dryRun:)``): ?1 the library, ?2 the cutoff.
-    /// The write transaction holds the database: no row lock. The objects' claims say which
-    /// objects the log holds.
-    static let collectableBlobsSQL = BlobCollection.collectableBlobsSQL(library: "?1", cutoff: "?2", heldObjects: "server_objects")
+    /// The write transaction holds the database: no row lock.
+    static let collectableBlobsSQL = BlobCollection.collectableBlobsSQL(library: "?1", cutoff: "?2")
 
     public func collectBlobs(library: String?, storedBefore cutoff: UInt64, dryRun: Bool) throws -> [CollectedBlob] {
         try writer.write { db in

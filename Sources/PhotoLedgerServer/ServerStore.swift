@@ -228,6 +228,10 @@ public protocol PushTransaction {
     func prefetch(for candidates: [PushCandidate]) throws
 }
 
+/// A check a push left to its write failed (``PushTransaction/checksNewEventsOnWrite``): the
+/// backend rolls the push back and runs it again with every lookup.
+struct DeferredCheckFailed: Error {}
+
 extension PushTransaction {
     /// Reads nothing ahead: every lookup asks the store when the rules make it.
     public func prefetch(for candidates: [PushCandidate]) throws {}
@@ -305,6 +309,11 @@ public protocol ServerStore: Sendable {
         library: Int64, device: DeviceID, at milliseconds: UInt64, readingAheadFor candidates: [PushCandidate],
         _ body: (any PushTransaction) throws -> T
     ) throws -> T
+    /// Applies a push with `rules` in one transaction: the answers of ``PushRules/apply(_:for:in:)``
+    /// on ``withPushTransaction(library:device:at:readingAheadFor:_:)``, which the default
+    /// implementation runs; a backend may reach the same answers another way.
+    func push(_ candidates: [PushCandidate], for credential: Credential, receivedAt milliseconds: UInt64, rules: PushRules) throws
+        -> PushResponse
     /// Events after `since` in server order, at most `limit`.
     func events(library: Int64, after since: Int64, limit: Int) throws -> ServerPage
     /// Records `since` as the position the device has pulled to: its compaction watermark.
@@ -406,14 +415,17 @@ extension ServerStore {
 
 extension ServerStore {
     /// Applies a push with `rules` in one transaction (see ``PushRules/apply(_:for:in:)``).
-    public func push(
-        _ candidates: [PushCandidate], for credential: Credential, receivedAt milliseconds: UInt64, rules: PushRules = PushRules()
-    )
+    public func push(_ candidates: [PushCandidate], for credential: Credential, receivedAt milliseconds: UInt64, rules: PushRules)
         throws -> PushResponse
     {
         try withPushTransaction(library: credential.libraryID, device: credential.device, at: milliseconds, readingAheadFor: candidates) {
             try rules.apply(candidates, for: credential, in: $0)
         }
+    }
+
+    /// Applies a push with the default rules in one transaction.
+    public func push(_ candidates: [PushCandidate], for credential: Credential, receivedAt milliseconds: UInt64) throws -> PushResponse {
+        try push(candidates, for: credential, receivedAt: milliseconds, rules: PushRules())
     }
 
     /// Opens the transaction, then reads ahead with ``PushTransaction/prefetch(for:)``.

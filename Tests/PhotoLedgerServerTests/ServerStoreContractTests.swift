@@ -84,6 +84,17 @@ struct ServerStoreContractTests {
         #expect(try fixture.store.verifyChain(libraryID: library) == .intact(count: 5))
     }
 
+    @Test("a push of 1,500 events is stored in order, on one chain, whatever path the store takes", arguments: StoreBackend.all)
+    func largePush(backend: StoreBackend) throws {
+        let fixture = try ContractFixture(backend)
+        var anna = EventFactory()
+        let small = anna.make(3), large = anna.make(1500)
+        #expect(try fixture.push(small) == (1...3).map { .stored(serverSequence: $0) })
+        #expect(try fixture.push(large) == (4...1503).map { .stored(serverSequence: $0) })
+        #expect(try fixture.all().map(\.event.id) == (small + large).map(\.id))
+        #expect(try fixture.store.verifyChain(libraryID: fixture.credential(0).libraryID) == .intact(count: 1503))
+    }
+
     @Test("a repeated push is acknowledged with the same answers and stores nothing twice", arguments: StoreBackend.all)
     func duplicates(backend: StoreBackend) throws {
         let fixture = try ContractFixture(backend)
@@ -120,6 +131,26 @@ struct ServerStoreContractTests {
         reused.deviceSequence = 3
         guard case .rejected(let reason) = try fixture.push([reused])[0] else { Issue.record("a reused sequence must be rejected"); return }
         #expect(reason.contains("already used"))
+    }
+
+    @Test("an identifier rejected before gets its rejection again, even at the device's next sequence", arguments: StoreBackend.all)
+    func rejectionsStayWithTheirIdentifier(backend: StoreBackend) throws {
+        let fixture = try ContractFixture(backend)
+        var anna = EventFactory()
+        let events = anna.make(3)
+        var tooLarge = events[0]
+        tooLarge.payload = [UInt8](repeating: 1, count: 4096)
+        guard case .rejected(let reason) = try fixture.push([tooLarge])[0] else {
+            Issue.record("an event over the payload limit must be rejected"); return
+        }
+        // The same identifier at the next sequence, now within the limit: the same rejection,
+        // which consumes nothing; then the device's next events are stored.
+        var again = events[0]
+        again.deviceSequence = 2
+        #expect(try fixture.push([again]) == [.rejected(reason: reason)])
+        let later = Array(events[1...])
+        #expect(try fixture.push(later) == [.stored(serverSequence: 1), .stored(serverSequence: 2)])
+        #expect(try fixture.all().map(\.event.id) == later.map(\.id))
     }
 
     @Test(
@@ -310,6 +341,11 @@ struct ServerStoreContractTests {
         let second = try fixture.store.pull(for: anna0, since: 5, limit: 5, at: 21)
         #expect(second.events.map(\.serverSequence) == [6, 7])
         #expect(!second.hasMore)
+        // A page after the last one, as far as a cursor goes, is empty.
+        for since in [Int64(7), .max - 5, .max] {
+            let page = try fixture.store.events(library: anna0.libraryID, after: since, limit: 5)
+            #expect(page.events.isEmpty && !page.hasMore, "since \(since)")
+        }
         // The readOnly device never pulled: it holds the watermark at 0; the addOnly device does not count.
         #expect(
             try fixture.store.compactionWatermark(libraryID: anna0.libraryID)

@@ -76,11 +76,10 @@ public enum BlobCollection {
     /// The query that selects, in one library, the blobs ``ServerStore/collectBlobs(library:storedBefore:dryRun:)``
     /// takes out (hash and size, by hash), written once for every backend: `library` and
     /// `cutoff` are the backend's placeholders for the library's identifier and the cutoff (Unix
-    /// milliseconds), `heldObjects` the table whose rows (`library_id`, `object_id`) name the
-    /// objects a library's log holds (its events, or one claim per object), `locking` the clause
-    /// that locks the selected rows of `blobs b` until the transaction ends (empty where the
-    /// transaction holds the whole database already).
-    static func collectableBlobsSQL(library: String, cutoff: String, heldObjects: String, locking: String = "") -> String {
+    /// milliseconds), `locking` the clause that locks the selected rows of `blobs b` until the
+    /// transaction ends (empty where the transaction holds the whole database already). The
+    /// objects' claims (`server_objects`) say which objects a library's log holds.
+    static func collectableBlobsSQL(library: String, cutoff: String, locking: String = "") -> String {
         """
         SELECT b.sha256, b.size FROM blobs b
         WHERE b.library_id = \(library) AND b.stored_at < \(cutoff)
@@ -93,7 +92,7 @@ public enum BlobCollection {
                     SELECT 1 FROM server_events e
                     WHERE e.library_id = r.library_id AND e.object_id = r.object_id AND e.type = 'asset.purged')
                 AND (r.recorded_at >= \(cutoff) OR EXISTS (
-                    SELECT 1 FROM \(heldObjects) o WHERE o.library_id = r.library_id AND o.object_id = r.object_id)))
+                    SELECT 1 FROM server_objects o WHERE o.library_id = r.library_id AND o.object_id = r.object_id)))
         ORDER BY b.sha256
         """ + (locking.isEmpty ? "" : "\n" + locking)
     }

@@ -12,6 +12,12 @@ import SyncProtocol
 /// rejections, the new head and the device's position, `COMMIT`): ``commit()``. Lookups answer
 /// from what it read and what it holds, exactly as if every write had gone to the database at
 /// once: the head lock keeps every other push of the library out meanwhile.
+///
+/// A transaction that checks new events on write (``checksNewEventsOnWrite``) reads ahead only
+/// the rejections of the push's identifiers (and the stored events of identifiers at sequences
+/// the device used already): the unique index of identifiers and the objects' claims check the
+/// rest as the events are written, and a failed check rolls the push back
+/// (``DeferredCheckFailed``).
 final class PostgresPushTransaction: PushTransaction {
     private let connection: PostgresConnection
     private let library: Int64
@@ -19,6 +25,7 @@ final class PostgresPushTransaction: PushTransaction {
     private let receivedAt: Int64
     let head: LibraryHead
     let lastDeviceSequence: Int64
+    let checksNewEventsOnWrite: Bool
 
     /// What the database holds, for identifiers read already (nil: not stored).
     private var storedEvents: [UUID: (serverSequence: Int64, contentHash: [UInt8]?)?] = [:]
@@ -36,6 +43,9 @@ final class PostgresPushTransaction: PushTransaction {
     private var pendingEvents: [PendingEvent] = []
     private var pendingByID: [UUID: Int] = [:]
     private var pendingObjects: [UUID: ObjectPresence] = [:]
+    /// The claims the pending events make: the first of them about each object, with whether the
+    /// object must be new (checked on write).
+    private var pendingClaims: [(object: UUID, serverSequence: Int64, mustBeNew: Bool)] = []
     private var pendingRejections: [(id: UUID, deviceSequence: Int64, reason: String)] = []
     private var pendingRejectionByID: [UUID: String] = [:]
     /// The head and device position ``finish(head:lastDeviceSequence:)`` saves at commit.
@@ -46,9 +56,12 @@ final class PostgresPushTransaction: PushTransaction {
     static let advisoryLockSpace: Int32 = 0x504C_5055  // "PLPU"
 
     /// Begins the push's transaction on `connection` (which must be outside any transaction)
-    /// and reads ahead what the rules will ask about `candidates`, in one round trip.
+    /// and reads ahead what the rules will ask about `candidates`, in one round trip: everything,
+    /// or, when `checksNewEventsOnWrite`, only the rejections (and one more round trip for the
+    /// identifiers of a push that repeats sequences the device used already).
     init(
-        connection: PostgresConnection, library: Int64, device: DeviceID, at receivedAt: Int64, readingAheadFor candidates: [PushCandidate]
+        connection: PostgresConnection, library: Int64, device: DeviceID, at receivedAt: Int64, readingAheadFor candidates: [PushCandidate],
+        checksNewEventsOnWrite: Bool
     )
         throws
     {
@@ -56,6 +69,7 @@ final class PostgresPushTransaction: PushTransaction {
         self.library = library
         self.device = device
         self.receivedAt = receivedAt
+        self.checksNewEventsOnWrite = checksNewEventsOnWrite
         // Pushes to the library queue first on a transaction-level advisory lock of the library:
         // PostgreSQL grants it to one waiter at a time, in order, where waiters on a row lock
         // would all wake at every commit and race for the row again. The row lock that follows
@@ -70,19 +84,15 @@ final class PostgresPushTransaction: PushTransaction {
         // The statements after the locks run once the locks are granted, each with a snapshot
         // of its own, so they see everything the previous holder committed.
         let ids = Array(Set(candidates.map(\.id)))
-        let objects = Self.objectsAsked(by: candidates)
-        var statements: [PostgresConnection.PipelinedStatement] = [
-            .command("BEGIN"),
-            .init(
-                """
-                INSERT INTO devices (library_id, device_id, registered_at) VALUES ($1, $2, $3)
-                ON CONFLICT (library_id, device_id) DO UPDATE SET last_seen_at = devices.last_seen_at
-                RETURNING last_device_seq
-                """, [.int64(library), .text(device.rawValue), .int64(receivedAt)]),
-            .init("SELECT pg_advisory_xact_lock($1, $2)", [.int32(Self.advisoryLockSpace), .int32(Int32(truncatingIfNeeded: library))]),
-            .init("SELECT last_seq, last_hash FROM libraries WHERE library_id = $1 FOR NO KEY UPDATE", [.int64(library)]),
-        ]
-        if !ids.isEmpty { statements.append(Self.identifierLookup(ids, library: library)) }
+        let objects = checksNewEventsOnWrite ? [] : Self.objectsAsked(by: candidates)
+        var statements =
+            Self.opening(library: library, device: device, at: receivedAt) + [
+                .init("SELECT last_seq, last_hash FROM libraries WHERE library_id = $1 FOR NO KEY UPDATE", [.int64(library)])
+            ]
+        if !ids.isEmpty {
+            statements.append(
+                checksNewEventsOnWrite ? Self.rejectionLookup(ids, library: library) : Self.identifierLookup(ids, library: library))
+        }
         if !objects.isEmpty { statements.append(Self.objectLookup(objects, library: library)) }
         let results = try connection.pipeline(statements)
         lastDeviceSequence = results[1].count > 0 ? results[1].int64(0, 0) : 0
@@ -90,10 +100,35 @@ final class PostgresPushTransaction: PushTransaction {
         head = LibraryHead(sequence: results[3].int64(0, 0), chainHash: results[3].bytes(0, 1))
         var next = 4
         if !ids.isEmpty {
-            absorbIdentifiers(ids, results[next])
+            if checksNewEventsOnWrite { absorbRejections(ids, results[next]) } else { absorbIdentifiers(ids, results[next]) }
             next += 1
         }
         if !objects.isEmpty { absorbObjects(results[next]) }
+        if checksNewEventsOnWrite {
+            // Events at sequences the device used already are answered from the log: a retry.
+            let lastDeviceSequence = lastDeviceSequence
+            try readIdentifiers(
+                Array(
+                    Set(
+                        candidates.lazy.filter {
+                            if case .refuse = $0 { return false }
+                            return $0.deviceSequence <= lastDeviceSequence
+                        }.map(\.id))))
+        }
+    }
+
+    /// `BEGIN`, the device's row (locked; its last sequence returned), then the library's lock.
+    static func opening(library: Int64, device: DeviceID, at receivedAt: Int64) -> [PostgresConnection.PipelinedStatement] {
+        [
+            .command("BEGIN"),
+            .init(
+                """
+                INSERT INTO devices (library_id, device_id, registered_at) VALUES ($1, $2, $3)
+                ON CONFLICT (library_id, device_id) DO UPDATE SET last_seen_at = devices.last_seen_at
+                RETURNING last_device_seq
+                """, [.int64(library), .text(device.rawValue), .int64(receivedAt)]),
+            .init("SELECT pg_advisory_xact_lock($1, $2)", [.int32(advisoryLockSpace), .int32(Int32(truncatingIfNeeded: library))]),
+        ]
     }
 
     // MARK: Reading ahead
@@ -148,17 +183,33 @@ final class PostgresPushTransaction: PushTransaction {
         }
     }
 
+    /// The lookup of rejections by identifier.
+    private static func rejectionLookup(_ ids: [UUID], library: Int64) -> PostgresConnection.PipelinedStatement {
+        .init(
+            "SELECT event_id, reason FROM rejected_events WHERE library_id = $1 AND event_id = ANY($2::bytea[])",
+            [.int64(library), .array(element: .bytea, ids.map(PostgresValue.uuid))], planned: .eachTime)
+    }
+
+    private func absorbRejections(_ ids: [UUID], _ result: PostgresResult) {
+        for id in ids { storedRejections[id] = .some(nil) }
+        for row in 0..<result.count {
+            guard let id = result.uuid(row, 0) else { continue }
+            storedRejections[id] = .some(result.text(row, 1))
+        }
+    }
+
     private func readObjects(_ objects: [UUID]) throws {
         guard !objects.isEmpty else { return }
         absorbObjects(try connection.pipeline([Self.objectLookup(objects, library: library)])[0])
     }
 
-    /// The lookup of the first stored event's type of each object.
+    /// The lookup of the first stored event's type of each object, by its claim.
     private static func objectLookup(_ objects: [UUID], library: Int64) -> PostgresConnection.PipelinedStatement {
         .init(
             """
-            SELECT o.id, (SELECT e.type FROM server_events e WHERE e.library_id = $1 AND e.object_id = o.id ORDER BY e.server_seq LIMIT 1)
-            FROM unnest($2::bytea[]) AS o (id)
+            SELECT o.id, e.type FROM unnest($2::bytea[]) AS o (id)
+            LEFT JOIN server_objects c ON c.library_id = $1 AND c.object_id = o.id
+            LEFT JOIN server_events e ON e.library_id = $1 AND e.server_seq = c.first_seq
             """, [.int64(library), .array(element: .bytea, objects.map(PostgresValue.uuid))], planned: .eachTime)
     }
 
@@ -192,10 +243,21 @@ final class PostgresPushTransaction: PushTransaction {
     // MARK: Writes, kept until the end
 
     func insert(_ event: Event, serverSequence: Int64, chainHash: [UInt8], contentHash: [UInt8]?, requiringNewObject: Bool) throws -> Bool {
-        guard try storedEvent(event.id) == nil else { return false }
+        if checksNewEventsOnWrite {
+            // An identifier twice in the push, or an event that must be first about its object
+            // after another about it: the checks the lookups would have made.
+            guard pendingByID[event.id] == nil, !(requiringNewObject && pendingObjects[event.object] != nil) else {
+                throw DeferredCheckFailed()
+            }
+        } else {
+            guard try storedEvent(event.id) == nil else { return false }
+        }
         pendingByID[event.id] = pendingEvents.count
         pendingEvents.append(PendingEvent(event: event, serverSequence: serverSequence, chainHash: chainHash, contentHash: contentHash))
-        if pendingObjects[event.object] == nil { pendingObjects[event.object] = .held(EventType(rawValue: event.type)?.objectKind) }
+        if pendingObjects[event.object] == nil {
+            pendingObjects[event.object] = .held(EventType(rawValue: event.type)?.objectKind)
+            pendingClaims.append((event.object, serverSequence, requiringNewObject))
+        }
         return true
     }
 
@@ -241,16 +303,43 @@ final class PostgresPushTransaction: PushTransaction {
                     ]))
         }
         statements.append(.command("COMMIT"))
-        try PostgresServerStore.checkCommitted(try connection.pipeline(statements), connection)
+        let results: [PostgresResult]
+        do {
+            results = try connection.pipeline(statements)
+        } catch let error as PostgresError where checksNewEventsOnWrite && error.sqlState == Self.uniqueViolation {
+            // A stored identifier, or a claim on an object the log holds.
+            throw DeferredCheckFailed()
+        }
+        try PostgresServerStore.checkCommitted(results, connection)
         pendingEvents.removeAll()
         pendingByID.removeAll()
+        pendingClaims.removeAll()
         pendingRejections.removeAll()
         pendingRejectionByID.removeAll()
     }
 
-    /// The statements that store the events and rejections kept so far: one each.
+    /// SQLSTATE `unique_violation`.
+    static let uniqueViolation = "23505"
+
+    /// The statements that store the events, their objects' claims and the rejections kept so
+    /// far. Claims on objects that must be new come first and fail the transaction when one is
+    /// held; the others are made where no claim is.
     private func pendingWrites() -> [PostgresConnection.PipelinedStatement] {
         var statements: [PostgresConnection.PipelinedStatement] = []
+        func claims(_ claims: [(object: UUID, serverSequence: Int64, mustBeNew: Bool)], _ tail: String) {
+            guard !claims.isEmpty else { return }
+            statements.append(
+                .init(
+                    """
+                    INSERT INTO server_objects (library_id, object_id, first_seq)
+                    SELECT $1, c.* FROM unnest($2::bytea[], $3::int8[]) AS c (object_id, first_seq)
+                    """ + tail,
+                    [
+                        .int64(library), .array(element: .bytea, claims.map { .uuid($0.object) }),
+                        .array(element: .int8, claims.map { .int64($0.serverSequence) }),
+                    ]))
+        }
+        claims(pendingClaims.filter(\.mustBeNew), "")
         if !pendingEvents.isEmpty {
             let events = pendingEvents
             func column(_ type: PostgresType, _ value: (PendingEvent) -> PostgresValue) -> PostgresValue {
@@ -285,6 +374,7 @@ final class PostgresPushTransaction: PushTransaction {
                         column(.bytea) { .optionalBytes($0.event.seal?.nonce) },
                     ]))
         }
+        claims(pendingClaims.filter { !$0.mustBeNew }, "\nON CONFLICT DO NOTHING")
         if !pendingRejections.isEmpty {
             let rejections = pendingRejections
             statements.append(
