@@ -328,7 +328,9 @@ enum ChangeEvent: Sendable, Hashable {
             var claims: CausalClaims?
             if version >= 2 {
                 var read = CausalClaims()
-                for field in change.registers { read.overwritten[field] = try CausalClaims.read(&r) }
+                let fields = change.registers
+                read.overwritten.reserveCapacity(fields.count)
+                for field in fields { read.overwritten[field] = try CausalClaims.read(&r) }
                 claims = read
             }
             guard r.isAtEnd else { throw PayloadError("\(payload.count - r.offset) bytes follow the last field") }

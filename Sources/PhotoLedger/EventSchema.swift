@@ -59,10 +59,22 @@ package struct EventSchema: Sendable {
     func verdict(
         type name: String, version: Int, payload: [UInt8], object: UUID, stamp: WriterStamp, bound: UUID?, library: UUID?, sealed: Bool
     ) -> EventVerdict {
+        verdict(
+            type: name, parsed: EventType(rawValue: name), version: version, payload: payload, object: object, stamp: stamp, bound: bound,
+            library: library, sealed: sealed)
+    }
+
+    /// ``verdict(type:version:payload:object:stamp:bound:library:sealed:)`` with the type already
+    /// parsed from its name (`parsed`: nil for a name this build does not know), for a caller that
+    /// reads runs of events of one type.
+    func verdict(
+        type name: String, parsed: EventType?, version: Int, payload: [UInt8], object: UUID, stamp: WriterStamp, bound: UUID?,
+        library: UUID?, sealed: Bool
+    ) -> EventVerdict {
         if let bound, let library, bound != library {
             return .quarantined("it belongs to library \(bound.uuidString), not to this library (\(library.uuidString))")
         }
-        guard let type = EventType(rawValue: name) else { return .deferred("the event type '\(name)' is newer than this build") }
+        guard let type = parsed else { return .deferred("the event type '\(name)' is newer than this build") }
         if sealed { return .sealed("its payload is sealed with a key this device does not hold") }
         guard version >= 1 else { return .quarantined("schema version \(version) does not exist") }
         var bytes = payload

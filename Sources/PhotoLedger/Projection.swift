@@ -198,7 +198,7 @@ struct Projection {
             (Int32, Int32, Int32, Int32, Int32, Int32, Int32, Int32, Int32, Int32, Int32) = (0, 1, 2, 4, 6, 7, 8, 9, 13, 14, 16)
         // Runs of events share their type and device: each is decoded from the column's bytes
         // only when it differs from the previous event's.
-        var type = (bytes: [UInt8](), name: "")
+        var type = (bytes: [UInt8](), name: "", parsed: EventType?.none)
         var device = (bytes: [UInt8](), name: "")
         var batch = ProjectionBatch(expectedEvents: batchSize)
         while try scan.step() {
@@ -208,7 +208,8 @@ struct Projection {
             }
             scan.withBlob(typeName) { bytes in
                 guard !bytes.elementsEqual(type.bytes) else { return }
-                type = ([UInt8](bytes), String(decoding: bytes, as: UTF8.self))
+                let name = String(decoding: bytes, as: UTF8.self)
+                type = ([UInt8](bytes), name, EventType(rawValue: name))
             }
             scan.withBlob(deviceID) { bytes in
                 guard !bytes.elementsEqual(device.bytes) else { return }
@@ -221,7 +222,8 @@ struct Projection {
                 batch.add(context.verdict(on: event, stamp: stamp), event: id, object: object, stamp: stamp)
             } else {
                 let verdict = context.schema.verdict(
-                    type: type.name, version: Int(clamping: scan.int64(schemaVersion)), payload: scan.blob(payload), object: object,
+                    type: type.name, parsed: type.parsed, version: Int(clamping: scan.int64(schemaVersion)), payload: scan.blob(payload),
+                    object: object,
                     stamp: stamp, bound: scan.isNull(library) ? nil : scan.withBlob(library) { UUID(bytes: $0) }, library: context.library,
                     sealed: false
                 )
