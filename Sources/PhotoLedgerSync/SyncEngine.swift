@@ -124,6 +124,11 @@ public final class SyncEngine: Sendable {
         /// sides far less than JSON. A server that does not offer it answers JSON, which is read
         /// as well; false asks for JSON only.
         public var requestsEventPages = true
+        /// Exchange the key store's entries in their binary form (`KeyStoreBody`): changes sent
+        /// in it, answers asked for in it, up to `KeyStoreBody.maximumChanges` a request. A
+        /// server that does not take it answers 415 (the engine sends JSON from then on) or
+        /// answers JSON, which is read as well; false exchanges JSON only.
+        public var exchangesKeyStoreBodies = true
         /// Start a new, empty library from the server's newest snapshot (when it has one)
         /// instead of replaying the whole history: the library is usable once the events after
         /// the snapshot are pulled, and the history before it is fetched after, to verify it.
@@ -145,6 +150,9 @@ public final class SyncEngine: Sendable {
     let options: Options
     /// Set once the server refused a binary push (an older server): JSON from then on.
     private let serverTakesEventBatches = Atomic<Bool>(true)
+    /// Set once the server refused a binary change of the key store (an older server): JSON
+    /// from then on.
+    let serverTakesKeyStoreBodies = Atomic<Bool>(true)
 
     /// An engine for `library` and `remote`, over libcurl with retries by default.
     public init(
@@ -797,7 +805,7 @@ public final class SyncEngine: Sendable {
 
     /// Decodes a successful response's body with `decode`; a body that does not decode is an
     /// invalid response naming `path`.
-    private func decoding<T>(_ response: HTTPResponse, path: String, _ decode: ([UInt8]) throws -> T) throws -> T {
+    func decoding<T>(_ response: HTTPResponse, path: String, _ decode: ([UInt8]) throws -> T) throws -> T {
         do {
             var bytes = response.body.bytes
             // libcurl decodes what it advertised; a transport that passes a coded body through is served here.

@@ -44,6 +44,58 @@ final class KeyOrderWatcher: HTTPTransport, @unchecked Sendable {
     var assetKeysAtPushes: [Int] { lock.withLock { held } }
 }
 
+/// The key store of a server that reads JSON only, after `binaryAnswers` binary changes (an
+/// older server in place of the one before): binary changes are answered 415, and reads are
+/// answered in JSON whatever the `Accept`. Counts the changes of each request by its form.
+final class JSONOnlyKeyStore: HTTPTransport, @unchecked Sendable {
+    // Safe to share: the counts are touched only under `lock`.
+    private let lock = NSLock()
+    private let base: any HTTPTransport
+    private var binaryAnswers: Int
+    private var refused = 0
+    private var binary: [Int] = []
+    private var json: [Int] = []
+
+    init(base: any HTTPTransport, binaryAnswers: Int = 0) {
+        self.base = base
+        self.binaryAnswers = binaryAnswers
+    }
+
+    var refusals: Int { lock.withLock { refused } }
+    /// The changes of each binary request answered, and of each JSON one.
+    var requests: (binary: [Int], json: [Int]) { lock.withLock { (binary, json) } }
+
+    func send(_ request: HTTPRequest) async throws -> SyncTransport.HTTPResponse {
+        guard request.url.path.hasSuffix("/keys") else { return try await base.send(request) }
+        var request = request
+        if request.method == .post, request.headers["Content-Type"] == KeyStoreBody.contentType {
+            let count = try KeyStoreBody.decodeChanges(request.body.bytes).changes.count
+            let refuse = lock.withLock {
+                guard binaryAnswers == 0 else {
+                    binaryAnswers -= 1
+                    binary.append(count)
+                    return false
+                }
+                refused += 1
+                return true
+            }
+            if refuse {
+                return SyncTransport.HTTPResponse(
+                    status: 415, headers: ["Content-Type": "application/json"],
+                    body: .bytes(Array(#"{"error":{"code":"unsupportedMediaType","message":"the body must be JSON"}}"#.utf8)))
+            }
+        } else if request.method == .post {
+            let body =
+                request.headers["Content-Encoding"] == "gzip"
+                ? try Gzip.decompress(request.body.bytes, limit: 64 << 20) : request.body.bytes
+            let count = try KeyChangesRequest.decode(body).changes.count
+            lock.withLock { json.append(count) }
+        }
+        if lock.withLock({ binaryAnswers == 0 }) { request.headers["Accept"] = nil }
+        return try await base.send(request)
+    }
+}
+
 @Suite("Encrypted pushes")
 struct EncryptedPushTests {
     @Test("asset keys go up with the push batches of their assets, each before its batch; an enrolled device then reads everything")
@@ -75,5 +127,41 @@ struct EncryptedPushTests {
         #expect(pulled.pulledEvents == 120 && pulled.quarantinedEvents.isEmpty)
         #expect(try ben.library.statistics().quarantined.isEmpty)
         #expect(try ben.library.fetchAssets().count == 120)
+    }
+
+    @Test("the key store goes in its binary form, a push batch's keys in one request; a server that refuses it gets JSON from then on")
+    func keyStoreFallsBackToJSON() async throws {
+        for binaryAnswers in [Int.max, 1] {
+            let world = try SyncWorld()
+            let anna = try world.device("anna-phone", seed: 1, encrypted: true)
+            let server = JSONOnlyKeyStore(base: testTransport(), binaryAnswers: binaryAnswers)
+            var options = SyncEngine.Options()
+            options.pushBatchSize = 1005
+            let engine = SyncEngine(
+                library: anna.library, remote: try world.server.remote(device: "anna-phone"), transport: server, options: options)
+            try anna.library.performChangesAndWait { changes in
+                for _ in 0..<1005 { _ = try changes.createImageRecord(width: 40, height: 30, creationDate: nil) }
+            }
+            let report = try await engine.sync()
+            #expect(report.pushedEvents == 1005 && report.encryptionNotes.isEmpty)
+            #expect(try anna.library.pendingKeyEntries().isEmpty)
+            let requests = server.requests
+            if binaryAnswers == 1 {
+                // The asset keys' request was refused, then sent as JSON in parts the JSON form allows.
+                #expect(server.refusals == 1 && requests.binary.count == 1)
+                #expect(requests.json == [1000, 5])
+            } else {
+                #expect(server.refusals == 0 && requests.json.isEmpty)
+                #expect(requests.binary.contains(1005), "\(requests.binary)")
+            }
+            #expect(try world.server.store.keyEntries(libraryID: 1, after: 0).entries.filter { $0.name.hasPrefix("asset/") }.count == 1005)
+
+            let ben = try world.device("ben-tablet", seed: 2)
+            try anna.library.approveEnrolment(of: "ben-tablet", publicKey: try ben.library.prepareEnrolment())
+            try await engine.sync()
+            let pulled = try await ben.sync()
+            #expect(pulled.pulledEvents == 1005 && pulled.quarantinedEvents.isEmpty)
+            #expect(try ben.library.fetchAssets().count == 1005)
+        }
     }
 }
