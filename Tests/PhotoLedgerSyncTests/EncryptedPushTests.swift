@@ -165,3 +165,53 @@ struct EncryptedPushTests {
         }
     }
 }
+
+/// Passes requests to `base`, holding each read of the key store until a pull page was asked
+/// for (for at most many turns of the scheduler), and notes whether one was.
+final class PageBeforeKeys: HTTPTransport, @unchecked Sendable {
+    // Safe to share: the state is touched only under `lock`.
+    private let lock = NSLock()
+    private let base: any HTTPTransport
+    private var pageAsked = false
+    private var reads: [Bool] = []
+
+    init(base: any HTTPTransport) { self.base = base }
+
+    /// For each read of the key store, whether a page had been asked for when it went on.
+    var keyReads: [Bool] { lock.withLock { reads } }
+
+    func send(_ request: HTTPRequest) async throws -> SyncTransport.HTTPResponse {
+        if request.method == .get, request.url.path.hasSuffix("/events") { lock.withLock { pageAsked = true } }
+        if request.method == .get, request.url.path.hasSuffix("/keys") {
+            var turns = 0
+            while !lock.withLock({ pageAsked }), turns < 10_000 {
+                await Task.yield()
+                turns += 1
+            }
+            lock.withLock { reads.append(pageAsked) }
+        }
+        return try await base.send(request)
+    }
+}
+
+@Suite("Encrypted pulls")
+struct EncryptedPullTests {
+    @Test("a device with nothing to push asks for its first page while it reads the key store, and folds it with the keys")
+    func firstPageWhileReadingKeys() async throws {
+        let world = try SyncWorld()
+        let anna = try world.device("anna-phone", seed: 1, encrypted: true)
+        try anna.library.performChangesAndWait { changes in
+            for _ in 0..<40 { _ = try changes.createImageRecord(width: 400, height: 300, creationDate: nil) }
+        }
+        let ben = try world.device("ben-tablet", seed: 2)
+        try anna.library.approveEnrolment(of: "ben-tablet", publicKey: try ben.library.prepareEnrolment())
+        try await anna.sync()
+        let watcher = PageBeforeKeys(base: testTransport())
+        let engine = SyncEngine(library: ben.library, remote: try world.server.remote(device: "ben-tablet"), transport: watcher)
+        let pulled = try await engine.sync()
+        #expect(watcher.keyReads.first == true, "\(watcher.keyReads)")
+        #expect(pulled.pulledEvents == 40 && pulled.quarantinedEvents.isEmpty)
+        #expect(try ben.library.statistics().quarantined.isEmpty)
+        #expect(try ben.library.fetchAssets().count == 40)
+    }
+}
