@@ -110,11 +110,11 @@ enum JSONTarget: FuzzTarget {
         (CompactionWatermark.self, roundTrip(CompactionWatermark.self)), (HealthResponse.self, roundTrip(HealthResponse.self)),
         (ErrorResponse.self, roundTrip(ErrorResponse.self)), (MissingBlobsRequest.self, roundTrip(MissingBlobsRequest.self)),
         (MissingBlobsResponse.self, roundTrip(MissingBlobsResponse.self)), (UploadStatus.self, roundTrip(UploadStatus.self)),
-        (KeyEntriesResponse.self, keyStoreRoundTrip(KeyStoreBody.encode, KeyStoreBody.decodeEntries)),
-        (KeyChangesRequest.self, keyStoreRoundTrip(KeyStoreBody.encode, KeyStoreBody.decodeChanges)),
+        (KeyEntriesResponse.self, keyStoreRoundTrip({ KeyStoreBody.encode($0) }, { try KeyStoreBody.decodeEntries($0) })),
+        (KeyChangesRequest.self, keyStoreRoundTrip({ KeyStoreBody.encode($0) }, { try KeyStoreBody.decodeChanges($0) })),
         (
             KeyChangesResponse.self,
-            keyStoreRoundTrip(KeyStoreBody.encode, KeyStoreBody.decodeResults) { response in
+            keyStoreRoundTrip({ KeyStoreBody.encode($0) }, { try KeyStoreBody.decodeResults($0) }) { response in
                 // The binary form carries both positions or neither.
                 var expected = response
                 if response.from == nil || response.through == nil { (expected.from, expected.through) = (nil, nil) }
