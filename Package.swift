@@ -185,7 +185,7 @@ let package = Package(
         .target(name: "CMediaEncoding", dependencies: ["CVips", "CMediaDecoding"], path: "Tests/Support/CMediaEncoding"),
         .target(
             name: "MediaSynthesis",
-            dependencies: ["LedgerCore", "PhotoMedia", "CExif", "CMediaEncoding"],
+            dependencies: ["LedgerCore", "PhotoMedia", "CExif", "CMediaEncoding", "TestSupportKit"],
             path: "Tests/Support/MediaSynthesis"
         ),
 
@@ -201,9 +201,11 @@ let package = Package(
             path: "Tests/Support/library-crash-importer"
         ),
         // A WebDriver client of chromedriver (headless Chromium) for the web view's tests and benchmarks.
-        .target(name: "WebDriverClient", dependencies: ["SyncTransport"], path: "Tests/Support/WebDriverClient"),
+        .target(name: "WebDriverClient", dependencies: ["SyncTransport", "TestSupportKit"], path: "Tests/Support/WebDriverClient"),
         // Test helpers every test target shares: temporary directories, how much randomized testing to run.
-        .target(name: "TestSupportKit", path: "Tests/Support/TestSupportKit"),
+        .target(name: "TestSupportKit", dependencies: ["CChildProcess"], path: "Tests/Support/TestSupportKit"),
+        // Child processes started with posix_spawn, every other descriptor closed in the child.
+        .target(name: "CChildProcess", path: "Tests/Support/CChildProcess"),
         .target(
             name: "PhotoLedgerTestSupport",
             dependencies: ["LedgerCore", "PhotoLedger", "PhotoMedia", "MediaSynthesis", "TestSupportKit"],
@@ -218,7 +220,7 @@ let package = Package(
             name: "PhotoLedgerTests",
             dependencies: [
                 "LedgerCore", "LedgerCrypto", "LedgerStore", "PhotoLedger", "PhotoMedia", "MediaSynthesis", "PhotoLedgerTestSupport",
-                "library-crash-importer",
+                "TestSupportKit", "library-crash-importer",
             ]
         ),
         .testTarget(name: "SyncProtocolTests", dependencies: ["LedgerCore", "SyncProtocol"]),
@@ -250,7 +252,7 @@ let package = Package(
             dependencies: [
                 "LedgerCore", "LedgerCrypto", "LedgerStore", "PhotoLedger", "PhotoLedgerJSON", "PhotoLedgerSync", "PhotoLedgerServer",
                 "PhotoMedia",
-                "PhotoLedgerTestSupport", "SyncProtocol", "SyncTransport", "MediaSynthesis", "photoledger-server",
+                "PhotoLedgerTestSupport", "SyncProtocol", "SyncTransport", "MediaSynthesis", "TestSupportKit", "photoledger-server",
             ]
         ),
     ],

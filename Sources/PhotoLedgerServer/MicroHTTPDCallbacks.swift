@@ -295,8 +295,8 @@ extension SyncServer {
         inFlight.wrappingAdd(1, ordering: .acquiringAndReleasing)
         let head = readHead(connection, method: exchange.method, path: exchange.path)
         let framing = FramingFields(connection)
+        if let problem = framingProblem(framing) { return queue(problem.response, on: connection, exchange: exchange) }
         do throws(HTTPError) {
-            if let problem = framingProblem(framing) { throw problem }
             let request = try handler.prepare(head)
             exchange.request = request
             exchange.sink = try handler.bodySink(for: request)
@@ -306,9 +306,23 @@ extension SyncServer {
             deadlines.arm(key(connection), .body, deadline: bodyDeadline(now: MonotonicClock.milliseconds(), bytes: bytes))
             return .YES
         } catch {
+            // Refused at its head while its body is on the way: a body of a few megabytes is read
+            // and dropped before the answer, which a client still sending would otherwise never
+            // read (a connection closed under unread bytes is reset). Even a client that asked for
+            // `100 Continue` may have stopped waiting for it and be sending. A larger body gets
+            // the answer at once, and the connection is closed.
+            if let length = head.contentLength, length > 0, length <= Self.refusedBodyReadBytes {
+                exchange.failure = error
+                exchange.sink = .none
+                deadlines.arm(key(connection), .body, deadline: bodyDeadline(now: MonotonicClock.milliseconds(), bytes: length))
+                return .YES
+            }
             return queue(error.response, on: connection, exchange: exchange)
         }
     }
+
+    /// The largest declared body read and dropped to deliver a refusal made at the request's head.
+    static let refusedBodyReadBytes: UInt64 = 8 << 20
 
     /// The last call, once the body has arrived whole: runs the request, or holds a waiting pull.
     fileprivate func finish(_ exchange: Exchange, on connection: OpaquePointer) -> MHD_Result {

@@ -1,6 +1,7 @@
 import Foundation
 import LedgerCore
 import LedgerStore
+import TestSupportKit
 import Testing
 
 @Suite("Crash safety")
@@ -16,7 +17,7 @@ struct CrashSafetyTests {
         var random = SeededRandomNumberGenerator(seed: 20261130)
         var previousCount = 0
         for round in 0..<Self.rounds {
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = writer
             process.arguments = [path, "crash-device", String(round)]
             let output = Pipe()

@@ -2,6 +2,7 @@ import Foundation
 import LedgerCore
 import PhotoLedgerServer
 import SyncProtocol
+import TestSupportKit
 
 /// A TCP connection to the server on loopback, from a chosen source address (any 127.x.y.z is
 /// loopback, so tests can stand for several clients), with raw requests and responses.
@@ -159,7 +160,7 @@ func waitUntil(
 /// `photoledger-server serve` started through the shell, so that a test can lower its soft limit
 /// of open files first; its standard error is kept for the test to read.
 final class ShellServerProcess {
-    let process = Process()
+    let process = ChildProcess()
     let port: UInt16
     private let errorFile: URL
 

@@ -135,6 +135,27 @@ struct ResumableUploadTests {
         #expect(try await client.uploadStatus(hash).offset == 100_000)
     }
 
+    @Test(
+        "a refusal made at a request's head reaches a client that sends its whole body before reading: the body is read and dropped, the connection kept"
+    )
+    func refusalAtTheHeadReachesASendingClient() throws {
+        let fixture = try ServerFixture()
+        let connection = try RawConnection(port: fixture.server.port)
+        let fields = ["\(SyncRoutes.uploadOffsetField): 0", "\(SyncRoutes.uploadLengthField): \(blob.count)"]
+        // A reading device may not upload: refused at the head, with 3 MB of body sent at once.
+        let path = SyncRoutes.upload(library: "family", hash: hash)
+        #expect(connection.send(rawRequest("PUT", path, token: fixture.tokens["frame"]!, fields: fields, body: blob)))
+        let refused = try connection.response()
+        #expect(refused.status == 403)
+        #expect(refused.error?.message.isEmpty == false)
+        // The same connection serves the next request: nothing of the dropped body is read as one.
+        // It holds nothing of the refused bytes.
+        #expect(connection.send(rawRequest("GET", path, token: fixture.tokens["anna-phone"]!)))
+        let status = try connection.response()
+        #expect(status.status == 200)
+        #expect(try UploadStatus.decode(status.body) == UploadStatus(offset: 0))
+    }
+
     @Test("a newer request takes an upload over from one still receiving: the older one stops")
     func newerRequestTakesOver() async throws {
         // The first request pauses while the second one runs: its body deadline and the idle

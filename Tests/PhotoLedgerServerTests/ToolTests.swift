@@ -2,6 +2,7 @@ import Foundation
 import LedgerCore
 import PhotoLedgerServer
 import SyncProtocol
+import TestSupportKit
 import Testing
 
 /// The result of running the built tool.
@@ -13,7 +14,7 @@ struct ToolRun {
 
 /// Runs the built `photoledger-server` with `arguments` and waits for it.
 func runTool(_ arguments: [String], environment: [String: String] = [:]) throws -> ToolRun {
-    let process = Process()
+    let process = ChildProcess()
     process.executableURL = try builtExecutable("photoledger-server")
     process.arguments = arguments
     process.environment = environment.merging(["PATH": "/usr/bin:/bin"]) { new, _ in new }
@@ -32,7 +33,7 @@ func runTool(_ arguments: [String], environment: [String: String] = [:]) throws 
 /// `photoledger-server serve` running as a child process; its standard error is collected as
 /// it comes, so that a test can wait for a line of the log.
 final class ServerProcess {
-    let process = Process()
+    let process = ChildProcess()
     let port: UInt16
     private let errors: ProcessOutput
 

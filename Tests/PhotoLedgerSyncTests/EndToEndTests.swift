@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import TestSupportKit
 import Testing
 
 @testable import PhotoLedger
@@ -10,7 +11,7 @@ import Testing
 struct EndToEndTests {
     /// Runs a built tool to completion and returns its standard output.
     func run(_ tool: URL, _ arguments: [String]) throws -> String {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = tool
         process.arguments = arguments
         let output = Pipe()
@@ -32,7 +33,7 @@ struct EndToEndTests {
         let tokens = try ["anna-phone", "ben-tablet"].map {
             try run(tool, ["admin", "issue-token", "--db", db, "--library", "family", "--device", $0, "--scope", "readWrite"])
         }
-        let server = Process()
+        let server = ChildProcess()
         server.executableURL = tool
         server.arguments = ["serve", "--db", db, "--blobs", directory.file("blobs").path, "--listen", "127.0.0.1:0"]
         let output = Pipe()

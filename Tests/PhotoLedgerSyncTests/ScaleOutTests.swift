@@ -5,6 +5,7 @@ import PhotoLedgerServer
 import SyncProtocol
 import SyncTransport
 import Synchronization
+import TestSupportKit
 import Testing
 
 @testable import PhotoLedger
@@ -36,7 +37,7 @@ final class RandomServerTransport: HTTPTransport {
 
 /// One `photoledger-server serve` process.
 final class ServeProcess {
-    let process = Process()
+    let process = ChildProcess()
     let port: UInt16
 
     init(_ tool: URL, arguments: [String]) throws {
@@ -80,7 +81,7 @@ struct ScaleOutTests {
 
     /// Runs a built tool to completion and returns its standard output.
     func run(_ tool: URL, _ arguments: [String]) throws -> String {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = tool
         process.arguments = arguments
         let output = Pipe(), error = Pipe()
@@ -99,7 +100,7 @@ struct ScaleOutTests {
     /// A new database in the test PostgreSQL, by `psql`.
     func createDatabase(admin: String) throws -> String {
         let name = "pl_scale_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        let psql = Process()
+        let psql = ChildProcess()
         psql.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
         psql.arguments = [admin, "-qc", "CREATE DATABASE \(name)"]
         try psql.run()

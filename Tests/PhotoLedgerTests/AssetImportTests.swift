@@ -2,6 +2,7 @@ import Foundation
 import LedgerCore
 import MediaSynthesis
 import PhotoMedia
+import TestSupportKit
 import Testing
 
 @testable import PhotoLedger
@@ -234,7 +235,7 @@ struct AssetImportTests {
     func crashBeforeCommit() throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("library.sqlite")
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = try builtExecutable("library-crash-importer")
         process.arguments = [path.path, "--batch", "12"]
         let output = Pipe()

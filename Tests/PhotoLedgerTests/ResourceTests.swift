@@ -2,6 +2,7 @@ import Foundation
 import LedgerCore
 import MediaSynthesis
 import PhotoMedia
+import TestSupportKit
 import Testing
 
 @testable import PhotoLedger
@@ -189,7 +190,7 @@ struct ResourceTests {
         let path = directory.file("library.sqlite")
         let importer = try builtExecutable("library-crash-importer")
         for _ in 0..<3 {
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = importer
             process.arguments = [path.path]
             let output = Pipe()

@@ -182,7 +182,7 @@ struct BrowserTests {
 
             // The command line, another process writing the same library.
             let tool = try builtExecutable("photoledger")
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = tool
             process.arguments = [
                 "favorite", fixture.albumOrder[0], "--library", fixture.library.url.path, "--device", "anna-terminal", "--quiet",

@@ -1,13 +1,14 @@
 import Foundation
 import PhotoLedgerTestSupport
 import SyncTransport
+import TestSupportKit
 import Testing
 
 @Suite("photoledger web")
 struct WebCommandTests {
     /// Runs `photoledger` with `arguments`; returns the process and its output pipes.
-    private func start(_ arguments: [String], environment: [String: String] = [:]) throws -> (Process, Pipe, Pipe) {
-        let process = Process()
+    private func start(_ arguments: [String], environment: [String: String] = [:]) throws -> (ChildProcess, Pipe, Pipe) {
+        let process = ChildProcess()
         process.executableURL = try builtExecutable("photoledger")
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupportKit
 import Testing
 
 @testable import SyncTransport
@@ -51,7 +52,7 @@ struct TLSServer {
     let directory: TemporaryDirectory
     let certificate: URL
     let url: URL
-    private let process: Process
+    private let process: ChildProcess
     private let output: ProcessOutput
 
     init(subjectAlternativeName: String) async throws {
@@ -64,7 +65,7 @@ struct TLSServer {
             "-keyout", key.path, "-out", certificate.path,
         ]
         try await offCooperativePool { try Self.run(arguments) }
-        process = Process()
+        process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: Self.openssl)
         // Port 0: s_server binds a free port itself and says which ("ACCEPT 127.0.0.1:PORT") once
         // it listens, so no other test can take the port between a probe and the bind.
@@ -99,7 +100,7 @@ struct TLSServer {
     }
 
     private static func run(_ arguments: [String]) throws {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: openssl)
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice

@@ -2,6 +2,7 @@ import Foundation
 import LedgerCore
 import LedgerStore
 import Synchronization
+import TestSupportKit
 import Testing
 
 @Suite("photoledger: history, verify, rebuild, compact")
@@ -85,7 +86,7 @@ struct AuditTests {
 
 /// A photoledger-server on a free loopback port, stopped at the end of the test.
 final class TestServer {
-    let process = Process()
+    let process = ChildProcess()
     let url: String
     let database: String
 
@@ -232,7 +233,7 @@ struct SyncWatchTests {
         let photos = try anna.importPhotos([try anna.photo("a.jpg", seed: 1)])
         #expect(try anna.cli(["sync"]).status == 0)
 
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = ToolRunner.binDirectory.appendingPathComponent("photoledger")
         process.arguments = ["sync", "--watch", "--library", ben.library.path]
         let pipe = Pipe()

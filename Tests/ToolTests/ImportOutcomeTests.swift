@@ -1,6 +1,7 @@
 import Foundation
 import MediaSynthesis
 import PhotoMedia
+import TestSupportKit
 import Testing
 
 @Suite("photoledger import: every path ends in one reported outcome")
@@ -96,7 +97,7 @@ struct ImportOutcomeTests {
     }
 
     private func runSetpriv(_ arguments: [String]) throws -> ToolResult {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
         process.arguments = arguments
         let output = Pipe(), errors = Pipe()

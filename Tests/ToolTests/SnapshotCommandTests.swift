@@ -1,4 +1,5 @@
 import Foundation
+import TestSupportKit
 import Testing
 
 @Suite("photoledger: snapshot")
@@ -62,7 +63,7 @@ struct SnapshotCommandTests {
         #expect(try anna.cli(["favorite", photos[0]]).status == 0)
         #expect(try anna.cli(["sync"]).status == 0)
 
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = ToolRunner.binDirectory.appendingPathComponent("photoledger")
         process.arguments = ["sync", "--watch", "--library", ben.library.path]
         let pipe = Pipe()

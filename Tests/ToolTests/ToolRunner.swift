@@ -2,6 +2,7 @@ import Foundation
 import LedgerCore
 import MediaSynthesis
 import PhotoMedia
+import TestSupportKit
 import Testing
 
 /// What a finished process left behind.
@@ -37,7 +38,7 @@ enum ToolRunner {
     /// Runs the program at `executable` with `arguments` and waits for it.
     static func run(executable: URL, _ arguments: [String], environment: [String: String] = [:], directory: URL? = nil) throws -> ToolResult
     {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = executable
         process.arguments = arguments
         var merged = ProcessInfo.processInfo.environment

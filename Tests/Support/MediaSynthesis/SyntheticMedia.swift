@@ -2,6 +2,7 @@ import CMediaEncoding
 import Foundation
 import LedgerCore
 import PhotoMedia
+import TestSupportKit
 
 /// Why media could not be made: the encoder or the tool that makes it failed or is missing.
 public struct MediaSynthesisError: Error, CustomStringConvertible {
@@ -150,7 +151,7 @@ public enum SyntheticMedia {
         guard let executable = ["/usr/bin/\(tool)", "/usr/local/bin/\(tool)"].first(where: FileManager.default.isExecutableFile) else {
             throw MediaSynthesisError("\(tool) is not installed; run Tools/install-dependencies.sh")
         }
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         let errors = Pipe()

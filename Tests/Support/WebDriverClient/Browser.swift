@@ -2,6 +2,7 @@ import Foundation
 @preconcurrency import Glibc
 import SyncTransport
 import Synchronization
+import TestSupportKit
 
 /// A headless Chromium driven through chromedriver with the W3C WebDriver protocol (JSON over
 /// HTTP on loopback, sent by the project's libcurl transport), for the web view's tests and
@@ -22,7 +23,7 @@ public final class Browser: @unchecked Sendable {
         return nil
     }
 
-    private let driver: Process
+    private let driver: ChildProcess
     private let driverURL: String
     private let session: String
     private let profile: URL
@@ -38,7 +39,7 @@ public final class Browser: @unchecked Sendable {
     public init(artifacts: URL, width: Int = 1200, height: Int = 900) async throws {
         self.artifacts = artifacts
         profile = FileManager.default.temporaryDirectory.appendingPathComponent("photoledger-chromium-\(UUID().uuidString)")
-        driver = Process()
+        driver = ChildProcess()
         driver.executableURL = URL(fileURLWithPath: Self.chromedriver)
         // Port 0: chromedriver binds a free port itself and says which, so no other program
         // (another test, run at the same time) can take the port between a probe and its bind.
@@ -83,7 +84,7 @@ public final class Browser: @unchecked Sendable {
     }
 
     /// Ends chromedriver (it does not always end on SIGTERM while it holds connections).
-    private static func stop(_ driver: Process) {
+    private static func stop(_ driver: ChildProcess) {
         kill(driver.processIdentifier, SIGKILL)
         driver.waitUntilExit()
     }
