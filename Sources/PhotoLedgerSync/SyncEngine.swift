@@ -284,7 +284,7 @@ public final class SyncEngine: Sendable {
         async throws
     {
         guard !events.isEmpty else { return }
-        let blobs = try replica.blobs(referencedBy: events.map(\.event))
+        let blobs = try replica.blobReferences(of: events.map(\.event))
         let hashes = blobs.resources.union(blobs.renditions).sorted()
         guard !hashes.isEmpty else {
             if replica.isEncrypted { try await publishAssetKeys(of: events, &report) }
@@ -292,11 +292,7 @@ public final class SyncEngine: Sendable {
         }
         // The blobs of each object's events, declared to the server before they are uploaded and
         // the events pushed: what its blob garbage collection keeps them by.
-        let perObject = try Dictionary(grouping: events.map(\.event), by: \.object).mapValues {
-            let referenced = try replica.blobs(referencedBy: $0)
-            return referenced.resources.union(referenced.renditions)
-        }
-        try await declareBlobReferences(perObject)
+        try await declareBlobReferences(blobs.byObject)
         let missing = try await exchange(
             .post, SyncRoutes.missingBlobs(library: remote.libraryName), MissingBlobsRequest(hashes: hashes),
             as: MissingBlobsResponse.self
