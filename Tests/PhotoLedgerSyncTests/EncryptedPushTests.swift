@@ -1,6 +1,8 @@
 import Foundation
 import LedgerCore
+import MediaSynthesis
 import PhotoLedgerServer
+import PhotoMedia
 import SyncProtocol
 import SyncTransport
 import Testing
@@ -127,6 +129,76 @@ struct EncryptedPushTests {
         #expect(pulled.pulledEvents == 120 && pulled.quarantinedEvents.isEmpty)
         #expect(try ben.library.statistics().quarantined.isEmpty)
         #expect(try ben.library.fetchAssets().count == 120)
+    }
+
+    @Test(
+        "the blobs a push declares are the ones its events' payloads name: creations, edits (one superseded), a revert, renditions"
+    )
+    func declaredReferencesMatchPayloads() async throws {
+        let world = try SyncWorld()
+        let anna = try world.device("anna-phone", seed: 1, encrypted: true)
+        let files = try (0..<3).map { index in
+            let url = world.directory.file("photo-\(index).jpg")
+            try photo(UInt64(index + 1)).write(to: url)
+            return url
+        }
+        let assets = try await anna.library.performChanges { changes in
+            try changes.importAssets(fromFilesAt: files).map { outcome in
+                guard case .created(let request) = outcome else { throw PhotoLibraryError(.internalError, "not imported") }
+                return request.placeholderForCreatedAsset.localIdentifier
+            }
+        }
+        for seed: UInt64 in [7, 8] {
+            let edit = ContentEditingOutput(
+                renderedContent: .data(Data(JPEGEncoder().encode(RGBImage.scene(width: 200, height: 100, seed: seed)))),
+                adjustmentFormatIdentifier: "com.example.crop", adjustmentFormatVersion: "1", adjustmentData: Data("crop \(seed)".utf8))
+            try anna.library.performChangesAndWait { try $0.assetChangeRequest(for: assets[0]).setContentEditingOutput(edit) }
+        }
+        try anna.library.performChangesAndWait { changes in
+            try changes.assetChangeRequest(for: assets[1]).revertAssetContentToOriginal()
+            try changes.assetChangeRequest(for: assets[2]).setFavorite(true)
+        }
+        _ = try await anna.library.imageManager.requestImage(
+            for: assets[2], targetSize: CGSize(width: 256, height: 256), contentMode: .aspectFill)
+        #expect(try anna.library.replica.recordRenditions() > 0)
+
+        let events = try anna.library.replica.outbox(limit: 1000).map(\.event)
+        let references = try anna.library.replica.blobReferences(of: events)
+        // What the payloads name, read as the fold reads them, by object.
+        var expected: [UUID: Set<String>] = [:]
+        var renditions = Set<String>()
+        let context = anna.library.foldContext
+        for event in events {
+            let stamp = WriterStamp(hlc: Int64(bitPattern: event.timestamp.rawValue), device: event.device.rawValue)
+            var hashes: [String] = []
+            switch context.verdict(on: event, stamp: stamp) {
+            case .fold(.assetCreated(let creation), _): hashes = creation.resources.map { Hex.encode($0.sha256) }
+            case .fold(.assetContentEdited(let edit), _):
+                hashes = [edit.rendered, edit.adjustment].compactMap { $0.map { Hex.encode($0.sha256) } }
+            case .fold(.renditionRecorded(let rendition), _): hashes = [Hex.encode(rendition.sha256)]
+            default: continue
+            }
+            let keyID = try #require(event.seal?.keyID)
+            let names = try anna.library.encryptedBlobNames(for: hashes.map { (event.object, $0, keyID) })
+            #expect(names.count == Set(hashes).count)
+            expected[event.object, default: []].formUnion(names)
+            if event.type == EventType.assetRenditionRecorded.rawValue { renditions.formUnion(names) }
+        }
+        #expect(expected.count == 3 && expected.values.reduce(0) { $0 + $1.count } >= 3 + 4 + 1)
+        #expect(references.byObject == expected)
+        #expect(!renditions.isEmpty && references.renditions == renditions)
+        #expect(references.resources == expected.values.reduce(into: Set<String>()) { $0.formUnion($1) }.subtracting(renditions))
+
+        // The server is told the same, and a device enrolled afterwards reads everything.
+        let report = try await anna.sync()
+        #expect(report.encryptionNotes.isEmpty && report.uploadedResources == references.resources.count)
+        #expect(report.uploadedRenditions == renditions.count)
+        let ben = try world.device("ben-tablet", seed: 2)
+        try anna.library.approveEnrolment(of: "ben-tablet", publicKey: try ben.library.prepareEnrolment())
+        try await anna.sync()
+        let pulled = try await ben.sync()
+        #expect(pulled.quarantinedEvents.isEmpty && pulled.downloadedResources > 0)
+        #expect(try ben.library.viewsForTests() == anna.library.viewsForTests())
     }
 
     @Test("the key store goes in its binary form, a push batch's keys in one request; a server that refuses it gets JSON from then on")
