@@ -385,7 +385,7 @@ package struct Replica: Sendable {
     /// (the asset's resources are the ones it was created with), an edit whose stamp is the
     /// asset's content stamp (its render and adjustment data are the asset's content). An asset
     /// purged, or whose row is gone, is left to its events' payloads.
-    private func foldedReferences(of events: [Event]) throws -> [UUID: [String]] {
+    func foldedReferences(of events: [Event]) throws -> [UUID: [String]] {
         var candidates: [UUID: [Event]] = [:]
         for event in events
         where event.type == EventType.assetCreated.rawValue || event.type == EventType.assetContentEdited.rawValue {

@@ -164,6 +164,16 @@ struct EncryptedPushTests {
 
         let events = try anna.library.replica.outbox(limit: 1000).map(\.event)
         let references = try anna.library.replica.blobReferences(of: events)
+        // The asset rows answer for the creations, the last edit and the revert; the superseded
+        // edit and the renditions are read from their payloads.
+        let edits = events.filter { $0.type == EventType.assetContentEdited.rawValue }
+        let folded = try anna.library.replica.foldedReferences(of: events)
+        #expect(
+            edits.count == 3
+                && Set(folded.keys)
+                    == Set(events.filter { $0.type == EventType.assetCreated.rawValue }.map(\.id) + edits.dropFirst().map(\.id))
+        )
+        #expect(folded[edits[2].id] == [])
         // What the payloads name, read as the fold reads them, by object.
         var expected: [UUID: Set<String>] = [:]
         var renditions = Set<String>()
