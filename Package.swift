@@ -276,7 +276,7 @@ if Context.environment["PHOTOLEDGER_FUZZ"] == "1" {
         fuzzer("json", ["SyncProtocol"]),
         fuzzer("compression", ["SyncProtocol"]),
         fuzzer("headers", ["SyncProtocol", "SyncTransport"]),
-        fuzzer("keys", ["LedgerCrypto"]),
+        fuzzer("keys", ["LedgerCrypto", "SyncProtocol"]),
         .target(
             name: "MediaFuzzSupport", dependencies: ["FuzzSupport", "LedgerCore", "PhotoLedger", "PhotoMedia"],
             path: "Tools/Fuzz/MediaFuzzSupport"),

@@ -40,9 +40,14 @@ extension PhotoLibrary {
     /// with the key that sealed the event referring to it: the asset key, or (a later edit) the
     /// asset key under a generation, which a device revoked before that generation cannot compute.
     func encryptedBlobNames(for references: [(asset: UUID, sha256: String, keyID: UInt32)]) throws -> Set<String> {
+        try encryptedBlobNamesByAsset(for: references).values.reduce(into: Set<String>()) { $0.formUnion($1) }
+    }
+
+    /// ``encryptedBlobNames(for:)`` by asset.
+    func encryptedBlobNamesByAsset(for references: [(asset: UUID, sha256: String, keyID: UInt32)]) throws -> [UUID: Set<String>] {
         let state = encryption.snapshot
-        guard let wrapper = state.assetKeyWrapper else { return [] }
-        var names = Set<String>()
+        guard let wrapper = state.assetKeyWrapper else { return [:] }
+        var names: [UUID: Set<String>] = [:]
         var byAsset: [UUID: [(hash: String, keyID: UInt32)]] = [:]
         for (asset, hash, keyID) in references { byAsset[asset, default: []].append((hash, keyID)) }
         // One read of the known names and one transaction for the new ones, whatever the count.
@@ -66,7 +71,7 @@ extension PhotoLibrary {
             for (hash, keyID) in hashes {
                 guard let plain = Hex.decode(hash) else { continue }
                 if let name = map[plain] {
-                    names.insert(Hex.encode(name))
+                    names[asset, default: []].insert(Hex.encode(name))
                     continue
                 }
                 guard resources.contains(hash), let source = resources.url(for: hash) else {
@@ -92,7 +97,7 @@ extension PhotoLibrary {
                 _ = try? FileManager.default.removeItem(at: sealedBlobFile(name))
                 try FileManager.default.moveItem(at: temporary, to: sealedBlobFile(name))
                 map[plain] = sealed.sha256
-                names.insert(name)
+                names[asset, default: []].insert(name)
                 updated = true
             }
             if updated {

@@ -385,14 +385,30 @@ extension PhotoLibrary {
     /// The entries of the keys of `assets` this device has to write or delete, by name.
     package func pendingKeyEntries(ofAssets assets: Set<UUID>) throws -> [(name: String, value: [UInt8]?, createOnly: Bool)] {
         guard !assets.isEmpty else { return [] }
+        let names = assets.map(KeyStoreName.asset).sorted()
+        let size = Self.pendingEntryLookupSize
         return try readDatabase { db in
-            try assets.map(KeyStoreName.asset).sorted().compactMap { name in
-                try db.firstRow("SELECT value, create_only FROM e2e_outbox WHERE name = ?", [name]) {
-                    (name: name, value: $0.isNull(0) ? nil : $0.blob(0), createOnly: $0.int64(1) != 0)
+            // A statement per few hundred names (a push batch's assets go by the thousand), each
+            // with as many names: the last one repeats its last name (one statement text to cache).
+            var entries: [(name: String, value: [UInt8]?, createOnly: Bool)] = []
+            entries.reserveCapacity(names.count)
+            for start in stride(from: 0, to: names.count, by: size) {
+                let part = names[start..<min(start + size, names.count)]
+                let bound = Array(part) + Array(repeating: part.last!, count: size - part.count)
+                entries += try db.rows(Self.pendingEntryLookup, bound) {
+                    (name: $0.text(0), value: $0.isNull(1) ? nil : $0.blob(1), createOnly: $0.int64(2) != 0)
                 }
             }
+            return entries
         }
     }
+
+    /// The names ``pendingKeyEntries(ofAssets:)`` looks up with one statement.
+    private static let pendingEntryLookupSize = 250
+    /// The outbox entries of ``pendingEntryLookupSize`` names, in name order.
+    private static let pendingEntryLookup =
+        "SELECT name, value, create_only FROM e2e_outbox WHERE name IN ("
+        + Array(repeating: "?", count: pendingEntryLookupSize).joined(separator: ", ") + ") ORDER BY name"
 
     /// Forgets entries the server has taken (unless they were queued again since, with other
     /// bytes), with few statements: a large library's asset keys go by the thousand.

@@ -309,33 +309,132 @@ package struct Replica: Sendable {
 
     /// The blobs `events` refer to, the resources' apart from the recorded renditions'.
     package func blobs(referencedBy events: [Event]) throws -> (resources: Set<String>, renditions: Set<String>) {
-        var hashes = (resources: Set<String>(), renditions: Set<String>())
+        let references = try blobReferences(of: events)
+        return (references.resources, references.renditions)
+    }
+
+    /// The blobs a list of events refers to, in all and by object.
+    package struct BlobReferences: Sendable {
+        /// The blobs of resources (originals, edits' renders and adjustment data).
+        package var resources: Set<String> = []
+        /// The blobs of recorded renditions.
+        package var renditions: Set<String> = []
+        /// Every blob the events about each object refer to (objects referring to none are left
+        /// out).
+        package var byObject: [UUID: Set<String>] = [:]
+    }
+
+    /// The blobs `events` refer to: the resources themselves in a plain library, their
+    /// encryptions in an encrypted one (``PhotoLibrary/encryptedBlobNames(for:)``), in all and by
+    /// object.
+    ///
+    /// The library's rows answer for an asset's creation and content edit folded here (the
+    /// asset's creation event and its content stamp name the event), without opening its
+    /// payload; the payload of any other event that may refer to a blob (a recorded rendition, an
+    /// event its object's row does not name) is read, as the fold reads it.
+    package func blobReferences(of events: [Event]) throws -> BlobReferences {
+        var result = BlobReferences()
         typealias Sealed = [(asset: UUID, sha256: String, keyID: UInt32)]
         var sealed: (resources: Sealed, renditions: Sealed) = ([], [])
+        let folded = try foldedReferences(of: events)
         let context = library.foldContext
         for event in events {
-            let stamp = WriterStamp(hlc: Int64(bitPattern: event.timestamp.rawValue), device: event.device.rawValue)
             var referenced: [String] = []
             var isRendition = false
-            switch context.verdict(on: event, stamp: stamp) {
-            case .fold(.assetCreated(let creation), _): referenced = creation.resources.map { Hex.encode($0.sha256) }
-            case .fold(.assetContentEdited(let edit), _):
-                referenced = [edit.rendered, edit.adjustment].compactMap { $0.map { Hex.encode($0.sha256) } }
-            case .fold(.renditionRecorded(let rendition), _):
-                referenced = [Hex.encode(rendition.sha256)]
-                isRendition = true
-            default: break
+            switch EventType(rawValue: event.type) {
+            case .assetCreated?, .assetContentEdited?, .assetRenditionRecorded?: break
+            default: continue  // refers to no blob whatever its payload
             }
+            if let known = folded[event.id] {
+                referenced = known
+            } else {
+                let stamp = WriterStamp(hlc: Int64(bitPattern: event.timestamp.rawValue), device: event.device.rawValue)
+                switch context.verdict(on: event, stamp: stamp) {
+                case .fold(.assetCreated(let creation), _): referenced = creation.resources.map { Hex.encode($0.sha256) }
+                case .fold(.assetContentEdited(let edit), _):
+                    referenced = [edit.rendered, edit.adjustment].compactMap { $0.map { Hex.encode($0.sha256) } }
+                case .fold(.renditionRecorded(let rendition), _):
+                    referenced = [Hex.encode(rendition.sha256)]
+                    isRendition = true
+                default: break
+                }
+            }
+            guard !referenced.isEmpty else { continue }
             switch (event.seal.flatMap { KeyKind.isAssetKey($0.keyID) ? $0.keyID : nil }, isRendition) {
             case (let keyID?, false): sealed.resources += referenced.map { (event.object, $0, keyID) }
             case (let keyID?, true): sealed.renditions += referenced.map { (event.object, $0, keyID) }
-            case (nil, false): hashes.resources.formUnion(referenced)
-            case (nil, true): hashes.renditions.formUnion(referenced)
+            case (nil, false):
+                result.resources.formUnion(referenced)
+                result.byObject[event.object, default: []].formUnion(referenced)
+            case (nil, true):
+                result.renditions.formUnion(referenced)
+                result.byObject[event.object, default: []].formUnion(referenced)
             }
         }
-        if !sealed.resources.isEmpty { hashes.resources.formUnion(try library.encryptedBlobNames(for: sealed.resources)) }
-        if !sealed.renditions.isEmpty { hashes.renditions.formUnion(try library.encryptedBlobNames(for: sealed.renditions)) }
-        return hashes
+        for (references, isRendition) in [(sealed.resources, false), (sealed.renditions, true)] where !references.isEmpty {
+            for (asset, names) in try library.encryptedBlobNamesByAsset(for: references) {
+                if isRendition { result.renditions.formUnion(names) } else { result.resources.formUnion(names) }
+                result.byObject[asset, default: []].formUnion(names)
+            }
+        }
+        return result
+    }
+
+    /// The resources (hex SHA-256) of the asset creations and content edits among `events` that
+    /// the library's rows name as folded, by event: a creation that is its asset's only one
+    /// (the asset's resources are the ones it was created with), an edit whose stamp is the
+    /// asset's content stamp (its render and adjustment data are the asset's content). An asset
+    /// purged, or whose row is gone, is left to its events' payloads.
+    func foldedReferences(of events: [Event]) throws -> [UUID: [String]] {
+        var candidates: [UUID: [Event]] = [:]
+        for event in events
+        where event.type == EventType.assetCreated.rawValue || event.type == EventType.assetContentEdited.rawValue {
+            candidates[event.object, default: []].append(event)
+        }
+        guard !candidates.isEmpty else { return [:] }
+        let assets = Array(candidates.keys)
+        var result: [UUID: [String]] = [:]
+        try library.readDatabase { db in
+            for start in stride(from: 0, to: assets.count, by: 250) {
+                let chunk = Array(assets[start..<min(start + 250, assets.count)])
+                let list = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+                let ids: [any SQLBindable] = chunk.map(\.bytes)
+                var creations: [UUID: UUID] = [:]  // asset → its creation event
+                try db.forEachRow(
+                    """
+                    SELECT asset_id, creation_event, content_hlc, content_device, content_sha256, adjustment_sha256 FROM assets
+                    WHERE asset_id IN (\(list)) AND purged = 0
+                    """, ids
+                ) { row in
+                    guard let asset = UUID(bytes: row.blob(0)) else { return }
+                    let content = (hlc: row.int64(2), device: row.text(3))
+                    for event in candidates[asset] ?? [] {
+                        if event.type == EventType.assetCreated.rawValue {
+                            if !row.isNull(1), UUID(bytes: row.blob(1)) == event.id { creations[asset] = event.id }
+                        } else if content.hlc == Int64(bitPattern: event.timestamp.rawValue) && content.device == event.device.rawValue {
+                            result[event.id] = [4, 5].compactMap { row.isNull($0) ? nil : Hex.encode(row.blob($0)) }
+                        }
+                    }
+                }
+                // A second creation of an asset (created_twice) may have written its resources:
+                // its creations are read from their payloads.
+                try db.forEachRow(
+                    "SELECT asset_id FROM assets WHERE asset_id IN (\(list)) AND created_twice <> 0", ids
+                ) { row in
+                    if let asset = UUID(bytes: row.blob(0)) { creations[asset] = nil }
+                }
+                guard !creations.isEmpty else { continue }
+                try db.forEachRow(
+                    "SELECT asset_id, sha256 FROM asset_resources WHERE asset_id IN (\(list)) ORDER BY asset_id, resource_index", ids
+                ) { row in
+                    guard let asset = UUID(bytes: row.blob(0)), let event = creations[asset] else { return }
+                    result[event, default: []].append(Hex.encode(row.blob(1)))
+                }
+                // A creation without resources refers to none.
+                for event in creations.values where result[event] == nil { result[event] = [] }
+            }
+        }
+        return result
     }
 
     /// Referenced resources that are not on this device yet, with their sizes.

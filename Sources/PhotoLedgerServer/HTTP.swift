@@ -22,6 +22,9 @@ public struct RequestHead: Sendable, Hashable {
     /// Whether `Accept` lists the binary event page (`EventPage.contentType`, not
     /// with `q=0`): pulls are then answered in that form rather than JSON.
     public var acceptsEventPages: Bool
+    /// Whether `Accept` lists the key store's binary form (`KeyStoreBody.contentType`, not with
+    /// `q=0`): the key store's answers are then in that form rather than JSON.
+    public var acceptsKeyStoreBodies: Bool
     /// The query arguments the routes use (`since`, `limit`, `wait`, `after`).
     public var query: [String: String]
     /// The `Range` header: a blob download resumed from a byte offset.
@@ -35,7 +38,8 @@ public struct RequestHead: Sendable, Hashable {
     public init(
         method: String, path: String, authorization: String? = nil, contentType: String? = nil, contentEncoding: String? = nil,
         contentLength: UInt64? = nil, acceptsGzip: Bool = false, acceptsZstd: Bool = false, acceptsEventPages: Bool = false,
-        query: [String: String] = [:], range: String? = nil, uploadOffset: String? = nil, uploadLength: String? = nil
+        acceptsKeyStoreBodies: Bool = false, query: [String: String] = [:], range: String? = nil, uploadOffset: String? = nil,
+        uploadLength: String? = nil
     ) {
         self.method = method
         self.path = path
@@ -46,6 +50,7 @@ public struct RequestHead: Sendable, Hashable {
         self.acceptsGzip = acceptsGzip
         self.acceptsZstd = acceptsZstd
         self.acceptsEventPages = acceptsEventPages
+        self.acceptsKeyStoreBodies = acceptsKeyStoreBodies
         self.query = query
         self.range = range
         self.uploadOffset = uploadOffset
@@ -211,6 +216,12 @@ public enum Route: Sendable, Hashable {
     /// Whether the route is a push.
     var isPush: Bool {
         if case .push = self { return true }
+        return false
+    }
+
+    /// Whether the route is a change of the key store.
+    var isKeyChange: Bool {
+        if case .keys(_, "POST") = self { return true }
         return false
     }
 

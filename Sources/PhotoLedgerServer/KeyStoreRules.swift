@@ -105,15 +105,18 @@ extension SyncRequestHandler {
             after = value
         }
         let (entries, last) = try store.keyEntries(libraryID: credential.libraryID, after: after)
-        return .json(KeyEntriesResponse(entries: entries, last: last))
+        let response = KeyEntriesResponse(entries: entries, last: last)
+        return head.acceptsKeyStoreBodies ? .keyStoreBody(KeyStoreBody.encode(response)) : .json(response)
     }
 
-    func changeKeys(_ bytes: [UInt8], credential: Credential) throws -> HTTPResponse {
+    /// Applies a change request (`binary`: in `KeyStoreBody`'s form, otherwise JSON), answering
+    /// in the binary form when `answersBinary`.
+    func changeKeys(_ bytes: [UInt8], binary: Bool, answersBinary: Bool, credential: Credential) throws -> HTTPResponse {
         let request: KeyChangesRequest
         do {
-            request = try KeyChangesRequest.decode(bytes)
+            request = binary ? try KeyStoreBody.decodeChanges(bytes) : try KeyChangesRequest.decode(bytes)
         } catch let error as WireFormatError {
-            throw HTTPError.badRequest("\(error)")
+            throw HTTPError.badRequest(binary ? "the key change list is invalid: \(error)" : "\(error)")
         }
         var results: [KeyChangesResponse.Result?] = []
         var allowed: [KeyChange] = []
@@ -131,7 +134,8 @@ extension SyncRequestHandler {
         let answered = request.changes.indices.map { index in
             results[index] ?? KeyChangesResponse.Result(name: request.changes[index].name, status: statuses.next() ?? .conflict)
         }
-        return .json(KeyChangesResponse(results: answered, from: applied.from, through: applied.through))
+        let response = KeyChangesResponse(results: answered, from: applied.from, through: applied.through)
+        return answersBinary ? .keyStoreBody(KeyStoreBody.encode(response)) : .json(response)
     }
 
     /// Why an addOnly device may not write this asset key, or nil: it only creates the key of a
@@ -153,5 +157,12 @@ extension SyncRequestHandler {
             return "an addOnly device may only create the key of a new asset: asset \(asset.uuidString) exists in this library already"
         }
         return nil
+    }
+}
+
+extension HTTPResponse {
+    /// A response with `bytes`, a key store message in its binary form, as its body.
+    static func keyStoreBody(_ bytes: [UInt8]) -> HTTPResponse {
+        HTTPResponse(status: 200, headers: [("Content-Type", KeyStoreBody.contentType), ("Vary", "Accept")], body: .bytes(bytes))
     }
 }

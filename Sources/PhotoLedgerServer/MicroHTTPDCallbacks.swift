@@ -96,7 +96,8 @@ private func readHead(_ connection: OpaquePointer?, method: String, path: String
         contentLength: header(connection, "Content-Length").flatMap { UInt64($0.trimmingCharacters(in: .whitespaces)) },
         acceptsGzip: accepts(header(connection, "Accept-Encoding"), "gzip"),
         acceptsZstd: accepts(header(connection, "Accept-Encoding"), "zstd"),
-        acceptsEventPages: accepts(header(connection, "Accept"), EventPage.contentType), query: query,
+        acceptsEventPages: accepts(header(connection, "Accept"), EventPage.contentType),
+        acceptsKeyStoreBodies: accepts(header(connection, "Accept"), KeyStoreBody.contentType), query: query,
         range: header(connection, "Range"), uploadOffset: header(connection, SyncRoutes.uploadOffsetField),
         uploadLength: header(connection, SyncRoutes.uploadLengthField))
 }

@@ -215,8 +215,11 @@ public final class SyncRequestHandler: Sendable {
         let encoding = head.bodyEncoding
         if route.takesJSONBody {
             let type = head.contentType?.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-            // A push may come as an event batch, the binary form.
-            guard type == SyncRoutes.jsonContentType || (type == EventBatch.contentType && route.isPush) else {
+            // A push may come as an event batch, a change of the key store in its binary form.
+            guard
+                type == SyncRoutes.jsonContentType || (type == EventBatch.contentType && route.isPush)
+                    || (type == KeyStoreBody.contentType && route.isKeyChange)
+            else {
                 throw HTTPError(415, .unsupportedMediaType, "the body must be JSON: send 'Content-Type: application/json'")
             }
             guard encoding == nil || encoding == "identity" || encoding == "gzip" else {
@@ -338,7 +341,10 @@ public final class SyncRequestHandler: Sendable {
         case .keys(_, let method):
             if method == "POST" {
                 guard case .json(let json) = body else { throw HTTPError.badRequest("a change of the key store needs a JSON body") }
-                return .respond(try changeKeys(try json.finish(), credential: credential!))
+                let binary = request.head.contentType.map { $0.lowercased().hasPrefix(KeyStoreBody.contentType) } ?? false
+                return .respond(
+                    try changeKeys(
+                        try json.finish(), binary: binary, answersBinary: request.head.acceptsKeyStoreBodies, credential: credential!))
             }
             return .respond(try readKeys(request.head, credential: credential!))
         case .offerSnapshot:

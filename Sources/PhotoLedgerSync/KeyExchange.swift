@@ -3,6 +3,7 @@ import LedgerCore
 import LedgerCrypto
 import PhotoLedger
 import SyncProtocol
+import SyncTransport
 
 /// The key store steps of a sync in an end-to-end encrypted library (see `PhotoLedger`'s
 /// encryption): publish what this device queued (its public key, rings it sealed for devices it
@@ -28,8 +29,7 @@ extension SyncEngine {
             }
         }
         let cursor = try replica.keyStoreCursor()
-        let response = try await exchange(
-            .get, SyncRoutes.keys(library: remote.libraryName, after: cursor), nil as KeyChangesRequest?, as: KeyEntriesResponse.self)
+        let response = try await readKeyStore(after: cursor)
         var entries: [String: [UInt8]] = [:]
         for entry in response.entries { entries[entry.name] = entry.value }
         let absorbed: KeyStoreAbsorption
@@ -81,24 +81,28 @@ extension SyncEngine {
     }
 
     /// Writes `pending` to the server's key store, in requests of at most
-    /// `KeyChangesRequest.maximumChanges`, two at a time (names are unique, so their order does
-    /// not matter): the server stores one while the other travels and this device records the
-    /// answer to the one before. The read position moves past a request's writes once every
-    /// position between it and them is this device's own.
+    /// `KeyStoreBody.maximumChanges` (`KeyChangesRequest.maximumChanges` in JSON), two at a time
+    /// (names are unique, so their order does not matter): the server stores one while the other
+    /// travels and this device records the answer to the one before. The read position moves
+    /// past a request's writes once every position between it and them is this device's own.
     private func publishKeys(_ pending: [(name: String, value: [UInt8]?, createOnly: Bool)], _ report: inout SyncReport) async throws {
         guard !pending.isEmpty else { return }
         var cursor = replica.isEnrolled ? try replica.keyStoreCursor() : nil
         var written: [Int64: Int64] = [:]  // the positions each answered request wrote: from → through
-        let chunks = stride(from: 0, to: pending.count, by: KeyChangesRequest.maximumChanges).map {
-            Array(pending[$0..<min($0 + KeyChangesRequest.maximumChanges, pending.count)])
+        let size = sendsKeyStoreBodies ? KeyStoreBody.maximumChanges : KeyChangesRequest.maximumChanges
+        let chunks = stride(from: 0, to: pending.count, by: size).map {
+            KeyChangesRequest(
+                changes: pending[$0..<min($0 + size, pending.count)].map {
+                    KeyChange(name: $0.name, value: $0.value, createOnly: $0.createOnly)
+                })
         }
-        let path = SyncRoutes.keys(library: remote.libraryName)
-        typealias Chunk = [(name: String, value: [UInt8]?, createOnly: Bool)]
-        try await Self.concurrently(chunks, limit: 2) { chunk -> (chunk: Chunk, response: KeyChangesResponse) in
-            let request = KeyChangesRequest(changes: chunk.map { KeyChange(name: $0.name, value: $0.value, createOnly: $0.createOnly) })
-            return (chunk, try await self.exchange(.post, path, request, as: KeyChangesResponse.self))
-        } each: { (answered: (chunk: Chunk, response: KeyChangesResponse)) in
-            let (chunk, response) = answered
+        try await Self.concurrently(chunks, limit: 2) { request in
+            try await self.changeKeyStore(request)
+        } each: { (answers: [(request: KeyChangesRequest, response: KeyChangesResponse)]) in
+            for (request, response) in answers { try recordAnswer(request.changes, response) }
+        }
+
+        func recordAnswer(_ chunk: [KeyChange], _ response: KeyChangesResponse) throws {
             if let from = response.from, let through = response.through, through >= from { written[from] = through }
             if let read = cursor, written[read] != nil {
                 var moved = read
@@ -124,6 +128,61 @@ extension SyncEngine {
             }
             try replica.keyEntriesPublished(done)
         }
+    }
+
+    /// Whether changes of the key store go in their binary form (the options allow it, and the
+    /// server has not refused it).
+    private var sendsKeyStoreBodies: Bool {
+        options.exchangesKeyStoreBodies && serverTakesKeyStoreBodies.load(ordering: .relaxed)
+    }
+
+    /// Sends `request` to the key store, in the binary form when ``sendsKeyStoreBodies``, and
+    /// returns each request sent with its answer: `request` itself, or, when a server that reads
+    /// JSON only refused the binary form, the parts of it sent as JSON.
+    private func changeKeyStore(_ request: KeyChangesRequest) async throws -> [(request: KeyChangesRequest, response: KeyChangesResponse)] {
+        let path = SyncRoutes.keys(library: remote.libraryName)
+        if sendsKeyStoreBodies {
+            let headers = ["Content-Type": KeyStoreBody.contentType, "Accept": Self.keyStoreAccept]
+            let response = try await send(
+                HTTPRequest(method: .post, url: remote.url(path), headers: authorized(headers), body: .bytes(KeyStoreBody.encode(request))))
+            if response.status != 415 {
+                guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
+                return [(request, try decodingKeyStoreAnswer(response, path: path, KeyStoreBody.decodeResults, KeyChangesResponse.decode))]
+            }
+            // A server that reads JSON changes only.
+            serverTakesKeyStoreBodies.store(false, ordering: .relaxed)
+        }
+        var answers: [(request: KeyChangesRequest, response: KeyChangesResponse)] = []
+        for start in stride(from: 0, to: request.changes.count, by: KeyChangesRequest.maximumChanges) {
+            let part = KeyChangesRequest(
+                changes: Array(request.changes[start..<min(start + KeyChangesRequest.maximumChanges, request.changes.count)]))
+            answers.append((part, try await exchange(.post, path, part, as: KeyChangesResponse.self)))
+        }
+        return answers
+    }
+
+    /// The entries of the server's key store written after position `after`, asked for in the
+    /// binary form when the options allow it (a server that does not offer it answers JSON).
+    func readKeyStore(after: Int64) async throws -> KeyEntriesResponse {
+        let path = SyncRoutes.keys(library: remote.libraryName, after: after)
+        guard options.exchangesKeyStoreBodies else {
+            return try await exchange(.get, path, nil as KeyChangesRequest?, as: KeyEntriesResponse.self)
+        }
+        let response = try await send(
+            HTTPRequest(method: .get, url: remote.url(path), headers: authorized(["Accept": Self.keyStoreAccept])))
+        guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
+        return try decodingKeyStoreAnswer(response, path: path, KeyStoreBody.decodeEntries, KeyEntriesResponse.decode)
+    }
+
+    /// The `Accept` of the key store's requests: the binary form, or JSON.
+    private static let keyStoreAccept = "\(KeyStoreBody.contentType), \(SyncRoutes.jsonContentType);q=0.5"
+
+    /// Decodes a key store answer in the form the server chose: `binary` for the binary form, `json` otherwise.
+    private func decodingKeyStoreAnswer<T>(
+        _ response: HTTPResponse, path: String, _ binary: ([UInt8]) throws -> T, _ json: ([UInt8]) throws -> T
+    ) throws -> T {
+        let isBinary = response.headers["Content-Type"].map(Self.mediaType) == KeyStoreBody.contentType
+        return try decoding(response, path: path) { isBinary ? try binary($0) : try json($0) }
     }
 
     /// Whether the server says the library is end-to-end encrypted.
@@ -156,8 +215,7 @@ public struct EnrolmentRequest: Sendable, Hashable {
 extension SyncEngine {
     /// Every entry of the server's key store, by name.
     func keyStoreEntries() async throws -> [String: [UInt8]] {
-        let response = try await exchange(
-            .get, SyncRoutes.keys(library: remote.libraryName, after: 0), nil as KeyChangesRequest?, as: KeyEntriesResponse.self)
+        let response = try await readKeyStore(after: 0)
         var entries: [String: [UInt8]] = [:]
         for entry in response.entries { entries[entry.name] = entry.value }
         return entries

@@ -124,6 +124,11 @@ public final class SyncEngine: Sendable {
         /// sides far less than JSON. A server that does not offer it answers JSON, which is read
         /// as well; false asks for JSON only.
         public var requestsEventPages = true
+        /// Exchange the key store's entries in their binary form (`KeyStoreBody`): changes sent
+        /// in it, answers asked for in it, up to `KeyStoreBody.maximumChanges` a request. A
+        /// server that does not take it answers 415 (the engine sends JSON from then on) or
+        /// answers JSON, which is read as well; false exchanges JSON only.
+        public var exchangesKeyStoreBodies = true
         /// Start a new, empty library from the server's newest snapshot (when it has one)
         /// instead of replaying the whole history: the library is usable once the events after
         /// the snapshot are pulled, and the history before it is fetched after, to verify it.
@@ -145,6 +150,9 @@ public final class SyncEngine: Sendable {
     let options: Options
     /// Set once the server refused a binary push (an older server): JSON from then on.
     private let serverTakesEventBatches = Atomic<Bool>(true)
+    /// Set once the server refused a binary change of the key store (an older server): JSON
+    /// from then on.
+    let serverTakesKeyStoreBodies = Atomic<Bool>(true)
 
     /// An engine for `library` and `remote`, over libcurl with retries by default.
     public init(
@@ -195,6 +203,10 @@ public final class SyncEngine: Sendable {
         var report = SyncReport()
         let scope = try await bind()
         report.scope = scope
+        // With nothing to push, the first page is asked for now, while the key store is read:
+        // its events are folded once the keys are here.
+        let firstPage = try askForFirstPage(scope: scope)
+        defer { firstPage?.request.cancel() }
         // Asset keys go up with the push batches of their assets' events.
         try await exchangeKeys(&report, assetKeys: scope == .readOnly)
         if scope != .readOnly {
@@ -217,7 +229,7 @@ public final class SyncEngine: Sendable {
                     report.snapshotNotes.append("the server's snapshot was not used (\(error.message)); the whole history is replayed")
                 }
             }
-            if !waitForKeys { try await pull(&report, progress) }
+            if !waitForKeys { try await pull(&report, progress, firstPage: firstPage) }
             try await exchangeKeys(&report)  // the keys of what was pulled
             try await downloadRenditions(&report, progress)  // before originals, and without them
             if options.downloadResourcesEagerly { try await downloadResources(&report, progress) }
@@ -272,7 +284,7 @@ public final class SyncEngine: Sendable {
         async throws
     {
         guard !events.isEmpty else { return }
-        let blobs = try replica.blobs(referencedBy: events.map(\.event))
+        let blobs = try replica.blobReferences(of: events.map(\.event))
         let hashes = blobs.resources.union(blobs.renditions).sorted()
         guard !hashes.isEmpty else {
             if replica.isEncrypted { try await publishAssetKeys(of: events, &report) }
@@ -280,11 +292,7 @@ public final class SyncEngine: Sendable {
         }
         // The blobs of each object's events, declared to the server before they are uploaded and
         // the events pushed: what its blob garbage collection keeps them by.
-        let perObject = try Dictionary(grouping: events.map(\.event), by: \.object).mapValues {
-            let referenced = try replica.blobs(referencedBy: $0)
-            return referenced.resources.union(referenced.renditions)
-        }
-        try await declareBlobReferences(perObject)
+        try await declareBlobReferences(blobs.byObject)
         let missing = try await exchange(
             .post, SyncRoutes.missingBlobs(library: remote.libraryName), MissingBlobsRequest(hashes: hashes),
             as: MissingBlobsResponse.self
@@ -544,18 +552,33 @@ public final class SyncEngine: Sendable {
     /// `batch` in the binary form, as ``pushBatch(_:encoded:)`` sends it.
     func encodedBatch(_ batch: [Event]) -> [UInt8] { EventBatch.encode(device: library.device, events: batch) }
 
+    /// The request for the first page of the pull, sent at the start of a sync whose pull will
+    /// ask for it (a device that reads, that has nothing to push and does not start from a
+    /// snapshot), with the cursor it was sent from; nil otherwise.
+    func askForFirstPage(scope: ReplicaScope) throws -> (cursor: Int64, request: Task<(PullResponse, bytes: Int64), any Error>)? {
+        guard scope != .addOnly, try replica.outbox(limit: 1).isEmpty else { return nil }
+        if options.bootstrapFromSnapshot, try replica.isEmpty() { return nil }
+        let cursor = try self.cursor()
+        return (cursor, Task { try await self.pullPage(since: cursor) })
+    }
+
     /// Pulls pages since the cursor; each page and the new cursor commit in one transaction.
     /// Stops at a page without events: asking for events after the cursor is how the server
-    /// learns that this device holds every event up to it.
-    func pull(_ report: inout SyncReport, _ progress: (@Sendable (SyncProgress) -> Void)?) async throws {
+    /// learns that this device holds every event up to it. `firstPage` is the request for the
+    /// first page, when sent already from the cursor it names (another cursor: it is not used).
+    func pull(
+        _ report: inout SyncReport, _ progress: (@Sendable (SyncProgress) -> Void)?,
+        firstPage: (cursor: Int64, request: Task<(PullResponse, bytes: Int64), any Error>)? = nil
+    ) async throws {
         var cursor = try self.cursor()
         var bytes: Int64 = 0
+        let sent = firstPage.flatMap { $0.cursor == cursor ? $0.request : nil }
         // While more pages follow, the next one is fetched, decoded, hash-checked and folded while
         // the current one is applied, and the one after it is asked for as soon as the next one
         // arrived (so the server may record this device two pages ahead of what it has
         // committed; the server keeps every event, so nothing is lost by a crash).
         var pending: Task<PulledPage, any Error>? = fetchPage(
-            since: cursor, after: cursor == 0 ? HashChain.origin : nil, readsAhead: true)
+            since: cursor, after: cursor == 0 ? HashChain.origin : nil, sent: sent, readsAhead: true)
         var ahead: Task<(PullResponse, bytes: Int64), any Error>?
         defer {
             pending?.cancel()
@@ -797,7 +820,7 @@ public final class SyncEngine: Sendable {
 
     /// Decodes a successful response's body with `decode`; a body that does not decode is an
     /// invalid response naming `path`.
-    private func decoding<T>(_ response: HTTPResponse, path: String, _ decode: ([UInt8]) throws -> T) throws -> T {
+    func decoding<T>(_ response: HTTPResponse, path: String, _ decode: ([UInt8]) throws -> T) throws -> T {
         do {
             var bytes = response.body.bytes
             // libcurl decodes what it advertised; a transport that passes a coded body through is served here.

@@ -17,6 +17,9 @@ struct BinaryEventBody {
     /// and payload). A count of events larger than the body could hold is refused before
     /// anything is allocated for them.
     let minimumEventSize: Int
+    /// What the body holds, in errors: "event" and "events", or the items of another body
+    /// framed the same way (the key store's entries).
+    let item: (one: String, many: String)
 
     /// The fixed part of the canonical bytes: format, identifier, device length, device
     /// sequence, stamp, change block, object, type length, schema version, payload length.
@@ -28,7 +31,20 @@ struct BinaryEventBody {
         self.magic = Array(magic.utf8)
         self.version = version
         minimumEventSize = prefixBytes + 32 + 1 + Self.minimumCanonicalSize
+        item = ("event", "events")
     }
+
+    /// A body of other items (`one`, `many` in errors), each taking at least `minimumItemSize` bytes.
+    init(name: String, magic: String, version: UInt8, item: (one: String, many: String), minimumItemSize: Int) {
+        self.name = name
+        self.magic = Array(magic.utf8)
+        self.version = version
+        minimumEventSize = minimumItemSize
+        self.item = item
+    }
+
+    /// "a" or "an", before the body's name.
+    private var article: String { name.first.map { "aeiou".contains($0) } == true ? "an" : "a" }
 
     /// Writes the magic and the version.
     func writeStart(into writer: inout ByteWriter) {
@@ -39,7 +55,7 @@ struct BinaryEventBody {
     /// Reads a field of the header with `read`; a body cut short there is not such a body.
     func header<T>(_ reader: inout ByteReader, _ what: String, _ read: (inout ByteReader) throws -> T) throws -> T {
         do { return try read(&reader) } catch let error as DecodingError {
-            throw WireFormatError(field: "", message: "not an \(name): \(what) (\(error))")
+            throw WireFormatError(field: "", message: "not \(article) \(name): \(what) (\(error))")
         }
     }
 
@@ -47,7 +63,7 @@ struct BinaryEventBody {
     func readStart(_ reader: inout ByteReader) throws {
         let text = String(decoding: magic, as: UTF8.self)
         let found = try header(&reader, "it does not start with '\(text)'") { try $0.readRaw(count: magic.count) }
-        guard found == magic else { throw WireFormatError(field: "", message: "not an \(name): it does not start with '\(text)'") }
+        guard found == magic else { throw WireFormatError(field: "", message: "not \(article) \(name): it does not start with '\(text)'") }
         let version = try header(&reader, "no format version") { try $0.readByte() }
         guard version == self.version else {
             throw WireFormatError(
@@ -57,9 +73,9 @@ struct BinaryEventBody {
 
     /// Reads the number of events, which must fit in the `size` bytes of the body.
     func readCount(_ reader: inout ByteReader, bodySize size: Int) throws -> Int {
-        let count = try header(&reader, "no event count") { try $0.readVarint() }
+        let count = try header(&reader, "no \(item.one) count") { try $0.readVarint() }
         guard count <= UInt64(size / minimumEventSize) else {
-            throw WireFormatError(field: "events", message: "a count of \(count) events does not fit in \(size) bytes")
+            throw WireFormatError(field: item.many, message: "a count of \(count) \(item.many) does not fit in \(size) bytes")
         }
         return Int(count)
     }
@@ -68,7 +84,8 @@ struct BinaryEventBody {
     func readEnd(_ reader: ByteReader, bodySize size: Int) throws {
         guard !reader.isAtEnd else { return }
         let extra = size - reader.offset
-        throw WireFormatError(field: "", message: extra == 1 ? "1 byte follows the last event" : "\(extra) bytes follow the last event")
+        let what = extra == 1 ? "1 byte follows" : "\(extra) bytes follow"
+        throw WireFormatError(field: "", message: "\(what) the last \(item.one)")
     }
 
     /// Reads one event's field with `read`, naming `path.field` in the error.

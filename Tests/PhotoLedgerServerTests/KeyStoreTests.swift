@@ -180,4 +180,49 @@ struct KeyStoreTests {
         let put = try await anna.send("PUT", path, body: [])
         #expect(put.status == 405)
     }
+
+    @Test("over HTTP in the binary form: changes and answers, reads, refusals naming the change; JSON clients still get JSON")
+    func binaryEndpoint() async throws {
+        let fixture = try ServerFixture()
+        let anna = fixture.client(), kiosk = fixture.client("kiosk")
+        let path = SyncRoutes.keys(library: "family")
+        let binary = KeyStoreBody.contentType
+        let accept = ["Accept": "\(binary), application/json;q=0.5"]
+        let changes = KeyChangesRequest(changes: [
+            KeyChange(name: "library/public", value: Array(repeating: 1, count: 32), createOnly: true),
+            KeyChange(name: "device/ben-laptop", value: [2]),
+            KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000006", value: [3]),
+        ])
+        let reply = try await anna.send("POST", path, body: KeyStoreBody.encode(changes), contentType: binary, headers: accept)
+        #expect(reply.status == 200 && reply.headers["Content-Type"] == binary)
+        let answer = try KeyStoreBody.decodeResults(reply.body)
+        #expect(answer.results.map(\.status) == [.stored, .forbidden, .stored])
+        #expect(answer.from == 0 && answer.through == 2)
+        #expect(answer.results[1].reason?.contains("only its own key") == true)
+        // A binary change without the binary Accept is answered in JSON, and a read without it too.
+        let again = try await anna.send(
+            "POST", path, body: KeyStoreBody.encode(KeyChangesRequest(changes: [changes.changes[2]])), contentType: binary)
+        #expect(try again.decode(KeyChangesResponse.self).results.map(\.status) == [.stored])
+        let json = try await kiosk.send("GET", path).decode(KeyEntriesResponse.self)
+        let read = try await kiosk.send("GET", path, headers: accept)
+        #expect(read.headers["Content-Type"] == binary)
+        #expect(try KeyStoreBody.decodeEntries(read.body) == json)
+        #expect(json.entries.map(\.name) == ["asset/0193a5b2-7c00-7000-8000-000000000006", "library/public"])
+        let after = try await kiosk.send("GET", SyncRoutes.keys(library: "family", after: json.last), headers: accept)
+        #expect(try KeyStoreBody.decodeEntries(after.body) == KeyEntriesResponse(entries: [], last: json.last))
+        // Damaged bodies are refused with the place named; nothing is stored.
+        var bad = KeyStoreBody.encode(KeyChangesRequest(changes: [KeyChange(name: "asset/1", value: [1])]))
+        bad[bad.count - 2] = 9  // the value's length: past the end
+        let refused = try await anna.send("POST", path, body: bad, contentType: binary, headers: accept)
+        #expect(refused.status == 400)
+        #expect(String(decoding: refused.body, as: UTF8.self).contains("changes[0].value"))
+        let cut = try await anna.send("POST", path, body: Array(bad.prefix(7)), contentType: binary)
+        #expect(cut.status == 400)
+        #expect(String(decoding: cut.body, as: UTF8.self).contains("the key change list is invalid"))
+        // The binary form is for changes of the key store only.
+        let elsewhere = try await anna.send(
+            "POST", SyncRoutes.missingBlobs(library: "family"), body: KeyStoreBody.encode(changes), contentType: binary)
+        #expect(elsewhere.status == 415)
+        #expect(try fixture.store.keyEntries(libraryID: 1, after: 0).entries.count == 2)
+    }
 }

@@ -1,6 +1,8 @@
 import Foundation
 import LedgerCore
+import MediaSynthesis
 import PhotoLedgerServer
+import PhotoMedia
 import SyncProtocol
 import SyncTransport
 import Testing
@@ -44,6 +46,58 @@ final class KeyOrderWatcher: HTTPTransport, @unchecked Sendable {
     var assetKeysAtPushes: [Int] { lock.withLock { held } }
 }
 
+/// The key store of a server that reads JSON only, after `binaryAnswers` binary changes (an
+/// older server in place of the one before): binary changes are answered 415, and reads are
+/// answered in JSON whatever the `Accept`. Counts the changes of each request by its form.
+final class JSONOnlyKeyStore: HTTPTransport, @unchecked Sendable {
+    // Safe to share: the counts are touched only under `lock`.
+    private let lock = NSLock()
+    private let base: any HTTPTransport
+    private var binaryAnswers: Int
+    private var refused = 0
+    private var binary: [Int] = []
+    private var json: [Int] = []
+
+    init(base: any HTTPTransport, binaryAnswers: Int = 0) {
+        self.base = base
+        self.binaryAnswers = binaryAnswers
+    }
+
+    var refusals: Int { lock.withLock { refused } }
+    /// The changes of each binary request answered, and of each JSON one.
+    var requests: (binary: [Int], json: [Int]) { lock.withLock { (binary, json) } }
+
+    func send(_ request: HTTPRequest) async throws -> SyncTransport.HTTPResponse {
+        guard request.url.path.hasSuffix("/keys") else { return try await base.send(request) }
+        var request = request
+        if request.method == .post, request.headers["Content-Type"] == KeyStoreBody.contentType {
+            let count = try KeyStoreBody.decodeChanges(request.body.bytes).changes.count
+            let refuse = lock.withLock {
+                guard binaryAnswers == 0 else {
+                    binaryAnswers -= 1
+                    binary.append(count)
+                    return false
+                }
+                refused += 1
+                return true
+            }
+            if refuse {
+                return SyncTransport.HTTPResponse(
+                    status: 415, headers: ["Content-Type": "application/json"],
+                    body: .bytes(Array(#"{"error":{"code":"unsupportedMediaType","message":"the body must be JSON"}}"#.utf8)))
+            }
+        } else if request.method == .post {
+            let body =
+                request.headers["Content-Encoding"] == "gzip"
+                ? try Gzip.decompress(request.body.bytes, limit: 64 << 20) : request.body.bytes
+            let count = try KeyChangesRequest.decode(body).changes.count
+            lock.withLock { json.append(count) }
+        }
+        if lock.withLock({ binaryAnswers == 0 }) { request.headers["Accept"] = nil }
+        return try await base.send(request)
+    }
+}
+
 @Suite("Encrypted pushes")
 struct EncryptedPushTests {
     @Test("asset keys go up with the push batches of their assets, each before its batch; an enrolled device then reads everything")
@@ -75,5 +129,171 @@ struct EncryptedPushTests {
         #expect(pulled.pulledEvents == 120 && pulled.quarantinedEvents.isEmpty)
         #expect(try ben.library.statistics().quarantined.isEmpty)
         #expect(try ben.library.fetchAssets().count == 120)
+    }
+
+    @Test(
+        "the blobs a push declares are the ones its events' payloads name: creations, edits (one superseded), a revert, renditions"
+    )
+    func declaredReferencesMatchPayloads() async throws {
+        let world = try SyncWorld()
+        let anna = try world.device("anna-phone", seed: 1, encrypted: true)
+        let files = try (0..<3).map { index in
+            let url = world.directory.file("photo-\(index).jpg")
+            try photo(UInt64(index + 1)).write(to: url)
+            return url
+        }
+        let assets = try await anna.library.performChanges { changes in
+            try changes.importAssets(fromFilesAt: files).map { outcome in
+                guard case .created(let request) = outcome else { throw PhotoLibraryError(.internalError, "not imported") }
+                return request.placeholderForCreatedAsset.localIdentifier
+            }
+        }
+        for seed: UInt64 in [7, 8] {
+            let edit = ContentEditingOutput(
+                renderedContent: .data(Data(JPEGEncoder().encode(RGBImage.scene(width: 200, height: 100, seed: seed)))),
+                adjustmentFormatIdentifier: "com.example.crop", adjustmentFormatVersion: "1", adjustmentData: Data("crop \(seed)".utf8))
+            try anna.library.performChangesAndWait { try $0.assetChangeRequest(for: assets[0]).setContentEditingOutput(edit) }
+        }
+        try anna.library.performChangesAndWait { changes in
+            try changes.assetChangeRequest(for: assets[1]).revertAssetContentToOriginal()
+            try changes.assetChangeRequest(for: assets[2]).setFavorite(true)
+        }
+        _ = try await anna.library.imageManager.requestImage(
+            for: assets[2], targetSize: CGSize(width: 256, height: 256), contentMode: .aspectFill)
+        #expect(try anna.library.replica.recordRenditions() > 0)
+
+        let events = try anna.library.replica.outbox(limit: 1000).map(\.event)
+        let references = try anna.library.replica.blobReferences(of: events)
+        // The asset rows answer for the creations, the last edit and the revert; the superseded
+        // edit and the renditions are read from their payloads.
+        let edits = events.filter { $0.type == EventType.assetContentEdited.rawValue }
+        let folded = try anna.library.replica.foldedReferences(of: events)
+        #expect(
+            edits.count == 3
+                && Set(folded.keys)
+                    == Set(events.filter { $0.type == EventType.assetCreated.rawValue }.map(\.id) + edits.dropFirst().map(\.id))
+        )
+        #expect(folded[edits[2].id] == [])
+        // What the payloads name, read as the fold reads them, by object.
+        var expected: [UUID: Set<String>] = [:]
+        var renditions = Set<String>()
+        let context = anna.library.foldContext
+        for event in events {
+            let stamp = WriterStamp(hlc: Int64(bitPattern: event.timestamp.rawValue), device: event.device.rawValue)
+            var hashes: [String] = []
+            switch context.verdict(on: event, stamp: stamp) {
+            case .fold(.assetCreated(let creation), _): hashes = creation.resources.map { Hex.encode($0.sha256) }
+            case .fold(.assetContentEdited(let edit), _):
+                hashes = [edit.rendered, edit.adjustment].compactMap { $0.map { Hex.encode($0.sha256) } }
+            case .fold(.renditionRecorded(let rendition), _): hashes = [Hex.encode(rendition.sha256)]
+            default: continue
+            }
+            let keyID = try #require(event.seal?.keyID)
+            let names = try anna.library.encryptedBlobNames(for: hashes.map { (event.object, $0, keyID) })
+            #expect(names.count == Set(hashes).count)
+            expected[event.object, default: []].formUnion(names)
+            if event.type == EventType.assetRenditionRecorded.rawValue { renditions.formUnion(names) }
+        }
+        #expect(expected.count == 3 && expected.values.reduce(0) { $0 + $1.count } >= 3 + 4 + 1)
+        #expect(references.byObject == expected)
+        #expect(!renditions.isEmpty && references.renditions == renditions)
+        #expect(references.resources == expected.values.reduce(into: Set<String>()) { $0.formUnion($1) }.subtracting(renditions))
+
+        // The server is told the same, and a device enrolled afterwards reads everything.
+        let report = try await anna.sync()
+        #expect(report.encryptionNotes.isEmpty && report.uploadedResources == references.resources.count)
+        #expect(report.uploadedRenditions == renditions.count)
+        let ben = try world.device("ben-tablet", seed: 2)
+        try anna.library.approveEnrolment(of: "ben-tablet", publicKey: try ben.library.prepareEnrolment())
+        try await anna.sync()
+        let pulled = try await ben.sync()
+        #expect(pulled.quarantinedEvents.isEmpty && pulled.downloadedResources > 0)
+        #expect(try ben.library.viewsForTests() == anna.library.viewsForTests())
+    }
+
+    @Test("the key store goes in its binary form, a push batch's keys in one request; a server that refuses it gets JSON from then on")
+    func keyStoreFallsBackToJSON() async throws {
+        for binaryAnswers in [Int.max, 1] {
+            let world = try SyncWorld()
+            let anna = try world.device("anna-phone", seed: 1, encrypted: true)
+            let server = JSONOnlyKeyStore(base: testTransport(), binaryAnswers: binaryAnswers)
+            var options = SyncEngine.Options()
+            options.pushBatchSize = 1005
+            let engine = SyncEngine(
+                library: anna.library, remote: try world.server.remote(device: "anna-phone"), transport: server, options: options)
+            try anna.library.performChangesAndWait { changes in
+                for _ in 0..<1005 { _ = try changes.createImageRecord(width: 40, height: 30, creationDate: nil) }
+            }
+            let report = try await engine.sync()
+            #expect(report.pushedEvents == 1005 && report.encryptionNotes.isEmpty)
+            #expect(try anna.library.pendingKeyEntries().isEmpty)
+            let requests = server.requests
+            if binaryAnswers == 1 {
+                // The asset keys' request was refused, then sent as JSON in parts the JSON form allows.
+                #expect(server.refusals == 1 && requests.binary.count == 1)
+                #expect(requests.json == [1000, 5])
+            } else {
+                #expect(server.refusals == 0 && requests.json.isEmpty)
+                #expect(requests.binary.contains(1005), "\(requests.binary)")
+            }
+            #expect(try world.server.store.keyEntries(libraryID: 1, after: 0).entries.filter { $0.name.hasPrefix("asset/") }.count == 1005)
+
+            let ben = try world.device("ben-tablet", seed: 2)
+            try anna.library.approveEnrolment(of: "ben-tablet", publicKey: try ben.library.prepareEnrolment())
+            try await engine.sync()
+            let pulled = try await ben.sync()
+            #expect(pulled.pulledEvents == 1005 && pulled.quarantinedEvents.isEmpty)
+            #expect(try ben.library.fetchAssets().count == 1005)
+        }
+    }
+}
+
+/// Passes requests to `base`, holding each read of the key store until a pull page was asked
+/// for (for at most many turns of the scheduler), and notes whether one was.
+final class PageBeforeKeys: HTTPTransport, @unchecked Sendable {
+    // Safe to share: the state is touched only under `lock`.
+    private let lock = NSLock()
+    private let base: any HTTPTransport
+    private var pageAsked = false
+    private var reads: [Bool] = []
+
+    init(base: any HTTPTransport) { self.base = base }
+
+    /// For each read of the key store, whether a page had been asked for when it went on.
+    var keyReads: [Bool] { lock.withLock { reads } }
+
+    func send(_ request: HTTPRequest) async throws -> SyncTransport.HTTPResponse {
+        if request.method == .get, request.url.path.hasSuffix("/events") { lock.withLock { pageAsked = true } }
+        if request.method == .get, request.url.path.hasSuffix("/keys") {
+            var turns = 0
+            while !lock.withLock({ pageAsked }), turns < 10_000 {
+                await Task.yield()
+                turns += 1
+            }
+            lock.withLock { reads.append(pageAsked) }
+        }
+        return try await base.send(request)
+    }
+}
+
+@Suite("Encrypted pulls")
+struct EncryptedPullTests {
+    @Test("a device with nothing to push asks for its first page while it reads the key store, and folds it with the keys")
+    func firstPageWhileReadingKeys() async throws {
+        let world = try SyncWorld()
+        let anna = try world.device("anna-phone", seed: 1, encrypted: true)
+        try anna.library.performChangesAndWait { changes in
+            for _ in 0..<40 { _ = try changes.createImageRecord(width: 400, height: 300, creationDate: nil) }
+        }
+        let ben = try world.device("ben-tablet", seed: 2)
+        try anna.library.approveEnrolment(of: "ben-tablet", publicKey: try ben.library.prepareEnrolment())
+        try await anna.sync()
+        let watcher = PageBeforeKeys(base: testTransport())
+        let engine = SyncEngine(library: ben.library, remote: try world.server.remote(device: "ben-tablet"), transport: watcher)
+        let pulled = try await engine.sync()
+        #expect(watcher.keyReads.first == true, "\(watcher.keyReads)")
+        #expect(pulled.pulledEvents == 40 && pulled.quarantinedEvents.isEmpty)
+        #expect(try ben.library.statistics().quarantined.isEmpty)
+        #expect(try ben.library.fetchAssets().count == 40)
     }
 }

@@ -29,7 +29,8 @@ final class InProcessTransport: HTTPTransport, @unchecked Sendable {
             method: request.method.rawValue, path: components.path, authorization: request.headers["Authorization"],
             contentType: request.headers["Content-Type"], contentEncoding: request.headers["Content-Encoding"],
             contentLength: UInt64(body.count), acceptsGzip: false,
-            acceptsEventPages: request.headers["Accept"]?.contains(EventPage.contentType) ?? false, query: query,
+            acceptsEventPages: request.headers["Accept"]?.contains(EventPage.contentType) ?? false,
+            acceptsKeyStoreBodies: request.headers["Accept"]?.contains(KeyStoreBody.contentType) ?? false, query: query,
             uploadOffset: request.headers[SyncRoutes.uploadOffsetField], uploadLength: request.headers[SyncRoutes.uploadLengthField])
         let response = lock.withLock { server }.respond(to: head, body: body)
         var bytes: [UInt8] = []

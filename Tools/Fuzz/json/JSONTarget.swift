@@ -8,7 +8,8 @@ import SyncProtocol
 /// `KeyChangesRequest`, `SnapshotOffer`) and the clients read from the server (the key store's
 /// entries and answers, the offset of an unfinished upload, snapshot records among them), and as
 /// a plain `JSONValue`. A message that decodes must
-/// encode to JSON that decodes to the same message; a value must serialize to a fixed point.
+/// encode to JSON that decodes to the same message (and a key store message to its binary form,
+/// `KeyStoreBody`, that decodes to the same); a value must serialize to a fixed point.
 ///
 /// Input that is not JSON is given to one message's reader only (chosen by its length), as
 /// every reader refuses it the same way after reading as far as it goes.
@@ -109,8 +110,18 @@ enum JSONTarget: FuzzTarget {
         (CompactionWatermark.self, roundTrip(CompactionWatermark.self)), (HealthResponse.self, roundTrip(HealthResponse.self)),
         (ErrorResponse.self, roundTrip(ErrorResponse.self)), (MissingBlobsRequest.self, roundTrip(MissingBlobsRequest.self)),
         (MissingBlobsResponse.self, roundTrip(MissingBlobsResponse.self)), (UploadStatus.self, roundTrip(UploadStatus.self)),
-        (KeyEntriesResponse.self, roundTrip(KeyEntriesResponse.self)), (KeyChangesRequest.self, roundTrip(KeyChangesRequest.self)),
-        (KeyChangesResponse.self, roundTrip(KeyChangesResponse.self)), (SnapshotOffer.self, roundTrip(SnapshotOffer.self)),
+        (KeyEntriesResponse.self, keyStoreRoundTrip({ KeyStoreBody.encode($0) }, { try KeyStoreBody.decodeEntries($0) })),
+        (KeyChangesRequest.self, keyStoreRoundTrip({ KeyStoreBody.encode($0) }, { try KeyStoreBody.decodeChanges($0) })),
+        (
+            KeyChangesResponse.self,
+            keyStoreRoundTrip({ KeyStoreBody.encode($0) }, { try KeyStoreBody.decodeResults($0) }) { response in
+                // The binary form carries both positions or neither.
+                var expected = response
+                if response.from == nil || response.through == nil { (expected.from, expected.through) = (nil, nil) }
+                return expected
+            }
+        ),
+        (SnapshotOffer.self, roundTrip(SnapshotOffer.self)),
         (SnapshotRecord.self, roundTrip(SnapshotRecord.self)),
     ]
 
@@ -130,6 +141,20 @@ enum JSONTarget: FuzzTarget {
                 "ReceivedPush does not read back")
         }
         for reader in readers { reader.check(input) }
+    }
+
+    /// Decodes `input` as a key store message, which must read back from its own encoding and,
+    /// as `expected` says, from its binary form (`KeyStoreBody`, `encode` and `decode`).
+    private static func keyStoreRoundTrip<Message: WireMessage & Equatable>(
+        _ encode: @escaping @Sendable (Message) -> [UInt8], _ decode: @escaping @Sendable ([UInt8]) throws -> Message,
+        expected: @escaping @Sendable (Message) -> Message = { $0 }
+    ) -> @Sendable ([UInt8]) -> Void {
+        { input in
+            roundTrip(Message.self)(input)
+            guard let message = try? Message.decode(input) else { return }
+            require(
+                (try? decode(encode(message))) == expected(message), "\(Message.self) does not read back from its binary form: \(message)")
+        }
     }
 
     /// Decodes `input` as `Message`; a message decoded must read back from its own encoding.

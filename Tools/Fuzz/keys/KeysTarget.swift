@@ -2,19 +2,22 @@ import Foundation
 import FuzzSupport
 import LedgerCore
 import LedgerCrypto
+import SyncProtocol
 
 /// The records of an encrypted library's key store, as a device reads them from the server
 /// (which cannot open them, and may be hostile): asset keys wrapped under a library key
 /// generation (`WrappedAssetKey(asset:unsealing:wrappingKey:)`), asset keys an add-only device
 /// sealed to the library's identity with its grant (`WrappedAssetKey.open(asset:sealedToIdentity:identity:)`),
 /// add-only grants (`AddOnlyGrant.isValid`, `.grantee(of:)`), key rings (`KeyRing(serialized:)`)
-/// and the opened bytes of a record.
+/// and the opened bytes of a record; and the key store's messages in their binary form
+/// (`KeyStoreBody`: changes, their results, entries), in which the server sends them.
 ///
 /// The first byte chooses the reading. Bytes as they arrive: nothing traps, and what opens
 /// seals and opens again as the same record. A record made from the input and sealed both ways:
 /// it opens as itself, and once its binding is altered (another asset, another key identifier
 /// or generation in its header, another generation key) or any byte of it changed, it never
-/// opens.
+/// opens. A binary key store message that decodes reads back from its own encoding and, within
+/// the JSON form's limits, from its JSON form.
 @main
 enum KeysTarget: FuzzTarget {
     /// Fixed keys, so that every run reads the same: the library key generation, a second one
@@ -60,14 +63,45 @@ enum KeysTarget: FuzzTarget {
             Seed(name: "ring", bytes: [3] + ring.serialized),
             Seed(name: "record", bytes: structured.bytes),
             Seed(name: "plain-record", bytes: [5] + fixedKey(7).bytes + [1] + [UInt8](repeating: 4, count: 64)),
+            Seed(
+                name: "key-changes",
+                bytes: [6]
+                    + KeyStoreBody.encode(
+                        KeyChangesRequest(changes: [
+                            KeyChange(name: "library/public", value: identity.publicKey, createOnly: true),
+                            KeyChange(name: "asset/\(asset.uuidString.lowercased())", value: record.sealed(under: generation)),
+                            KeyChange(name: "grant/anna-phone", value: nil),
+                        ]))),
+            Seed(
+                name: "key-results",
+                bytes: [7]
+                    + KeyStoreBody.encode(
+                        KeyChangesResponse(
+                            results: [
+                                .init(name: "ring/anna-phone", status: .stored),
+                                .init(name: "device/ben", status: .forbidden, reason: "not yours"),
+                                .init(name: "asset/x", status: .conflict), .init(name: "grant/cleo", status: .deleted),
+                            ], from: 41, through: 43))),
+            Seed(
+                name: "key-entries",
+                bytes: [8]
+                    + KeyStoreBody.encode(
+                        KeyEntriesResponse(
+                            entries: [
+                                KeyEntry(name: "grant/anna-phone", value: grant), KeyEntry(name: "ring/anna-phone", value: ring.serialized),
+                            ],
+                            last: 42))),
         ]
     }
 
     static func accepts(_ input: [UInt8]) -> Bool {
         var fuzz = FuzzInput(input)
-        let kind = fuzz.byte() % 6
+        let kind = fuzz.byte() % 9
         let bytes = fuzz.rest()
         switch kind {
+        case 6: return (try? KeyStoreBody.decodeChanges(bytes)) != nil
+        case 7: return (try? KeyStoreBody.decodeResults(bytes)) != nil
+        case 8: return (try? KeyStoreBody.decodeEntries(bytes)) != nil
         case 0: return (try? WrappedAssetKey(asset: asset, unsealing: bytes, with: generation.key)) != nil
         case 1: return (try? WrappedAssetKey.open(asset: asset, sealedToIdentity: bytes, identity: identity)) != nil
         case 2: return AddOnlyGrant.grantee(of: bytes, devicePublicKey: writer.publicKey, identity: identity) != nil
@@ -79,7 +113,7 @@ enum KeysTarget: FuzzTarget {
 
     static func run(_ input: [UInt8]) {
         var fuzz = FuzzInput(input)
-        let kind = fuzz.byte() % 6
+        let kind = fuzz.byte() % 9
         if kind == 4 {
             checkRecord(&fuzz)
             return
@@ -107,6 +141,20 @@ enum KeysTarget: FuzzTarget {
         case 3:
             guard let ring = try? KeyRing(serialized: bytes) else { return }
             require((try? KeyRing(serialized: ring.serialized))?.serialized == ring.serialized, "a key ring does not read back")
+        case 6:
+            guard let request = try? KeyStoreBody.decodeChanges(bytes) else { return }
+            require((try? KeyStoreBody.decodeChanges(KeyStoreBody.encode(request))) == request, "key changes do not read back")
+            if request.changes.count <= KeyChangesRequest.maximumChanges {
+                require((try? KeyChangesRequest.decode(request.encoded())) == request, "key changes do not read back from JSON")
+            }
+        case 7:
+            guard let response = try? KeyStoreBody.decodeResults(bytes) else { return }
+            require((try? KeyStoreBody.decodeResults(KeyStoreBody.encode(response))) == response, "key change results do not read back")
+            require((try? KeyChangesResponse.decode(response.encoded())) == response, "key change results do not read back from JSON")
+        case 8:
+            guard let response = try? KeyStoreBody.decodeEntries(bytes) else { return }
+            require((try? KeyStoreBody.decodeEntries(KeyStoreBody.encode(response))) == response, "key entries do not read back")
+            require((try? KeyEntriesResponse.decode(response.encoded())) == response, "key entries do not read back from JSON")
         default:
             guard let record = try? WrappedAssetKey(asset: asset, keyID: 1, plainRecord: bytes) else { return }
             require(record.blobs.count <= 10_000, "a record names \(record.blobs.count) blobs")
