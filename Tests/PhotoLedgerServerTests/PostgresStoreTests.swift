@@ -196,18 +196,29 @@ struct CrossServerWakeTests {
         }
         defer { for server in servers { server.stop() } }
 
-        // Ben waits on server 1 (300 s: an answer at all within the read timeout is a wake-up).
-        let waiting = try RawConnection(port: servers[1].port)
-        waiting.send(rawRequest("GET", SyncRoutes.pull(library: "family", since: 0, wait: 300), token: tokens["ben-laptop"]))
-        try await waitUntil("the pull waits") { servers[1].waitingPulls == 1 }
-
-        // Anna pushes through server 0.
         var factory = EventFactory()
         let events = factory.make(3)
-        let pushed = try await TestClient(port: servers[0].port, token: tokens["anna-phone"]).pushResponse(events)
+        let (ports, tokensByDevice) = (servers.map(\.port), tokens)
+        let waitingPulls = { @Sendable in servers[1].waitingPulls }
+        // The pull's wait, the push and the answer follow each other on a thread of their own,
+        // well within the pull's longest wait however long this task would wait its turn.
+        let (pushReply, reply) = try await onThreadOfItsOwn {
+            // Ben waits on server 1 (300 s: an answer at all within the read timeout is a wake-up).
+            let waiting = try RawConnection(port: ports[1])
+            waiting.send(rawRequest("GET", SyncRoutes.pull(library: "family", since: 0, wait: 300), token: tokensByDevice["ben-laptop"]))
+            try blockUntil("the pull waits") { waitingPulls() == 1 }
+            // Anna pushes through server 0.
+            let pusher = try RawConnection(port: ports[0])
+            pusher.send(
+                rawRequest(
+                    "POST", SyncRoutes.events(library: "family"), token: tokensByDevice["anna-phone"],
+                    fields: ["Content-Type: application/json"], body: PushRequest(device: "anna-phone", events: events).encoded()))
+            return (try pusher.response(), try waiting.response())
+        }
+        #expect(pushReply.status == 200)
+        let pushed = try PushResponse.decode(pushReply.body)
         #expect(pushed.results.map(\.status) == [.stored(serverSequence: 1), .stored(serverSequence: 2), .stored(serverSequence: 3)])
 
-        let reply = try waiting.response()
         #expect(reply.status == 200)
         let page = try PullResponse.decode(reply.body)
         #expect(page.events.map(\.event) == events)

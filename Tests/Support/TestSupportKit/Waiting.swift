@@ -154,3 +154,25 @@ public final class ProcessOutput: Sendable {
         return text
     }
 }
+
+/// Runs `body` on a thread of its own and returns what it returns: for a sequence of steps that
+/// must follow each other within a bound the program under test sets (a pull's longest wait, say),
+/// which a task could miss while it waits its turn on Swift's cooperative pool, whose few threads
+/// other tests running in parallel may hold with long computations.
+public func onThreadOfItsOwn<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        let thread = Thread { continuation.resume(with: Result(catching: body)) }
+        thread.name = "test steps"
+        thread.start()
+    }
+}
+
+/// Checks `condition` every millisecond on the calling thread until it holds; throws
+/// ``TestWaitError`` after ``TestPatience/limit``.
+public func blockUntil(_ what: String, _ condition: () throws -> Bool) throws {
+    let deadline = TestPatience.dateDeadline
+    while try !condition() {
+        guard Date() < deadline else { throw TestWaitError("timed out waiting until \(what)") }
+        usleep(1000)
+    }
+}
