@@ -5,6 +5,7 @@ import PhotoLedger
 import PhotoLedgerTestSupport
 import PhotoLedgerWeb
 import SyncTransport
+import Synchronization
 import TestSupportKit
 
 /// A library with photos and an album, served by a web view on a free loopback port.
@@ -28,15 +29,7 @@ final class WebFixture: @unchecked Sendable {
         options.preauthorized = true
         options.randomSeed = 7
         library = try PhotoLibrary(url: directory.file("library.sqlite"), device: "anna-laptop", options: options)
-        let encoder = JPEGEncoder()
-        let start = Date(timeIntervalSince1970: 1_700_000_000)
-        var files: [Data] = []
-        for index in 0..<photoCount {
-            let image = RGBImage.scene(width: 640 + 32 * index, height: 480, seed: UInt64(index + 1))
-            let date = start.addingTimeInterval(Double(index) * 86_400)
-            let place: Location? = index == 0 ? Location(latitude: 38.7139, longitude: -9.1394) : nil
-            files.append(Data(encoder.encode(image, creationDate: date, location: place)))
-        }
+        let files = (0..<photoCount).map(Self.photoFile)
         let created = try library.performChangesAndWait { changes in
             try files.map { try changes.createAsset(from: $0).placeholderForCreatedAsset.localIdentifier }
         }
@@ -56,6 +49,20 @@ final class WebFixture: @unchecked Sendable {
         server.stop()
         directory.remove()
     }
+
+    /// The JPEG file of the photo at `index`, made once a process: every fixture imports the same
+    /// files, and making them is long work that would hold a thread of the cooperative pool.
+    static func photoFile(_ index: Int) -> Data {
+        if let file = photoFiles.withLock({ $0[index] }) { return file }
+        let image = RGBImage.scene(width: 640 + 32 * index, height: 480, seed: UInt64(index + 1))
+        let date = Date(timeIntervalSince1970: 1_700_000_000).addingTimeInterval(Double(index) * 86_400)
+        let place: Location? = index == 0 ? Location(latitude: 38.7139, longitude: -9.1394) : nil
+        let file = Data(JPEGEncoder().encode(image, creationDate: date, location: place))
+        photoFiles.withLock { $0[index] = file }
+        return file
+    }
+
+    private static let photoFiles = Mutex<[Int: Data]>([:])
 
     /// `host:port` of the server (`127.0.0.1:PORT`, or `[::1]:PORT` when it listens on IPv6).
     var host: String { String(server.url.absoluteString.dropFirst("http://".count).dropLast()) }
