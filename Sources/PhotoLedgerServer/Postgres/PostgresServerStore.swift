@@ -261,7 +261,7 @@ public final class PostgresServerStore: ServerStore {
         }
     }
 
-    /// A push whose every event the rules would store (``PushRules/appendedEvents(_:scope:)``)
+    /// A push whose every event the rules would store (`PushRules.appendedEvents(_:scope:)`)
     /// is stored in one round trip when the log agrees (see `PostgresAppend`); any other push,
     /// or one the log does not agree to, runs with the rules on
     /// ``withPushTransaction(library:device:at:readingAheadFor:_:)``.
