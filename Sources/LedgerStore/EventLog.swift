@@ -424,7 +424,7 @@ public struct EventLog {
             digest.update(previous)
             canonical.bytes.withUnsafeBytes { digest.update($0) }
             let value = digest.finalizeAndReset()
-            guard scan.withBlob(11, { $0.elementsEqual(value) }) else {
+            guard scan.blob(11, equals: value) else {
                 return .broken(
                     ChainBreak(localSequence: scan.int64(0), eventID: scan.withBlob(1) { UUID(bytes: $0) }, verifiedCount: count))
             }

@@ -1,4 +1,5 @@
 import CSQLite
+import Foundation
 
 /// A prepared SQL statement. Owns its `sqlite3_stmt` and finalizes it in `deinit`.
 ///
@@ -149,6 +150,16 @@ public final class Statement {
             return try body(UnsafeRawBufferPointer(start: nil, count: 0))
         }
         return try body(UnsafeRawBufferPointer(start: pointer, count: count))
+    }
+
+    /// Whether the column's bytes equal `bytes` (compared with `memcmp`, without copying them). A
+    /// NULL column has no bytes: it equals an empty array.
+    public func blob(_ column: Int32, equals bytes: [UInt8]) -> Bool {
+        withBlob(column) { stored in
+            guard stored.count == bytes.count else { return false }
+            guard let base = stored.baseAddress else { return true }
+            return bytes.withUnsafeBytes { memcmp(base, $0.baseAddress!, bytes.count) == 0 }
+        }
     }
 
     /// The column as a value of any type.

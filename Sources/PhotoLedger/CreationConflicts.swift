@@ -33,7 +33,7 @@ extension Projection {
     /// at (objects resolved before keep their verdicts until another creation of theirs
     /// arrives): the partial index of created-twice assets, the albums and folders (few) read
     /// once, one probe per created object that is also an album or a folder.
-    func resolveConflicts(among created: Set<UUID>, context: FoldContext, progress: inout RebuildProgress?) throws
+    func resolveConflicts(among created: [UUID], context: FoldContext, progress: inout RebuildProgress?) throws
         -> ConflictResolution
     {
         // Assets that folded two different creations: the partial index holds only these.

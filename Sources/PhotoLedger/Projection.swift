@@ -206,14 +206,14 @@ struct Projection {
             guard let object = scan.withBlob(objectID, { UUID(bytes: $0) }), let id = scan.withBlob(eventID, { UUID(bytes: $0) }) else {
                 throw DecodingError("a 16-byte identifier in the event at local position \(scan.int64(localSequence))", offset: 0)
             }
-            scan.withBlob(typeName) { bytes in
-                guard !bytes.elementsEqual(type.bytes) else { return }
-                let name = String(decoding: bytes, as: UTF8.self)
-                type = ([UInt8](bytes), name, EventType(rawValue: name))
+            if !scan.blob(typeName, equals: type.bytes) {
+                scan.withBlob(typeName) { bytes in
+                    let name = String(decoding: bytes, as: UTF8.self)
+                    type = ([UInt8](bytes), name, EventType(rawValue: name))
+                }
             }
-            scan.withBlob(deviceID) { bytes in
-                guard !bytes.elementsEqual(device.bytes) else { return }
-                device = ([UInt8](bytes), String(decoding: bytes, as: UTF8.self))
+            if !scan.blob(deviceID, equals: device.bytes) {
+                scan.withBlob(deviceID) { bytes in device = ([UInt8](bytes), String(decoding: bytes, as: UTF8.self)) }
             }
             let stamp = WriterStamp(hlc: scan.int64(hlc), device: device.name)
             if scan.int64(keyID) != 0 {

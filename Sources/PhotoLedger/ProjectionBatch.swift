@@ -165,8 +165,9 @@ struct ProjectionBatch: Sendable {
     /// Events not folded, with their verdicts.
     private(set) var quarantined: [(event: UUID, kind: QuarantineKind, reason: String)] = []
     /// The objects whose creations (of an asset, an album or a folder) the batch folded: conflicts
-    /// between creations are looked for among them after it is written.
-    private(set) var createdObjects: Set<UUID> = []
+    /// between creations are looked for among them after it is written. An object created twice
+    /// is listed twice (a list costs the fold of a creation less than a set).
+    private(set) var createdObjects: [UUID] = []
     /// Whether the batch folded a creation.
     var foldedCreations: Bool { !createdObjects.isEmpty }
 
@@ -220,7 +221,7 @@ struct ProjectionBatch: Sendable {
         let hlc = stamp.hlc
         switch change {
         case .assetCreated(let c):
-            createdObjects.insert(id)
+            createdObjects.append(id)
             assets.update(id) { row in
                 if let folded = row.creationEvent, folded != event { row.createdTwice = true }
                 row.creationEvent = row.creationEvent.map { $0.bytes.lexicographicallyPrecedes(event.bytes) ? $0 : event } ?? event
@@ -277,7 +278,7 @@ struct ProjectionBatch: Sendable {
         case .renditionRecorded(let record):
             renditions.append((id, record))
         case .albumCreated(let title, let subtype):
-            createdObjects.insert(id)
+            createdObjects.append(id)
             albums.update(id) { row in
                 if !row.created || stamp < row.creation {
                     row.creation = stamp
@@ -303,7 +304,7 @@ struct ProjectionBatch: Sendable {
                 row.modificationHLC = max(row.modificationHLC, hlc)
             }
         case .listCreated(let title):
-            createdObjects.insert(id)
+            createdObjects.append(id)
             lists.update(id) { row in
                 if let folded = row.creationEvent, folded != event { row.createdTwice = true }
                 row.creationEvent = row.creationEvent.map { $0.bytes.lexicographicallyPrecedes(event.bytes) ? $0 : event } ?? event

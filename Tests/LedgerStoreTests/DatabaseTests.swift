@@ -161,4 +161,20 @@ struct DatabaseTests {
         #expect(values.map(\.0) == [[], [1, 2, 3]])
         #expect(values.map(\.1) == ["blob", "blob"])
     }
+
+    @Test("a column's bytes compare with an array in place: equal, another length, other bytes, empty and NULL")
+    func blobEquality() throws {
+        let directory = try TemporaryDirectory()
+        let db = try Database(path: directory.path("db.sqlite"))
+        try db.execute("CREATE TABLE t (value BLOB)")
+        try db.execute("INSERT INTO t VALUES (?)", [[UInt8]([1, 2, 3])])
+        try db.execute("INSERT INTO t VALUES (?)", [[UInt8]()])
+        try db.execute("INSERT INTO t VALUES (NULL)")
+        let rows = try db.rows("SELECT value FROM t ORDER BY rowid") { row in
+            [[1, 2, 3], [1, 2], [1, 2, 4], [], [1, 2, 3, 4]].map { row.blob(0, equals: $0) }
+        }
+        #expect(rows[0] == [true, false, false, false, false])
+        #expect(rows[1] == [false, false, false, true, false])
+        #expect(rows[2] == [false, false, false, true, false])
+    }
 }
