@@ -35,7 +35,7 @@ public struct ByteWriter: Sendable {
 
     /// Appends a big-endian 64-bit integer (fixed width, for canonical bytes).
     public mutating func write(fixed value: UInt64) {
-        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+        withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
     }
 
     /// Appends a double as its IEEE 754 bit pattern.

@@ -5,6 +5,21 @@ import Testing
 
 @Suite("Event log")
 struct EventLogTests {
+    @Test("fixed-width integers are written big-endian, as canonical bytes have them, and read back")
+    func fixedWidthIntegers() throws {
+        var writer = ByteWriter()
+        writer.write(fixed: 0x0102_0304_0506_0708)
+        writer.write(fixed: UInt64.max)
+        writer.write(double: -1.5)
+        #expect(writer.bytes.prefix(16) == [1, 2, 3, 4, 5, 6, 7, 8, 255, 255, 255, 255, 255, 255, 255, 255])
+        #expect(writer.bytes.suffix(8) == [0xBF, 0xF8, 0, 0, 0, 0, 0, 0])
+        var reader = ByteReader(writer.bytes)
+        #expect(try reader.readFixed() == 0x0102_0304_0506_0708)
+        #expect(try reader.readFixed() == UInt64.max)
+        #expect(try reader.readDouble() == -1.5)
+        #expect(reader.isAtEnd)
+    }
+
     @Test("every envelope field survives the round trip")
     func roundTrip() throws {
         let directory = try TemporaryDirectory()
