@@ -111,6 +111,10 @@ struct Projection {
     /// at most three batches exist at once).
     static let rebuildBatchSize = 20_000
 
+    /// The size of a rebuild's first batch, when smaller than its batch size: the writing
+    /// connection waits for the first batch with nothing to do, so it comes early.
+    static let rebuildFirstBatchSize = 2_000
+
     /// The page cache of a rebuild, in KiB.
     static let rebuildCacheKiB = 64 * 1024
 
@@ -178,8 +182,9 @@ struct Projection {
         }
     }
 
-    /// Reads the log after `start` in `database` and folds it in batches of `batchSize` events,
-    /// handing each batch to `emit` (the last one possibly empty).
+    /// Reads the log after `start` in `database` and folds it in batches of `batchSize` events
+    /// (the first of at most ``rebuildFirstBatchSize``), handing each batch to `emit` (the last
+    /// one possibly empty).
     private static func fold(
         _ database: Database, after start: Int64, context: FoldContext, batchSize: Int, _ emit: (ProjectionBatch) throws -> Void
     ) throws {
@@ -200,7 +205,8 @@ struct Projection {
         // only when it differs from the previous event's.
         var type = (bytes: [UInt8](), name: "", parsed: EventType?.none)
         var device = (bytes: [UInt8](), name: "")
-        var batch = ProjectionBatch(expectedEvents: batchSize)
+        var limit = min(batchSize, Self.rebuildFirstBatchSize)
+        var batch = ProjectionBatch(expectedEvents: limit)
         while try scan.step() {
             if scan.int64(rejected) != 0 { continue }
             guard let object = scan.withBlob(objectID, { UUID(bytes: $0) }), let id = scan.withBlob(eventID, { UUID(bytes: $0) }) else {
@@ -229,9 +235,10 @@ struct Projection {
                 )
                 batch.add(verdict, event: id, object: object, stamp: stamp)
             }
-            if batch.eventCount >= batchSize {
+            if batch.eventCount >= limit {
                 try emit(batch)
-                batch = ProjectionBatch(expectedEvents: batchSize)
+                limit = batchSize
+                batch = ProjectionBatch(expectedEvents: limit)
             }
         }
         try emit(batch)
