@@ -29,6 +29,38 @@ struct HistoryTests {
         #expect(change.outcome == .overruled(by: winner), sourceLocation: sourceLocation)
     }
 
+    @Test("a move of many members claims, for each, the position write it overwrote: a few and hundreds read at once")
+    func membershipClaims() throws {
+        let directory = try TemporaryDirectory()
+        let anna = try makeLibrary(directory, device: "anna-phone", seed: 1, clock: TestClock())
+        let assets = try anna.createAssets(530)
+        let album = try anna.createAlbum("Trip", assets: assets)
+        try anna.performChangesAndWait { try $0.albumChangeRequest(for: album).moveAssets(at: IndexSet(0..<3), to: 100) }
+        let moved = try anna.members(album)
+        try anna.performChangesAndWait { try $0.albumChangeRequest(for: album).moveAssets(at: IndexSet(0..<520), to: 10) }
+        let memberships = try anna.allEvents().filter { $0.type == EventType.albumMembersChanged.rawValue }
+        try #require(memberships.count == 3)
+        func stamp(_ event: Event) -> WriterStamp {
+            WriterStamp(hlc: Int64(bitPattern: event.timestamp.rawValue), device: event.device.rawValue)
+        }
+        func claims(_ event: Event) throws -> [RegisterField: WriterStamp?] {
+            try #require(ChangeEvent.decode(type: .albumMembersChanged, version: event.schemaVersion, payload: event.payload).1).overwritten
+        }
+        let uuid = { (identifier: String) in LocalIdentifier(identifier)!.uuid }
+        // The first three moved claim the add; the album's first writes claimed nothing.
+        #expect(try claims(memberships[0]).values.allSatisfy { $0 == nil } && claims(memberships[0]).count == 530)
+        let few = try claims(memberships[1])
+        #expect(few.count == 3)
+        for asset in assets.prefix(3) { #expect(few[.position(asset: uuid(asset))] == .some(stamp(memberships[0]))) }
+        // Then 520 members, among them those three: each claims the last write of its own position.
+        let many = try claims(memberships[2])
+        #expect(many.count == 520)
+        for asset in moved.prefix(520) {
+            let last = assets.prefix(3).contains(asset) ? memberships[1] : memberships[0]
+            #expect(many[.position(asset: uuid(asset))] == .some(stamp(last)))
+        }
+    }
+
     @Test("two devices renaming the same album offline: both writers in the history, the winner in effect, the loser overruled")
     func concurrentRenames() throws {
         let directory = try TemporaryDirectory()
