@@ -734,6 +734,11 @@ public final class SyncEngine: Sendable {
             method: .get, url: remote.url(SyncRoutes.blob(library: remote.libraryName, hash: hash)), headers: authorized([:]),
             responseBodyDestination: destination, timeout: .seconds(3600))
         request.resumesResponseBody = true
+        // The transport hashes and flushes the file on its own thread as the bytes arrive, so
+        // adopting it is a rename: the file is not read again, and no thread of the shared pool
+        // waits for the disk to take its bytes.
+        request.hashesResponseBody = replica.storesDownloadsAsReceived
+        request.flushesResponseBody = replica.storesDownloadsAsReceived
         var response = try await send(request)
         // The kept bytes could not be continued (the transport dropped them): once more, whole.
         if response.status == 416 { response = try await send(request) }
@@ -741,7 +746,8 @@ public final class SyncEngine: Sendable {
             throw SyncError.resourceUnavailable(hash)
         }
         guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
-        try replica.adoptDownloadedResource(at: destination, hash: hash)
+        try replica.adoptDownloadedResource(
+            at: destination, hash: hash, sha256: response.bodyFileSHA256, isFlushed: response.bodyFileIsFlushed)
     }
 
     /// Bridges an on-demand download into the library's synchronous data requests.

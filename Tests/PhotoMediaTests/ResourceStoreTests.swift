@@ -59,6 +59,33 @@ struct ResourceStoreTests {
         #expect(try temporaryFiles().isEmpty)
     }
 
+    @Test("a file written into tmp/ by a caller that hashed it is named by that digest without being read again")
+    func adoptHashedFile() throws {
+        let bytes = SyntheticMedia.sample(.jpeg, width: 30, height: 30, seed: 5)
+        let digest = SHA256.hash(bytes)
+        for isFlushed in [true, false] {
+            let file = store.temporaryDirectory.appendingPathComponent("download-\(isFlushed)")
+            try Data(bytes).write(to: file)
+            let stored = try store.adopt(fileAt: file, sha256: digest, isFlushed: isFlushed)
+            #expect(stored == StoredResource(hash: Hex.encode(digest), size: Int64(bytes.count), isNew: isFlushed))
+            #expect(try store.read(stored.hash) == Data(bytes))
+            #expect(try temporaryFiles().isEmpty, "the file is gone from tmp/, stored or dropped as a copy")
+        }
+
+        // The store names a file by the caller's digest: it is the caller's to vouch for it.
+        let other = try directory.write([1, 2, 3], to: "elsewhere.jpg")
+        let outside = try #require(throws: MediaError.self) { try store.adopt(fileAt: other, sha256: digest, isFlushed: true) }
+        #expect(outside.kind == .invalidResource)
+        #expect(FileManager.default.fileExists(atPath: other.path), "a file outside tmp/ is left alone")
+        let short = store.temporaryDirectory.appendingPathComponent("download-short")
+        try Data([1, 2, 3]).write(to: short)
+        #expect(throws: MediaError.self) { try store.adopt(fileAt: short, sha256: [1, 2, 3], isFlushed: true) }
+        let missing = try #require(throws: MediaError.self) {
+            try store.adopt(fileAt: store.temporaryDirectory.appendingPathComponent("gone"), sha256: digest, isFlushed: false)
+        }
+        #expect(missing.kind == .missingResource)
+    }
+
     @Test("a moved file is stored without touching the source, which the caller deletes after its commit")
     func moveTransfer() throws {
         let bytes = SyntheticMedia.sample(.mp4, width: 64, height: 48, seed: 3)
