@@ -466,6 +466,13 @@ package struct Replica: Sendable {
     /// while it is written); false in an encrypted library, where it is decrypted into another.
     package var storesDownloadsAsReceived: Bool { !library.encryption.snapshot.enabled }
 
+    /// Makes the store's directories for the resources named `hashes` ahead of their downloads,
+    /// with one flush of the store's directory for all (see ``storesDownloadsAsReceived``).
+    package func prepareDownloads(of hashes: [String]) throws {
+        guard storesDownloadsAsReceived else { return }
+        do { try library.resources.makeDirectories(for: hashes) } catch { throw PhotoLibrary.translate(error) }
+    }
+
     /// Takes a downloaded file into the resource store after checking it hashes to `hash`: moved
     /// in (the download directory is inside the store, on the same file system), not copied.
     /// With `sha256`, the digest the transport took of the bytes as it wrote them, the file is not

@@ -678,6 +678,7 @@ public final class SyncEngine: Sendable {
     /// Downloads every referenced resource this device lacks.
     func downloadResources(_ report: inout SyncReport, _ progress: (@Sendable (SyncProgress) -> Void)?) async throws {
         let missing = try replica.missingResources()
+        try replica.prepareDownloads(of: missing.map(\.hash))
         var done = 0
         try await Self.concurrently(missing, limit: options.transferConcurrency) {
             resource -> (hash: String, size: Int64, available: Bool) in
@@ -746,8 +747,19 @@ public final class SyncEngine: Sendable {
             throw SyncError.resourceUnavailable(hash)
         }
         guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
-        try replica.adoptDownloadedResource(
-            at: destination, hash: hash, sha256: response.bodyFileSHA256, isFlushed: response.bodyFileIsFlushed)
+        let (replica, sha256, isFlushed) = (replica, response.bodyFileSHA256, response.bodyFileIsFlushed)
+        try await Self.onThreadOfItsOwn {
+            try replica.adoptDownloadedResource(at: destination, hash: hash, sha256: sha256, isFlushed: isFlushed)
+        }
+    }
+
+    /// Runs `work`, which waits for the disk (flushes), on a thread of its own: the shared pool
+    /// has as many threads as cores, and one of them waiting on a flush holds up every task
+    /// queued behind it, among them the transfers that could keep the disk busy meanwhile.
+    static func onThreadOfItsOwn<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
+        }
     }
 
     /// Bridges an on-demand download into the library's synchronous data requests.

@@ -174,6 +174,17 @@ public final class ResourceStore: Sendable {
         }
     }
 
+    /// Creates those of the fan-out directories the resources named `hashes` go to that are
+    /// missing, and flushes the store's directory once for all of them, so that storing those
+    /// resources then flushes only each one's own directory. Malformed names are skipped.
+    public func makeDirectories(for hashes: some Sequence<String>) throws(MediaError) {
+        var created = false
+        for prefix in Set(hashes.lazy.filter(Self.isValidHash).map { $0.prefix(2) }).sorted() {
+            if try FileIO.makeDirectory("\(root)/\(prefix)", name: directory.lastPathComponent) { created = true }
+        }
+        if created { try FileIO.syncDirectory(root, name: directory.lastPathComponent) }
+    }
+
     /// The store's folder for files being written (`tmp/`), where ``adopt(fileAt:sha256:isFlushed:)``
     /// takes files from.
     public var temporaryDirectory: URL { URL(fileURLWithPath: temporaryRoot, isDirectory: true) }

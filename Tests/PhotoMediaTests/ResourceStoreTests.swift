@@ -86,6 +86,23 @@ struct ResourceStoreTests {
         #expect(missing.kind == .missingResource)
     }
 
+    @Test("the fan-out directories of resources to come are made ahead, once each; malformed names are skipped")
+    func directoriesAhead() throws {
+        let bytes = SyntheticMedia.sample(.jpeg, width: 30, height: 30, seed: 6)
+        let hash = Hex.encode(SHA256.hash(bytes))
+        let entries = { try FileManager.default.contentsOfDirectory(atPath: store.directory.path).sorted() }
+        let other = hash.hasPrefix("ab") ? "cd" : "ab"
+        try store.makeDirectories(for: [hash, other + String(repeating: "0", count: 62), "../not-a-name", hash])
+        #expect(try entries() == [other, String(hash.prefix(2)), "tmp"].sorted())
+        try store.makeDirectories(for: [hash])  // already there: nothing to do
+        let file = store.temporaryDirectory.appendingPathComponent("download")
+        try Data(bytes).write(to: file)
+        #expect(try store.adopt(fileAt: file, sha256: SHA256.hash(bytes), isFlushed: true).isNew)
+        #expect(try store.read(hash) == Data(bytes))
+        _ = try store.collectGarbage(referenced: [hash], gracePeriod: 0)
+        #expect(try store.read(hash) == Data(bytes))
+    }
+
     @Test("a moved file is stored without touching the source, which the caller deletes after its commit")
     func moveTransfer() throws {
         let bytes = SyntheticMedia.sample(.mp4, width: 64, height: 48, seed: 3)
