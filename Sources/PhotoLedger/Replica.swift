@@ -467,7 +467,7 @@ package struct Replica: Sendable {
     package var storesDownloadsAsReceived: Bool { !library.encryption.snapshot.enabled }
 
     /// Makes the store's directories for the resources named `hashes` ahead of their downloads,
-    /// with one flush of the store's directory for all (see ``storesDownloadsAsReceived``).
+    /// with one flush of the store's directory for all (none in an encrypted library).
     package func prepareDownloads(of hashes: [String]) throws {
         guard storesDownloadsAsReceived else { return }
         do { try library.resources.makeDirectories(for: hashes) } catch { throw PhotoLibrary.translate(error) }
