@@ -86,7 +86,7 @@ let package = Package(
         .target(name: "SyncProtocol", dependencies: ["LedgerCore", "CZlib", "CZstd"]),
 
         // HTTP client transport over libcurl, behind a small protocol.
-        .target(name: "SyncTransport", dependencies: ["CCurl", "CFileSync"]),
+        .target(name: "SyncTransport", dependencies: ["CCurl", "CFileSync", "LedgerCore"]),
 
         // The sync server: HTTP over libmicrohttpd, server stores (embedded SQLite, PostgreSQL over
         // libpq), auth, blobs (a directory, or S3-compatible storage over libcurl).
@@ -224,7 +224,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "SyncProtocolTests", dependencies: ["LedgerCore", "SyncProtocol"]),
-        .testTarget(name: "SyncTransportTests", dependencies: ["SyncTransport", "TestSupportKit"]),
+        .testTarget(name: "SyncTransportTests", dependencies: ["LedgerCore", "SyncTransport", "TestSupportKit"]),
         .testTarget(name: "CommandLineParsingTests", dependencies: ["CommandLineParsing"]),
         .testTarget(
             name: "PhotoLedgerServerTests",

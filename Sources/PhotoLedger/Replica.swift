@@ -462,16 +462,36 @@ package struct Replica: Sendable {
     /// The resource store's directory for temporary downloads.
     package var downloadDirectory: URL { library.resources.directory.appendingPathComponent("tmp") }
 
+    /// Whether a downloaded file is stored as it arrived (its digest and flush are worth taking
+    /// while it is written); false in an encrypted library, where it is decrypted into another.
+    package var storesDownloadsAsReceived: Bool { !library.encryption.snapshot.enabled }
+
+    /// Makes the store's directories for the resources named `hashes` ahead of their downloads,
+    /// with one flush of the store's directory for all (none in an encrypted library).
+    package func prepareDownloads(of hashes: [String]) throws {
+        guard storesDownloadsAsReceived else { return }
+        do { try library.resources.makeDirectories(for: hashes) } catch { throw PhotoLibrary.translate(error) }
+    }
+
     /// Takes a downloaded file into the resource store after checking it hashes to `hash`: moved
     /// in (the download directory is inside the store, on the same file system), not copied.
-    package func adoptDownloadedResource(at file: URL, hash: String) throws {
+    /// With `sha256`, the digest the transport took of the bytes as it wrote them, the file is not
+    /// read again: it is renamed to its name when the digest is `hash`, after a flush unless the
+    /// transport flushed it (`isFlushed`). Without it, the file is read and hashed here.
+    package func adoptDownloadedResource(at file: URL, hash: String, sha256: [UInt8]? = nil, isFlushed: Bool = false) throws {
         if library.encryption.snapshot.enabled { return try library.adoptDownloadedBlob(at: file, name: hash) }
         defer { try? FileManager.default.removeItem(at: file) }
         do {
-            let stored = try library.resources.ingest(fileAt: file, transfer: .move)
-            guard stored.hash == hash else {
+            let stored: String
+            if let sha256 {
+                stored = Hex.encode(sha256)
+                if stored == hash { _ = try library.resources.adopt(fileAt: file, sha256: sha256, isFlushed: isFlushed) }
+            } else {
+                stored = try library.resources.ingest(fileAt: file, transfer: .move).hash
+            }
+            guard stored == hash else {
                 throw PhotoLibraryError(
-                    .networkError, "the downloaded resource \(hash) arrived with other bytes (\(stored.hash)); sync again")
+                    .networkError, "the downloaded resource \(hash) arrived with other bytes (\(stored)); sync again")
             }
         } catch let error as MediaError {
             throw PhotoLibrary.translate(error)

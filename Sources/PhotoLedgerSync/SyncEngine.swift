@@ -678,6 +678,7 @@ public final class SyncEngine: Sendable {
     /// Downloads every referenced resource this device lacks.
     func downloadResources(_ report: inout SyncReport, _ progress: (@Sendable (SyncProgress) -> Void)?) async throws {
         let missing = try replica.missingResources()
+        try replica.prepareDownloads(of: missing.map(\.hash))
         var done = 0
         try await Self.concurrently(missing, limit: options.transferConcurrency) {
             resource -> (hash: String, size: Int64, available: Bool) in
@@ -734,6 +735,11 @@ public final class SyncEngine: Sendable {
             method: .get, url: remote.url(SyncRoutes.blob(library: remote.libraryName, hash: hash)), headers: authorized([:]),
             responseBodyDestination: destination, timeout: .seconds(3600))
         request.resumesResponseBody = true
+        // The transport hashes and flushes the file on its own thread as the bytes arrive, so
+        // adopting it is a rename: the file is not read again, and no thread of the shared pool
+        // waits for the disk to take its bytes.
+        request.hashesResponseBody = replica.storesDownloadsAsReceived
+        request.flushesResponseBody = replica.storesDownloadsAsReceived
         var response = try await send(request)
         // The kept bytes could not be continued (the transport dropped them): once more, whole.
         if response.status == 416 { response = try await send(request) }
@@ -741,7 +747,19 @@ public final class SyncEngine: Sendable {
             throw SyncError.resourceUnavailable(hash)
         }
         guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
-        try replica.adoptDownloadedResource(at: destination, hash: hash)
+        let (replica, sha256, isFlushed) = (replica, response.bodyFileSHA256, response.bodyFileIsFlushed)
+        try await Self.onThreadOfItsOwn {
+            try replica.adoptDownloadedResource(at: destination, hash: hash, sha256: sha256, isFlushed: isFlushed)
+        }
+    }
+
+    /// Runs `work`, which waits for the disk (flushes), on a thread of its own: the shared pool
+    /// has as many threads as cores, and one of them waiting on a flush holds up every task
+    /// queued behind it, among them the transfers that could keep the disk busy meanwhile.
+    static func onThreadOfItsOwn<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
+        }
     }
 
     /// Bridges an on-demand download into the library's synchronous data requests.

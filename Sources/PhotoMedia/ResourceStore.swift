@@ -148,6 +148,47 @@ public final class ResourceStore: Sendable {
         try ingest(fileAt: url, transfer: transfer, validate: nil).resource
     }
 
+    /// Takes in a file written into the store's `tmp/` folder (``temporaryDirectory``) by a caller
+    /// that hashed its bytes as it wrote them: the file is renamed to its hash name without being
+    /// read again, and flushed first unless the caller did (`isFlushed`). The caller vouches for
+    /// `sha256`: it must be the digest of exactly the bytes it wrote, so that the store's names
+    /// stay true. The file is gone from `tmp/` afterwards, whether stored or dropped as a copy of
+    /// bytes already stored; a file elsewhere fails with `invalidResource` and is left alone.
+    public func adopt(fileAt url: URL, sha256: [UInt8], isFlushed: Bool) throws(MediaError) -> StoredResource {
+        let name = url.lastPathComponent
+        let path = url.standardizedFileURL.path
+        guard sha256.count == 32, path == "\(temporaryRoot)/\(name)" else {
+            throw MediaError(
+                .invalidResource, resource: name, reason: "only a file in \(temporaryRoot) with a 32-byte SHA-256 can be adopted")
+        }
+        do throws(MediaError) {
+            if !isFlushed {
+                let descriptor = try FileIO.open(path, O_RDONLY, name: name)
+                defer { close(descriptor) }
+                try FileIO.sync(descriptor, name: name)
+            }
+            return try install(path, hash: Hex.encode(sha256), name: name)
+        } catch {
+            unlink(path)
+            throw error
+        }
+    }
+
+    /// Creates those of the fan-out directories the resources named `hashes` go to that are
+    /// missing, and flushes the store's directory once for all of them, so that storing those
+    /// resources then flushes only each one's own directory. Malformed names are skipped.
+    public func makeDirectories(for hashes: some Sequence<String>) throws(MediaError) {
+        var created = false
+        for prefix in Set(hashes.lazy.filter(Self.isValidHash).map { $0.prefix(2) }).sorted() {
+            if try FileIO.makeDirectory("\(root)/\(prefix)", name: directory.lastPathComponent) { created = true }
+        }
+        if created { try FileIO.syncDirectory(root, name: directory.lastPathComponent) }
+    }
+
+    /// The store's folder for files being written (`tmp/`), where ``adopt(fileAt:sha256:isFlushed:)``
+    /// takes files from.
+    public var temporaryDirectory: URL { URL(fileURLWithPath: temporaryRoot, isDirectory: true) }
+
     /// Validates a photo or video and stores it: the bytes are written to a temporary file,
     /// inspected there (so what is inspected is exactly what is stored) and only then given their
     /// name. Invalid input throws `invalidResource` naming the file and leaves nothing behind.

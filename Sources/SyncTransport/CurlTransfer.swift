@@ -48,7 +48,8 @@ final class CurlTransfer {
         if cancellation.isCancelled { throw CancellationError() }
         upload = try UploadSource(request.body, fileOffset: request.bodyFileOffset)
         if request.resumesResponseBody, request.method == .get, let destination = request.responseBodyDestination {
-            download = try DownloadFile(resuming: destination)
+            download = try DownloadFile(resuming: destination, hashing: request.hashesResponseBody)
+            download?.writebackBytes = writebackStep
         }
         defer {
             upload.close()
@@ -257,12 +258,25 @@ final class CurlTransfer {
         }
     }
 
+    /// A new temporary file for the body, hashed and written back as the request asks.
+    private func newDownloadFile(_ destination: URL) throws(TransportError) -> DownloadFile {
+        let file = try DownloadFile(destination: destination, hashing: request.hashesResponseBody)
+        file.writebackBytes = writebackStep
+        return file
+    }
+
+    /// The bytes after which the body file's writeback is started: sooner when it is flushed at
+    /// its end, so the flush waits for little more than the tail.
+    private var writebackStep: Int64 {
+        request.flushesResponseBody ? DownloadFile.flushedWritebackBytes : DownloadFile.writebackBytes
+    }
+
     /// Opens the destination's temporary file when the response is a success; false keeps the body in memory.
     private func startDownloadIfNeeded() -> Bool {
         guard let destination = request.responseBodyDestination, (200..<300).contains(responseStatus) else { return false }
         do throws(TransportError) {
             guard let download else {
-                download = try DownloadFile(destination: destination)
+                download = try newDownloadFile(destination)
                 return true
             }
             guard responseStatus == 206 else {
@@ -331,20 +345,26 @@ final class CurlTransfer {
         for chunk in memoryChunks { memoryBody.append(contentsOf: chunk) }
         memoryChunks = []
         var body = HTTPBody.bytes(memoryBody)
+        var digest: [UInt8]?
         // The kept bytes are not a prefix the server can continue: they go, and the next attempt
         // starts again.
         if status == 416 { download?.discard() }
         if let destination = request.responseBodyDestination, (200..<300).contains(status), request.method != .head {
             if download == nil {
-                download = try DownloadFile(destination: destination)
+                download = try newDownloadFile(destination)
             } else if bodyGoesToFile == nil, status != 206 {
                 try download?.restart()  // an empty whole body
             }
-            try download?.commit()
+            digest = try download?.commit(flushing: request.flushesResponseBody)
             download = nil
             body = .file(destination)
         }
-        return HTTPResponse(status: status, headers: HTTPHeaders(responseHeaders), body: body)
+        var response = HTTPResponse(status: status, headers: HTTPHeaders(responseHeaders), body: body)
+        if body.fileURL != nil {
+            response.bodyFileSHA256 = digest
+            response.bodyFileIsFlushed = request.flushesResponseBody
+        }
+        return response
     }
 
     /// Throws ``TransportError/connectionLost(url:detail:)`` for a response that libcurl reports

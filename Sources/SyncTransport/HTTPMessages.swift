@@ -82,6 +82,16 @@ public struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugStringC
     /// Whoever adopts the file checks its bytes (a content hash): a resumed file is whole only if
     /// the server's blob did not change, which holds for content-addressed blobs.
     public var resumesResponseBody = false
+    /// With a ``responseBodyDestination``: the transport hashes the body (SHA-256) as it writes the
+    /// file, kept bytes of an earlier transfer included, and gives the digest as the response's
+    /// ``HTTPResponse/bodyFileSHA256``, so whoever adopts the file need not read it again.
+    /// Transports that do not hash leave that `nil`.
+    public var hashesResponseBody = false
+    /// With a ``responseBodyDestination``: the transport starts writing the body to the disk as it
+    /// arrives and flushes the file (`fsync`) before it is renamed into place, on the transfer's
+    /// own thread, and says so in ``HTTPResponse/bodyFileIsFlushed``. Transports that do not flush
+    /// leave that false.
+    public var flushesResponseBody = false
     /// For a ``HTTPBody/file(_:)`` body: the byte of the file the body starts at, so only the rest
     /// is sent (a resumed upload); 0 sends the whole file. A value beyond the file's end is an error.
     public var bodyFileOffset: Int64 = 0
@@ -136,6 +146,12 @@ public struct HTTPResponse: Sendable, Equatable, CustomStringConvertible {
     /// The body: bytes in memory, or ``HTTPBody/file(_:)`` when it was streamed into the request's
     /// ``HTTPRequest/responseBodyDestination``.
     public var body: HTTPBody
+    /// The SHA-256 of the body file's bytes as the transport wrote them, when the request asked
+    /// for it (``HTTPRequest/hashesResponseBody``) and the transport hashes; otherwise `nil`.
+    public var bodyFileSHA256: [UInt8]?
+    /// Whether the body file was flushed to the disk before it was renamed into place (see
+    /// ``HTTPRequest/flushesResponseBody``).
+    public var bodyFileIsFlushed = false
 
     /// Creates a response.
     public init(status: Int, headers: HTTPHeaders = [:], body: HTTPBody = .empty) {

@@ -59,6 +59,50 @@ struct ResourceStoreTests {
         #expect(try temporaryFiles().isEmpty)
     }
 
+    @Test("a file written into tmp/ by a caller that hashed it is named by that digest without being read again")
+    func adoptHashedFile() throws {
+        let bytes = SyntheticMedia.sample(.jpeg, width: 30, height: 30, seed: 5)
+        let digest = SHA256.hash(bytes)
+        for isFlushed in [true, false] {
+            let file = store.temporaryDirectory.appendingPathComponent("download-\(isFlushed)")
+            try Data(bytes).write(to: file)
+            let stored = try store.adopt(fileAt: file, sha256: digest, isFlushed: isFlushed)
+            #expect(stored == StoredResource(hash: Hex.encode(digest), size: Int64(bytes.count), isNew: isFlushed))
+            #expect(try store.read(stored.hash) == Data(bytes))
+            #expect(try temporaryFiles().isEmpty, "the file is gone from tmp/, stored or dropped as a copy")
+        }
+
+        // The store names a file by the caller's digest: it is the caller's to vouch for it.
+        let other = try directory.write([1, 2, 3], to: "elsewhere.jpg")
+        let outside = try #require(throws: MediaError.self) { try store.adopt(fileAt: other, sha256: digest, isFlushed: true) }
+        #expect(outside.kind == .invalidResource)
+        #expect(FileManager.default.fileExists(atPath: other.path), "a file outside tmp/ is left alone")
+        let short = store.temporaryDirectory.appendingPathComponent("download-short")
+        try Data([1, 2, 3]).write(to: short)
+        #expect(throws: MediaError.self) { try store.adopt(fileAt: short, sha256: [1, 2, 3], isFlushed: true) }
+        let missing = try #require(throws: MediaError.self) {
+            try store.adopt(fileAt: store.temporaryDirectory.appendingPathComponent("gone"), sha256: digest, isFlushed: false)
+        }
+        #expect(missing.kind == .missingResource)
+    }
+
+    @Test("the fan-out directories of resources to come are made ahead, once each; malformed names are skipped")
+    func directoriesAhead() throws {
+        let bytes = SyntheticMedia.sample(.jpeg, width: 30, height: 30, seed: 6)
+        let hash = Hex.encode(SHA256.hash(bytes))
+        let entries = { try FileManager.default.contentsOfDirectory(atPath: store.directory.path).sorted() }
+        let other = hash.hasPrefix("ab") ? "cd" : "ab"
+        try store.makeDirectories(for: [hash, other + String(repeating: "0", count: 62), "../not-a-name", hash])
+        #expect(try entries() == [other, String(hash.prefix(2)), "tmp"].sorted())
+        try store.makeDirectories(for: [hash])  // already there: nothing to do
+        let file = store.temporaryDirectory.appendingPathComponent("download")
+        try Data(bytes).write(to: file)
+        #expect(try store.adopt(fileAt: file, sha256: SHA256.hash(bytes), isFlushed: true).isNew)
+        #expect(try store.read(hash) == Data(bytes))
+        _ = try store.collectGarbage(referenced: [hash], gracePeriod: 0)
+        #expect(try store.read(hash) == Data(bytes))
+    }
+
     @Test("a moved file is stored without touching the source, which the caller deletes after its commit")
     func moveTransfer() throws {
         let bytes = SyntheticMedia.sample(.mp4, width: 64, height: 48, seed: 3)

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 import Synchronization
 import Testing
 
@@ -399,6 +400,39 @@ struct CurlTransportTests {
         #expect(reports.count >= 2)
         #expect(reports.last?.bytesReceived == Int64(contents.count))
         #expect(reports.last?.totalBytesToReceive == Int64(contents.count))
+    }
+
+    @Test func aDownloadAskedToBeHashedAndFlushedGivesTheDigestOfItsBytes() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let contents = patternBytes(count: 3_000_000)  // beyond a writeback step, in many pieces
+        let server = try ScriptedHTTPServer(script: [
+            .respond(.init(body: contents)), .respond(.init(body: [])), .respond(.init(body: contents)),
+            .respond(.init(status: 404, body: Array("{}".utf8))),
+        ])
+        defer { server.stop() }
+        func request(_ name: String, hashing: Bool = true) -> HTTPRequest {
+            var request = HTTPRequest(url: server.url("/blobs/\(name)"), responseBodyDestination: directory.url.appending(path: name))
+            request.hashesResponseBody = hashing
+            request.flushesResponseBody = hashing
+            return request
+        }
+        let response = try await transport.send(request("video.mp4"))
+        #expect(response.bodyFileSHA256 == SHA256.hash(contents))
+        #expect(response.bodyFileIsFlushed)
+        #expect(try Data(contentsOf: directory.url.appending(path: "video.mp4")) == Data(contents))
+
+        let empty = try await transport.send(request("empty"))
+        #expect(empty.bodyFileSHA256 == SHA256.hash([UInt8]()))
+        // Not asked for: neither, though the file is the same.
+        let plain = try await transport.send(request("plain.mp4", hashing: false))
+        #expect(plain.bodyFileSHA256 == nil)
+        #expect(!plain.bodyFileIsFlushed)
+        #expect(try Data(contentsOf: directory.url.appending(path: "plain.mp4")) == Data(contents))
+        // An error answer stays in memory: no file, no digest.
+        let missing = try await transport.send(request("missing"))
+        #expect(missing.status == 404 && missing.bodyFileSHA256 == nil && !missing.bodyFileIsFlushed)
+        #expect(try directory.contents().sorted() == ["empty", "plain.mp4", "video.mp4"])
     }
 
     @Test func errorResponseForADownloadStaysInMemoryAndCreatesNoFile() async throws {

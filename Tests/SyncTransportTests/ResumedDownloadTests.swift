@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 import Synchronization
 import Testing
 
@@ -28,13 +29,17 @@ struct ResumedDownloadTests {
         }
     }
 
-    func request(_ destination: URL, _ server: ScriptedHTTPServer) -> HTTPRequest {
+    func request(_ destination: URL, _ server: ScriptedHTTPServer, hashing: Bool = false) -> HTTPRequest {
         var request = HTTPRequest(url: server.url("/blobs/abc"), responseBodyDestination: destination)
         request.resumesResponseBody = true
+        request.hashesResponseBody = hashing
+        request.flushesResponseBody = hashing
         return request
     }
 
-    @Test func anInterruptedDownloadKeepsItsBytesAndTheNextAsksOnlyForTheRest() async throws {
+    /// With hashing, the digest covers the kept bytes as well as the rest.
+    @Test(arguments: [false, true])
+    func anInterruptedDownloadKeepsItsBytesAndTheNextAsksOnlyForTheRest(hashing: Bool) async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let contents = contents
@@ -50,10 +55,11 @@ struct ResumedDownloadTests {
         #expect(try directory.contents() == [".photo.heic.partial"])
         #expect(try Data(contentsOf: directory.url.appending(path: ".photo.heic.partial")) == Data(contents[..<120_000]))
 
-        let response = try await transport.send(request(destination, server))
+        let response = try await transport.send(request(destination, server, hashing: hashing))
         #expect(response.status == 206)
         #expect(response.body == .file(destination))
         #expect(try Data(contentsOf: destination) == Data(contents))
+        #expect(response.bodyFileSHA256 == (hashing ? SHA256.hash(contents) : nil))
         #expect(try directory.contents() == ["photo.heic"])
         #expect(server.requests.last?.header("Range") == "bytes=120000-")
     }
@@ -66,7 +72,9 @@ struct ResumedDownloadTests {
         defer { server.stop() }
         let destination = directory.url.appending(path: "photo.heic")
         await #expect(throws: TransportError.self) { try await transport.send(request(destination, server)) }
-        #expect(try await transport.send(request(destination, server)).status == 200)
+        let response = try await transport.send(request(destination, server, hashing: true))
+        #expect(response.status == 200)
+        #expect(response.bodyFileSHA256 == SHA256.hash(contents), "the kept bytes went, and are not in the digest")
         #expect(try Data(contentsOf: destination) == Data(contents))
         #expect(try directory.contents() == ["photo.heic"])
     }
