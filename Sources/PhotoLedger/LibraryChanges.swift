@@ -73,31 +73,7 @@ public final class LibraryChanges {
     private func causalClaims(of change: ChangeEvent, object: UUID) throws -> CausalClaims {
         var claims = CausalClaims()
         let lists = change.type.objectKind == .collectionList
-        let registers = change.registers
-        if case .albumMembersChanged = change, registers.count > 1 {
-            // The members' positions, read a few hundred at a time: an import adds thousands.
-            let assets = registers.compactMap { if case .position(let asset) = $0 { asset } else { nil } }
-            claims.overwritten.reserveCapacity(assets.count)
-            for asset in assets { claims.overwritten[.position(asset: asset)] = .some(nil) }
-            for start in stride(from: 0, to: assets.count, by: Self.claimsPerQuery) {
-                var chunk = assets[start..<min(start + Self.claimsPerQuery, assets.count)].map(\.bytes)
-                // Two statement shapes only (the statements are cached): a short list is padded
-                // to 16 identifiers, a long one to the query's size, with its last identifier.
-                let size = chunk.count <= 16 ? 16 : Self.claimsPerQuery
-                chunk += Array(repeating: chunk[chunk.count - 1], count: size - chunk.count)
-                try database.forEachRow(
-                    """
-                    SELECT asset_id, position_hlc, position_device FROM album_members
-                    WHERE album_id = ? AND asset_id IN (\(Array(repeating: "?", count: size).joined(separator: ", ")))
-                    """, [object.bytes] + chunk
-                ) { row in
-                    guard let asset = UUID(bytes: row.blob(0)), row.int64(1) != 0 else { return }
-                    claims.overwritten[.position(asset: asset)] = WriterStamp(hlc: row.int64(1), device: row.text(2))
-                }
-            }
-            return claims
-        }
-        for field in registers {
+        for field in change.registers {
             let (sql, key): (String, [any SQLBindable]) =
                 switch field {
                 case .title where lists: ("SELECT title_hlc, title_device FROM collection_lists WHERE list_id = ?", [object.bytes])
@@ -126,9 +102,6 @@ public final class LibraryChanges {
         }
         return claims
     }
-
-    /// How many members' positions one query reads.
-    private static let claimsPerQuery = 500
 
     func commit() throws {
         guard !events.isEmpty else { return }

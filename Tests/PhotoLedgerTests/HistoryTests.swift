@@ -29,7 +29,7 @@ struct HistoryTests {
         #expect(change.outcome == .overruled(by: winner), sourceLocation: sourceLocation)
     }
 
-    @Test("a move of many members claims, for each, the position write it overwrote: a few and hundreds read at once")
+    @Test("a move of many members claims, for each, the position write it overwrote: three members, then hundreds")
     func membershipClaims() throws {
         let directory = try TemporaryDirectory()
         let anna = try makeLibrary(directory, device: "anna-phone", seed: 1, clock: TestClock())
