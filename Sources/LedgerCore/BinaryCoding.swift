@@ -174,6 +174,14 @@ public struct ByteReader {
         return text
     }
 
+    /// Reads length-prefixed bytes and lends them to `body` without copying them.
+    public mutating func withBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) throws -> T {
+        let count = try readLength()
+        let start = offset
+        offset += count
+        return try bytes.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[start..<start + count])) }
+    }
+
     /// Reads a UUID.
     public mutating func readUUID() throws -> UUID {
         guard bytes.count - offset >= 16 else { throw DecodingError("16 bytes past the end", offset: offset) }

@@ -131,11 +131,18 @@ public struct DeviceID: Hashable, Comparable, Sendable, CustomStringConvertible,
     /// `-`, `_` and `.`.
     public static func problem(with name: String) -> String? {
         if name.isEmpty || name.utf8.count > 64 { return "a device name must have 1 to 64 characters" }
-        let allowed = name.utf8.allSatisfy { byte in
-            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
-        }
-        return allowed ? nil : "a device name may contain only letters, digits, '-', '_' and '.'"
+        return name.utf8.allSatisfy(isAllowed) ? nil : "a device name may contain only letters, digits, '-', '_' and '.'"
+    }
+
+    /// Whether `utf8` (the bytes of a name, not yet made a string) names a device: what
+    /// ``problem(with:)`` accepts, checked without making a string.
+    public static func isValid(utf8: UnsafeRawBufferPointer) -> Bool {
+        (1...64).contains(utf8.count) && utf8.allSatisfy(isAllowed)
+    }
+
+    private static func isAllowed(_ byte: UInt8) -> Bool {
+        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+            || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
     }
 }
 

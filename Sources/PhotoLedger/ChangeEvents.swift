@@ -280,21 +280,28 @@ enum ChangeEvent: Sendable, Hashable {
     /// The last-writer-wins registers the change writes, in payload order: the fields a causal
     /// claim is recorded for.
     var registers: [RegisterField] {
+        var fields: [RegisterField] = []
+        forEachRegister { fields.append($0) }
+        return fields
+    }
+
+    /// Calls `body` with each register of ``registers``, in order, without making the list.
+    func forEachRegister(_ body: (RegisterField) throws -> Void) rethrows {
         switch self {
         case .assetChanged(let c):
-            return [
-                c.creationDate != nil ? RegisterField.creationDate : nil, c.location != nil ? .location : nil,
-                c.isFavorite != nil ? .isFavorite : nil, c.isHidden != nil ? .isHidden : nil,
-                c.burstUserPick != nil ? .burstUserPick : nil,
-            ].compactMap { $0 }
-        case .assetContentEdited: return [.content]
-        case .albumRenamed: return [.title]
-        case .albumKeyAssetSet: return [.keyAsset]
-        case .listRenamed: return [.title]
-        case .albumMoved, .listMoved: return [.parent]
-        case .albumPositioned, .listPositioned: return [.collectionPosition]
-        case .albumMembersChanged(_, let entries): return entries.compactMap { $0.position == nil ? nil : .position(asset: $0.asset) }
-        default: return []
+            if c.creationDate != nil { try body(.creationDate) }
+            if c.location != nil { try body(.location) }
+            if c.isFavorite != nil { try body(.isFavorite) }
+            if c.isHidden != nil { try body(.isHidden) }
+            if c.burstUserPick != nil { try body(.burstUserPick) }
+        case .assetContentEdited: try body(.content)
+        case .albumRenamed, .listRenamed: try body(.title)
+        case .albumKeyAssetSet: try body(.keyAsset)
+        case .albumMoved, .listMoved: try body(.parent)
+        case .albumPositioned, .listPositioned: try body(.collectionPosition)
+        case .albumMembersChanged(_, let entries):
+            for entry in entries where entry.position != nil { try body(.position(asset: entry.asset)) }
+        default: break
         }
     }
 
@@ -322,19 +329,40 @@ enum ChangeEvent: Sendable, Hashable {
     ///
     /// - Throws: ``PayloadError`` naming what is wrong.
     static func decode(type: EventType, version: Int, payload: [UInt8]) throws(PayloadError) -> (ChangeEvent, CausalClaims?) {
+        var claims = CausalClaims()
+        let change = try decode(type: type, version: version, payload: payload) { field, r in
+            claims.overwritten[field] = try CausalClaims.read(&r)
+        }
+        return (change, version >= 2 ? claims : nil)
+    }
+
+    /// Decodes like ``decode(type:version:payload:)``, and checks the writer's claims against
+    /// `stamp` as it reads them instead of keeping them (a fold needs the verdict, not the
+    /// claims). Returns the change, and whether a claim names a write at or after `stamp`'s
+    /// clock value (a contradiction: decoding again, keeping the claims, names it).
+    ///
+    /// - Throws: ``PayloadError``, exactly as ``decode(type:version:payload:)`` does.
+    static func decode(
+        type: EventType, version: Int, payload: [UInt8], checkingClaimsAgainst stamp: WriterStamp
+    ) throws(PayloadError) -> (change: ChangeEvent, contradicted: Bool) {
+        var contradicted = false
+        let change = try decode(type: type, version: version, payload: payload) { _, r in
+            if let hlc = try CausalClaims.readClock(&r), hlc >= stamp.hlc { contradicted = true }
+        }
+        return (change, contradicted)
+    }
+
+    /// Decodes the fields, then hands `claim` the reader at each register's claim (version 2
+    /// on), in payload order.
+    private static func decode(
+        type: EventType, version: Int, payload: [UInt8], claim: (RegisterField, inout ByteReader) throws -> Void
+    ) throws(PayloadError) -> ChangeEvent {
         var r = ByteReader(payload)
         do {
             let change = try decodeFields(type: type, version: version, payload: payload, &r)
-            var claims: CausalClaims?
-            if version >= 2 {
-                var read = CausalClaims()
-                let fields = change.registers
-                read.overwritten.reserveCapacity(fields.count)
-                for field in fields { read.overwritten[field] = try CausalClaims.read(&r) }
-                claims = read
-            }
+            if version >= 2 { try change.forEachRegister { try claim($0, &r) } }
             guard r.isAtEnd else { throw PayloadError("\(payload.count - r.offset) bytes follow the last field") }
-            return (change, claims)
+            return change
         } catch let error as PayloadError {
             throw error
         } catch let error as DecodingError {
@@ -530,13 +558,27 @@ struct CausalClaims: Sendable, Hashable {
         return WriterStamp(hlc: hlc, device: device)
     }
 
-    /// The first claim that names a write whose clock value is not below `stamp`'s: a writer's
-    /// clock is always ahead of every write it has seen, so such a claim is false.
-    func contradiction(writtenAt stamp: WriterStamp) -> (RegisterField, WriterStamp)? {
-        for (field, claimed) in overwritten {
-            if let claimed, claimed.hlc >= stamp.hlc { return (field, claimed) }
+    /// Reads a claim as ``read(_:)`` does (and fails as it does), keeping only its clock value:
+    /// the device's name is checked where it lies, without making a string of it.
+    static func readClock(_ r: inout ByteReader) throws -> Int64? {
+        let start = r
+        guard try r.readBool() else { return nil }
+        let hlc = Int64(bitPattern: try r.readFixed())
+        if try r.withBytes({ DeviceID.isValid(utf8: $0) }) { return hlc }
+        // Not a device's name: read again as text, for the error that names it.
+        r = start
+        return try read(&r)?.hlc
+    }
+
+    /// The first claim, in the order `change` writes its registers, that names a write whose
+    /// clock value is not below `stamp`'s: a writer's clock is always ahead of every write it
+    /// has seen, so such a claim is false.
+    func contradiction(of change: ChangeEvent, writtenAt stamp: WriterStamp) -> (RegisterField, WriterStamp)? {
+        var found: (RegisterField, WriterStamp)?
+        change.forEachRegister { field in
+            if found == nil, let claimed = overwritten[field] ?? nil, claimed.hlc >= stamp.hlc { found = (field, claimed) }
         }
-        return nil
+        return found
     }
 }
 

@@ -87,13 +87,14 @@ extension FoldContext {
         return .plain(plain)
     }
 
-    /// The verdict on `event`, its payload opened first when this device holds the key.
-    func verdict(on event: Event, stamp: WriterStamp) -> EventVerdict {
+    /// The verdict on `event`, its payload opened first when this device holds the key; with
+    /// the writer's claims only when `keepingClaims` (``EventSchema``).
+    func verdict(on event: Event, stamp: WriterStamp, keepingClaims: Bool = true) -> EventVerdict {
         switch open(event) {
         case .plain(let payload):
             return schema.verdict(
                 type: event.type, version: event.schemaVersion, payload: payload, object: event.object, stamp: stamp, bound: event.library,
-                library: library, sealed: false)
+                library: library, sealed: false, keepingClaims: keepingClaims)
         case .sealed(let keyID):
             if let bound = event.library, let library, bound != library {
                 return .quarantined("it belongs to library \(bound.uuidString), not to this library (\(library.uuidString))")

@@ -54,22 +54,26 @@ package struct EventSchema: Sendable {
 
     /// The verdict on an event: fold it, keep it for a newer build, or quarantine it.
     ///
-    /// - Parameter library: The library's identifier, when it has one: an event bound to another
-    ///   library is quarantined.
+    /// - Parameters:
+    ///   - library: The library's identifier, when it has one: an event bound to another library
+    ///     is quarantined.
+    ///   - keepingClaims: Whether a folded verdict carries the writer's causal claims (an object's
+    ///     history reads them); without, they are checked and dropped, and the verdict carries nil.
     func verdict(
-        type name: String, version: Int, payload: [UInt8], object: UUID, stamp: WriterStamp, bound: UUID?, library: UUID?, sealed: Bool
+        type name: String, version: Int, payload: [UInt8], object: UUID, stamp: WriterStamp, bound: UUID?, library: UUID?, sealed: Bool,
+        keepingClaims: Bool = true
     ) -> EventVerdict {
         verdict(
             type: name, parsed: EventType(rawValue: name), version: version, payload: payload, object: object, stamp: stamp, bound: bound,
-            library: library, sealed: sealed)
+            library: library, sealed: sealed, keepingClaims: keepingClaims)
     }
 
-    /// ``verdict(type:version:payload:object:stamp:bound:library:sealed:)`` with the type already
-    /// parsed from its name (`parsed`: nil for a name this build does not know), for a caller that
-    /// reads runs of events of one type.
+    /// ``verdict(type:version:payload:object:stamp:bound:library:sealed:keepingClaims:)`` with the
+    /// type already parsed from its name (`parsed`: nil for a name this build does not know), for
+    /// a caller that reads runs of events of one type.
     func verdict(
         type name: String, parsed: EventType?, version: Int, payload: [UInt8], object: UUID, stamp: WriterStamp, bound: UUID?,
-        library: UUID?, sealed: Bool
+        library: UUID?, sealed: Bool, keepingClaims: Bool = true
     ) -> EventVerdict {
         if let bound, let library, bound != library {
             return .quarantined("it belongs to library \(bound.uuidString), not to this library (\(library.uuidString))")
@@ -90,9 +94,16 @@ package struct EventSchema: Sendable {
                 return .quarantined("its \(type.rawValue) version \(version) payload does not convert: \(error)")
             }
         }
-        let decoded: (ChangeEvent, CausalClaims?)
+        var decoded: (ChangeEvent, CausalClaims?)
         do {
-            decoded = try ChangeEvent.decode(type: type, version: decodedVersion, payload: bytes)
+            if keepingClaims {
+                decoded = try ChangeEvent.decode(type: type, version: decodedVersion, payload: bytes)
+            } else {
+                // The usual event contradicts nothing: its claims need not be kept to say so.
+                let checked = try ChangeEvent.decode(type: type, version: decodedVersion, payload: bytes, checkingClaimsAgainst: stamp)
+                decoded = (checked.change, nil)
+                if checked.contradicted { decoded = try ChangeEvent.decode(type: type, version: decodedVersion, payload: bytes) }
+            }
         } catch {
             return .quarantined("its \(type.rawValue) payload is invalid: \(error)")
         }
@@ -102,7 +113,7 @@ package struct EventSchema: Sendable {
         if case .listMoved(let parent?) = decoded.0, parent == object {
             return .quarantined("it moves the folder into itself")
         }
-        if let (field, claimed) = decoded.1?.contradiction(writtenAt: stamp) {
+        if let (field, claimed) = decoded.1?.contradiction(of: decoded.0, writtenAt: stamp) {
             return .quarantined(
                 "it claims to overwrite the \(field) written at \(claimed.hlc) by '\(claimed.device)', not before its own clock value \(stamp.hlc)"
             )
@@ -113,7 +124,8 @@ package struct EventSchema: Sendable {
 
 /// What becomes of an event in the fold.
 enum EventVerdict: Sendable, Hashable {
-    /// Decoded and valid: folded, with the writer's claims (nil for a version-1 event).
+    /// Decoded and valid: folded, with the writer's claims (nil for a version-1 event, and when
+    /// the verdict was asked for without them).
     case fold(ChangeEvent, CausalClaims?)
     /// Kept for a build that knows its type or version: not folded yet.
     case deferred(String)

@@ -27,6 +27,20 @@ package struct InMemoryFold: Sendable {
         return batch.quarantined.count == setAside
     }
 
+    /// Whether judging `event` with its writer's claims kept (as an object's history does) and
+    /// with them only checked (as a fold does) gives one verdict: the same change folded, or the
+    /// same reason to set it aside.
+    package func claimReadingsAgree(on event: Event) -> Bool {
+        let stamp = WriterStamp(hlc: Int64(bitPattern: event.timestamp.rawValue), device: event.device.rawValue)
+        let kept = context.verdict(on: event, stamp: stamp, keepingClaims: true)
+        let checked = context.verdict(on: event, stamp: stamp, keepingClaims: false)
+        switch (kept, checked) {
+        case (.fold(let change, _), .fold(let same, nil)): return change == same
+        case (.fold, _), (_, .fold): return false
+        default: return kept.stored?.kind == checked.stored?.kind && kept.stored?.reason == checked.stored?.reason
+        }
+    }
+
     /// The number of events judged.
     package var eventCount: Int { batch.eventCount }
 

@@ -202,7 +202,7 @@ struct ProjectionBatch: Sendable {
     /// is recorded with its verdict and changes nothing else.
     mutating func add(_ event: Event, context: FoldContext) {
         let stamp = WriterStamp(hlc: Int64(bitPattern: event.timestamp.rawValue), device: event.device.rawValue)
-        let verdict = context.verdict(on: event, stamp: stamp)
+        let verdict = context.verdict(on: event, stamp: stamp, keepingClaims: false)
         add(verdict, event: event.id, object: event.object, stamp: stamp)
     }
 
@@ -364,7 +364,7 @@ struct ProjectionBatch: Sendable {
     /// resources, a content edit its rendered image and adjustment data.
     static func references(of event: Event, context: FoldContext) -> [[UInt8]] {
         let stamp = WriterStamp(hlc: Int64(bitPattern: event.timestamp.rawValue), device: event.device.rawValue)
-        switch context.verdict(on: event, stamp: stamp) {
+        switch context.verdict(on: event, stamp: stamp, keepingClaims: false) {
         case .fold(.assetCreated(let creation), _): return creation.resources.map(\.sha256)
         case .fold(.assetContentEdited(let edit), _): return [edit.rendered, edit.adjustment].compactMap { $0?.sha256 }
         default: return []

@@ -349,7 +349,7 @@ package struct Replica: Sendable {
                 referenced = known
             } else {
                 let stamp = WriterStamp(hlc: Int64(bitPattern: event.timestamp.rawValue), device: event.device.rawValue)
-                switch context.verdict(on: event, stamp: stamp) {
+                switch context.verdict(on: event, stamp: stamp, keepingClaims: false) {
                 case .fold(.assetCreated(let creation), _): referenced = creation.resources.map { Hex.encode($0.sha256) }
                 case .fold(.assetContentEdited(let edit), _):
                     referenced = [edit.rendered, edit.adjustment].compactMap { $0.map { Hex.encode($0.sha256) } }

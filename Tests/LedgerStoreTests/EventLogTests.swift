@@ -20,6 +20,47 @@ struct EventLogTests {
         #expect(reader.isAtEnd)
     }
 
+    @Test("length-prefixed bytes are lent where they lie, and a length past the end is an error that moves nothing")
+    func lentBytes() throws {
+        var writer = ByteWriter()
+        writer.write(string: "anna-phone")
+        writer.write(bytes: [])
+        writer.write(byte: 7)
+        var reader = ByteReader(writer.bytes)
+        #expect(try reader.withBytes { Array($0) } == Array("anna-phone".utf8))
+        #expect(try reader.withBytes { $0.count } == 0)
+        #expect(try reader.readByte() == 7)
+        #expect(reader.isAtEnd)
+        var short = ByteReader([5, 1, 2])
+        #expect(throws: DecodingError.self) { try short.withBytes { _ in Issue.record("lent bytes past the end") } }
+        #expect(short.offset == 1, "only the length was read")
+    }
+
+    @Test("a digest finished into a reused buffer equals a fresh one, and the context starts again")
+    func digestIntoBuffer() {
+        var digest = SHA256()
+        var buffer: [UInt8] = []
+        digest.update(Array("first".utf8))
+        digest.finalizeAndReset(into: &buffer)
+        #expect(buffer == SHA256.hash(Array("first".utf8)), "an empty buffer is made 32 bytes long")
+        digest.update(Array("second".utf8))
+        digest.finalizeAndReset(into: &buffer)
+        #expect(buffer == SHA256.hash(Array("second".utf8)))
+    }
+
+    @Test("a device name checked as bytes is accepted exactly when it is as text")
+    func deviceNameBytes() {
+        let names = [
+            "", "a", "anna-phone", "ben_laptop.2", String(repeating: "x", count: 64), String(repeating: "x", count: 65), "anna phone",
+            "café", "a/b", "ünïcode", "-", "tab\t", "NUL\u{0}",
+        ]
+        for name in names {
+            let valid = Array(name.utf8).withUnsafeBytes { DeviceID.isValid(utf8: $0) }
+            #expect(valid == (DeviceID.problem(with: name) == nil), "\(name)")
+        }
+        #expect([UInt8]([0xC3, 0x28]).withUnsafeBytes { DeviceID.isValid(utf8: $0) } == false, "bytes that are not UTF-8")
+    }
+
     @Test("every envelope field survives the round trip")
     func roundTrip() throws {
         let directory = try TemporaryDirectory()

@@ -4,7 +4,8 @@ import LedgerCore
 import PhotoLedger
 
 /// Event payloads through the schema's verdict for every event type (and a type this build
-/// does not know) in every schema version, then the valid ones folded into a `ProjectionBatch`
+/// does not know) in every schema version (with the writer's claims kept and only checked: the
+/// verdicts must agree), then the valid ones folded into a `ProjectionBatch`
 /// in memory, and position keys made among the album members the fold holds, as an insert
 /// makes them.
 ///
@@ -71,6 +72,7 @@ enum PayloadsTarget: FuzzTarget {
         var index = 0
         while !reader.isAtEnd && index < maximumEvents {
             let event = nextEvent(&reader, index: index)
+            require(fold.claimReadingsAgree(on: event), "claims kept and claims checked judge \(event) differently")
             let folded = fold.add(event)
             require(!folded || (EventType(rawValue: event.type) != nil && event.seal == nil), "\(event.type) folded: \(event)")
             index += 1
