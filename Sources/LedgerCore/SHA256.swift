@@ -52,6 +52,15 @@ public struct SHA256: ~Copyable {
         return digest
     }
 
+    /// Finishes the digest into `digest` (made 32 bytes long when it is not), and starts a new
+    /// digest on the same context: for a loop that hashes many values without allocating.
+    public mutating func finalizeAndReset(into digest: inout [UInt8]) {
+        if digest.count != 32 { digest = [UInt8](repeating: 0, count: 32) }
+        var length: UInt32 = 0
+        digest.withUnsafeMutableBufferPointer { _ = EVP_DigestFinal_ex(context, $0.baseAddress, &length) }
+        EVP_DigestInit_ex(context, sha256Algorithm, nil)
+    }
+
     /// The SHA-256 of `bytes`.
     public static func hash(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: 32)

@@ -406,7 +406,7 @@ public struct EventLog {
     /// events after `localSequence` continuing from the chain value `head` (the part of a log
     /// whose earlier events were moved to an archive).
     public func verify(after localSequence: Int64 = 0, head: [UInt8] = HashChain.origin) throws -> Verification {
-        var previous = head
+        var previous = head, value = [UInt8](repeating: 0, count: 32)
         var digest = SHA256()
         var canonical = ByteWriter(capacity: 1024)
         var count = 0
@@ -423,12 +423,12 @@ public struct EventLog {
             }
             digest.update(previous)
             canonical.bytes.withUnsafeBytes { digest.update($0) }
-            let value = digest.finalizeAndReset()
+            digest.finalizeAndReset(into: &value)
             guard scan.blob(11, equals: value) else {
                 return .broken(
                     ChainBreak(localSequence: scan.int64(0), eventID: scan.withBlob(1) { UUID(bytes: $0) }, verifiedCount: count))
             }
-            previous = value
+            swap(&previous, &value)
             count += 1
         }
         return .intact(count: count)

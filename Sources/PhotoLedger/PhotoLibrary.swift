@@ -499,7 +499,8 @@ public final class PhotoLibrary: Sendable {
                         if checked == nil, let failure = try verifyChain().failure { throw refuse(failure) }
                         if let failure = try Self.missingTail(in: db, archivedThrough: 0) { throw refuse(failure) }
                     }
-                    return try shred(Set(purgedAssets(db)), in: db, archive: archive)
+                    // Only an encrypted library shreds (its purged assets' keys): another need not look for them.
+                    return try shred(encryption.snapshot.enabled ? Set(purgedAssets(db)) : [], in: db, archive: archive)
                 }
                 finishShredding(shredded)
             }

@@ -118,6 +118,10 @@ struct Projection {
     /// The page cache of a rebuild, in KiB.
     static let rebuildCacheKiB = 64 * 1024
 
+    /// How much of the library file the rebuild's reading connections map into memory, in bytes
+    /// (they are closed when it ends).
+    static let rebuildMemoryMapBytes = 1 << 32
+
     /// Deletes every projection row and folds the whole log again, in batches folded in memory
     /// per object. After a compaction, the fold starts from the snapshot of the archived history
     /// (Compaction.swift).
@@ -154,6 +158,8 @@ struct Projection {
             var options = Database.Options()
             options.readOnly = true
             options.cacheSizeKiB = 2 * 1024
+            // Each reads the whole log once: from the mapped file, not copied in by a system call a page.
+            options.memoryMapBytes = Self.rebuildMemoryMapBytes
             return try Database(path: path, options: options)
         }
         // The chain is checked on a thread of its own, beside the fold, before anything commits.
@@ -192,10 +198,13 @@ struct Projection {
         // server rejected are folded out (no other device holds them), but stay in the chain.
         // (A library with no rejection, the usual one, asks nothing per event.)
         let rejections = try database.firstRow("SELECT EXISTS (SELECT 1 FROM sync_rejections)") { $0.int64(0) } == 1
+        // The columns a plain event's fold does not read are NULL (less to step through); a
+        // sealed event's row is read again whole, to be opened.
         let scan = try database.cachedStatement(
             """
-            SELECT \(EventLog.columns), \(rejections ? "event_id IN (SELECT event_id FROM sync_rejections)" : "0") FROM events
-            WHERE local_seq > ? ORDER BY local_seq
+            SELECT local_seq, event_id, device_id, NULL, hlc, NULL, object_id, type, schema_version, payload, NULL, NULL, NULL, library,
+                key_id, NULL, \(rejections ? "event_id IN (SELECT event_id FROM sync_rejections)" : "0")
+            FROM events WHERE local_seq > ? ORDER BY local_seq
             """)
         defer { scan.reset() }
         try scan.bind(start, at: 1)
@@ -224,14 +233,18 @@ struct Projection {
             let stamp = WriterStamp(hlc: scan.int64(hlc), device: device.name)
             if scan.int64(keyID) != 0 {
                 // A sealed payload is opened with the whole envelope as associated data.
-                let event = try EventLog.decode(scan).event
-                batch.add(context.verdict(on: event, stamp: stamp), event: id, object: object, stamp: stamp)
+                let row = try database.cachedStatement("SELECT \(EventLog.columns) FROM events WHERE local_seq = ?")
+                defer { row.reset() }
+                try row.bind(scan.int64(localSequence), at: 1)
+                guard try row.step() else { throw DecodingError("the event at local position \(scan.int64(localSequence))", offset: 0) }
+                let event = try EventLog.decode(row).event
+                batch.add(context.verdict(on: event, stamp: stamp, keepingClaims: false), event: id, object: object, stamp: stamp)
             } else {
                 let verdict = context.schema.verdict(
                     type: type.name, parsed: type.parsed, version: Int(clamping: scan.int64(schemaVersion)), payload: scan.blob(payload),
                     object: object,
                     stamp: stamp, bound: scan.isNull(library) ? nil : scan.withBlob(library) { UUID(bytes: $0) }, library: context.library,
-                    sealed: false
+                    sealed: false, keepingClaims: false
                 )
                 batch.add(verdict, event: id, object: object, stamp: stamp)
             }
