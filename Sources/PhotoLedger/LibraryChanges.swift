@@ -6,12 +6,17 @@ import LedgerStore
 /// The changes of one change block: creates change requests, and records every change as an
 /// event of the block. Valid only inside the `performChanges` block it was passed to.
 ///
-/// Each change is folded into the projections at once (so later requests in the block see it)
-/// and appended to the log when the block returns; the SQLite transaction makes the whole block
-/// atomic.
+/// Each change is folded in memory at once and written to the projections before anything in
+/// the block reads them (so later requests in the block see it) or when the block returns, when
+/// it is also appended to the log; the SQLite transaction makes the whole block atomic.
 public final class LibraryChanges {
     unowned let library: PhotoLibrary
-    let database: Database
+    /// The block's connection; read it through ``database``.
+    private let connection: Database
+    /// Changes recorded and folded, not yet written to the projections. Folding is commutative,
+    /// so writing them together gives the rows writing each at once gives; an import of
+    /// thousands of assets then writes a hundred rows a statement.
+    private var unwritten = ProjectionBatch()
     let access: Access
     let changeBlock: UUID
     /// The archive of a compacted library (a purge refolds the archived events of its assets).
@@ -31,7 +36,7 @@ public final class LibraryChanges {
 
     init(library: PhotoLibrary, database: Database, access: Access, archive: Database? = nil) throws {
         self.library = library
-        self.database = database
+        self.connection = database
         self.access = access
         self.archive = archive
         self.changeBlock = library.identifiers.next()
@@ -39,6 +44,24 @@ public final class LibraryChanges {
     }
 
     func invalidate() { isValid = false }
+
+    /// The block's connection, every change recorded so far written to its projections: what
+    /// every read in the block goes through.
+    var database: Database {
+        get throws {
+            try writeFolded()
+            return connection
+        }
+    }
+
+    /// Writes the changes folded since the last write to the projections.
+    private func writeFolded() throws {
+        guard !unwritten.isEmpty else { return }
+        let batch = unwritten
+        unwritten = ProjectionBatch()
+        try batch.write(to: connection)
+        touched.formUnion(batch.touched)
+    }
 
     func checkValid(_ what: String) throws {
         guard isValid else { throw PhotoLibraryError.outsideChangeBlock(what) }
@@ -65,7 +88,10 @@ public final class LibraryChanges {
         if case .assetContentEdited = change, contentBefore[object] == nil {
             contentBefore[object] = try PhotoLibrary.contentStamps([object], in: database)[object] ?? nil
         }
-        touched.formUnion(try Projection(database).apply(change, of: event))
+        // Its identifiers are new (made here): it cannot conflict with another creation.
+        unwritten.add(
+            .fold(change, nil), event: event.id, object: object,
+            stamp: WriterStamp(hlc: Int64(bitPattern: event.timestamp.rawValue), device: event.device.rawValue))
         events.append(try sealedIfEncrypted(event, change: change))
     }
 
@@ -105,7 +131,8 @@ public final class LibraryChanges {
 
     func commit() throws {
         guard !events.isEmpty else { return }
-        try EventLog(database).append(events)
+        try writeFolded()
+        try EventLog(connection).append(events)
         committedEvents = true
         if !newAssetKeys.isEmpty {
             let (encryption, keys) = (library.encryption, newAssetKeys)

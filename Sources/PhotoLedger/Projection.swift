@@ -84,17 +84,6 @@ struct Projection {
         return touched
     }
 
-    /// Folds a change made by this device in a change block. Its identifiers are new (made
-    /// here), so it cannot conflict with another creation.
-    @discardableResult
-    func apply(_ change: ChangeEvent, of event: Event) throws -> TouchedObjects {
-        var batch = ProjectionBatch()
-        let stamp = WriterStamp(hlc: Int64(bitPattern: event.timestamp.rawValue), device: event.device.rawValue)
-        batch.add(.fold(change, nil), event: event.id, object: event.object, stamp: stamp)
-        try batch.write(to: database)
-        return batch.touched
-    }
-
     /// The projection tables, in the order a dump lists them.
     static let tables = [
         "assets", "asset_resources", "referenced_resources", "albums", "album_members", "collection_lists", "quarantine",
