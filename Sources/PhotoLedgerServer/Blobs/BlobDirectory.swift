@@ -174,7 +174,10 @@ extension BlobDirectory {
             return false
         }
         let shard = "\(root)/\(hash.prefix(2))"
-        if mkdir(shard, 0o755) != 0 && errno != EEXIST {
+        if mkdir(shard, 0o755) == 0 {
+            // A new fan-out directory: its name in the root must last as well as the blob's in it.
+            Self.flushDirectory(root)
+        } else if errno != EEXIST {
             unlink(temporaryPath)
             throw .io("cannot create \(shard): \(String(cString: strerror(errno)))")
         }
@@ -182,12 +185,16 @@ extension BlobDirectory {
             unlink(temporaryPath)
             throw .io("cannot move a blob into \(shard): \(String(cString: strerror(errno)))")
         }
-        let shardDescriptor = Glibc.open(shard, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if shardDescriptor >= 0 {
-            fsync(shardDescriptor)
-            close(shardDescriptor)
-        }
+        Self.flushDirectory(shard)
         return true
+    }
+
+    /// Flushes a directory's entries to the disk.
+    static func flushDirectory(_ path: String) {
+        let descriptor = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        fsync(descriptor)
+        close(descriptor)
     }
 }
 
