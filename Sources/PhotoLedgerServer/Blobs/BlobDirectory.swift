@@ -98,16 +98,26 @@ public struct BlobDirectory: BlobStore {
 
 /// A blob being uploaded into a directory: bytes go to a temporary file and into a SHA-256 as
 /// they arrive. The temporary file is removed unless ``commit(as:)`` moves it into place.
+///
+/// libmicrohttpd hands a body over in pieces of a few kilobytes (as much as a connection's small
+/// memory pool reads at once); they are gathered into a buffer of ``bufferBytes`` and written
+/// and hashed a buffer at a time, so a blob of megabytes costs a few dozen writes, not hundreds.
 public final class BlobFileUpload: BlobUpload {
+    /// The bytes gathered before they are written to the file.
+    static let bufferBytes = 128 << 10
+
     private let directory: BlobDirectory
     private let temporaryPath: String
     private var descriptor: Int32
     private var digest = SHA256()
     private let limit: Int64
+    /// The bytes received and not written yet (allocated with the first chunk).
+    private var buffer: UnsafeMutableRawBufferPointer?
+    private var buffered = 0
     /// The bytes received so far.
     public private(set) var size: Int64 = 0
-    /// Where the bytes whose writeback has not been started yet begin.
-    private var unflushedFrom: Int64 = 0
+    /// The bytes written to the file, and where those whose writeback has not been started yet begin.
+    private var written: Int64 = 0, unflushedFrom: Int64 = 0
 
     init(directory: BlobDirectory, limit: Int64) throws {
         self.directory = directory
@@ -120,36 +130,56 @@ public final class BlobFileUpload: BlobUpload {
     }
 
     deinit {
+        buffer?.deallocate()
         if descriptor >= 0 {
             close(descriptor)
             unlink(temporaryPath)
         }
     }
 
-    /// Writes and hashes a chunk.
+    /// Takes a chunk: gathers it, and writes and hashes the buffer once it is full.
     public func append(_ chunk: UnsafeRawBufferPointer) throws(BlobUploadFailure) {
         guard size + Int64(chunk.count) <= limit else { throw .tooLarge(limit: limit) }
-        digest.update(chunk)
+        let buffer = self.buffer ?? UnsafeMutableRawBufferPointer.allocate(byteCount: Self.bufferBytes, alignment: 16)
+        self.buffer = buffer
+        var taken = 0
+        while taken < chunk.count {
+            let count = min(chunk.count - taken, buffer.count - buffered)
+            (buffer.baseAddress! + buffered).copyMemory(from: chunk.baseAddress! + taken, byteCount: count)
+            buffered += count
+            taken += count
+            if buffered == buffer.count { try writeBuffer() }
+        }
+        size += Int64(chunk.count)
+    }
+
+    /// Hashes and writes the gathered bytes, and starts the writeback of what was written.
+    private func writeBuffer() throws(BlobUploadFailure) {
+        guard let buffer, buffered > 0 else { return }
+        let bytes = UnsafeRawBufferPointer(start: buffer.baseAddress, count: buffered)
+        digest.update(bytes)
         var offset = 0
-        while offset < chunk.count {
-            let written = write(descriptor, chunk.baseAddress! + offset, chunk.count - offset)
-            if written < 0 {
+        while offset < bytes.count {
+            let count = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            if count < 0 {
                 if errno == EINTR { continue }
                 throw .io("cannot write a blob file: \(String(cString: strerror(errno)))")
             }
-            offset += written
+            offset += count
         }
-        size += Int64(chunk.count)
-        if size - unflushedFrom >= Writeback.batchBytes {
+        written += Int64(buffered)
+        buffered = 0
+        if written - unflushedFrom >= Writeback.batchBytes {
             // The disk writes while more arrives, so the sync at the end has little left to wait for.
-            _ = photoledger_start_writeback(descriptor, unflushedFrom, size - unflushedFrom)
-            unflushedFrom = size
+            _ = photoledger_start_writeback(descriptor, unflushedFrom, written - unflushedFrom)
+            unflushedFrom = written
         }
     }
 
     /// Checks the hash, syncs the file and renames it into place as `hash`.
     /// Returns false when an identical blob was already there (the new copy is dropped).
     public func commit(as hash: String) throws(BlobUploadFailure) -> Bool {
+        try writeBuffer()
         let actual = Hex.encode(digest.finalizeAndReset())
         guard actual == hash else { throw .hashMismatch(actual: actual) }
         defer { descriptor = -1 }
@@ -174,7 +204,10 @@ extension BlobDirectory {
             return false
         }
         let shard = "\(root)/\(hash.prefix(2))"
-        if mkdir(shard, 0o755) != 0 && errno != EEXIST {
+        if mkdir(shard, 0o755) == 0 {
+            // A new fan-out directory: its name in the root must last as well as the blob's in it.
+            Self.flushDirectory(root)
+        } else if errno != EEXIST {
             unlink(temporaryPath)
             throw .io("cannot create \(shard): \(String(cString: strerror(errno)))")
         }
@@ -182,18 +215,23 @@ extension BlobDirectory {
             unlink(temporaryPath)
             throw .io("cannot move a blob into \(shard): \(String(cString: strerror(errno)))")
         }
-        let shardDescriptor = Glibc.open(shard, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if shardDescriptor >= 0 {
-            fsync(shardDescriptor)
-            close(shardDescriptor)
-        }
+        Self.flushDirectory(shard)
         return true
+    }
+
+    /// Flushes a directory's entries to the disk.
+    static func flushDirectory(_ path: String) {
+        let descriptor = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        fsync(descriptor)
+        close(descriptor)
     }
 }
 
-/// Writing large files in the background as they arrive.
+/// Writing blob files in the background as they arrive.
 enum Writeback {
     /// The bytes after which the writeback of what was written is started (`sync_file_range`):
-    /// the final `fsync` then waits for the tail only, not for the whole file.
-    static let batchBytes: Int64 = 8 << 20
+    /// the final `fsync` then waits for the tail only, not for the whole file. A blob of a few
+    /// megabytes (a camera's photo) has its writeback started several times while it arrives.
+    static let batchBytes: Int64 = 1 << 20
 }
