@@ -118,42 +118,57 @@ extension SyncRequestHandler {
         } catch let error as WireFormatError {
             throw HTTPError.badRequest(binary ? "the key change list is invalid: \(error)" : "\(error)")
         }
+        let response = try store.withPushTransaction(library: credential.libraryID, device: credential.device, at: configuration.clock()) {
+            try KeyStoreRules.apply(request.changes, for: credential, in: $0)
+        }
+        return answersBinary ? .keyStoreBody(KeyStoreBody.encode(response)) : .json(response)
+    }
+}
+
+extension KeyStoreRules {
+    /// Applies `changes` for `credential` in `transaction` (the key store's route, and a push
+    /// that carries the keys of its events): a change ``problem(with:for:)`` or the add-only
+    /// rule forbids is answered `forbidden` with the reason and not made; the others are
+    /// applied in order. Every change is checked against the store as it was before the
+    /// request.
+    public static func apply(_ changes: [KeyChange], for credential: Credential, in transaction: any PushTransaction) throws
+        -> KeyChangesResponse
+    {
         var results: [KeyChangesResponse.Result?] = []
         var allowed: [KeyChange] = []
-        for change in request.changes {
-            if let problem = try KeyStoreRules.problem(with: change, for: credential) ?? addOnlyAssetProblem(change, credential) {
+        results.reserveCapacity(changes.count)
+        allowed.reserveCapacity(changes.count)
+        for change in changes {
+            if let problem = try problem(with: change, for: credential) ?? addOnlyAssetProblem(change, credential, transaction) {
                 results.append(KeyChangesResponse.Result(name: change.name, status: .forbidden, reason: problem))
             } else {
                 results.append(nil)
                 allowed.append(change)
             }
         }
-        let applied = try store.applyKeyChangesReportingPositions(
-            libraryID: credential.libraryID, allowed, by: credential.device, at: configuration.clock())
+        let applied = try transaction.applyKeyChanges(allowed)
         var statuses = applied.statuses.makeIterator()
-        let answered = request.changes.indices.map { index in
-            results[index] ?? KeyChangesResponse.Result(name: request.changes[index].name, status: statuses.next() ?? .conflict)
+        let answered = changes.indices.map { index in
+            results[index] ?? KeyChangesResponse.Result(name: changes[index].name, status: statuses.next() ?? .conflict)
         }
-        let response = KeyChangesResponse(results: answered, from: applied.from, through: applied.through)
-        return answersBinary ? .keyStoreBody(KeyStoreBody.encode(response)) : .json(response)
+        return KeyChangesResponse(results: answered, from: applied.from, through: applied.through)
     }
 
     /// Why an addOnly device may not write this asset key, or nil: it only creates the key of a
     /// new asset. An entry of that name with other bytes is never replaced, and an asset the log
     /// holds already (made elsewhere, or purged with its key destroyed) gets no key from it.
-    private func addOnlyAssetProblem(_ change: KeyChange, _ credential: Credential) throws -> String? {
+    private static func addOnlyAssetProblem(_ change: KeyChange, _ credential: Credential, _ transaction: any PushTransaction) throws
+        -> String?
+    {
         guard credential.scope == .addOnly, let value = change.value, change.name.hasPrefix("asset/"),
             let asset = UUID(uuidString: String(change.name.dropFirst("asset/".count)))
         else { return nil }
-        if let held = try store.keyEntry(libraryID: credential.libraryID, name: change.name) {
+        if let held = try transaction.keyEntry(named: change.name) {
             return held == value
                 ? nil
                 : "an addOnly device may only create the key of a new asset: '\(change.name)' exists already and is never replaced"
         }
-        let presence = try store.withPushTransaction(library: credential.libraryID, device: credential.device, at: configuration.clock()) {
-            try $0.presence(ofObject: asset)
-        }
-        if case .held = presence {
+        if case .held = try transaction.presence(ofObject: asset) {
             return "an addOnly device may only create the key of a new asset: asset \(asset.uuidString) exists in this library already"
         }
         return nil

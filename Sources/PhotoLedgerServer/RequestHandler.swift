@@ -214,10 +214,12 @@ public final class SyncRequestHandler: Sendable {
     private func checkBodyHeaders(_ head: RequestHead, route: Route) throws(HTTPError) {
         let encoding = head.bodyEncoding
         if route.takesJSONBody {
-            let type = head.contentType?.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-            // A push may come as an event batch, a change of the key store in its binary form.
+            let type = head.contentType.map(SyncRoutes.mediaType)
+            // A push may come as an event batch (plain or keyed), a change of the key store in its
+            // binary form.
             guard
-                type == SyncRoutes.jsonContentType || (type == EventBatch.contentType && route.isPush)
+                type == SyncRoutes.jsonContentType
+                    || ((type == EventBatch.contentType || type == EventBatch.keyedContentType) && route.isPush)
                     || (type == KeyStoreBody.contentType && route.isKeyChange)
             else {
                 throw HTTPError(415, .unsupportedMediaType, "the body must be JSON: send 'Content-Type: application/json'")
@@ -322,8 +324,9 @@ public final class SyncRequestHandler: Sendable {
                         lastServerSequence: summary.lastServerSequence, endToEndEncrypted: try isEndToEndEncrypted(credential))))
         case .push:
             guard case .json(let json) = body else { throw HTTPError.badRequest("a push needs a JSON body") }
-            let binary = request.head.contentType.map { $0.lowercased().hasPrefix(EventBatch.contentType) } ?? false
-            return .respond(try push(try json.finish(), binary: binary, credential: credential!))
+            let type = request.head.contentType.map(SyncRoutes.mediaType)
+            let form: PushForm = type == EventBatch.keyedContentType ? .keyedBatch : type == EventBatch.contentType ? .batch : .json
+            return .respond(try push(try json.finish(), form: form, credential: credential!))
         case .pull:
             return try pull(request.head, credential: credential!, mayWait: mayWait)
         case .chain:
@@ -412,16 +415,26 @@ public final class SyncRequestHandler: Sendable {
 
     // MARK: Events
 
-    private func push(_ bytes: [UInt8], binary: Bool, credential: Credential) throws -> HTTPResponse {
+    /// The forms a push comes in.
+    private enum PushForm {
+        case json
+        /// `EventBatch.contentType`.
+        case batch
+        /// `EventBatch.keyedContentType`: key store changes, then the events.
+        case keyedBatch
+    }
+
+    private func push(_ bytes: [UInt8], form: PushForm, credential: Credential) throws -> HTTPResponse {
         let request: ReceivedPush
-        if binary {
-            do {
-                request = try EventBatch.decode(bytes)
-            } catch {
-                throw HTTPError.badRequest("the event batch is invalid: \(error)")
-            }
-        } else {
+        switch form {
+        case .json:
             request = try decode(ReceivedPush.self, bytes)
+        case .batch, .keyedBatch:
+            do {
+                request = form == .keyedBatch ? try EventBatch.decodeKeyed(bytes) : try EventBatch.decode(bytes)
+            } catch {
+                throw HTTPError.badRequest("the \(form == .keyedBatch ? "keyed event batch" : "event batch") is invalid: \(error)")
+            }
         }
         guard request.device == credential.device else {
             throw HTTPError.forbidden("this token belongs to another device than '\(request.device)'; push with that device's own token")
@@ -444,7 +457,22 @@ public final class SyncRequestHandler: Sendable {
         }
         let rules = PushRules(maximumPayloadBytes: configuration.maximumPayloadBytes)
         let candidates = request.events.map { rules.candidate(for: $0, credential: credential) }
-        let response = try store.push(candidates, for: credential, receivedAt: now, rules: rules)
+        let response: PushResponse
+        if request.keys.isEmpty {
+            response = try store.push(candidates, for: credential, receivedAt: now, rules: rules)
+        } else {
+            // The keys under the key store's rules, checked against the log before the batch's
+            // events, and stored with them in one transaction: a device that pulls the events
+            // finds their keys.
+            response = try store.withPushTransaction(
+                library: credential.libraryID, device: credential.device, at: now, readingAheadFor: candidates
+            ) { transaction in
+                let keys = try KeyStoreRules.apply(request.keys, for: credential, in: transaction)
+                var response = try rules.apply(candidates, for: credential, in: transaction)
+                response.keys = PushedKeyChanges(answering: keys)
+                return response
+            }
+        }
         notifier.committed(response, libraryID: credential.libraryID)
         // A stored purge retires the snapshots before it (PushRules): delete their blobs now.
         if candidates.contains(where: { if case .accept(let event, _) = $0 { event.type == EventType.assetPurged.rawValue } else { false } }

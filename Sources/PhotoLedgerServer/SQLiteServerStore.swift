@@ -366,6 +366,14 @@ public final class SQLiteServerStore: ServerStore {
             try SQLiteServerStore.retireBlobs(retired, libraryID: library, at: receivedAt, in: db)
         }
 
+        func keyEntry(named name: String) throws -> [UInt8]? {
+            try db.firstRow("SELECT value FROM key_entries WHERE library_id = ? AND name = ?", [library, name]) { $0.blob(0) }
+        }
+
+        func applyKeyChanges(_ changes: [KeyChange]) throws -> (statuses: [KeyChangeStatus], from: Int64, through: Int64) {
+            try SQLiteServerStore.applyKeyChanges(changes, libraryID: library, by: device, at: receivedAt, in: db)
+        }
+
         func finish(head: LibraryHead, lastDeviceSequence: Int64) throws {
             try writePending()
             try db.execute(
@@ -654,55 +662,64 @@ public final class SQLiteServerStore: ServerStore {
         throws -> (statuses: [KeyChangeStatus], from: Int64, through: Int64)
     {
         try writer.write { db in
-            // Deleted and replaced entries (destroyed keys) are overwritten in the file, not only
-            // unlinked; only here: the connection's other writes (pushes) need not pay for it.
-            try db.execute("PRAGMA secure_delete = ON")
-            defer { try? db.execute("PRAGMA secure_delete = OFF") }
-            let from =
-                try db.firstRow("SELECT coalesce(max(seq), 0) FROM key_entries WHERE library_id = ?", [libraryID]) { $0.int64(0) } ?? 0
-            var seq = from
-            var statuses: [KeyChangeStatus] = []
-            statuses.reserveCapacity(changes.count)
-            // Consecutive writes are stored with few statements (a large library's asset keys
-            // arrive by the thousand); a deletion or a create-only write first stores those
-            // before it, so the changes still take effect in order.
-            var writes: [(name: String, value: [UInt8], seq: Int64)] = []
-            func storeWrites() throws {
-                guard !writes.isEmpty else { return }
-                try Self.keyEntryUpsert.run(count: writes.count, in: db) { row, values in
-                    let write = writes[row]
-                    values.append(libraryID)
-                    values.append(write.name)
-                    values.append(blob: write.value)
-                    values.append(device.rawValue)
-                    values.append(Int64(milliseconds))
-                    values.append(write.seq)
-                }
-                writes.removeAll(keepingCapacity: true)
+            try Self.applyKeyChanges(changes, libraryID: libraryID, by: device, at: Int64(milliseconds), in: db)
+        }
+    }
+
+    /// ``applyKeyChangesReportingPositions(libraryID:_:by:at:)`` in the writer's open transaction.
+    fileprivate static func applyKeyChanges(
+        _ changes: [KeyChange], libraryID: Int64, by device: DeviceID, at milliseconds: Int64, in db: Database
+    )
+        throws -> (statuses: [KeyChangeStatus], from: Int64, through: Int64)
+    {
+        // Deleted and replaced entries (destroyed keys) are overwritten in the file, not only
+        // unlinked; only here: the connection's other writes (pushes) need not pay for it.
+        try db.execute("PRAGMA secure_delete = ON")
+        defer { try? db.execute("PRAGMA secure_delete = OFF") }
+        let from =
+            try db.firstRow("SELECT coalesce(max(seq), 0) FROM key_entries WHERE library_id = ?", [libraryID]) { $0.int64(0) } ?? 0
+        var seq = from
+        var statuses: [KeyChangeStatus] = []
+        statuses.reserveCapacity(changes.count)
+        // Consecutive writes are stored with few statements (a large library's asset keys
+        // arrive by the thousand); a deletion or a create-only write first stores those
+        // before it, so the changes still take effect in order.
+        var writes: [(name: String, value: [UInt8], seq: Int64)] = []
+        func storeWrites() throws {
+            guard !writes.isEmpty else { return }
+            try Self.keyEntryUpsert.run(count: writes.count, in: db) { row, values in
+                let write = writes[row]
+                values.append(libraryID)
+                values.append(write.name)
+                values.append(blob: write.value)
+                values.append(device.rawValue)
+                values.append(milliseconds)
+                values.append(write.seq)
             }
-            for change in changes {
-                guard let value = change.value else {
-                    try storeWrites()
-                    try db.execute("DELETE FROM key_entries WHERE library_id = ? AND name = ?", [libraryID, change.name])
-                    statuses.append(.deleted)
+            writes.removeAll(keepingCapacity: true)
+        }
+        for change in changes {
+            guard let value = change.value else {
+                try storeWrites()
+                try db.execute("DELETE FROM key_entries WHERE library_id = ? AND name = ?", [libraryID, change.name])
+                statuses.append(.deleted)
+                continue
+            }
+            if change.createOnly {
+                try storeWrites()
+                if let held = try db.firstRow(
+                    "SELECT value FROM key_entries WHERE library_id = ? AND name = ?", [libraryID, change.name], { $0.blob(0) })
+                {
+                    statuses.append(held == value ? .stored : .conflict)
                     continue
                 }
-                if change.createOnly {
-                    try storeWrites()
-                    if let held = try db.firstRow(
-                        "SELECT value FROM key_entries WHERE library_id = ? AND name = ?", [libraryID, change.name], { $0.blob(0) })
-                    {
-                        statuses.append(held == value ? .stored : .conflict)
-                        continue
-                    }
-                }
-                seq += 1
-                writes.append((change.name, value, seq))
-                statuses.append(.stored)
             }
-            try storeWrites()
-            return (statuses, from, seq)
+            seq += 1
+            writes.append((change.name, value, seq))
+            statuses.append(.stored)
         }
+        try storeWrites()
+        return (statuses, from, seq)
     }
 
     /// Writes key store entries (a later write of a name replaces the earlier one, in the same

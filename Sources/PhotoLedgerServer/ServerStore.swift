@@ -221,6 +221,12 @@ public protocol PushTransaction {
     func retireSnapshots(before position: Int64) throws
     /// Saves the library's new head and the device's last sequence; called once, at the end.
     func finish(head: LibraryHead, lastDeviceSequence: Int64) throws
+    /// The bytes of the library's key store entry `name`, as this transaction sees it, or nil.
+    func keyEntry(named name: String) throws -> [UInt8]?
+    /// Applies key store changes for the pushing device in this transaction, as
+    /// ``ServerStore/applyKeyChangesReportingPositions(libraryID:_:by:at:)`` does in one of its
+    /// own: they commit with the push's events, or not at all.
+    func applyKeyChanges(_ changes: [KeyChange]) throws -> (statuses: [KeyChangeStatus], from: Int64, through: Int64)
     /// Reads ahead what the rules may ask about `candidates` (their identifiers, the objects
     /// they name), so that a backend across a network asks its database once per push rather
     /// than once per event. Called before the rules run; the answers must stay those of the

@@ -73,11 +73,16 @@ extension SyncEngine {
         try await publishKeys(try replica.pendingKeyEntries(assetKeys: assetKeys), &report)
     }
 
-    /// Writes the queued entries of the keys of the assets `events` are about: what the push
-    /// sends before a batch of events (and after its blobs), while the server stores the batch
-    /// before it, so a device that pulls the batch finds the keys that open it.
-    func publishAssetKeys(of events: [Replica.PendingEvent], _ report: inout SyncReport) async throws {
-        try await publishKeys(try replica.pendingKeyEntries(ofAssets: Set(events.map(\.event.object))), &report)
+    /// The queued entries of the keys of the assets `events` are about, which go up with the
+    /// push batch of `events` (after its blobs), so a device that pulls the batch finds the keys
+    /// that open it: returned, to be carried in the batch itself, when the server takes keyed
+    /// batches (``sendsKeyedBatches``); otherwise written to the key store now, while the server
+    /// stores the batch before, and none returned.
+    func assetKeys(of events: [Replica.PendingEvent], _ report: inout SyncReport) async throws -> [KeyChange] {
+        let pending = try replica.pendingKeyEntries(ofAssets: Set(events.map(\.event.object)))
+        if sendsKeyedBatches, pending.count <= KeyStoreBody.maximumChanges { return Self.keyChanges(pending) }
+        try await publishKeys(pending, &report)
+        return []
     }
 
     /// Writes `pending` to the server's key store, in requests of at most
@@ -85,49 +90,74 @@ extension SyncEngine {
     /// (names are unique, so their order does not matter): the server stores one while the other
     /// travels and this device records the answer to the one before. The read position moves
     /// past a request's writes once every position between it and them is this device's own.
-    private func publishKeys(_ pending: [(name: String, value: [UInt8]?, createOnly: Bool)], _ report: inout SyncReport) async throws {
+    func publishKeys(_ pending: [(name: String, value: [UInt8]?, createOnly: Bool)], _ report: inout SyncReport) async throws {
         guard !pending.isEmpty else { return }
-        var cursor = replica.isEnrolled ? try replica.keyStoreCursor() : nil
-        var written: [Int64: Int64] = [:]  // the positions each answered request wrote: from → through
+        var writes = try keyStoreWrites()
         let size = sendsKeyStoreBodies ? KeyStoreBody.maximumChanges : KeyChangesRequest.maximumChanges
-        let chunks = stride(from: 0, to: pending.count, by: size).map {
-            KeyChangesRequest(
-                changes: pending[$0..<min($0 + size, pending.count)].map {
-                    KeyChange(name: $0.name, value: $0.value, createOnly: $0.createOnly)
-                })
+        let changes = Self.keyChanges(pending)
+        let chunks = stride(from: 0, to: changes.count, by: size).map {
+            KeyChangesRequest(changes: Array(changes[$0..<min($0 + size, changes.count)]))
         }
         try await Self.concurrently(chunks, limit: 2) { request in
             try await self.changeKeyStore(request)
         } each: { (answers: [(request: KeyChangesRequest, response: KeyChangesResponse)]) in
-            for (request, response) in answers { try recordAnswer(request.changes, response) }
+            for (request, response) in answers { try recordKeyAnswer(request.changes, response, &writes, &report) }
         }
+    }
 
-        func recordAnswer(_ chunk: [KeyChange], _ response: KeyChangesResponse) throws {
-            if let from = response.from, let through = response.through, through >= from { written[from] = through }
-            if let read = cursor, written[read] != nil {
-                var moved = read
-                while let through = written.removeValue(forKey: moved) { moved = through }
-                try replica.setKeyStoreCursor(moved)
-                cursor = moved
-            }
-            var done: [(name: String, value: [UInt8]?)] = []
-            for (entry, result) in zip(chunk, response.results) {
-                switch result.status {
-                case .stored, .deleted:
-                    done.append((entry.name, entry.value))
-                case .conflict where entry.name == "library/public":
-                    throw SyncError.invalidRemote(
-                        "the library on the server is already end-to-end encrypted with other keys; this library cannot join it as it is. "
-                            + "Join it with a new, empty library (`photoledger init`, `photoledger remote set`, then `photoledger device enroll`)"
-                    )
-                case .conflict, .forbidden:
-                    report.encryptionNotes.append(
-                        "the server refused the key entry '\(entry.name)': \(result.reason ?? "it exists with other bytes")")
-                    done.append((entry.name, entry.value))
-                }
-            }
-            try replica.keyEntriesPublished(done)
+    /// Queued entries as key store changes.
+    static func keyChanges(_ pending: [(name: String, value: [UInt8]?, createOnly: Bool)]) -> [KeyChange] {
+        pending.map { KeyChange(name: $0.name, value: $0.value, createOnly: $0.createOnly) }
+    }
+
+    /// The positions of the key store this device wrote in one sync: its read position moves
+    /// past them once every position between it and them is its own.
+    struct KeyStoreWrites {
+        /// This device's read position (nil while it is not enrolled: it reads everything again).
+        var cursor: Int64?
+        /// The positions each answered request wrote: from → through.
+        var written: [Int64: Int64] = [:]
+    }
+
+    /// The read position this device starts a sync's writes from.
+    func keyStoreWrites() throws -> KeyStoreWrites {
+        KeyStoreWrites(cursor: replica.isEnrolled ? try replica.keyStoreCursor() : nil)
+    }
+
+    /// Records the server's answer to `changes` (a key store request's, or a keyed push's): the
+    /// entries it stored, deleted or refused leave the outbox (a refusal is noted in `report`),
+    /// and the read position moves past the writes when nothing but this device's writes came
+    /// between.
+    ///
+    /// - Throws: ``SyncError/invalidRemote(_:)`` when the server's library holds another
+    ///   identity key.
+    func recordKeyAnswer(_ changes: [KeyChange], _ response: KeyChangesResponse, _ writes: inout KeyStoreWrites, _ report: inout SyncReport)
+        throws
+    {
+        if let from = response.from, let through = response.through, through >= from { writes.written[from] = through }
+        if let read = writes.cursor, writes.written[read] != nil {
+            var moved = read
+            while let through = writes.written.removeValue(forKey: moved) { moved = through }
+            try replica.setKeyStoreCursor(moved)
+            writes.cursor = moved
         }
+        var done: [(name: String, value: [UInt8]?)] = []
+        for (entry, result) in zip(changes, response.results) {
+            switch result.status {
+            case .stored, .deleted:
+                done.append((entry.name, entry.value))
+            case .conflict where entry.name == "library/public":
+                throw SyncError.invalidRemote(
+                    "the library on the server is already end-to-end encrypted with other keys; this library cannot join it as it is. "
+                        + "Join it with a new, empty library (`photoledger init`, `photoledger remote set`, then `photoledger device enroll`)"
+                )
+            case .conflict, .forbidden:
+                report.encryptionNotes.append(
+                    "the server refused the key entry '\(entry.name)': \(result.reason ?? "it exists with other bytes")")
+                done.append((entry.name, entry.value))
+            }
+        }
+        try replica.keyEntriesPublished(done)
     }
 
     /// Whether changes of the key store go in their binary form (the options allow it, and the
@@ -181,7 +211,7 @@ extension SyncEngine {
     private func decodingKeyStoreAnswer<T>(
         _ response: HTTPResponse, path: String, _ binary: ([UInt8]) throws -> T, _ json: ([UInt8]) throws -> T
     ) throws -> T {
-        let isBinary = response.headers["Content-Type"].map(Self.mediaType) == KeyStoreBody.contentType
+        let isBinary = response.headers["Content-Type"].map(SyncRoutes.mediaType) == KeyStoreBody.contentType
         return try decoding(response, path: path) { isBinary ? try binary($0) : try json($0) }
     }
 

@@ -129,6 +129,12 @@ public final class SyncEngine: Sendable {
         /// server that does not take it answers 415 (the engine sends JSON from then on) or
         /// answers JSON, which is read as well; false exchanges JSON only.
         public var exchangesKeyStoreBodies = true
+        /// In an end-to-end encrypted library, send the keys of a push batch's assets in the batch
+        /// itself (`EventBatch.keyedContentType`, with ``sendsEventBatches``): the server stores
+        /// them with the events in one transaction, and no key store request goes before the
+        /// batch. A server that does not take it answers 415, and the engine writes the keys to
+        /// the key store before each batch from then on; false always does so.
+        public var sendsKeysWithBatches = true
         /// Start a new, empty library from the server's newest snapshot (when it has one)
         /// instead of replaying the whole history: the library is usable once the events after
         /// the snapshot are pulled, and the history before it is fetched after, to verify it.
@@ -153,6 +159,9 @@ public final class SyncEngine: Sendable {
     /// Set once the server refused a binary change of the key store (an older server): JSON
     /// from then on.
     let serverTakesKeyStoreBodies = Atomic<Bool>(true)
+    /// Set once the server refused a push batch carrying keys (an older server): keys go to the
+    /// key store before their batch from then on.
+    private let serverTakesKeyedBatches = Atomic<Bool>(true)
 
     /// An engine for `library` and `remote`, over libcurl with retries by default.
     public init(
@@ -279,16 +288,16 @@ public final class SyncEngine: Sendable {
 
     /// Sends the blobs `events` refer to that the server does not have (resources, recorded
     /// renditions), before the events themselves are pushed; in an end-to-end encrypted library
-    /// the keys of the events' assets (which name the blobs just sealed) are published after them.
+    /// the keys of the events' assets (which name the blobs just sealed) go up after them, with
+    /// the events (returned) or just before them (see ``assetKeys(of:_:)``).
     func uploadBlobs(of events: [Replica.PendingEvent], _ report: inout SyncReport, _ progress: (@Sendable (SyncProgress) -> Void)?)
-        async throws
+        async throws -> [KeyChange]
     {
-        guard !events.isEmpty else { return }
+        guard !events.isEmpty else { return [] }
         let blobs = try replica.blobReferences(of: events.map(\.event))
         let hashes = blobs.resources.union(blobs.renditions).sorted()
         guard !hashes.isEmpty else {
-            if replica.isEncrypted { try await publishAssetKeys(of: events, &report) }
-            return
+            return replica.isEncrypted ? try await assetKeys(of: events, &report) : []
         }
         // The blobs of each object's events, declared to the server before they are uploaded and
         // the events pushed: what its blob garbage collection keeps them by.
@@ -316,7 +325,7 @@ public final class SyncEngine: Sendable {
             report.uploadedBytes += upload.size
             progress?(SyncProgress(phase: .uploadingResources, completed: done, total: missing.count, bytes: report.uploadedBytes))
         }
-        if replica.isEncrypted { try await publishAssetKeys(of: events, &report) }  // the asset keys name the blobs just sealed
+        return replica.isEncrypted ? try await assetKeys(of: events, &report) : []  // the asset keys name the blobs just sealed
     }
 
     /// Tells the server which blobs the events about each object refer to (the server cannot
@@ -450,14 +459,26 @@ public final class SyncEngine: Sendable {
     /// The batches are sent one at a time, in device order (the server stores a device's events
     /// only in sequence), but the work on the two sides overlaps: while the server stores one
     /// batch, this device records the answer to the one before, reads the next and uploads the
-    /// blobs it refers to (a batch is sent only after its blobs).
+    /// blobs it refers to (a batch is sent only after its blobs). In an end-to-end encrypted
+    /// library, each batch carries the keys of its assets (``sendsKeyedBatches``), which the
+    /// server stores in the transaction that stores the batch.
     func push(_ report: inout SyncReport, _ progress: (@Sendable (SyncProgress) -> Void)?) async throws {
         let total = try replica.outboxCount()
         var gapRetries = 0
         var bytes: Int64 = 0
-        /// Records the server's answers to a batch; returns the device sequence the server asks
-        /// for when it lacks earlier events of this device.
-        func record(_ batch: [Replica.PendingEvent], _ response: PushResponse) throws -> Int64? {
+        var keyWrites = try keyStoreWrites()
+        /// Records the server's answers to a batch (and to the keys it carried); returns the
+        /// device sequence the server asks for when it lacks earlier events of this device.
+        func record(_ batch: [Replica.PendingEvent], _ response: PushResponse, keys: [KeyChange]) throws -> Int64? {
+            if !keys.isEmpty, let answer = response.keys {
+                let answers: KeyChangesResponse
+                do {
+                    answers = try answer.response(to: keys)
+                } catch {
+                    throw SyncError.invalidResponse("the server's answer to the keys of a push: \(error)")
+                }
+                try recordKeyAnswer(keys, answers, &keyWrites, &report)
+            }
             var stored: [(deviceSequence: Int64, serverSequence: Int64)] = [], rejected: [(UUID, String)] = []
             var expected: Int64?
             let deviceSequences = Dictionary(
@@ -493,28 +514,30 @@ public final class SyncEngine: Sendable {
             return expected
         }
         var batch = try replica.outbox(limit: options.pushBatchSize)
-        try await uploadBlobs(of: batch, &report, progress)
-        var answered: (batch: [Replica.PendingEvent], response: PushResponse)?
+        var keys = try await uploadBlobs(of: batch, &report, progress)
+        var answered: (batch: [Replica.PendingEvent], keys: [KeyChange], response: PushResponse)?
         var encoded: [UInt8]?  // the next batch in the binary form, made while the server stores the one before
         while !batch.isEmpty || answered != nil {
             try Task.checkCancellation()
-            let sending = batch, body = encoded
+            let sending = batch, sendingKeys = keys, body = encoded
             let binary = options.sendsEventBatches && serverTakesEventBatches.load(ordering: .relaxed)
-            async let sent = sending.isEmpty ? nil : pushBatch(sending.map(\.event), encoded: body)
-            let expected = try answered.flatMap { try record($0.batch, $0.response) }
+            async let sent = sending.isEmpty ? nil : pushBatch(sending.map(\.event), keys: sendingKeys, encoded: body)
+            let expected = try answered.flatMap { try record($0.batch, $0.response, keys: $0.keys) }
             var next: [Replica.PendingEvent] = []
+            keys = []
             if expected == nil, let last = sending.last {
                 next = try replica.outbox(after: last.localSequence, limit: options.pushBatchSize)
-                try await uploadBlobs(of: next, &report, progress)
-                encoded = binary && !next.isEmpty ? encodedBatch(next.map(\.event)) : nil
+                keys = try await uploadBlobs(of: next, &report, progress)
+                encoded = binary && !next.isEmpty ? encodedBatch(next.map(\.event), keys: keys) : nil
             }
             let result = try await sent
-            answered = result.map { (sending, $0.response) }
+            answered = result.map { (sending, sendingKeys, $0.response) }
             bytes += result?.bytes ?? 0
+            report.encryptionNotes += result?.keyNotes ?? []
             if let expected {
                 // The server lacks earlier events of this device (a restored server): the batch
                 // sent meanwhile stored nothing after the gap. Send again from there.
-                if let inFlight = answered { _ = try record(inFlight.batch, inFlight.response) }
+                if let inFlight = answered { _ = try record(inFlight.batch, inFlight.response, keys: inFlight.keys) }
                 answered = nil
                 gapRetries += 1
                 guard gapRetries <= 3 else {
@@ -522,35 +545,68 @@ public final class SyncEngine: Sendable {
                         "the server keeps asking for device sequence \(expected); it may have lost this device's history")
                 }
                 next = try replica.ownEvents(fromDeviceSequence: expected, limit: options.pushBatchSize)
-                try await uploadBlobs(of: next, &report, progress)
+                keys = try await uploadBlobs(of: next, &report, progress)
                 encoded = nil
             }
             batch = next
         }
     }
 
-    /// Sends one batch of events: in the binary form when the options and the server allow it,
-    /// otherwise as JSON. Returns the server's answer and the bytes moved.
-    func pushBatch(_ batch: [Event], encoded: [UInt8]? = nil) async throws -> (response: PushResponse, bytes: Int64) {
+    /// Sends one batch of events, with `keys` (the key store changes its events need, see
+    /// ``assetKeys(of:_:)``): in the keyed binary form when the server takes it; otherwise the
+    /// keys go to the key store first, then the batch in the binary form when the options and
+    /// the server allow it, or as JSON. `encoded` is the batch as ``encodedBatch(_:keys:)`` made
+    /// it, when made already. Returns the server's answer, the bytes moved and what the key
+    /// store said of keys it refused, when they went to it.
+    func pushBatch(_ batch: [Event], keys: [KeyChange] = [], encoded: [UInt8]? = nil) async throws -> (
+        response: PushResponse, bytes: Int64, keyNotes: [String]
+    ) {
         let path = SyncRoutes.events(library: remote.libraryName)
-        guard options.sendsEventBatches, serverTakesEventBatches.load(ordering: .relaxed) else {
-            return try await exchangeCounting(.post, path, PushRequest(device: library.device, events: batch), as: PushResponse.self)
+        var notes = SyncReport()
+        var keys = keys, encoded = encoded
+        if !keys.isEmpty, !sendsKeyedBatches {
+            // A server that refused keyed batches (since this batch was made): the keys first.
+            try await publishKeys(keys.map { ($0.name, $0.value, $0.createOnly) }, &notes)
+            keys = []
+            encoded = nil
         }
-        let body = encoded ?? encodedBatch(batch)
+        guard options.sendsEventBatches, serverTakesEventBatches.load(ordering: .relaxed) else {
+            let sent = try await exchangeCounting(.post, path, PushRequest(device: library.device, events: batch), as: PushResponse.self)
+            return (sent.response, sent.bytes, notes.encryptionNotes)
+        }
+        let body = encoded ?? encodedBatch(batch, keys: keys)
+        let type = keys.isEmpty ? EventBatch.contentType : EventBatch.keyedContentType
         let response = try await send(
-            HTTPRequest(
-                method: .post, url: remote.url(path), headers: authorized(["Content-Type": EventBatch.contentType]), body: .bytes(body)))
+            HTTPRequest(method: .post, url: remote.url(path), headers: authorized(["Content-Type": type]), body: .bytes(body)))
         if response.status == 415 {
-            // A server that reads JSON pushes only.
-            serverTakesEventBatches.store(false, ordering: .relaxed)
-            return try await exchangeCounting(.post, path, PushRequest(device: library.device, events: batch), as: PushResponse.self)
+            if keys.isEmpty {
+                // A server that reads JSON pushes only.
+                serverTakesEventBatches.store(false, ordering: .relaxed)
+            } else {
+                // A server that takes no keys with a push: the key store, then the plain form.
+                serverTakesKeyedBatches.store(false, ordering: .relaxed)
+            }
+            let sent = try await pushBatch(batch, keys: keys)
+            return (sent.response, sent.bytes + Int64(body.count), notes.encryptionNotes + sent.keyNotes)
         }
         guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
-        return (try decoding(response, path: path, PushResponse.decode), Int64(body.count + response.body.bytes.count))
+        return (
+            try decoding(response, path: path, PushResponse.decode), Int64(body.count + response.body.bytes.count), notes.encryptionNotes
+        )
     }
 
-    /// `batch` in the binary form, as ``pushBatch(_:encoded:)`` sends it.
-    func encodedBatch(_ batch: [Event]) -> [UInt8] { EventBatch.encode(device: library.device, events: batch) }
+    /// `batch` in the binary form, as ``pushBatch(_:keys:encoded:)`` sends it: keyed when `keys`
+    /// is not empty.
+    func encodedBatch(_ batch: [Event], keys: [KeyChange] = []) -> [UInt8] {
+        EventBatch.encode(device: library.device, keys: keys, events: batch)
+    }
+
+    /// Whether a push batch carries the keys of its assets (`EventBatch.keyedContentType`): the
+    /// options allow it, and the server has refused neither the binary form nor the keyed one.
+    var sendsKeyedBatches: Bool {
+        options.sendsEventBatches && options.sendsKeysWithBatches && serverTakesEventBatches.load(ordering: .relaxed)
+            && serverTakesKeyedBatches.load(ordering: .relaxed)
+    }
 
     /// The request for the first page of the pull, sent at the start of a sync whose pull will
     /// ask for it (a device that reads, that has nothing to push and does not start from a
@@ -796,14 +852,9 @@ public final class SyncEngine: Sendable {
         let response = try await send(
             HTTPRequest(method: .get, url: remote.url(path), headers: authorized(headers), timeout: wait.map { .seconds($0 + 30) }))
         guard response.isSuccess else { throw SyncError.from(status: response.status, body: response.body.bytes) }
-        let isEventPage = response.headers["Content-Type"].map(Self.mediaType) == EventPage.contentType
+        let isEventPage = response.headers["Content-Type"].map(SyncRoutes.mediaType) == EventPage.contentType
         let page = try decoding(response, path: path) { isEventPage ? try EventPage.decode($0) : try PullResponse.decode($0) }
         return (page, Int64(response.body.bytes.count))
-    }
-
-    /// The media type of a `Content-Type` value, without parameters, in lowercase.
-    static func mediaType(_ contentType: String) -> String {
-        String(contentType.prefix { $0 != ";" }).trimmingCharacters(in: .whitespaces).lowercased()
     }
 
     /// Sends a JSON message (or nothing) and decodes the JSON answer; a 404 throws `notFound`

@@ -270,3 +270,133 @@ public struct KeyChangesResponse: WireMessage, Hashable {
         return KeyChangesResponse(results: try required(results, "results"), from: from, through: through)
     }
 }
+
+/// What became of the key store changes a push carried in the keyed form
+/// (`EventBatch.keyedContentType`): ``PushResponse/keys``. Most changes do what they ask (a
+/// write is stored, a deletion deleted), so only the others are listed, by their index in the
+/// push's changes:
+///
+/// ```json
+/// "keys":{"from":41,"through":2040,"refused":[{"index":3,"name":"ring/ben","status":"forbidden","reason":"…"}]}
+/// ```
+public struct PushedKeyChanges: Sendable, Hashable {
+    /// A change that was not stored or deleted as asked.
+    public struct Refusal: Sendable, Hashable {
+        /// Its index in the push's changes.
+        public var index: Int
+        /// What became of it (`conflict` or `forbidden`, with the reason).
+        public var result: KeyChangesResponse.Result
+
+        /// Creates a refusal.
+        public init(index: Int, result: KeyChangesResponse.Result) {
+            self.index = index
+            self.result = result
+        }
+    }
+
+    /// The changes not made as asked, in the push's order.
+    public var refused: [Refusal]
+    /// The key store's position before the push's writes.
+    public var from: Int64
+    /// The key store's position after them (the writes took the positions between).
+    public var through: Int64
+
+    /// Creates the answer.
+    public init(refused: [Refusal], from: Int64, through: Int64) {
+        self.refused = refused
+        self.from = from
+        self.through = through
+    }
+
+    /// The answer of `response`, the result of every change in request order: the results that
+    /// are neither `stored` nor `deleted`, with their positions.
+    public init(answering response: KeyChangesResponse) {
+        refused = response.results.enumerated().compactMap { index, result in
+            result.status == .stored || result.status == .deleted ? nil : Refusal(index: index, result: result)
+        }
+        from = response.from ?? 0
+        through = response.through ?? 0
+    }
+
+    /// The result of each of `changes` (the changes the push carried), as the key store would
+    /// answer them: a change not refused did what it asked.
+    ///
+    /// - Throws: ``WireFormatError`` when a refusal names an index or a name that is not that of
+    ///   one of `changes`, or an index twice.
+    public func response(to changes: [KeyChange]) throws -> KeyChangesResponse {
+        var results = changes.map { KeyChangesResponse.Result(name: $0.name, status: $0.value == nil ? .deleted : .stored) }
+        var seen = Set<Int>()
+        for refusal in refused {
+            guard results.indices.contains(refusal.index), changes[refusal.index].name == refusal.result.name,
+                seen.insert(refusal.index).inserted
+            else {
+                throw WireFormatError(
+                    field: "keys.refused", message: "index \(refusal.index) ('\(refusal.result.name)') is not that of a change pushed")
+            }
+            results[refusal.index] = refusal.result
+        }
+        return KeyChangesResponse(results: results, from: from, through: through)
+    }
+
+    func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("from"); writer.integer(from)
+        writer.key("through"); writer.integer(through)
+        writer.key("refused")
+        writer.array(refused) { writer, refusal in
+            writer.beginObject()
+            writer.key("index"); writer.integer(Int64(refusal.index))
+            writer.key("name"); writer.string(refusal.result.name)
+            writer.key("status"); writer.string(refusal.result.status.rawValue)
+            if let reason = refusal.result.reason { writer.key("reason"); writer.string(reason) }
+            writer.endObject()
+        }
+        writer.endObject()
+    }
+
+    static func read(from reader: inout JSONReader, path: String) throws -> PushedKeyChanges {
+        var from: Int64?, through: Int64?, refused: [Refusal]?
+        try readObject(&reader, path: path) { key, reader in
+            switch key {
+            case "from": from = try reading("\(path).from") { try reader.readInt64() }
+            case "through": through = try reading("\(path).through") { try reader.readInt64() }
+            case "refused":
+                refused = try readArray(&reader, "\(path).refused") { reader, index in
+                    try readRefusal(&reader, path: "\(path).refused[\(index)]")
+                }
+            default: return false
+            }
+            return true
+        }
+        return PushedKeyChanges(
+            refused: try required(refused, "\(path).refused"), from: try required(from, "\(path).from"),
+            through: try required(through, "\(path).through"))
+    }
+
+    private static func readRefusal(_ reader: inout JSONReader, path: String) throws -> Refusal {
+        var index: Int64?, name: String?, status: KeyChangeStatus?, reason: String?
+        try readObject(&reader, path: path) { key, reader in
+            switch key {
+            case "index":
+                index = try reading("\(path).index") { try reader.readInt64() }
+                guard let value = index, value >= 0, value < Int64(KeyStoreBody.maximumChanges) else {
+                    throw WireFormatError(field: "\(path).index", message: "must be from 0 to \(KeyStoreBody.maximumChanges - 1)")
+                }
+            case "name": name = try reading("\(path).name") { try reader.readString() }
+            case "status":
+                let text = try reading("\(path).status") { try reader.readString() }
+                guard let value = KeyChangeStatus(rawValue: text) else {
+                    throw WireFormatError(field: "\(path).status", message: "must be stored, deleted, conflict or forbidden")
+                }
+                status = value
+            case "reason": reason = try reading("\(path).reason") { try reader.readString() }
+            default: return false
+            }
+            return true
+        }
+        return Refusal(
+            index: Int(try required(index, "\(path).index")),
+            result: KeyChangesResponse.Result(
+                name: try required(name, "\(path).name"), status: try required(status, "\(path).status"), reason: reason))
+    }
+}

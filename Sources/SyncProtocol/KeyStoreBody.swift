@@ -71,15 +71,26 @@ public enum KeyStoreBody {
 
     /// Encodes `request`.
     public static func encode(_ request: KeyChangesRequest) -> [UInt8] {
-        var writer = ByteWriter(capacity: 16 + request.changes.reduce(0) { $0 + 4 + $1.name.utf8.count + ($1.value?.count ?? 0) })
+        var writer = ByteWriter(capacity: 16 + encodedSize(of: request.changes))
         changes.writeStart(into: &writer)
-        writer.write(varint: UInt64(request.changes.count))
-        for change in request.changes {
+        write(request.changes, into: &writer)
+        return writer.bytes
+    }
+
+    /// About the bytes `list` takes as ``write(_:into:)`` writes it.
+    static func encodedSize(of list: [KeyChange]) -> Int {
+        list.reduce(0) { $0 + 4 + $1.name.utf8.count + ($1.value?.count ?? 0) }
+    }
+
+    /// Writes the number of changes in `list`, then each change: its flags, its name and its
+    /// value (what a change list and a keyed event batch carry).
+    static func write(_ list: [KeyChange], into writer: inout ByteWriter) {
+        writer.write(varint: UInt64(list.count))
+        for change in list {
             writer.write(byte: (change.value == nil ? 0 : 1) | (change.createOnly ? 2 : 0))
             writer.write(string: change.name)
             if let value = change.value { writer.write(bytes: value) }
         }
-        return writer.bytes
     }
 
     /// Decodes a change request as the server reads it.
@@ -91,7 +102,16 @@ public enum KeyStoreBody {
     public static func decodeChanges(_ bytes: [UInt8]) throws -> KeyChangesRequest {
         var reader = ByteReader(bytes)
         try changes.readStart(&reader)
-        let count = try changes.readCount(&reader, bodySize: bytes.count)
+        let decoded = try readChanges(&reader, framing: changes, bodySize: bytes.count)
+        try changes.readEnd(reader, bodySize: bytes.count)
+        return KeyChangesRequest(changes: decoded)
+    }
+
+    /// Reads what ``write(_:into:)`` wrote, in a body of `size` bytes framed by `framing`: at
+    /// most ``maximumChanges``, each with known flags, a valid name and a value of at most
+    /// `KeyEntryName.maximumValueBytes`.
+    static func readChanges(_ reader: inout ByteReader, framing: BinaryEventBody, bodySize size: Int) throws -> [KeyChange] {
+        let count = try framing.readCount(&reader, bodySize: size)
         guard count <= maximumChanges else {
             throw WireFormatError(field: "changes", message: "must hold at most \(maximumChanges) changes, not \(count)")
         }
@@ -105,8 +125,7 @@ public enum KeyStoreBody {
             let value = flags & 1 == 0 ? nil : try readValue(&reader, path)
             decoded.append(KeyChange(name: name, value: value, createOnly: flags & 2 != 0))
         }
-        try changes.readEnd(reader, bodySize: bytes.count)
-        return KeyChangesRequest(changes: decoded)
+        return decoded
     }
 
     // MARK: Results

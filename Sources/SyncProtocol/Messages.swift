@@ -113,12 +113,16 @@ public struct PushRequest: WireMessage, Hashable {
 public struct ReceivedPush: WireMessage, Hashable {
     /// The pushing device.
     public var device: DeviceID
+    /// The key store changes sent with the events (only in the keyed binary form,
+    /// `EventBatch.keyedContentType`; never in JSON).
+    public var keys: [KeyChange]
     /// The events, in the order sent.
     public var events: [ReceivedEvent]
 
     /// Creates a received push.
-    public init(device: DeviceID, events: [ReceivedEvent]) {
+    public init(device: DeviceID, keys: [KeyChange] = [], events: [ReceivedEvent]) {
         self.device = device
+        self.keys = keys
         self.events = events
     }
 
@@ -257,12 +261,16 @@ public struct PushResponse: WireMessage, Hashable {
     /// it chains its own copies from the value it holds and compares, so it need not pull its
     /// own events back.
     public var head: ServerChainHead?
+    /// What became of the key store changes the push carried (keyed form only): stored in the
+    /// transaction that stored the events (`"keys":{…}`, see ``PushedKeyChanges``).
+    public var keys: PushedKeyChanges?
 
     /// Creates a push response.
-    public init(results: [PushResult], lastDeviceSequence: Int64, head: ServerChainHead? = nil) {
+    public init(results: [PushResult], lastDeviceSequence: Int64, head: ServerChainHead? = nil, keys: PushedKeyChanges? = nil) {
         self.results = results
         self.lastDeviceSequence = lastDeviceSequence
         self.head = head
+        self.keys = keys
     }
 
     public func write(to writer: inout JSONWriter) {
@@ -279,11 +287,15 @@ public struct PushResponse: WireMessage, Hashable {
             writer.key("chainHash"); writer.hex(head.chainHash)
             writer.endObject()
         }
+        if let keys {
+            writer.key("keys")
+            keys.write(to: &writer)
+        }
         writer.endObject()
     }
 
     public static func read(from reader: inout JSONReader) throws -> PushResponse {
-        var results: [PushResult]?, last: Int64?, head: ServerChainHead?
+        var results: [PushResult]?, last: Int64?, head: ServerChainHead?, keys: PushedKeyChanges?
         try readObject(&reader, path: "") { key, reader in
             switch key {
             case "results":
@@ -295,12 +307,13 @@ public struct PushResponse: WireMessage, Hashable {
                 results = list
             case "lastDeviceSeq": last = try reading(key) { try reader.readInt64() }
             case "head": head = try ServerChainHead.read(from: &reader, path: key)
+            case "keys": keys = try PushedKeyChanges.read(from: &reader, path: key)
             default: return false
             }
             return true
         }
         return PushResponse(
-            results: try required(results, "results"), lastDeviceSequence: try required(last, "lastDeviceSeq"), head: head)
+            results: try required(results, "results"), lastDeviceSequence: try required(last, "lastDeviceSeq"), head: head, keys: keys)
     }
 }
 

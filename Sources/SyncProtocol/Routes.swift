@@ -1,7 +1,14 @@
+import Foundation
+
 /// The paths, limits and name rules of the sync protocol, shared by client and server.
 ///
 /// All routes are under `/v1`; every one except ``health`` needs `Authorization: Bearer <token>`.
 public enum SyncRoutes {
+    /// The media type of a `Content-Type` value, without parameters, in lowercase.
+    public static func mediaType(_ contentType: String) -> String {
+        String(contentType.prefix { $0 != ";" }).trimmingCharacters(in: .whitespaces).lowercased()
+    }
+
     /// `GET /v1/health`.
     public static let health = "/v1/health"
 

@@ -11,13 +11,19 @@ import Testing
 @testable import PhotoLedgerSync
 
 /// Passes requests to `base`; when a batch of events is pushed, notes which assets it creates
-/// whose keys the server's key store does not hold yet, and how many asset keys it holds.
+/// whose keys neither the server's key store holds yet nor the batch carries, how many asset
+/// keys the server holds, and how many the batch carries; counts the asset keys written to the
+/// key store's own route.
 final class KeyOrderWatcher: HTTPTransport, @unchecked Sendable {
     let base: any HTTPTransport
     let store: SQLiteServerStore
+    // Safe to share: the notes are touched only under `lock`.
     private let lock = NSLock()
     private var missing: [UUID] = []
     private var held: [Int] = []
+    private var carried: [Int] = []
+    private var written = 0
+    private var writeRequests = 0
 
     init(_ base: any HTTPTransport, store: SQLiteServerStore) {
         self.base = base
@@ -26,24 +32,63 @@ final class KeyOrderWatcher: HTTPTransport, @unchecked Sendable {
 
     func send(_ request: HTTPRequest) async throws -> SyncTransport.HTTPResponse {
         if request.method == .post, request.url.path.hasSuffix("/events") {
-            let push = try EventBatch.decode(request.body.bytes)
+            let keyed = request.headers["Content-Type"] == EventBatch.keyedContentType
+            let push = keyed ? try EventBatch.decodeKeyed(request.body.bytes) : try EventBatch.decode(request.body.bytes)
             let names = Set(try store.keyEntries(libraryID: 1, after: 0).entries.map(\.name).filter { $0.hasPrefix("asset/") })
+            let sent = Set(push.keys.filter { $0.value != nil }.map(\.name))
             let created = push.events.compactMap { received -> UUID? in
                 guard case .valid(let wire) = received, wire.event.type == "asset.created" else { return nil }
                 return wire.event.object
             }
             lock.withLock {
-                missing += created.filter { !names.contains(KeyStoreName.asset($0)) }
+                missing += created.filter { !names.contains(KeyStoreName.asset($0)) && !sent.contains(KeyStoreName.asset($0)) }
                 held.append(names.count)
+                carried.append(push.keys.count)
+            }
+        } else if request.method == .post, request.url.path.hasSuffix("/keys") {
+            let changes =
+                request.headers["Content-Type"] == KeyStoreBody.contentType
+                ? try KeyStoreBody.decodeChanges(request.body.bytes).changes : []
+            lock.withLock {
+                written += changes.filter { $0.name.hasPrefix("asset/") }.count
+                writeRequests += 1
             }
         }
         return try await base.send(request)
     }
 
-    /// Assets created by a pushed batch whose keys the server did not hold when the batch was sent.
+    /// Assets created by a pushed batch whose keys the server did not hold when the batch was
+    /// sent, and the batch did not carry.
     var assetsWithoutKeys: [UUID] { lock.withLock { missing } }
     /// The asset keys the server held as each batch was sent.
     var assetKeysAtPushes: [Int] { lock.withLock { held } }
+    /// The key changes each batch carried.
+    var keysCarried: [Int] { lock.withLock { carried } }
+    /// The asset keys written through the key store's route (in its binary form).
+    var assetKeysWritten: Int { lock.withLock { written } }
+    /// The requests that wrote to the key store's route.
+    var keyStoreRequests: Int { lock.withLock { writeRequests } }
+}
+
+/// A server that takes no keys with a push (an older server): a keyed batch is answered 415.
+final class NoKeyedBatches: HTTPTransport, @unchecked Sendable {
+    // Safe to share: the count is touched only under `lock`.
+    private let lock = NSLock()
+    private let base: any HTTPTransport
+    private var refused = 0
+
+    init(base: any HTTPTransport) { self.base = base }
+
+    /// The keyed batches refused.
+    var refusals: Int { lock.withLock { refused } }
+
+    func send(_ request: HTTPRequest) async throws -> SyncTransport.HTTPResponse {
+        guard request.headers["Content-Type"] == EventBatch.keyedContentType else { return try await base.send(request) }
+        lock.withLock { refused += 1 }
+        return SyncTransport.HTTPResponse(
+            status: 415, headers: ["Content-Type": "application/json"],
+            body: .bytes(Array(#"{"error":{"code":"unsupportedMediaType","message":"the body must be JSON"}}"#.utf8)))
+    }
 }
 
 /// The key store of a server that reads JSON only, after `binaryAnswers` binary changes (an
@@ -100,13 +145,16 @@ final class JSONOnlyKeyStore: HTTPTransport, @unchecked Sendable {
 
 @Suite("Encrypted pushes")
 struct EncryptedPushTests {
-    @Test("asset keys go up with the push batches of their assets, each before its batch; an enrolled device then reads everything")
-    func assetKeysTravelWithTheirBatches() async throws {
+    @Test(
+        "asset keys go up with the push batches of their assets: in the batch itself, or just before it when the batch carries no keys; an enrolled device then reads everything",
+        arguments: [true, false])
+    func assetKeysTravelWithTheirBatches(keyed: Bool) async throws {
         let world = try SyncWorld()
         let anna = try world.device("anna-phone", seed: 1, encrypted: true)
         let watcher = KeyOrderWatcher(testTransport(), store: world.server.store)
         var options = SyncEngine.Options()
         options.pushBatchSize = 50
+        options.sendsKeysWithBatches = keyed
         let engine = SyncEngine(
             library: anna.library, remote: try world.server.remote(device: "anna-phone"), transport: watcher, options: options)
         try anna.library.performChangesAndWait { changes in
@@ -116,9 +164,19 @@ struct EncryptedPushTests {
         let report = try await engine.sync()
         #expect(report.pushedEvents == 120 && report.encryptionNotes.isEmpty)
         #expect(watcher.assetsWithoutKeys.isEmpty)
-        // Batch by batch: when the first batch went, the third batch's keys had not gone yet.
         let held = watcher.assetKeysAtPushes
-        #expect(held.count == 3 && held[0] >= 50 && held[0] <= 100)
+        if keyed {
+            // Each batch carried its own assets' keys, stored with it: none went by the key store.
+            #expect(watcher.keysCarried == [50, 50, 20] && held == [0, 50, 100])
+            #expect(watcher.assetKeysWritten == 0)
+        } else {
+            // Batch by batch: when the first batch went, the third batch's keys had not gone yet.
+            #expect(held.count == 3 && held[0] >= 50 && held[0] <= 100)
+            #expect(watcher.keysCarried == [0, 0, 0] && watcher.assetKeysWritten == 120)
+        }
+        // One request to the key store in the whole sync (the device's public key, its ring, the
+        // library's identity and recovery copy), not one per batch.
+        #expect(watcher.keyStoreRequests == (keyed ? 1 : 4))
         #expect(try anna.library.pendingKeyEntries().isEmpty)
         #expect(try world.server.store.keyEntries(libraryID: 1, after: 0).entries.filter { $0.name.hasPrefix("asset/") }.count == 120)
 
@@ -219,6 +277,7 @@ struct EncryptedPushTests {
             let server = JSONOnlyKeyStore(base: testTransport(), binaryAnswers: binaryAnswers)
             var options = SyncEngine.Options()
             options.pushBatchSize = 1005
+            options.sendsKeysWithBatches = false  // the asset keys by the key store's route
             let engine = SyncEngine(
                 library: anna.library, remote: try world.server.remote(device: "anna-phone"), transport: server, options: options)
             try anna.library.performChangesAndWait { changes in
@@ -245,6 +304,41 @@ struct EncryptedPushTests {
             #expect(pulled.pulledEvents == 1005 && pulled.quarantinedEvents.isEmpty)
             #expect(try ben.library.fetchAssets().count == 1005)
         }
+    }
+}
+
+extension EncryptedPushTests {
+    @Test("a server that takes no keys with a push gets each batch's keys by the key store, just before the batch, from its refusal on")
+    func olderServerGetsKeysByTheKeyStore() async throws {
+        let world = try SyncWorld()
+        let anna = try world.device("anna-phone", seed: 1, encrypted: true)
+        let older = NoKeyedBatches(base: testTransport())
+        let watcher = KeyOrderWatcher(older, store: world.server.store)
+        var options = SyncEngine.Options()
+        options.pushBatchSize = 50
+        let engine = SyncEngine(
+            library: anna.library, remote: try world.server.remote(device: "anna-phone"), transport: watcher, options: options)
+        try anna.library.performChangesAndWait { changes in
+            for _ in 0..<120 { _ = try changes.createImageRecord(width: 400, height: 300, creationDate: nil) }
+        }
+        let report = try await engine.sync()
+        #expect(report.pushedEvents == 120 && report.encryptionNotes.isEmpty)
+        // The first batch went keyed and was refused; it and every later one went after its keys.
+        #expect(older.refusals == 1)
+        #expect(watcher.keysCarried == [50, 0, 0, 0] && watcher.assetKeysWritten == 120)
+        // (The keys of the batch after the one in flight may go up while it travels.)
+        let held = watcher.assetKeysAtPushes
+        #expect(held.count == 4 && held[0] == 0 && held[1] >= 50 && held[3] == 120, "\(held)")
+        #expect(watcher.assetsWithoutKeys.isEmpty)
+        #expect(try anna.library.pendingKeyEntries().isEmpty)
+        #expect(try world.server.store.keyEntries(libraryID: 1, after: 0).entries.filter { $0.name.hasPrefix("asset/") }.count == 120)
+
+        let ben = try world.device("ben-tablet", seed: 2)
+        try anna.library.approveEnrolment(of: "ben-tablet", publicKey: try ben.library.prepareEnrolment())
+        try await engine.sync()
+        let pulled = try await ben.sync()
+        #expect(pulled.pulledEvents == 120 && pulled.quarantinedEvents.isEmpty)
+        #expect(try ben.library.fetchAssets().count == 120)
     }
 }
 

@@ -280,6 +280,20 @@ final class PostgresPushTransaction: PushTransaction {
         finished = (head, lastDeviceSequence)
     }
 
+    // MARK: Key store, at once
+
+    func keyEntry(named name: String) throws -> [UInt8]? {
+        let result = try connection.query(
+            "SELECT value FROM key_entries WHERE library_id = $1 AND name = $2", [.int64(library), .text(name)])
+        return result.count > 0 ? result.bytes(0, 0) : nil
+    }
+
+    /// Applies the changes now, in the open transaction: the library's row, locked since it
+    /// began, keeps the other writers of its key store out (they lock it `FOR UPDATE`).
+    func applyKeyChanges(_ changes: [KeyChange]) throws -> (statuses: [KeyChangeStatus], from: Int64, through: Int64) {
+        try PostgresServerStore.applyKeyChanges(changes, libraryID: library, by: device, at: receivedAt, on: connection)
+    }
+
     /// Stores what the push kept (its events, its rejections, and the head and device position
     /// of ``finish(head:lastDeviceSequence:)``) and commits, in one round trip. When events
     /// were stored, the commit also notifies every listening server process (and never if the

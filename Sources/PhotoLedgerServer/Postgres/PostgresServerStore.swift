@@ -693,49 +693,59 @@ public final class PostgresServerStore: ServerStore {
                 // Writers of one library's key store take turns (the library's row), so positions
                 // commit in order and a reader never misses a write.
                 _ = try connection.query("SELECT 1 FROM libraries WHERE library_id = $1 FOR UPDATE", [.int64(libraryID)])
-                let current = try connection.query(
-                    "SELECT coalesce(max(seq), 0) FROM key_entries WHERE library_id = $1", [.int64(libraryID)])
-                let from = current.int64(0, 0)
-                var seq = from
-                let statuses = try changes.map { change -> KeyChangeStatus in
-                    guard let value = change.value else {
-                        _ = try connection.query(
-                            "DELETE FROM key_entries WHERE library_id = $1 AND name = $2", [.int64(libraryID), .text(change.name)])
-                        return .deleted
-                    }
-                    if change.createOnly {
-                        let inserted = try connection.query(
-                            """
-                            INSERT INTO key_entries (library_id, name, value, written_by, written_at, seq) VALUES ($1, $2, $3, $4, $5, $6)
-                            ON CONFLICT (library_id, name) DO NOTHING
-                            """,
-                            [
-                                .int64(libraryID), .text(change.name), .bytes(value), .text(device.rawValue), .int64(Int64(milliseconds)),
-                                .int64(seq + 1),
-                            ])
-                        if inserted.changes == 1 {
-                            seq += 1
-                            return .stored
-                        }
-                        let held = try connection.query(
-                            "SELECT value FROM key_entries WHERE library_id = $1 AND name = $2", [.int64(libraryID), .text(change.name)])
-                        return held.count > 0 && held.bytes(0, 0) == value ? .stored : .conflict
-                    }
-                    seq += 1
-                    _ = try connection.query(
-                        """
-                        INSERT INTO key_entries (library_id, name, value, written_by, written_at, seq) VALUES ($1, $2, $3, $4, $5, $6)
-                        ON CONFLICT (library_id, name) DO UPDATE SET value = excluded.value, written_by = excluded.written_by,
-                            written_at = excluded.written_at, seq = excluded.seq
-                        """,
-                        [
-                            .int64(libraryID), .text(change.name), .bytes(value), .text(device.rawValue), .int64(Int64(milliseconds)),
-                            .int64(seq),
-                        ])
-                    return .stored
-                }
-                return (statuses, from, seq)
+                return try Self.applyKeyChanges(changes, libraryID: libraryID, by: device, at: Int64(milliseconds), on: connection)
             }
         }
+    }
+
+    /// ``applyKeyChangesReportingPositions(libraryID:_:by:at:)`` in `connection`'s open
+    /// transaction, which holds the library's row against other writers of its key store.
+    static func applyKeyChanges(
+        _ changes: [KeyChange], libraryID: Int64, by device: DeviceID, at milliseconds: Int64, on connection: PostgresConnection
+    )
+        throws -> (statuses: [KeyChangeStatus], from: Int64, through: Int64)
+    {
+        let current = try connection.query(
+            "SELECT coalesce(max(seq), 0) FROM key_entries WHERE library_id = $1", [.int64(libraryID)])
+        let from = current.int64(0, 0)
+        var seq = from
+        let statuses = try changes.map { change -> KeyChangeStatus in
+            guard let value = change.value else {
+                _ = try connection.query(
+                    "DELETE FROM key_entries WHERE library_id = $1 AND name = $2", [.int64(libraryID), .text(change.name)])
+                return .deleted
+            }
+            if change.createOnly {
+                let inserted = try connection.query(
+                    """
+                    INSERT INTO key_entries (library_id, name, value, written_by, written_at, seq) VALUES ($1, $2, $3, $4, $5, $6)
+                    ON CONFLICT (library_id, name) DO NOTHING
+                    """,
+                    [
+                        .int64(libraryID), .text(change.name), .bytes(value), .text(device.rawValue), .int64(milliseconds),
+                        .int64(seq + 1),
+                    ])
+                if inserted.changes == 1 {
+                    seq += 1
+                    return .stored
+                }
+                let held = try connection.query(
+                    "SELECT value FROM key_entries WHERE library_id = $1 AND name = $2", [.int64(libraryID), .text(change.name)])
+                return held.count > 0 && held.bytes(0, 0) == value ? .stored : .conflict
+            }
+            seq += 1
+            _ = try connection.query(
+                """
+                INSERT INTO key_entries (library_id, name, value, written_by, written_at, seq) VALUES ($1, $2, $3, $4, $5, $6)
+                ON CONFLICT (library_id, name) DO UPDATE SET value = excluded.value, written_by = excluded.written_by,
+                    written_at = excluded.written_at, seq = excluded.seq
+                """,
+                [
+                    .int64(libraryID), .text(change.name), .bytes(value), .text(device.rawValue), .int64(milliseconds),
+                    .int64(seq),
+                ])
+            return .stored
+        }
+        return (statuses, from, seq)
     }
 }

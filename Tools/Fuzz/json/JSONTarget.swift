@@ -37,6 +37,17 @@ enum JSONTarget: FuzzTarget {
                     ], lastDeviceSequence: 9)
             ),
             (
+                "push-response-keys",
+                PushResponse(
+                    results: [PushResult(id: id, status: .stored(serverSequence: 12))], lastDeviceSequence: 9,
+                    head: ServerChainHead(serverSequence: 12, chainHash: [UInt8](repeating: 0x3C, count: 32)),
+                    keys: PushedKeyChanges(
+                        refused: [
+                            .init(index: 2, result: .init(name: "ring/ben", status: .forbidden, reason: "only a readWrite device")),
+                            .init(index: 4, result: .init(name: "asset/0193a5b2-7c00-7000-8000-000000000006", status: .conflict)),
+                        ], from: 40, through: 43))
+            ),
+            (
                 "library",
                 LibraryInfo(
                     library: "family", libraryID: SampleEvents.library, device: "anna-phone", scope: .readWrite, lastServerSequence: 1042)

@@ -4,13 +4,16 @@ import LedgerCore
 import SyncProtocol
 
 /// The binary bodies of events: `EventPage.decode` over pull pages, as a client reads them from
-/// a server, and `EventBatch.decode` over pushes, as the server reads them from a device. Every
-/// input goes to both (each refuses the other's magic at once).
+/// a server, and `EventBatch.decode` and `EventBatch.decodeKeyed` over pushes (plain, and
+/// carrying key store changes), as the server reads them from a device. Every input goes to all
+/// three (each refuses the others' magic at once).
 ///
 /// A page that decodes must encode to a page that decodes to the same content, and carry the
 /// same content as a JSON pull page (the two forms of one response). A batch that decodes must
 /// encode (its valid events, hashed again) to a batch that decodes to the same events, which
-/// carries what its JSON form carries; and it holds no more events than its bytes can.
+/// carries what its JSON form carries; and it holds no more events than its bytes can. A keyed
+/// batch that decodes carries valid key changes, no more than the limit, and reads back from its
+/// own encoding with the same changes and the events its plain form holds.
 @main
 enum PagesTarget: FuzzTarget {
     static func seeds() -> [Seed] {
@@ -32,14 +35,47 @@ enum PagesTarget: FuzzTarget {
             Seed(name: "batch-one", bytes: EventBatch.encode(device: "anna-phone", events: [SampleEvents.all[0]])),
             Seed(name: "batch-all", bytes: EventBatch.encode(device: "cleo_tablet.2", events: SampleEvents.all)),
             Seed(name: "batch-invalid-type", bytes: EventBatch.encode(device: "anna-phone", events: [SampleEvents.all[0], invalid])),
+            Seed(name: "keyed-one", bytes: EventBatch.encode(device: "anna-phone", keys: sampleKeys, events: [SampleEvents.all[0]])),
+            Seed(name: "keyed-no-events", bytes: EventBatch.encode(device: "anna-phone", keys: sampleKeys, events: [])),
+            Seed(name: "keyed-invalid-type", bytes: EventBatch.encode(device: "anna-phone", keys: sampleKeys, events: [invalid])),
         ]
     }
 
-    static func accepts(_ input: [UInt8]) -> Bool { (try? EventPage.decode(input)) != nil || (try? EventBatch.decode(input)) != nil }
+    /// Key changes of each kind: a create-only write, a write, a deletion, an empty value.
+    static let sampleKeys = [
+        KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000006", value: [1, 2, 3], createOnly: true),
+        KeyChange(name: "device/anna-phone", value: [UInt8](repeating: 7, count: 32)),
+        KeyChange(name: "asset/0193a5b2-7c00-7000-8000-000000000007", value: nil),
+        KeyChange(name: "ring/ben", value: []),
+    ]
+
+    static func accepts(_ input: [UInt8]) -> Bool {
+        (try? EventPage.decode(input)) != nil || (try? EventBatch.decode(input)) != nil || (try? EventBatch.decodeKeyed(input)) != nil
+    }
 
     static func run(_ input: [UInt8]) {
         checkPage(input)
         checkBatch(input)
+        checkKeyedBatch(input)
+    }
+
+    private static func checkKeyedBatch(_ input: [UInt8]) {
+        guard let push = try? EventBatch.decodeKeyed(input) else { return }
+        require(push.keys.count <= KeyStoreBody.maximumChanges, "\(push.keys.count) key changes decoded")
+        for change in push.keys {
+            require(KeyEntryName.problem(with: change.name) == nil, "an invalid key name decoded: \(change.name)")
+            require((change.value?.count ?? 0) <= KeyEntryName.maximumValueBytes, "a key value over the limit decoded")
+        }
+        let valid = push.validEvents
+        let plain = try? EventBatch.decode(EventBatch.encode(device: push.device, events: valid))
+        if push.keys.isEmpty {
+            // Without changes the encoder writes the plain form, which the keyed decoder refuses.
+            require(plain?.events.count == valid.count, "the keyed batch's events do not read back as a plain batch")
+            return
+        }
+        let again = try? EventBatch.decodeKeyed(EventBatch.encode(device: push.device, keys: push.keys, events: valid))
+        require(again?.keys == push.keys, "the keyed batch's changes do not decode from its own encoding")
+        require(again?.events == plain?.events, "the keyed batch's events are not those of its plain form")
     }
 
     private static func checkPage(_ input: [UInt8]) {
