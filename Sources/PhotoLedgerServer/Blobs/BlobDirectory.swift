@@ -100,7 +100,7 @@ public struct BlobDirectory: BlobStore {
 /// they arrive. The temporary file is removed unless ``commit(as:)`` moves it into place.
 ///
 /// libmicrohttpd hands a body over in pieces of a few kilobytes (as much as a connection's small
-/// memory pool reads at once); they are gathered into a buffer of ``bufferBytes`` and written
+/// memory pool reads at once); they are gathered into a buffer of 128 KB and written
 /// and hashed a buffer at a time, so a blob of megabytes costs a few dozen writes, not hundreds.
 public final class BlobFileUpload: BlobUpload {
     /// The bytes gathered before they are written to the file.
