@@ -179,6 +179,15 @@ public enum KeyChangeStatus: String, Sendable, Hashable {
     case conflict
     /// Not allowed for this token (the reason is in the result).
     case forbidden
+
+    /// Reads a status from JSON text at `path`; any other text is an error naming the four.
+    static func read(from reader: inout JSONReader, path: String) throws -> KeyChangeStatus {
+        let text = try reading(path) { try reader.readString() }
+        guard let value = KeyChangeStatus(rawValue: text) else {
+            throw WireFormatError(field: path, message: "must be stored, deleted, conflict or forbidden")
+        }
+        return value
+    }
 }
 
 /// The answer to ``KeyChangesRequest``: `{"results":[{"name":…,"status":"stored"}, …]}` in
@@ -216,12 +225,7 @@ public struct KeyChangesResponse: WireMessage, Hashable {
             try readObject(&reader, path: path) { key, reader in
                 switch key {
                 case "name": name = try reading("\(path).name") { try reader.readString() }
-                case "status":
-                    let text = try reading("\(path).status") { try reader.readString() }
-                    guard let value = KeyChangeStatus(rawValue: text) else {
-                        throw WireFormatError(field: "\(path).status", message: "must be stored, deleted, conflict or forbidden")
-                    }
-                    status = value
+                case "status": status = try KeyChangeStatus.read(from: &reader, path: "\(path).status")
                 case "reason": reason = try reading("\(path).reason") { try reader.readString() }
                 default: return false
                 }
@@ -383,12 +387,7 @@ public struct PushedKeyChanges: Sendable, Hashable {
                     throw WireFormatError(field: "\(path).index", message: "must be from 0 to \(KeyStoreBody.maximumChanges - 1)")
                 }
             case "name": name = try reading("\(path).name") { try reader.readString() }
-            case "status":
-                let text = try reading("\(path).status") { try reader.readString() }
-                guard let value = KeyChangeStatus(rawValue: text) else {
-                    throw WireFormatError(field: "\(path).status", message: "must be stored, deleted, conflict or forbidden")
-                }
-                status = value
+            case "status": status = try KeyChangeStatus.read(from: &reader, path: "\(path).status")
             case "reason": reason = try reading("\(path).reason") { try reader.readString() }
             default: return false
             }
