@@ -104,6 +104,12 @@ struct Projection {
     /// connection waits for the first batch with nothing to do, so it comes early.
     static let rebuildFirstBatchSize = 2_000
 
+    /// ``EventLog/columns`` in their places, those a plain event's fold does not read as NULL.
+    static let plainFoldColumns = EventLog.columns.split(separator: ", ").map { column in
+        ["local_seq", "event_id", "device_id", "hlc", "object_id", "type", "schema_version", "payload", "library", "key_id"]
+            .contains(column) ? String(column) : "NULL"
+    }.joined(separator: ", ")
+
     /// The page cache of a rebuild, in KiB.
     static let rebuildCacheKiB = 64 * 1024
 
@@ -191,8 +197,7 @@ struct Projection {
         // sealed event's row is read again whole, to be opened.
         let scan = try database.cachedStatement(
             """
-            SELECT local_seq, event_id, device_id, NULL, hlc, NULL, object_id, type, schema_version, payload, NULL, NULL, NULL, library,
-                key_id, NULL, \(rejections ? "event_id IN (SELECT event_id FROM sync_rejections)" : "0")
+            SELECT \(Self.plainFoldColumns), \(rejections ? "event_id IN (SELECT event_id FROM sync_rejections)" : "0")
             FROM events WHERE local_seq > ? ORDER BY local_seq
             """)
         defer { scan.reset() }
@@ -225,7 +230,9 @@ struct Projection {
                 let row = try database.cachedStatement("SELECT \(EventLog.columns) FROM events WHERE local_seq = ?")
                 defer { row.reset() }
                 try row.bind(scan.int64(localSequence), at: 1)
-                guard try row.step() else { throw DecodingError("the event at local position \(scan.int64(localSequence))", offset: 0) }
+                guard try row.step() else {
+                    throw DecodingError("no row at local position \(scan.int64(localSequence)) on its second read", offset: 0)
+                }
                 let event = try EventLog.decode(row).event
                 batch.add(context.verdict(on: event, stamp: stamp, keepingClaims: false), event: id, object: object, stamp: stamp)
             } else {
