@@ -105,23 +105,40 @@ else
     filters=()
     for group in "${groups[@]}"; do filters+=("--filter ^($group)\\."); done
     filters+=("--skip ^($named)\\.")
+    # Each group's output is also kept, so that a failure's own lines are printed again at the end,
+    # where a log's tail shows them (the simulation prints a line for each of its schedules).
+    group_logs="$(mktemp -d)"
     for index in "${!filters[@]}"; do
         (
             set -o pipefail
             # shellcheck disable=SC2086 # the filter is an option and its pattern
-            "$tests" --testing-library swift-testing --parallel ${filters[$index]} --skip "$alone" 2>&1 | sed -u "s/^/[${names[$index]}] /"
+            "$tests" --testing-library swift-testing --parallel ${filters[$index]} --skip "$alone" 2>&1 |
+                sed -u "s/^/[${names[$index]}] /" | tee "$group_logs/${names[$index]}.log"
         ) &
         test_processes+=($!)
     done
     failed=0
+    failed_groups=()
     for index in "${!test_processes[@]}"; do
         if ! wait "${test_processes[$index]}"; then
             echo "error: the ${names[$index]} tests failed (their lines start with [${names[$index]}])" >&2
+            failed_groups+=("${names[$index]}")
             failed=1
         fi
     done
     test_processes=()
-    [ $failed = 0 ] || exit 1
+    if [ $failed != 0 ]; then
+        echo "The failures' own lines (an issue recorded, a test or suite failed, a crash):" >&2
+        grep -h -A 6 -e 'recorded an issue' -e 'failed after' -e 'Fatal error' -e 'exited with' \
+            "$group_logs"/*.log | grep -v ' started\.$' | head -n 200 >&2 || true
+        for name in "${failed_groups[@]}"; do
+            echo "The last lines of the $name tests:" >&2
+            tail -n 8 "$group_logs/$name.log" >&2
+        done
+        rm -rf "$group_logs"
+        exit 1
+    fi
+    rm -rf "$group_logs"
     "$tests" --testing-library swift-testing --no-parallel --filter "$alone"
 fi
 tested=$SECONDS

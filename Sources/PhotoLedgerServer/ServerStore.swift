@@ -278,7 +278,9 @@ public protocol ServerStore: Sendable {
     /// Starts telling `handler` of the commits of events that *other* processes make on this
     /// store (a shared database), so their waiting pulls wake in this process too; `nil` when
     /// nothing but this process writes (an embedded file). After a lost subscription the
-    /// handler is told `nil`: commits may have been missed.
+    /// handler is told `nil`: commits may have been missed. Returns once the subscription is in
+    /// place (or its first attempt failed), so that a pull waiting after this returns is told of
+    /// every later commit.
     func watchCommits(_ handler: @escaping @Sendable (StoreCommit?) -> Void) throws -> (any CommitWatch)?
 
     // Administration

@@ -235,9 +235,12 @@ struct CrossServerWakeTests {
         let watch = try #require(try store.watchCommits { commit in received.withLock { $0.append(commit) } })
         defer { watch.stop() }
         try store.createLibrary(named: "family", uuid: nil, at: 1)
+        // The session's query shows LISTEN from when it starts; it listens once its transaction
+        // has committed, when the session is idle again (a commit before that is not notified).
+        let listening = "datname = '\(database.name)' AND query LIKE 'LISTEN photoledger_commits%'"
         try await waitUntil("the listener listens") {
             (try? PostgresTestDatabase.adminCount(
-                "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN photoledger_commits%'", database.url)) == 1
+                "SELECT count(*) FROM pg_stat_activity WHERE \(listening) AND state = 'idle'", database.url)) == 1
         }
         let token = try DeviceToken.generate()
         try store.registerToken(hash: DeviceToken.hash(token), library: "family", device: "anna-phone", scope: .readWrite, at: 1)
@@ -252,7 +255,7 @@ struct CrossServerWakeTests {
         // The listening session is ended by the database: the listener reconnects and says that
         // commits may have been missed.
         try PostgresTestDatabase.admin(database.url) {
-            _ = try $0.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN photoledger_commits%'")
+            _ = try $0.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE \(listening)")
         }
         try await waitUntil("the listener reconnects") { received.withLock { $0.last == .some(nil) } }
         _ = try store.push(

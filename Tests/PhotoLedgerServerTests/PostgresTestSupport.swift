@@ -20,7 +20,8 @@ final class PostgresTestDatabase: Sendable {
 
     /// The test database's URL.
     let url: String
-    private let name: String
+    /// The database's name.
+    let name: String
     private let adminURL: String
 
     init() throws {

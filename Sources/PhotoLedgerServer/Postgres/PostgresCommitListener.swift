@@ -16,28 +16,44 @@ final class PostgresCommitListener: CommitWatch, Sendable {
     private let stopped = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
 
-    /// Starts listening; `connect` opens a connection to the store's database.
+    /// Starts listening; `connect` opens a connection to the store's database. Returns once the
+    /// first attempt to listen is over: when it succeeded, every commit from then on is told
+    /// (a pull that starts waiting after the server started is woken by any server's commit);
+    /// when it failed, the thread goes on trying.
     init(connect: @escaping @Sendable () throws -> PostgresConnection, handler: @escaping @Sendable (StoreCommit?) -> Void) {
+        let firstAttempt = DispatchSemaphore(value: 0)
         let thread = Thread { [self] in
             var pause: useconds_t = 100_000
             var connectedBefore = false
+            var attempted = false
             while !stopped.load(ordering: .acquiring) {
                 do {
                     let connection = try connect()
+                    // LISTEN takes effect when its transaction commits, before it returns.
                     _ = try connection.execute("LISTEN \(Self.channel)")
                     if connectedBefore { handler(nil) }
                     connectedBefore = true
                     pause = 100_000
+                    if !attempted {
+                        attempted = true
+                        firstAttempt.signal()
+                    }
                     try listen(on: connection, handler: handler)
                 } catch {
+                    if !attempted {
+                        attempted = true
+                        firstAttempt.signal()
+                    }
                     usleep(pause)
                     pause = min(pause * 2, 5_000_000)
                 }
             }
+            if !attempted { firstAttempt.signal() }
             finished.signal()
         }
         thread.name = "photoledger-commit-listener"
         thread.start()
+        firstAttempt.wait()
     }
 
     private func listen(on connection: PostgresConnection, handler: @Sendable (StoreCommit?) -> Void) throws {
