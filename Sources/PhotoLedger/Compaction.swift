@@ -222,11 +222,10 @@ enum CompactionSnapshot {
         try db.rows("SELECT name FROM pragma_table_info(?)", [table]) { "\"\($0.text(0))\"" }.joined(separator: ", ")
     }
 
-    /// Copies the snapshot into the (emptied) projection tables; returns the local sequence it
-    /// was taken at, after which the log must be folded (0 when there is no snapshot).
-    static func restore(into db: Database) throws -> Int64 {
-        let through = try db.firstRow("SELECT snapshot_through FROM compaction_state WHERE id = 1") { $0.int64(0) } ?? 0
-        guard through > 0 else { return 0 }
+    /// Copies the snapshot, if one was taken, into the (emptied) projection tables: the log is
+    /// then folded after ``position(in:)``.
+    static func restore(into db: Database) throws {
+        guard try position(in: db) > 0 else { return }
         for projection in Projection.tables {
             let columns = try db.rows("SELECT name FROM pragma_table_info(?)", [table(projection)]) { "\"\($0.text(0))\"" }
             // A snapshot taken before the table existed holds none of its rows.
@@ -240,6 +239,10 @@ enum CompactionSnapshot {
             let list = columns.joined(separator: ", ")
             try db.execute("INSERT INTO \(projection) (\(list)) SELECT \(list) FROM \(table(projection))")
         }
-        return through
+    }
+
+    /// The local position of the last event the snapshot folds (0: none was taken).
+    static func position(in db: Database) throws -> Int64 {
+        try db.firstRow("SELECT snapshot_through FROM compaction_state WHERE id = 1") { $0.int64(0) } ?? 0
     }
 }

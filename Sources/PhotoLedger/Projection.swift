@@ -132,22 +132,7 @@ struct Projection {
     /// compaction snapshot reads only the events after it, so the caller checks the chain itself).
     @discardableResult
     func rebuild(context: FoldContext, batchSize: Int = Self.rebuildBatchSize, chainHead: [UInt8]? = nil) throws -> Int? {
-        for table in Self.tables {
-            try database.execute("DELETE FROM \(table)")
-        }
-        // A larger page cache while the fold runs, so the transaction's dirty pages are not
-        // spilled to the log file and written again.
-        let cacheSize = try database.firstRow("PRAGMA cache_size") { $0.int64(0) } ?? -2000
-        try database.execute("PRAGMA cache_size = -\(Self.rebuildCacheKiB)")
-        defer { try? database.execute("PRAGMA cache_size = \(cacheSize)") }
-        let start = try CompactionSnapshot.restore(into: database)
-        if start > 0 { try database.execute(ProjectionBatch.allMemberAssetsSQL) }
-        // Without a snapshot, the tables are empty: the batches keep track of what they wrote.
-        var progress =
-            try start > 0
-            ? nil
-            : RebuildProgress(
-                objects: Int(database.firstRow("SELECT coalesce(max(local_seq), 0) FROM events") { $0.int64(0) } ?? 0))
+        let start = try CompactionSnapshot.position(in: database)
         let path = database.path
         @Sendable func readOnlyConnection() throws -> Database {
             var options = Database.Options()
@@ -159,13 +144,34 @@ struct Projection {
         }
         // The chain is checked on a thread of its own, beside the fold, before anything commits.
         let verifier = (start == 0 ? chainHead : nil).map { head in
-            BackgroundWork { try EventLog(readOnlyConnection()).verify(after: 0, head: head) }
+            // At a lower priority: the writing connection is the rebuild's critical path, and
+            // the check fits in what the fold leaves of the other core.
+            BackgroundWork(lowerPriority: true) { try EventLog(readOnlyConnection()).verify(after: 0, head: head) }
         }
         defer { _ = try? verifier?.wait() }
         let folder = FoldingThread { emit in
             try Self.fold(try readOnlyConnection(), after: start, context: context, batchSize: batchSize, emit)
         }
         defer { folder.stop() }
+        // While the fold reads the log (and only the log), this connection empties the views.
+        for table in Self.tables {
+            try database.execute("DELETE FROM \(table)")
+        }
+        // A larger page cache while the fold runs, so the transaction's dirty pages are not
+        // spilled to the log file and written again.
+        let cacheSize = try database.firstRow("PRAGMA cache_size") { $0.int64(0) } ?? -2000
+        try database.execute("PRAGMA cache_size = -\(Self.rebuildCacheKiB)")
+        defer { try? database.execute("PRAGMA cache_size = \(cacheSize)") }
+        if start > 0 {
+            try CompactionSnapshot.restore(into: database)
+            try database.execute(ProjectionBatch.allMemberAssetsSQL)
+        }
+        // Without a snapshot, the tables are empty: the batches keep track of what they wrote.
+        var progress =
+            try start > 0
+            ? nil
+            : RebuildProgress(
+                objects: Int(database.firstRow("SELECT coalesce(max(local_seq), 0) FROM events") { $0.int64(0) } ?? 0))
         do {
             while let batch = try folder.next() {
                 try batch.write(to: database, rebuilding: &progress)
@@ -183,9 +189,9 @@ struct Projection {
         }
     }
 
-    /// Reads the log after `start` in `database` and folds it in batches of `batchSize` events
-    /// (the first of at most ``rebuildFirstBatchSize``), handing each batch to `emit` (the last
-    /// one possibly empty).
+    /// Reads the log after `start` in `database` and folds it in batches of up to `batchSize`
+    /// events (the first of at most ``rebuildFirstBatchSize``, each next one twice as large),
+    /// handing each batch to `emit` (the last one possibly empty).
     private static func fold(
         _ database: Database, after start: Int64, context: FoldContext, batchSize: Int, _ emit: (ProjectionBatch) throws -> Void
     ) throws {
@@ -246,7 +252,9 @@ struct Projection {
             }
             if batch.eventCount >= limit {
                 try emit(batch)
-                limit = batchSize
+                // Batches grow twice as large up to the batch size: the writer, slower per event
+                // than the fold, is kept busy from the first batch on.
+                limit = min(batchSize, limit * 2)
                 batch = ProjectionBatch(expectedEvents: limit)
             }
         }
@@ -260,9 +268,15 @@ final class BackgroundWork<Value: Sendable>: @unchecked Sendable {
     private let condition = NSCondition()
     private var result: Result<Value, any Error>?
 
-    /// Starts `work` on a new thread.
-    init(_ work: @escaping @Sendable () throws -> Value) {
+    /// Starts `work` on a new thread; with `lowerPriority`, the thread's nice value is raised by
+    /// 10, so that it runs mostly when a core would otherwise be idle. (On Linux the nice value
+    /// is the calling thread's, not the whole process's.)
+    init(lowerPriority: Bool = false, _ work: @escaping @Sendable () throws -> Value) {
         let thread = Thread { [self] in
+            if lowerPriority {
+                let which = __priority_which_t(PRIO_PROCESS.rawValue)
+                _ = setpriority(which, 0, min(19, getpriority(which, 0) + 10))
+            }
             let outcome = Result(catching: work)
             condition.withLock {
                 result = outcome
