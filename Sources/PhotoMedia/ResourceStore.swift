@@ -139,7 +139,7 @@ public final class ResourceStore: Sendable {
 
     /// Stores `bytes`; `name` appears in errors.
     public func ingest(_ bytes: some Collection<UInt8>, name: String = "data") throws(MediaError) -> StoredResource {
-        try ingest(Array(bytes), name: name)
+        try ingest(Array(bytes), name: name, validate: nil).resource
     }
 
     /// Stores a copy of the file at `url` (or a hard link, for `.move`: see `FileTransfer`),
@@ -201,11 +201,15 @@ public final class ResourceStore: Sendable {
         return ImportedResource(resource: result.resource, info: result.info!)
     }
 
-    /// Validates photo or video bytes and stores them; `name` appears in errors.
+    /// Validates photo or video bytes and stores them; `name` appears in errors. The bytes are
+    /// written once, to the file the store then keeps: the decoders validate that file before it
+    /// is flushed and named (a refused one is removed).
     public func importMedia(_ bytes: some Collection<UInt8>, name: String) throws(MediaError) -> ImportedResource {
-        let array = Array(bytes)
-        let info = try MediaInspector.inspect(array, name: name)
-        return ImportedResource(resource: try ingest(array, name: name), info: info)
+        let validate = { (path: String) throws(MediaError) in
+            try MediaInspector.inspect(path: path, name: name)
+        }
+        let result = try ingest(Array(bytes), name: name, validate: validate)
+        return ImportedResource(resource: result.resource, info: result.info!)
     }
 
     private typealias Validation = (String) throws(MediaError) -> MediaInfo
@@ -233,7 +237,9 @@ public final class ResourceStore: Sendable {
         }
     }
 
-    private func ingest(_ bytes: [UInt8], name: String) throws(MediaError) -> StoredResource {
+    private func ingest(
+        _ bytes: [UInt8], name: String, validate: Validation?
+    ) throws(MediaError) -> (resource: StoredResource, info: MediaInfo?) {
         let temporary = temporaryPath()
         do throws(MediaError) {
             let descriptor = try FileIO.open(temporary, O_WRONLY | O_CREAT | O_EXCL, name: name)
@@ -243,8 +249,9 @@ public final class ResourceStore: Sendable {
                 return nil
             }
             if let failure { throw failure }
+            let info = try validate?(temporary)
             try FileIO.sync(descriptor, name: name)
-            return try install(temporary, hash: Hex.encode(SHA256.hash(bytes)), name: name)
+            return (try install(temporary, hash: Hex.encode(SHA256.hash(bytes)), name: name), info)
         } catch {
             unlink(temporary)
             throw error
