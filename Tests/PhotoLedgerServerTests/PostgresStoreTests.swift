@@ -226,6 +226,29 @@ struct CrossServerWakeTests {
     }
 
     @Test(
+        "a commit made as soon as the commit listener is started is told: it listens before it returns",
+        .enabled(if: available, PostgresTestDatabase.skipReason))
+    func listenerListensOnReturn() async throws {
+        let database = try PostgresTestDatabase()
+        let store = try PostgresServerStore(url: database.url)
+        try store.createLibrary(named: "family", uuid: nil, at: 1)
+        let token = try DeviceToken.generate()
+        try store.registerToken(hash: DeviceToken.hash(token), library: "family", device: "anna-phone", scope: .readWrite, at: 1)
+        let credential = try #require(try store.authenticate(tokenHash: DeviceToken.hash(token)))
+        let rules = PushRules()
+        var factory = EventFactory()
+        let received = Mutex<[StoreCommit?]>([])
+        // No wait between starting to listen and the commit: a commit the listener missed would
+        // never be told, and the wait below would time out.
+        let watch = try #require(try store.watchCommits { commit in received.withLock { $0.append(commit) } })
+        defer { watch.stop() }
+        _ = try store.push(
+            factory.make(2).map { rules.candidate(for: .valid(WireEvent($0)), credential: credential) }, for: credential, receivedAt: 10,
+            rules: rules)
+        try await waitUntil("the commit arrives") { received.withLock { $0 } == [StoreCommit(libraryID: credential.libraryID, through: 2)] }
+    }
+
+    @Test(
         "the commit listener wakes every waiting pull after it reconnects, and stops cleanly",
         .enabled(if: available, PostgresTestDatabase.skipReason))
     func listenerReconnects() async throws {
