@@ -117,17 +117,15 @@ else
         ) &
         test_processes+=($!)
     done
-    failed=0
     failed_groups=()
     for index in "${!test_processes[@]}"; do
         if ! wait "${test_processes[$index]}"; then
             echo "error: the ${names[$index]} tests failed (their lines start with [${names[$index]}])" >&2
             failed_groups+=("${names[$index]}")
-            failed=1
         fi
     done
     test_processes=()
-    if [ $failed != 0 ]; then
+    if [ ${#failed_groups[@]} -gt 0 ]; then
         echo "The failures' own lines (an issue recorded, a test or suite failed, a crash):" >&2
         grep -h -A 6 -e 'recorded an issue' -e 'failed after' -e 'Fatal error' -e 'exited with' \
             "$group_logs"/*.log | grep -v ' started\.$' | head -n 200 >&2 || true
@@ -135,10 +133,9 @@ else
             echo "The last lines of the $name tests:" >&2
             tail -n 8 "$group_logs/$name.log" >&2
         done
-        rm -rf "$group_logs"
-        exit 1
     fi
     rm -rf "$group_logs"
+    [ ${#failed_groups[@]} -eq 0 ] || exit 1
     "$tests" --testing-library swift-testing --no-parallel --filter "$alone"
 fi
 tested=$SECONDS

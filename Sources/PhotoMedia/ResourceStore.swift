@@ -193,11 +193,7 @@ public final class ResourceStore: Sendable {
     /// inspected there (so what is inspected is exactly what is stored) and only then given their
     /// name. Invalid input throws `invalidResource` naming the file and leaves nothing behind.
     public func importMedia(fileAt url: URL, transfer: FileTransfer = .copy) throws(MediaError) -> ImportedResource {
-        let name = url.lastPathComponent
-        let validate = { (path: String) throws(MediaError) in
-            try MediaInspector.inspect(path: path, name: name)
-        }
-        let result = try ingest(fileAt: url, transfer: transfer, validate: validate)
+        let result = try ingest(fileAt: url, transfer: transfer, validate: Self.inspection(naming: url.lastPathComponent))
         return ImportedResource(resource: result.resource, info: result.info!)
     }
 
@@ -205,14 +201,16 @@ public final class ResourceStore: Sendable {
     /// written once, to the file the store then keeps: the decoders validate that file before it
     /// is flushed and named (a refused one is removed).
     public func importMedia(_ bytes: some Collection<UInt8>, name: String) throws(MediaError) -> ImportedResource {
-        let validate = { (path: String) throws(MediaError) in
-            try MediaInspector.inspect(path: path, name: name)
-        }
-        let result = try ingest(Array(bytes), name: name, validate: validate)
+        let result = try ingest(Array(bytes), name: name, validate: Self.inspection(naming: name))
         return ImportedResource(resource: result.resource, info: result.info!)
     }
 
     private typealias Validation = (String) throws(MediaError) -> MediaInfo
+
+    /// The decoders' validation of a file being stored, naming it `name` in errors.
+    private static func inspection(naming name: String) -> Validation {
+        { (path: String) throws(MediaError) in try MediaInspector.inspect(path: path, name: name) }
+    }
 
     private func ingest(
         fileAt url: URL, transfer: FileTransfer, validate: Validation?

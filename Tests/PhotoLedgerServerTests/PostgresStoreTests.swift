@@ -231,20 +231,14 @@ struct CrossServerWakeTests {
     func listenerListensOnReturn() async throws {
         let database = try PostgresTestDatabase()
         let store = try PostgresServerStore(url: database.url)
-        try store.createLibrary(named: "family", uuid: nil, at: 1)
-        let token = try DeviceToken.generate()
-        try store.registerToken(hash: DeviceToken.hash(token), library: "family", device: "anna-phone", scope: .readWrite, at: 1)
-        let credential = try #require(try store.authenticate(tokenHash: DeviceToken.hash(token)))
-        let rules = PushRules()
+        let credential = try annaInFamily(store)
         var factory = EventFactory()
         let received = Mutex<[StoreCommit?]>([])
         // No wait between starting to listen and the commit: a commit the listener missed would
         // never be told, and the wait below would time out.
         let watch = try #require(try store.watchCommits { commit in received.withLock { $0.append(commit) } })
         defer { watch.stop() }
-        _ = try store.push(
-            factory.make(2).map { rules.candidate(for: .valid(WireEvent($0)), credential: credential) }, for: credential, receivedAt: 10,
-            rules: rules)
+        try push(2, from: &factory, as: credential, to: store)
         try await waitUntil("the commit arrives") { received.withLock { $0 } == [StoreCommit(libraryID: credential.libraryID, through: 2)] }
     }
 
@@ -257,7 +251,8 @@ struct CrossServerWakeTests {
         let received = Mutex<[StoreCommit?]>([])
         let watch = try #require(try store.watchCommits { commit in received.withLock { $0.append(commit) } })
         defer { watch.stop() }
-        try store.createLibrary(named: "family", uuid: nil, at: 1)
+        let credential = try annaInFamily(store)
+        var factory = EventFactory()
         // The session's query shows LISTEN from when it starts; it listens once its transaction
         // has committed, when the session is idle again (a commit before that is not notified).
         let listening = "datname = '\(database.name)' AND query LIKE 'LISTEN photoledger_commits%'"
@@ -265,14 +260,7 @@ struct CrossServerWakeTests {
             (try? PostgresTestDatabase.adminCount(
                 "SELECT count(*) FROM pg_stat_activity WHERE \(listening) AND state = 'idle'", database.url)) == 1
         }
-        let token = try DeviceToken.generate()
-        try store.registerToken(hash: DeviceToken.hash(token), library: "family", device: "anna-phone", scope: .readWrite, at: 1)
-        let credential = try #require(try store.authenticate(tokenHash: DeviceToken.hash(token)))
-        let rules = PushRules()
-        var factory = EventFactory()
-        _ = try store.push(
-            factory.make(2).map { rules.candidate(for: .valid(WireEvent($0)), credential: credential) }, for: credential, receivedAt: 10,
-            rules: rules)
+        try push(2, from: &factory, as: credential, to: store)
         try await waitUntil("the commit arrives") { received.withLock { $0 } == [StoreCommit(libraryID: credential.libraryID, through: 2)] }
 
         // The listening session is ended by the database: the listener reconnects and says that
@@ -281,11 +269,25 @@ struct CrossServerWakeTests {
             _ = try $0.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE \(listening)")
         }
         try await waitUntil("the listener reconnects") { received.withLock { $0.last == .some(nil) } }
-        _ = try store.push(
-            factory.make(1).map { rules.candidate(for: .valid(WireEvent($0)), credential: credential) }, for: credential, receivedAt: 10,
-            rules: rules)
+        try push(1, from: &factory, as: credential, to: store)
         try await waitUntil("commits arrive again") {
             received.withLock { $0.last == StoreCommit(libraryID: credential.libraryID, through: 3) }
         }
+    }
+
+    /// The credential of anna-phone (readWrite) in a new library "family" of `store`.
+    private func annaInFamily(_ store: PostgresServerStore) throws -> Credential {
+        try store.createLibrary(named: "family", uuid: nil, at: 1)
+        let token = try DeviceToken.generate()
+        try store.registerToken(hash: DeviceToken.hash(token), library: "family", device: "anna-phone", scope: .readWrite, at: 1)
+        return try #require(try store.authenticate(tokenHash: DeviceToken.hash(token)))
+    }
+
+    /// Pushes `count` new events of `factory` as `credential`, through the push rules.
+    private func push(_ count: Int, from factory: inout EventFactory, as credential: Credential, to store: PostgresServerStore) throws {
+        let rules = PushRules()
+        _ = try store.push(
+            factory.make(count).map { rules.candidate(for: .valid(WireEvent($0)), credential: credential) }, for: credential,
+            receivedAt: 10, rules: rules)
     }
 }

@@ -25,7 +25,11 @@ final class PostgresCommitListener: CommitWatch, Sendable {
         let thread = Thread { [self] in
             var pause: useconds_t = 100_000
             var connectedBefore = false
-            var attempted = false
+            var waiting: DispatchSemaphore? = firstAttempt
+            func attempted() {
+                waiting?.signal()
+                waiting = nil
+            }
             while !stopped.load(ordering: .acquiring) {
                 do {
                     let connection = try connect()
@@ -34,21 +38,15 @@ final class PostgresCommitListener: CommitWatch, Sendable {
                     if connectedBefore { handler(nil) }
                     connectedBefore = true
                     pause = 100_000
-                    if !attempted {
-                        attempted = true
-                        firstAttempt.signal()
-                    }
+                    attempted()
                     try listen(on: connection, handler: handler)
                 } catch {
-                    if !attempted {
-                        attempted = true
-                        firstAttempt.signal()
-                    }
+                    attempted()
                     usleep(pause)
                     pause = min(pause * 2, 5_000_000)
                 }
             }
-            if !attempted { firstAttempt.signal() }
+            attempted()
             finished.signal()
         }
         thread.name = "photoledger-commit-listener"
