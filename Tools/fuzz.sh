@@ -10,8 +10,11 @@ declare -A TARGET_MAX_LEN=([payloads]=4096 [canonical]=4096 [pages]=65536 [json]
     [metadata]=16384 [media]=65536)
 
 BUILD=.build/fuzz
-# Crashes are reported by libFuzzer and AddressSanitizer, not by Swift's backtracer.
+# Crashes are reported by libFuzzer and AddressSanitizer, not by Swift's backtracer. Leaks
+# inside system libraries that our code cannot free are listed, with their reasons, in
+# Tools/Fuzz/lsan.supp.
 export SWIFT_BACKTRACE=enable=no
+export LSAN_OPTIONS="suppressions=$PWD/Tools/Fuzz/lsan.supp:print_suppressions=0"
 # The fuzz targets exist in the manifest only with PHOTOLEDGER_FUZZ=1 (Package.swift). Swift
 # code gets libFuzzer's coverage and AddressSanitizer; our C code (the media shim, the EXIF
 # recovery) AddressSanitizer and the coverage libFuzzer follows. lld links: gold fails on the
@@ -32,7 +35,7 @@ usage() {
 OVERVIEW: Build and run the fuzz targets: everything a peer or a user's file can feed the
 code, through the code that reads it (Tools/Fuzz).
 
-USAGE: bash Tools/fuzz.sh [--seconds N | --runs N] [--summary FILE] [--build-only] [TARGET ...]
+USAGE: bash Tools/fuzz.sh [--seconds N | --runs N] [--jobs N] [--summary FILE] [--build-only] [TARGET ...]
 
 ARGUMENTS:
   TARGET                  The targets to build and run (default: all of them):
@@ -53,6 +56,9 @@ ARGUMENTS:
 OPTIONS:
   --seconds N             Run each target for N seconds (default: 30).
   --runs N                Run each target for N executions instead.
+  --jobs N                Run N processes of each target at once on its one corpus (each
+                          takes the others' finds from the corpus as it goes): N seconds
+                          each with --seconds, N executions in all with --runs (default: 1).
   --summary FILE          Write the final statistics to FILE (default: $BUILD/summary.txt).
   --build-only            Build the targets and write their seed corpora; run nothing.
   -h, --help              Show this help.
@@ -70,13 +76,14 @@ EOF
 
 usage_error() {
     echo "Error: $1" >&2
-    echo "Usage: bash Tools/fuzz.sh [--seconds N | --runs N] [--summary FILE] [--build-only] [TARGET ...]" >&2
+    echo "Usage: bash Tools/fuzz.sh [--seconds N | --runs N] [--jobs N] [--summary FILE] [--build-only] [TARGET ...]" >&2
     echo "  See 'bash Tools/fuzz.sh --help' for more information." >&2
     exit 64
 }
 
 seconds=30
 runs=""
+jobs=1
 summary="$BUILD/summary.txt"
 build_only=false
 selected=()
@@ -86,6 +93,9 @@ while [[ $# -gt 0 ]]; do
             [[ $# -ge 2 && "$2" =~ ^[1-9][0-9]*$ ]] || usage_error "$1 takes a positive integer"
             if [[ "$1" == --seconds ]]; then seconds="$2"; else runs="$2"; fi
             shift 2 ;;
+        --jobs)
+            [[ $# -ge 2 && "$2" =~ ^[1-9][0-9]*$ ]] || usage_error "--jobs takes a positive integer"
+            jobs="$2"; shift 2 ;;
         --summary)
             [[ $# -ge 2 && -n "$2" ]] || usage_error "--summary takes a file"
             summary="$2"; shift 2 ;;
@@ -125,25 +135,52 @@ fi
 
 # The value of `stat::NAME:` in a libFuzzer log, or "-".
 stat() { sed -n "s/^stat::$2: *//p" "$1" | tail -1 | grep . || echo -; }
+# The sum (or with `max`, the largest) of `stat::NAME:` over the logs given, or "-" when one lacks it.
+stats() {
+    local mode=$1 name=$2 total=0 value
+    shift 2
+    for log in "$@"; do
+        value=$(stat "$log" "$name")
+        [[ $value =~ ^[0-9]+$ ]] || { echo -; return; }
+        if [[ $mode == max ]]; then total=$((value > total ? value : total)); else total=$((total + value)); fi
+    done
+    echo "$total"
+}
 
 mkdir -p "$BUILD/logs" "$(dirname "$summary")"
-limit=$([[ -n "$runs" ]] && echo "-runs=$runs" || echo "-max_total_time=$seconds")
+# With --runs, the executions are shared among the jobs (the first ones take the remainder).
+job_limit() {
+    if [[ -n "$runs" ]]; then
+        echo "-runs=$((runs / jobs + ($1 <= runs % jobs ? 1 : 0)))"
+    else
+        echo "-max_total_time=$seconds"
+    fi
+}
 {
-    echo "Fuzzing $(date -u +%Y-%m-%dT%H:%M:%SZ), $([[ -n "$runs" ]] && echo "$runs runs" || echo "$seconds s") per target"
+    echo "Fuzzing $(date -u +%Y-%m-%dT%H:%M:%SZ), $([[ -n "$runs" ]] && echo "$runs runs" || echo "$seconds s") per target$([[ $jobs -eq 1 ]] || echo ", $jobs jobs each")"
     printf '%-12s %-8s %12s %8s %8s %8s %8s  %s\n' target result executions exec/s corpus new rss_mb crashes
 } > "$summary"
 failed=0
 for target in "${selected[@]}"; do
-    corpus="$BUILD/corpus/$target" crashes="$BUILD/crashes/$target" log="$BUILD/logs/$target.log"
+    corpus="$BUILD/corpus/$target" crashes="$BUILD/crashes/$target"
     mkdir -p "$corpus" "$crashes"
     dictionary=()
     [[ -f "Tools/Fuzz/$target.dict" ]] && dictionary=("-dict=Tools/Fuzz/$target.dict")
     before=$(ls "$crashes" | wc -l)
-    echo "Fuzzing $target ($([[ -n "$runs" ]] && echo "$runs runs" || echo "$seconds s"))"
-    status=0
+    echo "Fuzzing $target ($([[ -n "$runs" ]] && echo "$runs runs" || echo "$seconds s")$([[ $jobs -eq 1 ]] || echo ", $jobs jobs"))"
     read -r rss malloc <<< "${TARGET_MEMORY[$target]}"
-    "$BUILD/release/fuzz-$target" "${FUZZ_FLAGS[@]}" -rss_limit_mb="$rss" -malloc_limit_mb="$malloc" "${dictionary[@]}" -max_len="${TARGET_MAX_LEN[$target]}" "$limit" \
-        -artifact_prefix="$crashes/" "$corpus" "$BUILD/seeds/$target" > "$log" 2>&1 || status=$?
+    # Job 1 logs to TARGET.log, job N to TARGET.N.log.
+    logs=() pids=()
+    for job in $(seq 1 "$jobs"); do
+        log="$BUILD/logs/$target.log"
+        [[ $job -eq 1 ]] || log="$BUILD/logs/$target.$job.log"
+        logs+=("$log")
+        "$BUILD/release/fuzz-$target" "${FUZZ_FLAGS[@]}" -rss_limit_mb="$rss" -malloc_limit_mb="$malloc" "${dictionary[@]}" -max_len="${TARGET_MAX_LEN[$target]}" \
+            "$(job_limit "$job")" -artifact_prefix="$crashes/" "$corpus" "$BUILD/seeds/$target" > "$log" 2>&1 &
+        pids+=($!)
+    done
+    status=0
+    for pid in "${pids[@]}"; do wait "$pid" || status=$?; done
     found=$(($(ls "$crashes" | wc -l) - before))
     result=ok
     if [[ $status -ne 0 || $found -gt 0 ]]; then
@@ -151,12 +188,12 @@ for target in "${selected[@]}"; do
         failed=1
         found=$((found > 0 ? found : 1))
     fi
-    printf '%-12s %-8s %12s %8s %8s %8s %8s  %s\n' "$target" "$result" "$(stat "$log" number_of_executed_units)" \
-        "$(stat "$log" average_exec_per_sec)" "$(ls "$corpus" | wc -l)" "$(stat "$log" new_units_added)" "$(stat "$log" peak_rss_mb)" \
-        "$found" >> "$summary"
+    printf '%-12s %-8s %12s %8s %8s %8s %8s  %s\n' "$target" "$result" "$(stats sum number_of_executed_units "${logs[@]}")" \
+        "$(stats sum average_exec_per_sec "${logs[@]}")" "$(ls "$corpus" | wc -l)" "$(stats sum new_units_added "${logs[@]}")" \
+        "$(stats max peak_rss_mb "${logs[@]}")" "$found" >> "$summary"
     if [[ $result == CRASH ]]; then
-        echo "  $target crashed (exit status $status); the log is $log, the input in $crashes:" >&2
-        grep -m 12 -E 'ERROR|Fatal error|fuzz check failed|SUMMARY|Test unit written|deadly signal' "$log" | sed 's/^/    /' >&2 || true
+        echo "  $target crashed (exit status $status); the logs are ${logs[*]}, the input in $crashes:" >&2
+        grep -h -m 12 -E 'ERROR|Fatal error|fuzz check failed|SUMMARY|Test unit written|deadly signal' "${logs[@]}" | sed 's/^/    /' >&2 || true
     fi
 done
 echo
