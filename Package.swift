@@ -215,7 +215,9 @@ let package = Package(
             name: "LedgerStoreTests",
             dependencies: ["LedgerCore", "LedgerStore", "TestSupportKit", "ledger-crash-writer"]
         ),
-        .testTarget(name: "PhotoMediaTests", dependencies: ["LedgerCore", "PhotoMedia", "MediaSynthesis", "CExif", "TestSupportKit"]),
+        .testTarget(
+            name: "PhotoMediaTests",
+            dependencies: ["LedgerCore", "PhotoMedia", "MediaSynthesis", "CExif", "CMediaDecoding", "TestSupportKit"]),
         .testTarget(
             name: "PhotoLedgerTests",
             dependencies: [

@@ -4,6 +4,8 @@
 #include <stddef.h>
 #include <vips/vips.h>
 
+#include "CMediaDecoding.h"
+
 // Shared by the C files of this target, not exported.
 
 /// Runs `operation(context)` under the shared side of the decode lock; when it fails (returns
@@ -22,10 +24,11 @@ struct photoledger_picture {
 photoledger_picture *photoledger_picture_wrap(VipsImage *image);
 
 /// Checks a JPEG's structure without decoding all of its image data (the JPEG side of
-/// `PHOTOLEDGER_DECODE_STRUCTURE`): libjpeg reads its header and tables and decodes its first
-/// rows, and a walk of its markers and entropy-coded data finds truncation, a second frame
-/// header, unknown markers, restart markers out of order or missing. Returns 0, or -1 with the
-/// reason in libvips' error buffer.
-int photoledger_jpeg_check_structure(const char *path);
+/// `PHOTOLEDGER_DECODE_STRUCTURE`): libjpeg reads its header, tables and metadata (into
+/// `result`: size, one frame, EXIF and XMP as libvips' loader takes them, `too_large`) and
+/// decodes its first rows, and a walk of its markers and entropy-coded data finds truncation,
+/// a second frame header, unknown markers, restart markers out of order or missing. Returns 0,
+/// or -1 with the reason in libvips' error buffer.
+int photoledger_jpeg_check_structure(const char *path, photoledger_still *result);
 
 #endif

@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -259,11 +260,41 @@ static void error_exit(j_common_ptr info) {
 
 static void output_message(j_common_ptr info) { (void)info; }
 
-/// libjpeg reads the header and tables and, for a sequential JPEG of one scan, starts the
+/// Keeps a copy of `length` bytes at `data` in `*field` (and its length in `*field_length`),
+/// unless the field holds some already: the first segment of a kind counts, as in libvips.
+static void keep_first(void **field, size_t *field_length, const unsigned char *data, size_t length) {
+    if (*field != NULL || length == 0) return;
+    void *copy = malloc(length);
+    if (copy == NULL) return;
+    memcpy(copy, data, length);
+    *field = copy;
+    *field_length = length;
+}
+
+/// The EXIF and XMP of the APP1 segments libjpeg saved, as libvips' JPEG loader takes them: the
+/// first segment that starts with "Exif" is the EXIF payload (its `Exif\0\0` header kept); the
+/// first that starts with "http" and has a NUL within its first 80 bytes (a namespace such as
+/// `http://ns.adobe.com/xap/1.0/`) holds the XMP packet after that NUL.
+static void read_metadata(const struct jpeg_decompress_struct *info, photoledger_still *result) {
+    for (jpeg_saved_marker_ptr segment = info->marker_list; segment != NULL; segment = segment->next) {
+        const unsigned char *data = segment->data;
+        size_t length = segment->data_length;
+        if (segment->marker != JPEG_APP0 + 1 || length <= 4) continue;
+        if (memcmp(data, "Exif", 4) == 0) keep_first((void **)&result->exif, &result->exif_length, data, length);
+        if (memcmp(data, "http", 4) != 0 || result->xmp != NULL) continue;
+        size_t limit = length - 2 < 80 ? length - 2 : 80, end = 0;
+        while (end < limit && data[end] != 0) end++;
+        if (end < limit) keep_first((void **)&result->xmp, &result->xmp_length, data + end + 1, length - end - 1);
+    }
+}
+
+/// libjpeg reads the header, tables and APP1 segments (the size and metadata go to `result`;
+/// a frame larger than `PHOTOLEDGER_MAX_PIXELS` is marked `too_large` and read no further) and,
+/// for a sequential JPEG of one scan, starts the
 /// decompression at an eighth of the size and decodes its first rows (which builds the scan's
 /// Huffman and quantization tables). Warnings (junk between segments, a bad code in the first
 /// rows) are not failures here, as with libvips' `fail_on=error`.
-static int read_tables(const unsigned char *data, size_t size) {
+static int read_tables(const unsigned char *data, size_t size, photoledger_still *result) {
     struct jpeg_decompress_struct info;
     error_state errors;
     info.err = jpeg_std_error(&errors.manager);
@@ -277,8 +308,17 @@ static int read_tables(const unsigned char *data, size_t size) {
     }
     jpeg_create_decompress(&info);
     jpeg_mem_src(&info, data, (unsigned long)size);
+    jpeg_save_markers(&info, JPEG_APP0 + 1, 0xFFFF);
     jpeg_read_header(&info, TRUE);
-    if (!info.progressive_mode && info.comps_in_scan == info.num_components) {
+    result->width = (int)info.image_width;
+    result->height = (int)info.image_height;
+    result->frames = 1;
+    result->orientation = 1;
+    read_metadata(&info, result);
+    if ((long long)result->width * result->height > PHOTOLEDGER_MAX_PIXELS || result->width > PHOTOLEDGER_MAX_SIDE
+        || result->height > PHOTOLEDGER_MAX_SIDE) {
+        result->too_large = 1;
+    } else if (!info.progressive_mode && info.comps_in_scan == info.num_components) {
         info.scale_num = 1;
         info.scale_denom = 8;
         info.dct_method = JDCT_IFAST;
@@ -291,7 +331,7 @@ static int read_tables(const unsigned char *data, size_t size) {
     return 0;
 }
 
-int photoledger_jpeg_check_structure(const char *path) {
+int photoledger_jpeg_check_structure(const char *path, photoledger_still *result) {
     int descriptor = open(path, O_RDONLY | O_CLOEXEC);
     if (descriptor < 0) return fail("cannot open the file: %s", strerror(errno));
     struct stat status;
@@ -304,8 +344,8 @@ int photoledger_jpeg_check_structure(const char *path) {
     close(descriptor);
     if (mapped == MAP_FAILED) return fail("cannot map the file: %s", strerror(errno));
     madvise(mapped, size, MADV_SEQUENTIAL);
-    int result = read_tables(mapped, size);
-    if (result == 0) result = walk(mapped, size);
+    int checked = read_tables(mapped, size, result);
+    if (checked == 0 && !result->too_large) checked = walk(mapped, size);
     munmap(mapped, size);
-    return result;
+    return checked;
 }

@@ -1,3 +1,4 @@
+import CMediaDecoding
 import Foundation
 import LedgerCore
 import MediaSynthesis
@@ -152,5 +153,89 @@ struct JPEGStructureTests {
         }
         #expect(refusedByDecodeOnly == [])
         #expect(refusedByCheckOnly > 0, "restart markers and markers in the image data are checked where a decode only warns")
+    }
+}
+
+/// A JPEG checked for its structure is read by libjpeg alone, not by libvips' loader: its size,
+/// frames, EXIF and XMP must be what libvips' header load gives for the same file.
+@Suite("JPEG structure check: libjpeg reads what libvips' loader reads")
+struct JPEGHeaderEquivalenceTests {
+    /// What `photoledger_still_check` gives at `level` for the file at `path`.
+    static func read(_ path: String, level: Int32) throws -> (width: Int32, height: Int32, frames: Int32, exif: [UInt8], xmp: [UInt8]) {
+        var result = photoledger_still()
+        defer { photoledger_still_free(&result) }
+        let status = photoledger_still_check(path, "jpegload", level, 1, 0, &result)
+        let message = withUnsafeBytes(of: result.message) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        try #require(status == 0, "level \(level): \(message)")
+        let exif = result.exif.map { Array(UnsafeBufferPointer(start: $0, count: result.exif_length)) } ?? []
+        let xmp = result.xmp.map { Array(UnsafeRawBufferPointer(start: $0, count: result.xmp_length)) } ?? []
+        return (result.width, result.height, result.frames, exif, xmp)
+    }
+
+    /// An APP1 segment holding `payload`.
+    static func app1(_ payload: [UInt8]) -> [UInt8] {
+        let length = payload.count + 2
+        return [0xFF, 0xE1, UInt8(length >> 8), UInt8(length & 0xFF)] + payload
+    }
+
+    @Test("size, EXIF and XMP match libvips' header load, with repeated and misleading APP1 segments")
+    func sameAsLibvips() throws {
+        let plain = try Samples.still("jpeg", width: 96, height: 40)
+        let tagged = try Samples.exiftool(
+            JPEGEncoder(quality: 80).encode(
+                RGBImage.scene(width: 40, height: 96, seed: 5), creationDate: Samples.creationDate, location: Samples.location,
+                orientation: 6),
+            extension: "jpg", ["-XMP-dc:Title=Harbour at dawn", "-XMP-GCamera:BurstID=7c1f0d2a-burst"])
+        // After the start-of-image marker: a second EXIF segment, an "http" segment without a
+        // NUL in its first 80 bytes, one with a namespace and a packet, and an APP1 of 4 bytes.
+        let extra =
+            Self.app1(Array("Exif\0\0second".utf8)) + Self.app1(Array(("http" + String(repeating: "x", count: 90)).utf8))
+            + Self.app1(Array("http://ns.example/\0<x:xmpmeta/>".utf8)) + Self.app1(Array("Exif".utf8))
+        let crowded = Array(tagged.prefix(2)) + extra + Array(tagged.dropFirst(2))
+        let leading =
+            Array(plain.prefix(2)) + Self.app1(Array("http://ns.adobe.com/xap/1.0/\0<x:first/>".utf8)) + extra
+            + Array(plain.dropFirst(2))
+        let directory = try TemporaryDirectory()
+        for (name, bytes) in [("plain", plain), ("tagged", tagged), ("crowded", crowded), ("leading", leading)] {
+            let path = try directory.write(bytes, to: "\(name).jpg").path
+            let libvips = try Self.read(path, level: Int32(PHOTOLEDGER_DECODE_HEADER))
+            let libjpeg = try Self.read(path, level: Int32(PHOTOLEDGER_DECODE_STRUCTURE))
+            #expect(libjpeg.width == libvips.width && libjpeg.height == libvips.height && libjpeg.frames == libvips.frames, "\(name)")
+            #expect(libjpeg.exif == libvips.exif, "\(name): EXIF")
+            #expect(libjpeg.xmp == libvips.xmp, "\(name): XMP")
+        }
+        // The files hold what the comparison is about.
+        let tagPath = try directory.write(tagged, to: "check.jpg").path
+        let read = try Self.read(tagPath, level: Int32(PHOTOLEDGER_DECODE_STRUCTURE))
+        #expect((read.width, read.height) == (40, 96))
+        #expect(read.exif.starts(with: Array("Exif\0\0".utf8)))
+        #expect(String(decoding: read.xmp, as: UTF8.self).contains("Harbour at dawn"))
+        let leadingRead = try Self.read(
+            try directory.write(leading, to: "leading-check.jpg").path, level: Int32(PHOTOLEDGER_DECODE_STRUCTURE))
+        #expect(leadingRead.xmp == Array("<x:first/>".utf8))
+        #expect(leadingRead.exif == Array("Exif\0\0second".utf8))
+    }
+
+    @Test("a JPEG larger than the decoders take is marked too large from its header, as libvips' header marks it")
+    func tooLarge() throws {
+        var bytes = try Samples.still("jpeg", width: 64, height: 48)
+        let frame = try #require(Samples.jpegSegments(bytes).first { $0.marker == 0xC0 || $0.marker == 0xC2 })
+        // 65,000 × 65,000 pixels: more than PHOTOLEDGER_MAX_PIXELS.
+        for (offset, value) in [(5, 65_000), (7, 65_000)] {
+            bytes[frame.offset + offset] = UInt8(value >> 8)
+            bytes[frame.offset + offset + 1] = UInt8(value & 0xFF)
+        }
+        let directory = try TemporaryDirectory()
+        let path = try directory.write(bytes, to: "huge.jpg").path
+        for level in [PHOTOLEDGER_DECODE_HEADER, PHOTOLEDGER_DECODE_STRUCTURE] {
+            var result = photoledger_still()
+            defer { photoledger_still_free(&result) }
+            let status = photoledger_still_check(path, "jpegload", Int32(level), 1, 0, &result)
+            let message = withUnsafeBytes(of: result.message) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            #expect(status == 0, "level \(level): \(message)")
+            #expect(result.too_large == 1 && result.width == 65_000 && result.height == 65_000, "level \(level)")
+        }
+        let error = Samples.mediaError { _ = try MediaInspector.inspect(bytes, name: "huge.jpg") }
+        #expect(error?.reason.contains("65000") == true || error?.reason.contains("65,000") == true, "\(String(describing: error))")
     }
 }

@@ -20,7 +20,8 @@ typedef struct {
     int height;
     /// Frames (pages): more than 1 for an animated GIF or WebP.
     int frames;
-    /// The EXIF orientation (1-8) libvips read, or 1 when the file records none.
+    /// The EXIF orientation (1-8) libvips read, or 1 when the file records none (always 1 for a
+    /// JPEG checked for its structure, whose orientation its reader takes from the EXIF).
     int orientation;
     /// Whether the decoder reported a chunk whose checksum does not match (a libpng CRC warning
     /// about an ancillary chunk, which libpng otherwise skips).
@@ -28,12 +29,14 @@ typedef struct {
     /// Whether a frame has more than `PHOTOLEDGER_MAX_PIXELS` pixels, or a side more than
     /// `PHOTOLEDGER_MAX_SIDE`: its pixels were then not decoded.
     int too_large;
-    /// The EXIF payload libvips found (`exif-data`), copied with malloc, or NULL.
+    /// The EXIF payload libvips found (`exif-data`; for a JPEG checked for its structure, the
+    /// same segment as libjpeg saved it), copied with malloc, or NULL.
     unsigned char *exif;
     size_t exif_length;
     /// The text of a PNG `Raw profile type exif` text chunk (hex-encoded EXIF), or NULL.
     char *exif_text_profile;
-    /// The XMP packet libvips found (`xmp-data`), copied with malloc, or NULL.
+    /// The XMP packet libvips found (`xmp-data`; likewise for a JPEG checked for its structure),
+    /// copied with malloc, or NULL.
     char *xmp;
     size_t xmp_length;
     /// With a `preview` size: the decoded picture, upright, its shorter side at least that size
@@ -50,7 +53,8 @@ enum {
     PHOTOLEDGER_DECODE_HEADER = 0,
     /// Also decode every pixel of every frame, stopping on errors and truncation.
     PHOTOLEDGER_DECODE_PIXELS = 1,
-    /// For a JPEG: the header and tables through libjpeg up to the start of decompression, its
+    /// For a JPEG: the header, tables and metadata through libjpeg alone (not libvips' loader) up
+    /// to the start of decompression, its
     /// first rows decoded, and a walk of the markers and entropy-coded data of every scan that
     /// finds truncation (no end-of-image marker), a second frame header or start of image,
     /// unknown markers, a second scan in a single-scan frame, restart markers out of order or
