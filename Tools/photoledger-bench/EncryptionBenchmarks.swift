@@ -21,6 +21,16 @@ import Synchronization
 ///   uploaded, and their events pushed).
 struct EncryptionBenchmarks {
     let quick: Bool
+    /// Which half of the suite runs.
+    let parts: Parts
+
+    /// The halves of the suite, which run apart (`--only e2e.push` runs the first alone).
+    enum Parts {
+        /// `e2e.push` and `e2e.pull`.
+        case sync
+        /// `e2e.import` and `e2e.upload`.
+        case photos
+    }
 
     func run() throws -> [Figure] {
         let events = quick ? 5_000 : 50_000
@@ -29,18 +39,23 @@ struct EncryptionBenchmarks {
         var push: [Bool: [Double]] = [:], pull: [Bool: [Double]] = [:], imports: [Bool: [Double]] = [:], uploads: [Bool: [Double]] = [:]
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let files = try Self.photoFiles(photos, in: directory.appendingPathComponent("photos"))
+        let files = parts == .photos ? try Self.photoFiles(photos, in: directory.appendingPathComponent("photos")) : []
         let loadBefore = Self.loadAverage()
         for repetition in 0..<repetitions {
             for encrypted in repetition % 2 == 0 ? [false, true] : [true, false] {
                 let run = directory.appendingPathComponent("run-\(repetition)-\(encrypted)")
                 try FileManager.default.createDirectory(at: run, withIntermediateDirectories: true)
-                let (pushRate, pullRate) = try measureSync(events: events, encrypted: encrypted, in: run.appendingPathComponent("events"))
-                push[encrypted, default: []].append(pushRate)
-                pull[encrypted, default: []].append(pullRate)
-                let (importRate, uploadRate) = try measurePhotos(files, encrypted: encrypted, in: run.appendingPathComponent("photos"))
-                imports[encrypted, default: []].append(importRate)
-                uploads[encrypted, default: []].append(uploadRate)
+                switch parts {
+                case .sync:
+                    let (pushRate, pullRate) = try measureSync(
+                        events: events, encrypted: encrypted, in: run.appendingPathComponent("events"))
+                    push[encrypted, default: []].append(pushRate)
+                    pull[encrypted, default: []].append(pullRate)
+                case .photos:
+                    let (importRate, uploadRate) = try measurePhotos(files, encrypted: encrypted, in: run.appendingPathComponent("photos"))
+                    imports[encrypted, default: []].append(importRate)
+                    uploads[encrypted, default: []].append(uploadRate)
+                }
                 try? FileManager.default.removeItem(at: run)
             }
         }
@@ -52,12 +67,18 @@ struct EncryptionBenchmarks {
                 note: note
                     + " (encrypted; baseline: the same on a plain library, interleaved ABBA, median of \(repetitions); \(load))")
         }
-        return [
-            figure("e2e.push.\(events / 1000)k", push, unit: "events/s", note: "device A pushes \(events) asset creations"),
-            figure("e2e.pull.\(events / 1000)k", pull, unit: "events/s", note: "fresh device B pulls and folds \(events) events"),
-            figure("e2e.import.\(photos)", imports, unit: "photos/s", note: "\(photos) JPEGs imported in one change block"),
-            figure("e2e.upload.\(photos)", uploads, unit: "photos/s", note: "\(photos) JPEGs uploaded and their events pushed"),
-        ]
+        switch parts {
+        case .sync:
+            return [
+                figure("e2e.push.\(events / 1000)k", push, unit: "events/s", note: "device A pushes \(events) asset creations"),
+                figure("e2e.pull.\(events / 1000)k", pull, unit: "events/s", note: "fresh device B pulls and folds \(events) events"),
+            ]
+        case .photos:
+            return [
+                figure("e2e.import.\(photos)", imports, unit: "photos/s", note: "\(photos) JPEGs imported in one change block"),
+                figure("e2e.upload.\(photos)", uploads, unit: "photos/s", note: "\(photos) JPEGs uploaded and their events pushed"),
+            ]
+        }
     }
 
     /// The 1-, 5- and 15-minute load averages, as `/proc/loadavg` gives them ("?" elsewhere).

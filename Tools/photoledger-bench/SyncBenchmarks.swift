@@ -3,6 +3,7 @@ import LedgerCore
 import PhotoLedger
 import PhotoLedgerSync
 import SyncTransport
+import Synchronization
 
 /// End-to-end sync figures: events created on device A, pushed through the photoledger-server
 /// binary on loopback, pulled and applied by a fresh device B (a child process, so its peak RSS
@@ -96,11 +97,13 @@ struct SyncBenchmarks {
             name: "sync.apply.\(applySize / 1000)k", value: try applyRate(events: applySize), unit: "events/s", baseline: nil,
             higherIsBetter: true, target: nil,
             note:
-                "device B's share of a pull: \(applySize) events applied in pages of 5,000 with server sequences and chain values, in-process (no HTTP)"
-        )
+                "device B's share of a pull: \(applySize) events applied in pages of 5,000 with server sequences and chain values, "
+                + "in-process (no HTTP), as the sync engine runs pages: the next page prepared (linked and folded) while one applies")
     }
 
-    /// Events made on one library, applied page by page to a fresh one as pull pages are.
+    /// Events made on one library, applied page by page to a fresh one as the sync engine does
+    /// it: each page is prepared (linked after the server's chain value before it, and folded)
+    /// on another thread while the page before it applies.
     func applyRate(events count: Int) throws -> Double {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -113,11 +116,31 @@ struct SyncBenchmarks {
         var options = PhotoLibrary.Options()
         options.preauthorized = true
         let deviceB = try PhotoLibrary(url: directory.appendingPathComponent("b.sqlite"), device: "device-b", options: options)
+        let replica = deviceB.replica
+        let pages = stride(from: 0, to: sequenced.count, by: 5000).map { $0..<min(sequenced.count, $0 + 5000) }
+        @Sendable func prepared(_ range: Range<Int>) -> PreparedPage {
+            let previous = range.lowerBound == 0 ? HashChain.origin : sequenced[range.lowerBound - 1].serverChainHash
+            return replica.prepare(Array(sequenced[range]), cursor: Int64(range.upperBound), after: previous)
+        }
         let elapsed = try seconds {
-            for start in stride(from: 0, to: events.count, by: 5000) {
-                let range = start..<min(events.count, start + 5000)
-                let page = deviceB.replica.prepare(Array(sequenced[range]), cursor: Int64(range.upperBound), after: nil)
-                _ = try deviceB.replica.apply(page)
+            var next = prepared(pages[0])
+            for index in pages.indices {
+                let page = next
+                let ahead = Mutex<PreparedPage?>(nil)
+                let ready = DispatchSemaphore(value: 0)
+                if index + 1 < pages.count {
+                    let range = pages[index + 1]
+                    Thread.detachNewThread {
+                        ahead.withLock { $0 = prepared(range) }
+                        ready.signal()
+                    }
+                }
+                _ = try replica.apply(page)
+                if index + 1 < pages.count {
+                    ready.wait()
+                    guard let prepared = ahead.withLock({ $0 }) else { throw BenchmarkError("page \(index + 2) was not prepared") }
+                    next = prepared
+                }
             }
             deviceB.waitForBackgroundCheckpoints()
         }

@@ -66,7 +66,8 @@ struct PhotoledgerBench: ParsableCommand {
             Suite(prefixes: ["audit"]) { try AuditBenchmarks(quick: quick).run() },
             Suite(prefixes: ["live.wake", "live.rss"]) { try LiveBenchmarks(quick: quick).run() },
             Suite(prefixes: ["host"]) { try HostBenchmarks(quick: quick).run() },
-            Suite(prefixes: ["e2e"]) { try EncryptionBenchmarks(quick: quick).run() },
+            Suite(prefixes: ["e2e.push", "e2e.pull"]) { try EncryptionBenchmarks(quick: quick, parts: .sync).run() },
+            Suite(prefixes: ["e2e.import", "e2e.upload"]) { try EncryptionBenchmarks(quick: quick, parts: .photos).run() },
             Suite(prefixes: ["web"]) { try WebBenchmarks(quick: quick).run() },
             Suite(prefixes: ["photokit"]) { try PhotoKitBenchmarks(quick: quick).run() },
         ]
