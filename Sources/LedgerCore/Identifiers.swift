@@ -8,6 +8,27 @@ extension UUID {
         withUnsafeBytes(of: uuid) { Array($0) }
     }
 
+    /// The UUID as `uuidString` writes it, in lowercase (8-4-4-4-12 hexadecimal digits), made
+    /// without formatting through the C library: key store names are made by the ten thousand.
+    public var lowercaseString: String {
+        let digits: StaticString = "0123456789abcdef"
+        return withUnsafeBytes(of: uuid) { bytes in
+            String(unsafeUninitializedCapacity: 36) { text in
+                var at = 0
+                for (index, byte) in bytes.enumerated() {
+                    if index == 4 || index == 6 || index == 8 || index == 10 {
+                        text[at] = UInt8(ascii: "-")
+                        at += 1
+                    }
+                    text[at] = digits.utf8Start[Int(byte >> 4)]
+                    text[at + 1] = digits.utf8Start[Int(byte & 0xF)]
+                    at += 2
+                }
+                return at
+            }
+        }
+    }
+
     /// Creates a UUID from exactly 16 bytes, or returns nil.
     public init?(bytes: [UInt8]) {
         guard bytes.count == 16 else { return nil }

@@ -4,9 +4,51 @@ import LedgerCrypto
 import LedgerStore
 import Synchronization
 
+/// The asset keys this device holds, by asset, with the identifier each asset's seals name: one
+/// table shared by every copy of ``EncryptionKeys/State`` and by the ``PayloadKeys`` of folds,
+/// changed in place. A change block's new assets and a pull's arriving keys are added without
+/// copying the keys of the whole library (they are many in a large one).
+final class AssetKeyTable: Sendable {
+    private struct Content {
+        var keys: [UUID: (id: UInt32, key: SecretKey)]
+        /// Counts the changes: a fold records the version it saw.
+        var version: UInt64 = 0
+    }
+    private let content: Mutex<Content>
+
+    init(_ keys: [UUID: (id: UInt32, key: SecretKey)] = [:]) { content = Mutex(Content(keys: keys)) }
+
+    /// The key of `asset`, when this device holds it.
+    subscript(asset: UUID) -> (id: UInt32, key: SecretKey)? { content.withLock { $0.keys[asset] } }
+
+    /// Every key held (a copy: reading a sealed snapshot, sealing one).
+    var all: [UUID: (id: UInt32, key: SecretKey)] { content.withLock { $0.keys } }
+
+    /// The number of changes made to the table so far.
+    var version: UInt64 { content.withLock { $0.version } }
+
+    /// Adds keys, replacing those of the same assets.
+    func add(_ added: [UUID: (id: UInt32, key: SecretKey)]) {
+        content.withLock { content in
+            content.keys.merge(added) { _, new in new }
+            content.version += 1
+        }
+    }
+
+    /// Drops the keys of `assets` (destroyed).
+    func remove(_ assets: Set<UUID>) {
+        content.withLock { content in
+            for asset in assets { content.keys[asset] = nil }
+            content.version += 1
+        }
+    }
+}
+
 /// The payload keys a fold may use: library key generations by identifier, asset keys by asset
-/// (with the identifier the asset's seals name), and asset keys under a generation. An immutable
-/// snapshot: folds run on other threads than the one that changes the keys. The payload key of
+/// (with the identifier the asset's seals name), and asset keys under a generation. The
+/// generations are fixed; the asset keys are the device's shared table (keys added while a fold
+/// runs are keys that committed transactions stored), less those a purge in progress destroys
+/// (`excluded`). The payload key of
 /// an asset (and of an asset under a generation) is derived when a fold first asks for it, on the
 /// fold's thread: a device that takes a large library's keys by the ten thousand does not derive
 /// them all before its pull can start.
@@ -15,45 +57,62 @@ final class PayloadKeys: Sendable {
     let generations: [UInt32: SecretKey]
     /// The generations' and the assets' own keys, from which the other payload keys are derived.
     let generationKeys: [UInt32: SecretKey]
-    let assetKeys: [UUID: (id: UInt32, key: SecretKey)]
-    private struct DerivedKey: Hashable {
-        var object: UUID
-        var id: UInt32
-    }
-    private let derived = Mutex<[DerivedKey: SecretKey]>([:])
+    private let table: AssetKeyTable
+    /// Assets whose keys these payload keys do not use (destroyed by a purge not yet committed).
+    private let excluded: Set<UUID>
+    /// Payload keys derived so far, by object and key identifier.
+    private let derived = Mutex<[UUID: [UInt32: (source: SecretKey, key: SecretKey)]]>([:])
 
-    init(generations: [UInt32: SecretKey], generationKeys: [UInt32: SecretKey], assetKeys: [UUID: (id: UInt32, key: SecretKey)]) {
+    init(
+        generations: [UInt32: SecretKey], generationKeys: [UInt32: SecretKey], assetKeys: AssetKeyTable, excluding excluded: Set<UUID> = []
+    ) {
         self.generations = generations
         self.generationKeys = generationKeys
-        self.assetKeys = assetKeys
+        self.table = assetKeys
+        self.excluded = excluded
     }
+
+    /// The version of the asset keys (see ``AssetKeyTable/version``).
+    var version: UInt64 { table.version }
+
+    /// The key of `asset`, when held and not excluded.
+    func assetKey(_ asset: UUID) -> (id: UInt32, key: SecretKey)? { excluded.contains(asset) ? nil : table[asset] }
 
     /// The same keys without those of `destroyed` assets (nothing derived from them is kept).
     func removing(_ destroyed: Set<UUID>) -> PayloadKeys {
-        PayloadKeys(generations: generations, generationKeys: generationKeys, assetKeys: assetKeys.filter { !destroyed.contains($0.key) })
+        PayloadKeys(generations: generations, generationKeys: generationKeys, assetKeys: table, excluding: excluded.union(destroyed))
+    }
+
+    /// Forgets what was derived from the keys of `assets` (added again, or destroyed).
+    func forget(_ assets: some Collection<UUID>) {
+        derived.withLock { derived in
+            for asset in assets { derived[asset] = nil }
+        }
     }
 
     /// The payload key that opens what `keyID` sealed about `object`.
     func payloadKey(_ keyID: UInt32, object: UUID) -> SecretKey? {
         switch KeyKind.of(keyID) {
         case .asset?:
-            guard let held = assetKeys[object], held.id == keyID else { return nil }
-            return derivedKey(DerivedKey(object: object, id: keyID)) { PayloadSeal.payloadKey(of: held.key) }
+            guard let held = assetKey(object), held.id == keyID else { return nil }
+            return derivedKey(object, keyID, from: held.key) { PayloadSeal.payloadKey(of: held.key) }
         case .assetEpoch?:
-            guard assetKeys[object] != nil else { return nil }
-            return derivedKey(DerivedKey(object: object, id: keyID)) {
-                self.assetEpochKey(keyID, object: object).map(PayloadSeal.payloadKey(of:))
+            guard let held = assetKey(object), let generation = generationKeys[KeyKind.generation(ofAssetEpoch: keyID)] else { return nil }
+            return derivedKey(object, keyID, from: held.key) {
+                PayloadSeal.payloadKey(of: PayloadSeal.assetEpochKey(assetKey: held.key, generationKey: generation))
             }
         default:
             return generations[keyID]
         }
     }
 
-    /// The key derived for `name`, derived by `derive` the first time.
-    private func derivedKey(_ name: DerivedKey, _ derive: () -> SecretKey?) -> SecretKey? {
-        if let cached = derived.withLock({ $0[name] }) { return cached }
-        guard let key = derive() else { return nil }
-        derived.withLock { $0[name] = key }
+    /// The key derived for `object` and `keyID` from the asset key `source`, derived by `derive`
+    /// the first time (again when the asset's key is another one now: a derivation that raced
+    /// with a replaced key is never used).
+    private func derivedKey(_ object: UUID, _ keyID: UInt32, from source: SecretKey, _ derive: () -> SecretKey) -> SecretKey {
+        if let cached = derived.withLock({ $0[object]?[keyID] }), cached.source === source { return cached.key }
+        let key = derive()
+        derived.withLock { $0[object, default: [:]][keyID] = (source, key) }
         return key
     }
 
@@ -61,7 +120,7 @@ final class PayloadKeys: Sendable {
     /// seals that asset's later events and resources), or nil when this device lacks the asset
     /// key or the generation.
     func assetEpochKey(_ keyID: UInt32, object: UUID) -> SecretKey? {
-        guard let asset = assetKeys[object]?.key, let generation = generationKeys[KeyKind.generation(ofAssetEpoch: keyID)] else {
+        guard let asset = assetKey(object)?.key, let generation = generationKeys[KeyKind.generation(ofAssetEpoch: keyID)] else {
             return nil
         }
         return PayloadSeal.assetEpochKey(assetKey: asset, generationKey: generation)
@@ -121,10 +180,14 @@ final class EncryptionKeys: Sendable {
         /// The approval of this add-only device by the library's identity (`AddOnlyGrant`),
         /// once it arrived and was checked.
         var grant: [UInt8]?
-        /// Asset keys held, by asset.
-        var assetKeys: [UUID: (id: UInt32, key: SecretKey)] = [:]
+        /// Asset keys held, by asset (one table, shared by every copy of the state).
+        var assetKeys = AssetKeyTable()
         /// Payload keys of every key held (library generations and assets).
-        var payloadKeys = PayloadKeys(generations: [:], generationKeys: [:], assetKeys: [:])
+        var payloadKeys: PayloadKeys
+
+        init() {
+            payloadKeys = PayloadKeys(generations: [:], generationKeys: [:], assetKeys: assetKeys)
+        }
     }
 
     private let state = Mutex(State())
@@ -150,16 +213,18 @@ final class EncryptionKeys: Sendable {
             try db.forEachRow("SELECT key, value FROM device_settings WHERE key IN ('e2e.addOnly', 'e2e.addOnlyGrant')") { row in
                 if row.text(0) == "e2e.addOnly" { loaded.addOnly = row.blob(1) == [1] } else { loaded.grant = row.blob(1) }
             }
+            var keys: [UUID: (id: UInt32, key: SecretKey)] = [:]
             try db.forEachRow("SELECT asset, key_id, key FROM e2e_asset_keys WHERE key IS NOT NULL") { row in
                 guard let asset = UUID(bytes: row.blob(0)) else { return }
-                loaded.assetKeys[asset] = (UInt32(truncatingIfNeeded: row.int64(1)), try SecretKey(bytes: row.blob(2)))
+                keys[asset] = (UInt32(truncatingIfNeeded: row.int64(1)), try SecretKey(bytes: row.blob(2)))
             }
+            loaded.assetKeys = AssetKeyTable(keys)
         }
         loaded.payloadKeys = Self.payloadKeys(ring: loaded.ring, assets: loaded.assetKeys)
         state.withLock { $0 = loaded }
     }
 
-    static func payloadKeys(ring: KeyRing?, assets: [UUID: (id: UInt32, key: SecretKey)]) -> PayloadKeys {
+    static func payloadKeys(ring: KeyRing?, assets: AssetKeyTable) -> PayloadKeys {
         var generations: [UInt32: SecretKey] = [:], generationKeys: [UInt32: SecretKey] = [:]
         for (id, key) in ring?.generations ?? [] {
             generations[id] = PayloadSeal.payloadKey(of: key)
@@ -172,17 +237,16 @@ final class EncryptionKeys: Sendable {
     func add(assetKeys: [UUID: (id: UInt32, key: SecretKey)]) {
         guard !assetKeys.isEmpty else { return }
         state.withLock { state in
-            state.assetKeys.merge(assetKeys) { _, new in new }
-            let keys = state.payloadKeys
-            state.payloadKeys = PayloadKeys(generations: keys.generations, generationKeys: keys.generationKeys, assetKeys: state.assetKeys)
+            state.assetKeys.add(assetKeys)
+            state.payloadKeys.forget(assetKeys.keys)
         }
     }
 
     /// Drops destroyed asset keys from the cache.
     func remove(assetKeys: Set<UUID>) {
         state.withLock { state in
-            for asset in assetKeys { state.assetKeys[asset] = nil }
-            state.payloadKeys = state.payloadKeys.removing(assetKeys)
+            state.assetKeys.remove(assetKeys)
+            state.payloadKeys.forget(assetKeys)
         }
     }
 }

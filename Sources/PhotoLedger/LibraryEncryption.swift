@@ -384,10 +384,21 @@ extension PhotoLibrary {
 
     /// The entries of the keys of `assets` this device has to write or delete, by name.
     package func pendingKeyEntries(ofAssets assets: Set<UUID>) throws -> [(name: String, value: [UInt8]?, createOnly: Bool)] {
-        guard !assets.isEmpty else { return [] }
         let names = assets.map(KeyStoreName.asset).sorted()
+        guard let first = names.first, let last = names.last else { return [] }
         let size = Self.pendingEntryLookupSize
         return try readDatabase { db in
+            // The assets a push batch creates have UUIDv7 identifiers made in order, so their
+            // names lie together in the outbox's name order: one range read finds them, unless
+            // the range holds many other entries (then the names are looked up one by one).
+            let limit = names.count * 4 + 16
+            let range = try db.rows(Self.pendingEntryRange, [first, last, Int64(limit)]) {
+                (name: $0.text(0), value: $0.isNull(1) ? nil : $0.blob(1), createOnly: $0.int64(2) != 0)
+            }
+            if range.count < limit {
+                let wanted = Set(names)
+                return range.filter { wanted.contains($0.name) }
+            }
             // A statement per few hundred names (a push batch's assets go by the thousand), each
             // with as many names: the last one repeats its last name (one statement text to cache).
             var entries: [(name: String, value: [UInt8]?, createOnly: Bool)] = []
@@ -402,6 +413,10 @@ extension PhotoLibrary {
             return entries
         }
     }
+
+    /// The outbox entries whose names lie between two names, in name order, at most as many as asked.
+    private static let pendingEntryRange =
+        "SELECT name, value, create_only FROM e2e_outbox WHERE name BETWEEN ? AND ? ORDER BY name LIMIT ?"
 
     /// The names ``pendingKeyEntries(ofAssets:)`` looks up with one statement.
     private static let pendingEntryLookupSize = 250
@@ -539,7 +554,7 @@ package enum KeyStoreName {
     package static func grant(for device: DeviceID) -> String { "grant/\(device.rawValue)" }
     /// An asset's key, sealed under a library key generation: `asset/` and the asset's UUID in
     /// lowercase.
-    package static func asset(_ asset: UUID) -> String { "asset/\(asset.uuidString.lowercased())" }
+    package static func asset(_ asset: UUID) -> String { "asset/\(asset.lowercaseString)" }
 
     /// The asset of an asset key's entry, or nil for another entry (read byte by byte: a large
     /// library's keys arrive by the ten thousand).

@@ -279,7 +279,7 @@ public final class PhotoLibrary: Sendable {
                     let projection = Projection(db, archive: archive)
                     var batch: ProjectionBatch
                     if page.folded.eventCount == events.count, appended.count == events.count,
-                        page.folded.context.library == context.library, page.folded.context.keys === context.keys
+                        page.folded.context.foldsAlike(context)
                     {
                         // Every event is new here, so the page's fold is the fold of what was appended
                         // (with the keys held now: keys that arrived since open what it found sealed,

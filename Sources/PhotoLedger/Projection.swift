@@ -24,7 +24,25 @@ struct FoldContext: Sendable {
     var schema: EventSchema
     var library: UUID?
     /// The keys that open sealed payloads (nil for a plain library).
-    var keys: PayloadKeys? = nil
+    var keys: PayloadKeys? = nil {
+        didSet { keysVersion = keys?.version }
+    }
+    /// The version of the asset keys when this context was made: a fold made with an older
+    /// version may have found sealed what the keys held now open (or opened what a purge since
+    /// destroyed).
+    private(set) var keysVersion: UInt64?
+
+    init(schema: EventSchema, library: UUID?, keys: PayloadKeys? = nil) {
+        self.schema = schema
+        self.library = library
+        self.keys = keys
+        self.keysVersion = keys?.version
+    }
+
+    /// Whether a fold made in this context is what a fold in `other` would make.
+    func foldsAlike(_ other: FoldContext) -> Bool {
+        library == other.library && keys === other.keys && keysVersion == other.keysVersion
+    }
 }
 
 /// Events folded in memory ahead of their apply, on another thread, so the writing connection

@@ -336,7 +336,7 @@ extension Replica {
             } catch {
                 throw PhotoLibraryError(.internalError, "could not read back the snapshot's content (\(error))")
             }
-            SnapshotSealing.seal(tables, header: &writer, generation: ring.current, assetKeys: state.assetKeys)
+            SnapshotSealing.seal(tables, header: &writer, generation: ring.current, assetKeys: state.assetKeys.all)
         } else {
             writer.write(bytes: content)
         }
@@ -369,7 +369,7 @@ extension Replica {
         do {
             return try SnapshotSealing.open(
                 snapshot.bytes, headerLength: try Self.headerLength(of: snapshot), generations: { keys.ring?.key($0) },
-                assetKeys: keys.assetKeys)
+                assetKeys: keys.assetKeys.all)
         } catch let error as DecodingError {
             throw PhotoLibraryError(.internalError, "the snapshot is damaged (\(error))")
         }

@@ -28,13 +28,16 @@ public enum KeyStoreRules {
         let name = change.name
         let own = credential.device.rawValue
         let readWrite = credential.scope == .readWrite
-        let parts = name.split(separator: "/", maxSplits: 1).map(String.init)
-        guard parts.count == 2, !parts[1].isEmpty else { return "'\(name)' is not an entry of the key store" }
-        switch parts[0] {
+        // The kind and the rest, as substrings (no copies: a push carries its assets' keys by the thousand).
+        guard let slash = name.utf8.firstIndex(of: UInt8(ascii: "/")), name.utf8.index(after: slash) != name.utf8.endIndex else {
+            return "'\(name)' is not an entry of the key store"
+        }
+        let kind = name[..<slash], rest = name[name.utf8.index(after: slash)...]
+        switch kind {
         case "library":
-            guard parts[1] == "public" || parts[1] == "current" else { return "'\(name)' is not an entry of the key store" }
+            guard rest == "public" || rest == "current" else { return "'\(name)' is not an entry of the key store" }
             guard readWrite else { return "only a readWrite device may publish the library's identity key" }
-            if parts[1] == "current" {
+            if rest == "current" {
                 guard change.value != nil else { return "the library's current identity key is replaced, never deleted" }
             } else {
                 guard change.value != nil, change.createOnly else {
@@ -43,24 +46,24 @@ public enum KeyStoreRules {
             }
         case "device":
             if change.value == nil {
-                guard readWrite || parts[1] == own else { return "only a readWrite device may delete another device's key" }
+                guard readWrite || rest == own else { return "only a readWrite device may delete another device's key" }
             } else {
-                guard parts[1] == own else { return "a device publishes only its own key ('device/\(own)')" }
+                guard rest == own else { return "a device publishes only its own key ('device/\(own)')" }
             }
         case "writer":
             if change.value == nil {
-                guard readWrite || parts[1] == own else { return "only a readWrite device may delete another device's key" }
+                guard readWrite || rest == own else { return "only a readWrite device may delete another device's key" }
             } else {
-                guard parts[1] == own else { return "a device publishes only its own key ('writer/\(own)')" }
+                guard rest == own else { return "a device publishes only its own key ('writer/\(own)')" }
             }
         case "grant":
             guard readWrite else { return "only a readWrite device may approve or revoke an add-only device" }
         case "ring":
-            guard readWrite || (parts[1] == own && change.value != nil) else {
+            guard readWrite || (rest == own && change.value != nil) else {
                 return "only a readWrite device may seal the key ring for another device or for the recovery key"
             }
         case "asset":
-            guard KeyStoreRules.isLowercaseUUID(parts[1].utf8) else {
+            guard KeyStoreRules.isLowercaseUUID(rest.utf8) else {
                 return "'\(name)' is not an entry of the key store (an asset key is named asset/ and the asset's UUID in lowercase)"
             }
             if change.value == nil {
@@ -79,7 +82,7 @@ public enum KeyStoreRules {
 extension KeyStoreRules {
     /// Whether `text` is a UUID in lowercase hexadecimal with its four dashes (checked byte by
     /// byte: a large library's asset keys arrive by the ten thousand).
-    static func isLowercaseUUID(_ text: String.UTF8View) -> Bool {
+    static func isLowercaseUUID(_ text: Substring.UTF8View) -> Bool {
         guard text.count == 36 else { return false }
         for (index, byte) in text.enumerated() {
             if index == 8 || index == 13 || index == 18 || index == 23 {

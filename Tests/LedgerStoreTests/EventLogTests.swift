@@ -326,6 +326,16 @@ struct EventLogTests {
         #expect(ids[0].unixMilliseconds == 1000 && ids[4].unixMilliseconds == 1001)
     }
 
+    @Test("a UUID's lowercase text is Foundation's uuidString in lowercase")
+    func uuidLowercaseText() throws {
+        var random = SeededRandomNumberGenerator(seed: 11)
+        let ids =
+            (0..<500).map { _ in UUID(uuid: withUnsafeBytes(of: (random.next(), random.next())) { $0.load(as: uuid_t.self) }) }
+            + [UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)), UUID(uuidString: "FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF")!]
+        for id in ids { #expect(id.lowercaseString == id.uuidString.lowercased()) }
+        #expect(ids[501].lowercaseString == "ffffffff-ffff-ffff-ffff-ffffffffffff")
+    }
+
     @Test("the hybrid logical clock stays monotonic when the physical clock goes backwards")
     func hlcMonotonic() throws {
         let times = LockedTimes([5000, 5000, 4000, 3000, 6000, 6000])

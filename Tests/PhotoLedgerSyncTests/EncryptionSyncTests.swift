@@ -199,7 +199,7 @@ struct EncryptionSyncTests {
             try await device.sync()
         }
         #expect(try cara.library.fetchAssets().count == 1)
-        #expect(cara.library.encryption.snapshot.assetKeys.count == 1)
+        #expect(cara.library.encryption.snapshot.assetKeys.all.count == 1)
 
         // The renditions Anna recorded before the revocation stay readable to Cara, like the original.
         let beforeRevocation = Set(try anna.library.allEventsForTests().map(\.id))
@@ -240,9 +240,9 @@ struct EncryptionSyncTests {
         // No key Cara holds, nor any it can derive, opens them or the edit's bytes.
         let held = cara.library.encryption.snapshot
         let generations = held.ring?.generations.map(\.key) ?? []
-        var keys = held.assetKeys.values.map(\.key) + generations
+        var keys = held.assetKeys.all.values.map(\.key) + generations
         keys += generations.flatMap { generation in
-            held.assetKeys.values.map { PayloadSeal.assetEpochKey(assetKey: $0.key, generationKey: generation) }
+            held.assetKeys.all.values.map { PayloadSeal.assetEpochKey(assetKey: $0.key, generationKey: generation) }
         }
         keys += keys.map(PayloadSeal.payloadKey(of:))
         for event in later {
@@ -413,7 +413,7 @@ struct EncryptionSyncTests {
             #expect(try device.library.fetchAssets().count == 1)
             #expect(try device.library.statistics().quarantined.isEmpty)
             let held = device.library.encryption.snapshot
-            var keys = held.assetKeys.values.map(\.key) + (held.ring?.generations.map(\.key) ?? [])
+            var keys = held.assetKeys.all.values.map(\.key) + (held.ring?.generations.map(\.key) ?? [])
             keys += keys.map(PayloadSeal.payloadKey(of:))
             for event in doomedEvents {
                 for key in keys { #expect((try? PayloadSeal.open(event, payloadKey: key)) == nil) }
@@ -422,7 +422,7 @@ struct EncryptionSyncTests {
             let blobs = try everything(under: server.directory.url).filter { $0.path.contains("/blobs/") }
             #expect(blobs.count == 2)
             let opening = blobs.filter { blob in
-                (held.assetKeys.values.map(\.key) + (held.ring?.generations.map(\.key) ?? [])).contains { key in
+                (held.assetKeys.all.values.map(\.key) + (held.ring?.generations.map(\.key) ?? [])).contains { key in
                     (try? ResourceCipher.decrypt(
                         fileAt: URL(fileURLWithPath: blob.path), to: directory.file("attempt"), key: PhotoLibrary.resourceKey(of: key)))
                         != nil
@@ -531,10 +531,10 @@ struct EncryptionSyncTests {
         let state = camera.library.encryption.snapshot
         #expect(state.ring == nil)
         let cameraObjects = Set(cameraEvents.map(\.object))
-        #expect(Set(state.assetKeys.keys) == cameraObjects)
+        #expect(Set(state.assetKeys.all.keys) == cameraObjects)
         let others = try anna.library.allEventsForTests().filter { $0.seal != nil && !cameraObjects.contains($0.object) }
         #expect(others.count >= 3)
-        var candidates: [[UInt8]] = state.assetKeys.values.map(\.key.bytes) + [try #require(state.device).secretKey.bytes]
+        var candidates: [[UInt8]] = state.assetKeys.all.values.map(\.key.bytes) + [try #require(state.device).secretKey.bytes]
         let held = try camera.library.readDatabase { db in
             try ["e2e_state", "e2e_asset_keys", "e2e_outbox", "device_settings"].flatMap { table in
                 try db.rows("SELECT * FROM \(table)") { row in (0..<row.columnCount).map { row.value($0) } }.joined()

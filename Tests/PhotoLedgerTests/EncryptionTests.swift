@@ -246,6 +246,13 @@ struct EncryptionTests {
             ])
         let some = Set(assets.prefix(3))
         #expect(try library.pendingKeyEntries(ofAssets: some).map(\.name) == some.map(KeyStoreName.asset).sorted())
+        // Assets made together are read as one range of names (others in the range left out);
+        // assets far apart, whose range holds many other entries, are looked up one by one.
+        let together = Set(assets[10..<60]).subtracting([assets[30]])
+        let apart = Set([assets[0], assets[120], assets[249]])
+        for chosen in [together, apart] {
+            #expect(try library.pendingKeyEntries(ofAssets: chosen).map(\.name) == chosen.map(KeyStoreName.asset).sorted())
+        }
         // Queued again with other bytes while the first bytes were on their way: kept. A deletion goes once published.
         let requeued = KeyStoreName.asset(assets[0])
         try library.withDatabase { db in
@@ -256,6 +263,31 @@ struct EncryptionTests {
         let left = try library.pendingKeyEntries()
         #expect(left.map(\.name) == [requeued])
         #expect(left.first?.value == [1, 2, 3])
+    }
+
+    @Test("asset keys are one table changed in place: a replaced key is derived again, a purge's keys are left out, folds see the version")
+    func assetKeyTable() throws {
+        let asset = UUID(), other = UUID()
+        let keyID = KeyKind.asset.rawValue | 4
+        let first = SecretKey(), second = SecretKey()
+        let table = AssetKeyTable([asset: (keyID, first)])
+        let keys = PayloadKeys(generations: [:], generationKeys: [:], assetKeys: table)
+        let context = FoldContext(schema: .standard, library: nil, keys: keys)
+        #expect(keys.payloadKey(keyID, object: asset) == PayloadSeal.payloadKey(of: first))
+        #expect(keys.payloadKey(keyID | 8, object: asset) == nil)  // another identifier than the asset's
+        // Added in place: the same payload keys see it, and a context made before is told apart.
+        table.add([other: (keyID, second)])
+        #expect(keys.payloadKey(keyID, object: other) == PayloadSeal.payloadKey(of: second))
+        #expect(!context.foldsAlike(FoldContext(schema: .standard, library: nil, keys: keys)))
+        // A key replaced under the same identifier: what was derived from the first is not used.
+        table.add([asset: (keyID, second)])
+        #expect(keys.payloadKey(keyID, object: asset) == PayloadSeal.payloadKey(of: second))
+        // A purge in progress leaves its assets' keys out without changing the table.
+        let purging = keys.removing([asset])
+        #expect(purging.payloadKey(keyID, object: asset) == nil && purging.payloadKey(keyID, object: other) != nil)
+        #expect(keys.payloadKey(keyID, object: asset) != nil)
+        table.remove([asset])
+        #expect(keys.payloadKey(keyID, object: asset) == nil && table[asset] == nil && table.all.count == 1)
     }
 
     @Test("recovery keys read back, and a mistyped or short one is refused with the reason")
