@@ -135,7 +135,7 @@ public struct BatchInsert: Sendable {
         var values = Values()
         while row < count {
             let rows = count - row >= rowsPerStatement ? rowsPerStatement : 1
-            // Cleared after its last run already (below); every parameter is bound anew.
+            // Cleared after its last run already (below): every parameter is NULL.
             let statement = try database.cachedStatement(rows == 1 ? single : grouped, clearingBindings: false)
             values.removeAll()
             for offset in 0..<rows {
@@ -152,13 +152,15 @@ public struct BatchInsert: Sendable {
     }
 
     /// Binds `values` and steps `statement` once, then resets it and clears its bindings while
-    /// the bound bytes are still alive.
+    /// the bound bytes are still alive. Every parameter is NULL when it starts (a new statement's
+    /// are, and every run ends by clearing them, failed runs too), so NULLs are not bound.
     private static func run(_ statement: Statement, _ values: borrowing Values) throws {
-        // Bytes are bound only inside the buffer's scope, which clears them itself.
-        defer { statement.resetKeepingBindings() }
+        var stepped = false
+        // A run that fails before its step clears what it bound (the step's own scope clears after it).
+        defer { if !stepped { statement.reset() } }
         let handle = statement.handle
-        for (parameter, value) in values.integers {
-            let code = value.map { sqlite3_bind_int64(handle, parameter, $0) } ?? sqlite3_bind_null(handle, parameter)
+        for case (let parameter, let value?) in values.integers {
+            let code = sqlite3_bind_int64(handle, parameter, value)
             guard code == SQLITE_OK else { throw statement.database.error(code, sql: statement.sql) }
         }
         for (parameter, value) in values.reals {
@@ -182,6 +184,7 @@ public struct BatchInsert: Sendable {
                 guard code == SQLITE_OK else { throw statement.database.error(code, sql: statement.sql) }
             }
             // Bound without a copy (SQLITE_STATIC): step and clear while `bytes` is valid.
+            stepped = true
             defer { statement.reset() }
             try statement.step()
         }

@@ -26,6 +26,40 @@ struct DatabaseTests {
         #expect(syntax.description.contains("SELEC nothing"))
     }
 
+    @Test("a batch insert binds no NULL: a value of one run never stays for the next, a failed run's neither")
+    func batchInsertNulls() throws {
+        let directory = try TemporaryDirectory()
+        let db = try Database(path: directory.path("db.sqlite"))
+        try db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, a INTEGER, b TEXT, c REAL CHECK (c IS NULL OR c >= 0))")
+        let insert = BatchInsert("INSERT INTO t (id, a, b, c)", columns: 4, rowsPerStatement: 3)
+        // Rows 0..<7: full statements of 3 and single ones; even rows hold values, odd rows NULLs.
+        func row(_ index: Int, _ values: inout BatchInsert.Values, id: Int) {
+            values.append(Int64(id))
+            values.append(index % 2 == 0 ? Int64(index) : nil)
+            if index % 2 == 0 { values.append("row \(index)") } else { values.appendNull() }
+            values.append(index % 2 == 0 ? Double(index) : nil)
+        }
+        #expect(try insert.run(count: 7, in: db) { index, values in row(index, &values, id: index) } == 7)
+        // A run that fails in its step (the CHECK) leaves nothing bound for the next one.
+        #expect(throws: DatabaseError.self) {
+            try insert.run(count: 3, in: db) { index, values in
+                values.append(Int64(100 + index))
+                values.append(Int64(7))
+                values.append("bad")
+                values.append(index == 2 ? -1.0 : 1.0)
+            }
+        }
+        #expect(try insert.run(count: 4, in: db) { index, values in row(2 * index + 1, &values, id: 200 + index) } == 4)
+        let rows = try db.rows("SELECT id, a, b, c FROM t ORDER BY id") { row in
+            (row.int64(0), row.isNull(1) ? nil : row.int64(1), row.isNull(2) ? nil : row.text(2), row.isNull(3) ? nil : row.double(3))
+        }
+        #expect(rows.count == 11)
+        for (id, a, b, c) in rows {
+            let even = id < 100 && id % 2 == 0
+            #expect((a == nil) == !even && (b == nil) == !even && (c == nil) == !even, "row \(id)")
+        }
+    }
+
     @Test("a transaction that throws rolls back everything")
     func transactionRollsBack() throws {
         let directory = try TemporaryDirectory()
