@@ -4,9 +4,10 @@ import Foundation
 /// Stills through libvips: the file is decoded (every pixel of every frame; WebP at an eighth of
 /// its size, which still reads all of its compressed data), except a JPEG, whose header and
 /// tables libjpeg reads and whose first rows it decodes while a walk of its markers and
-/// entropy-coded data checks the rest (see `photoledger_jpeg_check_structure`); its size,
-/// orientation, frames and EXIF are what the decoder read. A JPEG or WebP whose picture is
-/// wanted for renditions is decoded reduced.
+/// entropy-coded data checks the rest (see `photoledger_jpeg_check_structure`: libjpeg also
+/// reads its size and its EXIF and XMP segments, as libvips' loader takes them); its size,
+/// orientation, frames and EXIF are what the decoder read (a JPEG's orientation from its EXIF).
+/// A JPEG or WebP whose picture is wanted for renditions is decoded reduced.
 enum StillImageDecoder {
     /// The libvips loader and the decode reduction of each still format.
     private static func loader(for format: MediaFormat) -> (name: String, reduce: Int32) {
