@@ -15,6 +15,8 @@
 static inline int photoledger_averror_again(void) { return AVERROR(EAGAIN); }
 /// AVERROR_EOF, a macro over MKTAG that Swift cannot import.
 static inline int photoledger_averror_eof(void) { return AVERROR_EOF; }
+/// AVERROR(ENOMEM), which FFmpeg returns when an allocation is refused.
+static inline int photoledger_averror_nomem(void) { return AVERROR(ENOMEM); }
 
 /// Converts a decoded video frame, whatever its pixel format, to packed 8-bit RGB in `pixels`
 /// (rows of `stride` bytes, at least `3 × width`), with the frame's colour matrix and range (an

@@ -11,7 +11,20 @@ enum MovieDecoder {
     /// The most packets read while looking for the first video frame.
     static let maximumPacketsBeforeFirstFrame = 4096
 
-    private static let quiet: Void = av_log_set_level(AV_LOG_QUIET)
+    /// FFmpeg quiet, and no allocation of one block over ``largestAllocation``: a demuxer
+    /// allocates what a file declares (a 2 KB QuickTime file whose metadata claims 185 million
+    /// keys asked for 1.5 GB, and took 2 s to refuse), so such a file is refused at once.
+    private static let configured: Void = {
+        av_log_set_level(AV_LOG_QUIET)
+        av_max_alloc(largestAllocation)
+    }()
+
+    /// The largest block FFmpeg may allocate: 512 MB, more than one plane of the largest frame
+    /// PhotoMedia decodes (`MediaInfo.fits`: 2^28 pixels).
+    static let largestAllocation = 512 << 20
+
+    /// Applies FFmpeg's settings (above) before any use of it.
+    static func configure() { configured }
 
     static func inspect(path: String, format: MediaFormat) throws -> MediaInfo {
         try withVideoStream(path: path, format: format) { context, streams, video in
@@ -65,9 +78,14 @@ enum MovieDecoder {
         path: String, format: MediaFormat,
         _ body: (UnsafeMutablePointer<AVFormatContext>, [UnsafeMutablePointer<AVStream>], UnsafeMutablePointer<AVStream>) throws -> T
     ) throws -> T {
-        _ = quiet
+        configure()
         var context: UnsafeMutablePointer<AVFormatContext>?
         let opened = avformat_open_input(&context, path, nil, nil)
+        if opened == photoledger_averror_nomem() {
+            throw InvalidMedia(
+                "damaged \(format.name): its structure declares more than a movie needs (FFmpeg allocates at most "
+                    + "\(largestAllocation >> 20) MB at once for it)")
+        }
         guard opened == 0, let context else {
             throw InvalidMedia(describe(opened, "damaged \(format.name): FFmpeg cannot read its structure"))
         }

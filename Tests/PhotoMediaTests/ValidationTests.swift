@@ -191,6 +191,22 @@ struct ValidationTests {
         #expect(error?.refusal == .damaged, "\(String(describing: error))")
     }
 
+    @Test("a QuickTime movie whose metadata declares 185 million keys is refused without FFmpeg allocating for them")
+    func movieDeclaringHugeAllocation() throws {
+        // ftyp, then moov > meta > hdlr (mdta) and keys with a count of 0x0B0B0B0B: FFmpeg's
+        // demuxer allocates 8 bytes a key (1.5 GB) before it reads the first one.
+        func atom(_ type: String, _ body: [UInt8]) -> [UInt8] { Samples.bigEndian(UInt32(8 + body.count)) + Array(type.utf8) + body }
+        let handler = atom("hdlr", [UInt8](repeating: 0, count: 8) + Array("mdta".utf8) + [UInt8](repeating: 0, count: 13))
+        let keys = atom("keys", [0, 0, 0, 0] + Samples.bigEndian(0x0B0B_0B0B))
+        let bytes =
+            atom("ftyp", Array("qt  ".utf8) + [0, 0, 2, 0] + Array("qt  ".utf8)) + atom("moov", atom("meta", handler + keys))
+            + atom("mdat", [UInt8](repeating: 0, count: 64))
+        let error = Samples.mediaError { _ = try MediaInspector.inspect(bytes, name: "keys.mov") }
+        #expect(error?.refusal == .damaged)
+        // Refused because FFmpeg's allocation was (without the limit, after it, as invalid data).
+        #expect(error?.reason.contains("declares more than a movie needs") == true, "\(String(describing: error))")
+    }
+
     @Test("a truncated file is refused in every format, with the same advice", arguments: MediaFormat.allCases)
     func truncated(format: MediaFormat) throws {
         let bytes = try Self.singleFrame(format, width: 96, height: 64)
