@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <jpeglib.h>
+#include <jerror.h>
 
 // The JPEG check of `PHOTOLEDGER_DECODE_STRUCTURE`: libjpeg reads the header and tables and
 // decodes the first rows, and a walk of the whole file checks the structure of every scan's
@@ -251,6 +252,8 @@ static int walk(const unsigned char *data, size_t size) {
 typedef struct {
     struct jpeg_error_mgr manager;
     jmp_buf jump;
+    /// Whether the data ran out (libjpeg then warns and reads an end-of-image marker in its place).
+    volatile int ran_out;
 } error_state;
 
 static void error_exit(j_common_ptr info) {
@@ -259,6 +262,13 @@ static void error_exit(j_common_ptr info) {
 }
 
 static void output_message(j_common_ptr info) { (void)info; }
+
+/// Notes the warning that the data ran out; warnings are otherwise silent.
+static void emit_message(j_common_ptr info, int level) {
+    error_state *state = (error_state *)info->err;
+    if (level < 0 && info->err->msg_code == JWRN_JPEG_EOF) state->ran_out = 1;
+    if (level < 0) info->err->num_warnings++;
+}
 
 /// Keeps a copy of `length` bytes at `data` in `*field` (and its length in `*field_length`),
 /// unless the field holds some already: the first segment of a kind counts, as in libvips.
@@ -300,10 +310,15 @@ static int read_tables(const unsigned char *data, size_t size, photoledger_still
     info.err = jpeg_std_error(&errors.manager);
     errors.manager.error_exit = error_exit;
     errors.manager.output_message = output_message;
+    errors.manager.emit_message = emit_message;
+    errors.ran_out = 0;
     if (setjmp(errors.jump) != 0) {
         char message[JMSG_LENGTH_MAX];
         (*info.err->format_message)((j_common_ptr)&info, message);
+        int ran_out = errors.ran_out;
         jpeg_destroy_decompress(&info);
+        // A file cut before its image data: libjpeg read its own end marker there and failed on it.
+        if (ran_out) return fail("premature end of JPEG file: it ends inside its header (%s)", message);
         return fail("%s", message);
     }
     jpeg_create_decompress(&info);

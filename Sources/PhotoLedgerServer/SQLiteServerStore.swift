@@ -643,8 +643,15 @@ public final class SQLiteServerStore: ServerStore {
         try read { db in
             let last =
                 try db.firstRow("SELECT coalesce(max(seq), 0) FROM key_entries WHERE library_id = ?", [libraryID]) { $0.int64(0) } ?? 0
+            // Everything: one pass over the library's entries, already in name order. What changed
+            // since a position: through the index by position (a device's every sync asks for
+            // the few entries since its last, which must not cost a pass over a large library's
+            // keys), then sorted by name.
             let entries = try db.rows(
-                "SELECT name, value FROM key_entries WHERE library_id = ? AND seq > ? AND seq <= ? ORDER BY name", [libraryID, after, last]
+                after == 0
+                    ? "SELECT name, value FROM key_entries WHERE library_id = ? AND seq > ? AND seq <= ? ORDER BY name"
+                    : "SELECT name, value FROM key_entries INDEXED BY key_entries_by_seq WHERE library_id = ? AND seq > ? AND seq <= ? ORDER BY name",
+                [libraryID, after, last]
             ) {
                 KeyEntry(name: $0.text(0), value: $0.blob(1))
             }
