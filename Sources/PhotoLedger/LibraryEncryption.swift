@@ -392,9 +392,7 @@ extension PhotoLibrary {
             // names lie together in the outbox's name order: one range read finds them, unless
             // the range holds many other entries (then the names are looked up one by one).
             let limit = names.count * 4 + 16
-            let range = try db.rows(Self.pendingEntryRange, [first, last, Int64(limit)]) {
-                (name: $0.text(0), value: $0.isNull(1) ? nil : $0.blob(1), createOnly: $0.int64(2) != 0)
-            }
+            let range = try db.rows(Self.pendingEntryRange, [first, last, Int64(limit)], Self.pendingEntry)
             if range.count < limit {
                 let wanted = Set(names)
                 return range.filter { wanted.contains($0.name) }
@@ -406,12 +404,15 @@ extension PhotoLibrary {
             for start in stride(from: 0, to: names.count, by: size) {
                 let part = names[start..<min(start + size, names.count)]
                 let bound = Array(part) + Array(repeating: part.last!, count: size - part.count)
-                entries += try db.rows(Self.pendingEntryLookup, bound) {
-                    (name: $0.text(0), value: $0.isNull(1) ? nil : $0.blob(1), createOnly: $0.int64(2) != 0)
-                }
+                entries += try db.rows(Self.pendingEntryLookup, bound, Self.pendingEntry)
             }
             return entries
         }
+    }
+
+    /// An outbox row read by ``pendingKeyEntries(ofAssets:)``.
+    private static func pendingEntry(_ row: Statement) -> (name: String, value: [UInt8]?, createOnly: Bool) {
+        (name: row.text(0), value: row.isNull(1) ? nil : row.blob(1), createOnly: row.int64(2) != 0)
     }
 
     /// The outbox entries whose names lie between two names, in name order, at most as many as asked.
