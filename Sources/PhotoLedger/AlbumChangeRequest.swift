@@ -7,15 +7,36 @@ import LedgerCore
 ///
 /// Every operation is recorded with resolved targets — asset identifiers and fractional position
 /// keys — never indexes. An invalid operation throws and records nothing.
+///
+/// The album's members are read when an operation first needs all of them (``assetCount``,
+/// removals and moves by index, replacements), with the changes made before it in the change
+/// block; from then on the request keeps them as its own operations change them. Appending
+/// assets, and inserting a run of assets at one index, read only the rows they need: a change
+/// block that adds a photo to a large album does not read the whole album.
 public final class AlbumChangeRequest {
     unowned let changes: LibraryChanges
     let id: UUID
-    private var members: [(asset: UUID, position: String)]
+    /// The members the index operations see, in album order, once read (see ``members()``).
+    private var loaded: [(asset: UUID, position: String)]?
 
     init(changes: LibraryChanges, id: UUID, isNew: Bool) throws {
         self.changes = changes
         self.id = id
-        self.members = isNew ? [] : try AlbumMembers.ordered(id, in: changes.database).map { ($0.asset, $0.position) }
+        self.loaded = isNew ? [] : nil
+    }
+
+    /// The visible members in album order: read from the views the first time, then kept.
+    private func members() throws -> [(asset: UUID, position: String)] {
+        if let loaded { return loaded }
+        let members = try AlbumMembers.ordered(id, in: changes.database).map { (asset: $0.asset, position: $0.position) }
+        loaded = members
+        return members
+    }
+
+    /// Whether the members are not read yet and the album has no others merged into it: the
+    /// operations that need a few rows read them alone then.
+    private func readsRowsAlone() throws -> Bool {
+        try loaded == nil && AlbumMembers.group(of: id, in: changes.database).count == 1
     }
 
     /// The placeholder of the album: for a created album, its final identifier.
@@ -25,7 +46,11 @@ public final class AlbumChangeRequest {
     public var localIdentifier: String { LocalIdentifier(uuid: id, kind: .album).description }
 
     /// The number of assets the index operations see.
-    public var assetCount: Int { members.count }
+    ///
+    /// - Throws: ``PhotoLibraryError`` when the album's members cannot be read.
+    public var assetCount: Int {
+        get throws { try members().count }
+    }
 
     /// Renames the album.
     public func setTitle(_ title: String) throws {
@@ -44,7 +69,7 @@ public final class AlbumChangeRequest {
         var id: UUID?
         if let asset {
             let member = try changes.existingAsset(asset)
-            guard members.contains(where: { $0.asset == member }) else {
+            guard try members().contains(where: { $0.asset == member }) else {
                 throw PhotoLibraryError(
                     .operationInterrupted, "asset \(asset.localIdentifier) is not in the album; add it before making it the key asset")
             }
@@ -56,7 +81,10 @@ public final class AlbumChangeRequest {
     /// Appends assets at the end of the album; assets already in it are left where they are.
     public func addAssets(_ assets: [any ObjectReference]) throws {
         try changes.checkValid("an album change request")
-        var seen = Set(members.map(\.asset))
+        // Unread members are looked up one asset at a time (a member, hidden or not, is in the
+        // album's rows), and only the last position is read.
+        let alone = try readsRowsAlone()
+        var seen = alone ? [] : Set(try members().map(\.asset))
         var added: [UUID] = []
         let group = try AlbumMembers.group(of: id, in: changes.database)
         for reference in assets {
@@ -64,11 +92,12 @@ public final class AlbumChangeRequest {
             if seen.insert(asset).inserted, try !isHiddenMember(asset, group: group) { added.append(asset) }
         }
         guard !added.isEmpty else { return }
+        let last = alone ? try AlbumMembers.lastPosition(of: id, in: changes.database) : try members().last?.position
         let keys = changes.library.randomness.use {
-            FractionalIndex.keys(count: added.count, between: members.last?.position, and: nil, using: &$0)
+            FractionalIndex.keys(count: added.count, between: last, and: nil, using: &$0)
         }
         try recordAdditions(.add, Array(zip(added, keys)))
-        members += zip(added, keys).map { (asset: $0.0, position: $0.1) }
+        loaded? += zip(added, keys).map { (asset: $0.0, position: $0.1) }
     }
 
     /// Inserts assets so that, afterwards, `assets[k]` is at the k-th smallest of `indexes`.
@@ -79,6 +108,21 @@ public final class AlbumChangeRequest {
             throw PhotoLibraryError(
                 .operationInterrupted, "insertAssets got \(assets.count) assets but \(indexes.count) indexes; give one index per asset")
         }
+        if let first = indexes.first, indexes.last! - first + 1 == indexes.count, try readsRowsAlone() {
+            // One run of assets at one index: its neighbours are the members at `first - 1` and
+            // `first`. An index past the end falls through to the reading of every member, which
+            // says how many there are.
+            let neighbours = try AlbumMembers.positions(
+                of: id, from: max(first - 1, 0), limit: first == 0 ? 1 : 2, in: changes.database)
+            if first == 0 || !neighbours.isEmpty {
+                let ids = try newMembers(assets, readingRows: true)
+                let lower = first == 0 ? nil : neighbours[0]
+                let upper = first == 0 ? neighbours.first : neighbours.dropFirst().first
+                let keys = changes.library.randomness.use { FractionalIndex.keys(count: ids.count, between: lower, and: upper, using: &$0) }
+                try recordAdditions(.insert, Array(zip(ids, keys)))
+                return
+            }
+        }
         let ids = try newMembers(assets)
         try insert(ids, at: indexes, operation: .insert, removals: [])
     }
@@ -88,17 +132,18 @@ public final class AlbumChangeRequest {
         try changes.checkValid("an album change request")
         let ids = try Set(assets.map { try changes.existingAsset($0, allowDeleted: true) })
         let group = try AlbumMembers.group(of: id, in: changes.database)
+        let members = try members()
         let removed =
             members.filter { ids.contains($0.asset) }.map(\.asset)
             + (try ids.filter { id in !members.contains { $0.asset == id } }.filter { try isHiddenMember($0, group: group) })
         try recordRemovals(.remove, removed)
-        members.removeAll { ids.contains($0.asset) }
+        loaded = members.filter { !ids.contains($0.asset) }
     }
 
     /// Removes the assets at `indexes`.
     public func removeAssets(at indexes: IndexSet) throws {
         try changes.checkValid("an album change request")
-        try check(indexes)
+        let members = try check(indexes)
         try recordRemovals(.remove, indexes.map { members[$0].asset })
         remove(at: indexes)
     }
@@ -106,19 +151,18 @@ public final class AlbumChangeRequest {
     /// Replaces the assets at `indexes` with `assets` (one asset per index).
     public func replaceAssets(at indexes: IndexSet, withAssets assets: [any ObjectReference]) throws {
         try changes.checkValid("an album change request")
-        try check(indexes)
+        let members = try check(indexes)
         guard indexes.count == assets.count else {
             throw PhotoLibraryError(
                 .operationInterrupted, "replaceAssets got \(assets.count) assets but \(indexes.count) indexes; give one index per asset")
         }
         let removed = indexes.map { members[$0].asset }
         let ids = try newMembers(assets, ignoring: Set(removed))
-        let saved = members
         remove(at: indexes)
         do {
             try insert(ids, at: indexes, operation: .replace, removals: removed)
         } catch {
-            members = saved
+            loaded = members
             throw error
         }
     }
@@ -127,7 +171,7 @@ public final class AlbumChangeRequest {
     /// removing them (PhotoKit's rule: remove first, then insert).
     public func moveAssets(at indexes: IndexSet, to toIndex: Int) throws {
         try changes.checkValid("an album change request")
-        try check(indexes)
+        let members = try check(indexes)
         let moving = indexes.map { members[$0].asset }
         var remaining = members
         for index in indexes.reversed() { remaining.remove(at: index) }
@@ -145,32 +189,40 @@ public final class AlbumChangeRequest {
         let entries = zip(moving, keys).map { ChangeEvent.MemberChange(asset: $0.0, causalLength: 0, position: $0.1) }
         try changes.record(.albumMembersChanged(operation: .move, entries: entries), object: id)
         remaining.insert(contentsOf: zip(moving, keys).map { (asset: $0.0, position: $0.1) }, at: toIndex)
-        members = remaining
+        loaded = remaining
     }
 
     // MARK: Helpers
 
-    private func check(_ indexes: IndexSet) throws {
+    /// The members, once `indexes` are checked against them.
+    private func check(_ indexes: IndexSet) throws -> [(asset: UUID, position: String)] {
+        let members = try members()
         if let bad = indexes.first(where: { $0 < 0 || $0 >= members.count }) {
             throw PhotoLibraryError(
                 .operationInterrupted,
                 "index \(bad) is out of range: the album has \(members.count) assets (indexes 0 to \(max(0, members.count - 1)))")
         }
+        return members
     }
 
     private func remove(at indexes: IndexSet) {
-        for index in indexes.reversed() { members.remove(at: index) }
+        for index in indexes.reversed() { loaded?.remove(at: index) }
     }
 
-    /// Resolves assets that must not already be visible members.
-    private func newMembers(_ assets: [any ObjectReference], ignoring: Set<UUID> = []) throws -> [UUID] {
+    /// Resolves assets that must not already be visible members (with `readingRows`, looked up
+    /// in the album's rows one by one: the members are not read).
+    private func newMembers(_ assets: [any ObjectReference], ignoring: Set<UUID> = [], readingRows: Bool = false) throws -> [UUID] {
         var seen = Set<UUID>()
+        let members = readingRows ? [] : try members()
         return try assets.map { reference in
             let asset = try changes.existingAsset(reference)
             guard seen.insert(asset).inserted else {
                 throw PhotoLibraryError(.operationInterrupted, "asset \(reference.localIdentifier) appears twice; insert each asset once")
             }
-            if !ignoring.contains(asset), members.contains(where: { $0.asset == asset }) {
+            let member =
+                readingRows
+                ? try AlbumMembers.isVisibleMember(asset, of: id, in: changes.database) : members.contains(where: { $0.asset == asset })
+            if !ignoring.contains(asset), member {
                 throw PhotoLibraryError(
                     .operationInterrupted,
                     "asset \(reference.localIdentifier) is already in the album; use moveAssets(at:to:) to change its place")
@@ -180,7 +232,7 @@ public final class AlbumChangeRequest {
     }
 
     private func insert(_ assets: [UUID], at indexes: IndexSet, operation: ChangeEvent.MembershipOperation, removals: [UUID]) throws {
-        var list: [(asset: UUID, position: String?)] = members.map { ($0.asset, $0.position) }
+        var list: [(asset: UUID, position: String?)] = try members().map { ($0.asset, $0.position) }
         for (asset, index) in zip(assets, indexes) {
             guard index <= list.count else {
                 throw PhotoLibraryError(
@@ -207,7 +259,7 @@ public final class AlbumChangeRequest {
         let inserted = Set(assets)
         try recordRemovals(operation, removals)
         try recordAdditions(operation, list.filter { inserted.contains($0.asset) }.map { ($0.asset, $0.position!) })
-        members = list.map { (asset: $0.asset, position: $0.position!) }
+        loaded = list.map { (asset: $0.asset, position: $0.position!) }
     }
 
     private func recordAdditions(_ operation: ChangeEvent.MembershipOperation, _ additions: [(UUID, String)]) throws {

@@ -136,6 +136,39 @@ enum AlbumMembers {
         }
     }
 
+    /// The positions of the visible members of `album` (one not merged with others) from index
+    /// `offset` in album order, at most `limit` of them: the neighbours an insertion at an index
+    /// needs, read through the index in album order rather than with every member.
+    static func positions(of album: UUID, from offset: Int, limit: Int, in db: Database) throws -> [String] {
+        try db.rows(
+            """
+            SELECT m.position FROM album_members m
+            WHERE m.album_id = ? AND \(CausalLength.present("m.cl")) AND \(filter(false, nil)) ORDER BY m.position, m.asset_id
+            LIMIT ? OFFSET ?
+            """, [album.bytes, Int64(limit), Int64(offset)]
+        ) { $0.text(0) }
+    }
+
+    /// Whether `asset` is a visible member of `album` (one not merged with others).
+    static func isVisibleMember(_ asset: UUID, of album: UUID, in db: Database) throws -> Bool {
+        try db.firstRow(
+            "SELECT 1 FROM album_members m WHERE m.asset_id = ? AND m.album_id = ? AND \(CausalLength.present("m.cl")) AND \(filter(false, nil))",
+            [asset.bytes, album.bytes]
+        ) { _ in true } ?? false
+    }
+
+    /// The position of the last visible member of `album` (one not merged with others), nil when
+    /// it has none.
+    static func lastPosition(of album: UUID, in db: Database) throws -> String? {
+        try db.firstRow(
+            """
+            SELECT m.position FROM album_members m
+            WHERE m.album_id = ? AND \(CausalLength.present("m.cl")) AND \(filter(false, nil))
+            ORDER BY m.position DESC, m.asset_id DESC LIMIT 1
+            """, [album.bytes]
+        ) { $0.text(0) }
+    }
+
     /// The causal length of (album, asset), 0 when never touched.
     static func causalLength(album: UUID, asset: UUID, db: Database) throws -> Int64 {
         try db.firstRow("SELECT cl FROM album_members WHERE album_id = ? AND asset_id = ?", [album.bytes, asset.bytes]) { $0.int64(0) } ?? 0

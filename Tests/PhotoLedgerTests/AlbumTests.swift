@@ -38,6 +38,49 @@ struct AlbumTests {
         #expect(try library.members(album) == [new[0], assets[0], new[1], assets[1], assets[2]])
     }
 
+    @Test("insertions and appends that read only the rows they need record what reading every member records")
+    func fewRowsAsEveryMember() throws {
+        // Two libraries made alike (same seed, same clock); in one, each request first reads every member.
+        func run(readingEveryMember: Bool) throws -> (members: [String], errors: [String], payloads: [[UInt8]]) {
+            let directory = try TemporaryDirectory()
+            let library = try makeLibrary(directory)
+            let assets = try library.createAssets(40)
+            let hidden = try library.createAssets(3, hidden: true)
+            let album = try library.createAlbum("Big", assets: Array(assets[0..<30]) + hidden)
+            let operations: [(AlbumChangeRequest) throws -> Void] = [
+                { try $0.insertAssets([assets[30]], at: [0]) },
+                { try $0.insertAssets([assets[31], assets[32]], at: [5, 6]) },
+                { try $0.insertAssets([assets[33]], at: [33]) },  // at the end: 33 visible members
+                { try $0.insertAssets([assets[34]], at: [35]) },  // past the end
+                { try $0.insertAssets([assets[1]], at: [2]) },  // already a member
+                { try $0.insertAssets([hidden[0]], at: [1]) },  // a hidden member: not one the indexes see
+                { try $0.addAssets([assets[35], assets[2], hidden[1], assets[35]]) },
+                { try $0.insertAssets([assets[36], assets[37]], at: [1, 3]) },  // two runs: every member is read
+                { try $0.insertAssets([assets[38], assets[38]], at: [0, 1]) },  // twice
+            ]
+            var errors: [String] = []
+            for operation in operations {
+                do {
+                    try library.performChangesAndWait { changes in
+                        let request = try changes.albumChangeRequest(for: album)
+                        if readingEveryMember { _ = try request.assetCount }
+                        try operation(request)
+                    }
+                } catch let error as PhotoLibraryError {
+                    errors.append(error.message)
+                }
+            }
+            return (try library.members(album), errors, try library.allEvents().map(\.payload))
+        }
+        let few = try run(readingEveryMember: false)
+        let every = try run(readingEveryMember: true)
+        #expect(few.members == every.members)
+        #expect(few.members.count == 37)  // 30, 7 added (the hidden asset inserted stays hidden)
+        #expect(few.errors == every.errors)
+        #expect(few.errors.count == 3, "\(few.errors)")
+        #expect(few.payloads == every.payloads)
+    }
+
     @Test("insertAssets with several indexes places assets[k] at the k-th smallest index")
     func insertSeveral() throws {
         let (_, library, album, assets) = try setUp(3)
@@ -140,7 +183,7 @@ struct AlbumTests {
             try album.insertAssets([first], at: [0])
             try album.insertAssets([second], at: [0])
             try album.moveAssets(at: [1], to: 0)
-            #expect(album.assetCount == 2)
+            #expect(try album.assetCount == 2)
             return album.placeholderForCreatedAssetCollection.localIdentifier
         }
         #expect(try library.fetchAssets(in: library.album(album)).count == 2)

@@ -96,7 +96,7 @@ struct ChangeDetailsTests {
             try library.performChangesAndWait { changes in
                 let request = try changes.albumChangeRequest(for: album)
                 for _ in 0..<Int.random(in: 1...4, using: &random) {
-                    let count = request.assetCount
+                    let count = try request.assetCount
                     switch Int.random(in: 0..<4, using: &random) {
                     case 0 where count > 0: try request.removeAssets(at: [Int.random(in: 0..<count, using: &random)])
                     case 1 where count > 1:
