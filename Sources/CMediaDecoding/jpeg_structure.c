@@ -15,6 +15,9 @@
 #include <jpeglib.h>
 #include <jerror.h>
 
+/// Files up to this size are read into memory rather than mapped.
+#define SMALL_FILE (256 * 1024)
+
 // The JPEG check of `PHOTOLEDGER_DECODE_STRUCTURE`: libjpeg reads the header and tables and
 // decodes the first rows, and a walk of the whole file checks the structure of every scan's
 // entropy-coded data without decoding it (Huffman decoding is what a full decode spends most
@@ -355,6 +358,34 @@ int photoledger_jpeg_check_structure(const char *path, photoledger_still *result
         return fail("premature end of JPEG file: it is empty");
     }
     size_t size = (size_t)status.st_size;
+    if (size <= SMALL_FILE) {
+        // A small file is read: a mapping costs two system calls and a page fault per page.
+        unsigned char *bytes = malloc(size);
+        if (bytes == NULL) {
+            close(descriptor);
+            return fail("out of memory reading %zu bytes", size);
+        }
+        size_t done = 0;
+        ssize_t count = 1;
+        while (done < size && count != 0) {
+            count = pread(descriptor, bytes + done, size - done, (off_t)done);
+            if (count < 0 && errno != EINTR) break;
+            if (count > 0) done += (size_t)count;
+        }
+        int read_error = errno;
+        close(descriptor);
+        int checked;
+        if (count < 0) {
+            checked = fail("cannot read the file: %s", strerror(read_error));
+        } else if (done < size) {
+            checked = fail("the file shrank from %zu to %zu bytes while it was read", size, done);
+        } else {
+            checked = read_tables(bytes, size, result);
+            if (checked == 0 && !result->too_large) checked = walk(bytes, size);
+        }
+        free(bytes);
+        return checked;
+    }
     void *mapped = mmap(NULL, size, PROT_READ, MAP_PRIVATE, descriptor, 0);
     close(descriptor);
     if (mapped == MAP_FAILED) return fail("cannot map the file: %s", strerror(errno));

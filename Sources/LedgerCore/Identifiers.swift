@@ -29,6 +29,32 @@ extension UUID {
         }
     }
 
+    /// A random (version 4) UUID from the system's generator (`getrandom`). Foundation's `UUID()`
+    /// opens, reads and closes `/dev/urandom` for each one: this is for the names of temporary
+    /// files that a change block makes.
+    public static func random() -> UUID {
+        var generator = SystemRandomNumberGenerator()
+        var value = (generator.next() as UInt64, generator.next() as UInt64)
+        return withUnsafeMutableBytes(of: &value) { bytes in
+            bytes[6] = bytes[6] & 0x0F | 0x40
+            bytes[8] = bytes[8] & 0x3F | 0x80
+            return UUID(bytes: UnsafeRawBufferPointer(bytes))!
+        }
+    }
+
+    /// Whether this UUID's bytes come before `other`'s in lexicographic order (the order of
+    /// SQLite's BLOB keys), compared as two big-endian 64-bit words.
+    @inlinable
+    public func precedes(_ other: UUID) -> Bool {
+        let (a, b) = withUnsafeBytes(of: uuid) {
+            ($0.loadUnaligned(as: UInt64.self).bigEndian, $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self).bigEndian)
+        }
+        let (c, d) = withUnsafeBytes(of: other.uuid) {
+            ($0.loadUnaligned(as: UInt64.self).bigEndian, $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self).bigEndian)
+        }
+        return a < c || (a == c && b < d)
+    }
+
     /// Creates a UUID from exactly 16 bytes, or returns nil.
     public init?(bytes: [UInt8]) {
         guard bytes.count == 16 else { return nil }

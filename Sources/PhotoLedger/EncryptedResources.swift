@@ -78,7 +78,7 @@ extension PhotoLibrary {
                     throw PhotoLibraryError(
                         .missingResource, "resource \(hash) of a pending change is missing on this device; it cannot be uploaded")
                 }
-                let temporary = resources.directory.appendingPathComponent("tmp/sealing-\(UUID().uuidString)")
+                let temporary = resources.directory.appendingPathComponent("tmp/sealing-\(UUID.random().lowercaseString)")
                 let sealed: (sha256: [UInt8], size: Int64)
                 do {
                     var key = assetKey

@@ -18,18 +18,18 @@ struct AuditState: Sendable, Equatable {
     var snapshotThrough: Int64
 
     static func read(_ db: Database) throws -> AuditState {
-        let libraryID = try db.firstRow("SELECT library_id FROM library_identity WHERE id = 1") { UUID(bytes: $0.blob(0)) } ?? nil
-        let state = try db.firstRow(
-            "SELECT archived_through, archived_hash, server_watermark, snapshot_through FROM compaction_state WHERE id = 1"
-        ) {
-            AuditState(
-                libraryID: UUID(), archivedThrough: $0.int64(0), archivedHash: $0.blob(1), serverWatermark: $0.int64(2),
-                snapshotThrough: $0.int64(3))
-        }
-        guard let libraryID, var state else {
+        guard
+            let libraryID = try db.firstRow("SELECT library_id FROM library_identity WHERE id = 1", [], { UUID(bytes: $0.blob(0)) }) ?? nil,
+            let state = try db.firstRow(
+                "SELECT archived_through, archived_hash, server_watermark, snapshot_through FROM compaction_state WHERE id = 1", [],
+                {
+                    AuditState(
+                        libraryID: libraryID, archivedThrough: $0.int64(0), archivedHash: $0.blob(1), serverWatermark: $0.int64(2),
+                        snapshotThrough: $0.int64(3))
+                })
+        else {
             throw PhotoLibraryError(.internalError, "the library's audit tables are missing or damaged; restore the file from a backup")
         }
-        state.libraryID = libraryID
         return state
     }
 }
@@ -94,9 +94,13 @@ final class ArchiveConnection: Sendable {
 
 extension PhotoLibrary {
     /// The audit state and, when the library has been compacted, its open archive, used by
-    /// `body` alone while it runs.
-    func withArchive<T>(_ body: (AuditState, Database?) throws -> T) throws -> T {
-        let state = try readDatabase { try AuditState.read($0) }
+    /// `body` alone while it runs. With `writing` (`body` writes the library), the state is read
+    /// on the writer's connection, whose pages are current after its own commits, instead of in
+    /// a read transaction that would read again the pages the last commit changed.
+    func withArchive<T>(writing: Bool = false, _ body: (AuditState, Database?) throws -> T) throws -> T {
+        let state =
+            writing
+            ? try withDatabaseWithoutTransaction { try AuditState.read($0) } : try readDatabase { try AuditState.read($0) }
         guard state.archivedThrough > 0 else { return try body(state, nil) }
         guard let archive = try archiveConnection.open(for: url, libraryID: state.libraryID, create: false) else {
             throw PhotoLibraryError(

@@ -167,7 +167,7 @@ public final class PhotoLibrary: Sendable {
         do {
             // The archive of a compacted library is entered first (as pulls do): a purge refolds
             // the asset's archived events too.
-            result = try withArchive { _, archive in
+            result = try withArchive(writing: true) { _, archive in
                 try storage.write { db in
                     let access = try self.writeAccess(in: db)
                     let changes = try LibraryChanges(library: self, database: db, access: access, archive: archive)
@@ -229,7 +229,7 @@ public final class PhotoLibrary: Sendable {
         var afterCommit: () -> Void = {}
         let context = foldContext
         do {
-            try withArchive { _, archive in
+            try withArchive(writing: true) { _, archive in
                 try storage.write { db in
                     // This device's own events coming back are confirmed, not appended again.
                     let state = try AuditState.read(db)
@@ -449,6 +449,11 @@ public final class PhotoLibrary: Sendable {
         do { return try storage.write(body) } catch { throw Self.translate(error, doing: "update the library") }
     }
 
+    /// Runs `body` on the writer's connection outside a transaction (each statement its own).
+    func withDatabaseWithoutTransaction<T>(_ body: (Database) throws -> T) throws -> T {
+        do { return try storage.writeWithoutTransaction(body) } catch { throw Self.translate(error, doing: "read the library") }
+    }
+
     /// Runs `body` on the library's database for reading.
     func readDatabase<T>(_ body: (Database) throws -> T) throws -> T {
         do { return try storage.read(body) } catch { throw Self.translate(error, doing: "read the library") }
@@ -482,7 +487,7 @@ public final class PhotoLibrary: Sendable {
         if archived, let failure = try verifyChain().failure { throw refuse(failure) }
         let context = foldContext
         do {
-            try withArchive { _, archive in
+            try withArchive(writing: true) { _, archive in
                 let shredded = try storage.write { db in
                     let projection = Projection(db, archive: archive)
                     let checked: Int?

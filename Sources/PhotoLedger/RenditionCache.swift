@@ -116,7 +116,7 @@ final class RenditionCache: Sendable {
     func store(_ rendition: Rendition, source: String) throws(MediaError) -> CachedRendition {
         let key = RenditionKey(source: source, scale: rendition.scale)
         let final = path(for: key, format: rendition.format)
-        let temporary = "\(temporaryRoot)/\(UUID().lowercaseString)"
+        let temporary = "\(temporaryRoot)/\(UUID.random().lowercaseString)"
         let replaced = Self.status(final).map { Int64($0.st_size) } ?? 0
         do {
             for folder in [(final as NSString).deletingLastPathComponent, temporaryRoot] {

@@ -533,7 +533,7 @@ extension PhotoLibrary {
     func foldOut(_ events: [UUID]) throws {
         var pending: PendingCommit?
         do {
-            try withArchive { _, archive in
+            try withArchive(writing: true) { _, archive in
                 try withDatabase { db in
                     var objects = Set<UUID>(), created = Set<UUID>()
                     for id in events {

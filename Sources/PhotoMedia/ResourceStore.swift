@@ -270,7 +270,7 @@ public final class ResourceStore: Sendable {
         return true
     }
 
-    func temporaryPath() -> String { "\(temporaryRoot)/ingest-\(UUID().lowercaseString)" }
+    func temporaryPath() -> String { "\(temporaryRoot)/ingest-\(UUID.random().lowercaseString)" }
 
     /// Copies `source` to a new file at `path` in chunks while hashing, then fsyncs it.
     private func copyFile(_ source: Int32, to path: String, name: String) throws(MediaError) -> [UInt8] {

@@ -336,6 +336,29 @@ struct EventLogTests {
         #expect(ids[501].lowercaseString == "ffffffff-ffff-ffff-ffff-ffffffffffff")
     }
 
+    @Test("UUIDs precede one another in the lexicographic order of their bytes")
+    func uuidOrder() throws {
+        var random = SeededRandomNumberGenerator(seed: 12)
+        // Few distinct bytes, so that many pairs share a first word, or all but one byte.
+        let ids = (0..<300).map { _ in UUID(bytes: (0..<16).map { _ in UInt8.random(in: 0...2, using: &random) * 0x7F })! }
+        for a in ids.prefix(60) {
+            for b in ids {
+                #expect(a.precedes(b) == a.bytes.lexicographicallyPrecedes(b.bytes), "\(a) \(b)")
+            }
+        }
+    }
+
+    @Test("random UUIDs are version 4 of RFC 9562's variant, and distinct")
+    func randomUUIDs() throws {
+        let ids = (0..<1000).map { _ in UUID.random() }
+        #expect(Set(ids).count == ids.count)
+        for id in ids {
+            #expect(id.version == 4, "\(id)")
+            #expect(id.bytes[8] & 0xC0 == 0x80, "\(id)")
+            #expect(UUID(uuidString: id.uuidString) == id)
+        }
+    }
+
     @Test("the hybrid logical clock stays monotonic when the physical clock goes backwards")
     func hlcMonotonic() throws {
         let times = LockedTimes([5000, 5000, 4000, 3000, 6000, 6000])

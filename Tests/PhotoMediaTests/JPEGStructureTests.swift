@@ -12,11 +12,11 @@ import Testing
 struct JPEGStructureTests {
     /// A 256 × 192 JPEG of a scene, saved again by the `vips` command with `options`
     /// (`--interlace` for a progressive JPEG, `--restart-interval N`).
-    static func jpeg(_ options: [String] = [], seed: UInt64 = 3) throws -> [UInt8] {
+    static func jpeg(_ options: [String] = [], seed: UInt64 = 3, width: Int = 256, height: Int = 192, quality: Int = 90) throws -> [UInt8] {
         let directory = try TemporaryDirectory()
-        let source = try directory.write(try Samples.still("jpeg", width: 256, height: 192, seed: seed), to: "in.jpg")
+        let source = try directory.write(try Samples.still("jpeg", width: width, height: height, seed: seed), to: "in.jpg")
         let output = directory.file("out.jpg")
-        try SyntheticMedia.run(tool: "vips", ["jpegsave", source.path, output.path, "--Q", "90"] + options)
+        try SyntheticMedia.run(tool: "vips", ["jpegsave", source.path, output.path, "--Q", "\(quality)"] + options)
         return Array(try Data(contentsOf: output))
     }
 
@@ -35,6 +35,20 @@ struct JPEGStructureTests {
             let info = try MediaInspector.inspect(try Self.jpeg(options), name: "whole.jpg")
             #expect((info.pixelWidth, info.pixelHeight) == (256, 192), "\(options)")
         }
+    }
+
+    @Test("a file larger than the check reads into memory is mapped, with the same verdicts")
+    func largeFilesMapped() throws {
+        let large = try Self.jpeg(["--restart-interval", "1"], width: 1600, height: 1200, quality: 100)
+        #expect(large.count > 256 * 1024, "\(large.count) bytes: not larger than the files read into memory")
+        let info = try MediaInspector.inspect(large, name: "large.jpg")
+        #expect((info.pixelWidth, info.pixelHeight) == (1600, 1200))
+        var damaged = large
+        let third = try #require(Self.markers(0xD2, in: damaged).first)
+        damaged[third + 1] = 0xD3
+        #expect(Self.refusal(damaged)?.reason.contains("restart markers out of order") == true)
+        let cut = Self.refusal(Array(large.prefix(large.count / 2)))
+        #expect(cut?.reason.hasPrefix("truncated JPEG") == true, "\(String(describing: cut))")
     }
 
     @Test("restart markers out of order are refused: the image data between them was lost")
