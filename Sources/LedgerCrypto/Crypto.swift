@@ -94,10 +94,11 @@ public final class SecretKey: Sendable, Equatable {
 
     /// A subkey for one purpose: `context` is 8 characters naming the purpose, `id` tells
     /// subkeys of one purpose apart (libsodium's `crypto_kdf`).
-    public func derive(_ context: String, id: UInt64 = 0) -> SecretKey {
-        precondition(context.utf8.count == 8, "a key derivation context has 8 characters")
+    public func derive(_ context: StaticString, id: UInt64 = 0) -> SecretKey {
+        precondition(context.utf8CodeUnitCount == 8 && context.hasPointerRepresentation, "a key derivation context has 8 characters")
         var subkey = [UInt8](repeating: 0, count: Self.length)
-        withBytes { key in _ = crypto_kdf_derive_from_key(&subkey, Self.length, id, context, key) }
+        let name = UnsafeRawPointer(context.utf8Start).assumingMemoryBound(to: CChar.self)
+        withBytes { key in _ = crypto_kdf_derive_from_key(&subkey, Self.length, id, name, key) }
         return SecretKey(unchecked: subkey)
     }
 

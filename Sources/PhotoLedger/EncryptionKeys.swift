@@ -35,6 +35,15 @@ final class AssetKeyTable: Sendable {
         }
     }
 
+    /// Adds keys, replacing those of the same assets.
+    func add(_ added: [(asset: UUID, id: UInt32, key: SecretKey)]) {
+        content.withLock { content in
+            content.keys.reserveCapacity(content.keys.count + added.count)
+            for (asset, id, key) in added { content.keys[asset] = (id, key) }
+            content.version += 1
+        }
+    }
+
     /// Drops the keys of `assets` (destroyed).
     func remove(_ assets: Set<UUID>) {
         content.withLock { content in
@@ -60,8 +69,18 @@ final class PayloadKeys: Sendable {
     private let table: AssetKeyTable
     /// Assets whose keys these payload keys do not use (destroyed by a purge not yet committed).
     private let excluded: Set<UUID>
-    /// Payload keys derived so far, by object and key identifier.
-    private let derived = Mutex<[UUID: [UInt32: (source: SecretKey, key: SecretKey)]]>([:])
+    /// Payload keys derived so far, by object.
+    private let derived = Mutex<[UUID: Derived]>([:])
+
+    /// The payload keys derived for one object from its asset key `source`: most objects have
+    /// one (an asset's own key), kept without a dictionary of its own.
+    private struct Derived {
+        let source: SecretKey
+        var first: (id: UInt32, key: SecretKey)
+        var more: [UInt32: SecretKey] = [:]
+
+        func key(_ id: UInt32) -> SecretKey? { first.id == id ? first.key : more[id] }
+    }
 
     init(
         generations: [UInt32: SecretKey], generationKeys: [UInt32: SecretKey], assetKeys: AssetKeyTable, excluding excluded: Set<UUID> = []
@@ -86,6 +105,7 @@ final class PayloadKeys: Sendable {
     /// Forgets what was derived from the keys of `assets` (added again, or destroyed).
     func forget(_ assets: some Collection<UUID>) {
         derived.withLock { derived in
+            guard !derived.isEmpty else { return }
             for asset in assets { derived[asset] = nil }
         }
     }
@@ -110,9 +130,17 @@ final class PayloadKeys: Sendable {
     /// the first time (again when the asset's key is another one now: a derivation that raced
     /// with a replaced key is never used).
     private func derivedKey(_ object: UUID, _ keyID: UInt32, from source: SecretKey, _ derive: () -> SecretKey) -> SecretKey {
-        if let cached = derived.withLock({ $0[object]?[keyID] }), cached.source === source { return cached.key }
+        if let cached = derived.withLock({ derived in derived[object].flatMap { $0.source === source ? $0.key(keyID) : nil } }) {
+            return cached
+        }
         let key = derive()
-        derived.withLock { $0[object, default: [:]][keyID] = (source, key) }
+        derived.withLock { derived in
+            if derived[object]?.source === source {
+                derived[object]!.more[keyID] = key
+            } else {
+                derived[object] = Derived(source: source, first: (keyID, key))
+            }
+        }
         return key
     }
 
@@ -239,6 +267,15 @@ final class EncryptionKeys: Sendable {
         state.withLock { state in
             state.assetKeys.add(assetKeys)
             state.payloadKeys.forget(assetKeys.keys)
+        }
+    }
+
+    /// Adds asset keys to the cache (after the transaction that stored them committed).
+    func add(assetKeys: [(asset: UUID, id: UInt32, key: SecretKey)]) {
+        guard !assetKeys.isEmpty else { return }
+        state.withLock { state in
+            state.assetKeys.add(assetKeys)
+            state.payloadKeys.forget(assetKeys.lazy.map(\.asset))
         }
     }
 

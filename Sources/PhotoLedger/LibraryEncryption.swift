@@ -269,14 +269,21 @@ extension PhotoLibrary {
     func adoptAssetKeys(_ sealed: [(asset: UUID, value: [UInt8])]) throws -> Int {
         let state = encryption.snapshot
         guard let ring = state.ring, !sealed.isEmpty else { return 0 }
-        var opened: [UUID: (id: UInt32, key: SecretKey)] = [:]
+        var opened: [(asset: UUID, id: UInt32, key: SecretKey)] = []
         // The keys of assets made here (this device's record of their blobs is the one that
         // counts) and keys destroyed here (never taken back).
         let settled = Set(
             try readDatabase { db in
                 try db.rows("SELECT asset FROM e2e_asset_keys WHERE own = 1 OR key IS NULL") { UUID(bytes: $0.blob(0)) }.compactMap { $0 }
             })
-        let arriving = sealed.filter { !settled.contains($0.asset) }
+        // In asset order (the order of the table's key, which the upsert below writes in), an
+        // asset that comes twice taking its later entry.
+        var order = sealed.indices.filter { !settled.contains(sealed[$0].asset) }
+        order.sort { sealed[$0].asset.precedes(sealed[$1].asset) || (sealed[$0].asset == sealed[$1].asset && $0 < $1) }
+        order = order.indices.compactMap { at in
+            at + 1 < order.count && sealed[order[at + 1]].asset == sealed[order[at]].asset ? nil : order[at]
+        }
+        let arriving = order.map { sealed[$0] }
         guard !arriving.isEmpty else { return 0 }
         var wrappingKeys: [UInt32: SecretKey] = [:]
         for (id, key) in ring.generations { wrappingKeys[id] = WrappedAssetKey.wrappingKey(of: key) }
@@ -302,10 +309,9 @@ extension PhotoLibrary {
                 blobUpdates.append((asset, blobs))
             } else {
                 adopted.append((asset.bytes, record, blobs))
-                opened[asset] = (record.keyID, record.key)
+                opened.append((asset, record.keyID, record.key))
             }
         }
-        adopted.sort { $0.asset.lexicographicallyPrecedes($1.asset) }
         try withDatabase { db in
             for (asset, blobs) in blobUpdates {
                 try db.execute("UPDATE e2e_asset_keys SET blobs = ? WHERE asset = ? AND key IS NOT NULL", [blobs, asset.bytes])
@@ -443,7 +449,7 @@ extension PhotoLibrary {
 
     /// Deletes the outbox entries of the (name, value) rows given, each only while it holds those bytes.
     private static let publishedEntryDelete = BatchInsert(
-        "DELETE FROM e2e_outbox WHERE rowid IN (SELECT o.rowid FROM (", columns: 2,
+        "DELETE FROM e2e_outbox WHERE name IN (SELECT o.name FROM (", columns: 2,
         tail: ") AS v JOIN e2e_outbox o ON o.name = v.column1 AND o.value = v.column2)")
 
     static func queue(_ db: Database, _ name: String, _ value: [UInt8]?, createOnly: Bool = false) throws {
@@ -452,10 +458,29 @@ extension PhotoLibrary {
             [name, value.map { SQLValue.blob($0) } ?? .null, Int64(createOnly ? 1 : 0)])
     }
 
+    /// Reads what the server's key store says about this device and the library (`entries` by
+    /// name; see the form that takes the entries as a list).
+    package func absorbKeyStore(_ entries: [String: [UInt8]]) throws -> KeyStoreAbsorption {
+        try absorbKeyStore(entries.map { (name: $0.key, value: $0.value) })
+    }
+
     /// Reads what the server's key store says about this device and the library: a ring
     /// sealed for this device is adopted (enrolment, or a new generation after a revocation),
-    /// asset keys this device lacks are opened and stored. Returns what changed.
-    package func absorbKeyStore(_ entries: [String: [UInt8]]) throws -> KeyStoreAbsorption {
+    /// asset keys this device lacks are opened and stored. Returns what changed. `entries` come
+    /// in the store's order; where a name comes twice, the later entry counts. The asset keys
+    /// (a large library's come by the ten thousand) are read from the list as they are, the
+    /// other entries looked up by name.
+    package func absorbKeyStore(_ list: [(name: String, value: [UInt8])]) throws -> KeyStoreAbsorption {
+        var entries: [String: [UInt8]] = [:]
+        var assets: [(asset: UUID, value: [UInt8])] = []
+        assets.reserveCapacity(list.count)
+        for (name, value) in list {
+            if let asset = KeyStoreName.asset(in: name) {
+                assets.append((asset, value))
+            } else {
+                entries[name] = value
+            }
+        }
         var result = KeyStoreAbsorption()
         var state = encryption.snapshot
         if !state.enabled {
@@ -509,11 +534,6 @@ extension PhotoLibrary {
             } catch let error as PhotoLibraryError {
                 result.problems.append(error.message)
             }
-        }
-        var assets: [(asset: UUID, value: [UInt8])] = []
-        for (name, value) in entries {
-            guard let asset = KeyStoreName.asset(in: name) else { continue }
-            assets.append((asset, value))
         }
         result.assetKeys = try adoptAssetKeys(assets)
         return result
@@ -737,6 +757,11 @@ extension Replica {
 
     /// Takes what the server's key store holds for this device.
     package func absorbKeyStore(_ entries: [String: [UInt8]]) throws -> KeyStoreAbsorption { try library.absorbKeyStore(entries) }
+
+    /// Takes what the server's key store holds for this device, from its entries in the store's order.
+    package func absorbKeyStore(_ entries: [(name: String, value: [UInt8])]) throws -> KeyStoreAbsorption {
+        try library.absorbKeyStore(entries)
+    }
 
     /// What `photoledger status` and the sync summary say of the encryption.
     package var encryptionStatus: EncryptionStatus { library.encryptionStatus }

@@ -30,11 +30,9 @@ extension SyncEngine {
         }
         let cursor = try replica.keyStoreCursor()
         let response = try await readKeyStore(after: cursor)
-        var entries: [String: [UInt8]] = [:]
-        for entry in response.entries { entries[entry.name] = entry.value }
         let absorbed: KeyStoreAbsorption
         do {
-            absorbed = try replica.absorbKeyStore(entries)
+            absorbed = try replica.absorbKeyStore(response.entries.map { (name: $0.name, value: $0.value) })
         } catch let error as PhotoLibraryError {
             throw SyncError.invalidRemote(error.message)
         }

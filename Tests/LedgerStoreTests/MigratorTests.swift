@@ -101,3 +101,27 @@ struct MigratorTests {
         #expect(error.description.contains("expected number 2"))
     }
 }
+
+@Suite("Library migrations")
+struct LibraryMigrationTests {
+    @Test("the key store's outbox keeps its entries when it becomes a table without rowids (migration 20)")
+    func keyOutboxWithoutRowid() throws {
+        let directory = try TemporaryDirectory()
+        let db = try Database(path: directory.path("library.sqlite"))
+        let library = try Migrator.library()
+        let index = try #require(library.migrations.firstIndex { $0.name == "key_outbox_without_rowid" })
+        try Migrator(set: "Library", migrations: Array(library.migrations[..<index])).migrate(db)
+        // In name order.
+        let entries: [[SQLValue]] = [
+            [.text("asset/0190a3c2-0000-7000-8000-000000000001"), .blob([1, 2, 3]), .integer(0)],
+            [.text("asset/0190a3c2-0000-7000-8000-000000000002"), .null, .integer(0)],
+            [.text("library/public"), .blob(Array(repeating: 7, count: 32)), .integer(1)],
+        ]
+        for entry in entries { try db.execute("INSERT INTO e2e_outbox (name, value, create_only) VALUES (?, ?, ?)", entry) }
+        #expect(try library.migrate(db) == Array(index + 1...library.migrations.count))
+        let kept = try db.rows("SELECT name, value, create_only FROM e2e_outbox ORDER BY name") { row in (0..<3).map { row.value($0) } }
+        #expect(kept == entries)
+        #expect(
+            try db.firstRow("SELECT sql FROM sqlite_schema WHERE name = 'e2e_outbox'") { $0.text(0) }?.contains("WITHOUT ROWID") == true)
+    }
+}
