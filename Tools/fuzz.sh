@@ -25,10 +25,13 @@ SWIFT_BUILD=(swift build -c release --scratch-path "$BUILD" --sanitize address -
 # that needs more is a bug). Media may hold one frame of the largest still PhotoMedia decodes
 # (2^28 pixels; a GIF's canvas takes 4 bytes a pixel), and libpng allocates a chunk's declared
 # length (up to 2^31 - 1 bytes) before it reads it, touching only what the file holds: 2.1 GB in
-# one allocation, 3 GB in all.
-FUZZ_FLAGS=(-timeout=10 -use_value_profile=1 -print_final_stats=1)
+# one allocation, 3 GB in all. Decoding such a frame takes time too: a 286-byte GIF whose canvas
+# is 10,825 × 23,552 takes 2.6 s in libvips alone (zeroing 1 GB) and as long under the
+# sanitizers on an idle machine, over 10 s on a loaded one: media inputs get 30 s.
+FUZZ_FLAGS=(-use_value_profile=1 -print_final_stats=1)
 declare -A TARGET_MEMORY=([payloads]="2048 256" [canonical]="2048 256" [pages]="2048 256" [json]="2048 256" [compression]="2048 256"
     [headers]="2048 256" [keys]="2048 256" [metadata]="2048 256" [media]="3072 2100")
+declare -A TARGET_TIMEOUT=([media]=30)
 
 usage() {
     cat <<EOF
@@ -175,7 +178,8 @@ for target in "${selected[@]}"; do
         log="$BUILD/logs/$target.log"
         [[ $job -eq 1 ]] || log="$BUILD/logs/$target.$job.log"
         logs+=("$log")
-        "$BUILD/release/fuzz-$target" "${FUZZ_FLAGS[@]}" -rss_limit_mb="$rss" -malloc_limit_mb="$malloc" "${dictionary[@]}" -max_len="${TARGET_MAX_LEN[$target]}" \
+        "$BUILD/release/fuzz-$target" "${FUZZ_FLAGS[@]}" -timeout="${TARGET_TIMEOUT[$target]:-10}" -rss_limit_mb="$rss" -malloc_limit_mb="$malloc" \
+            "${dictionary[@]}" -max_len="${TARGET_MAX_LEN[$target]}" \
             "$(job_limit "$job")" -artifact_prefix="$crashes/" "$corpus" "$BUILD/seeds/$target" > "$log" 2>&1 &
         pids+=($!)
     done
