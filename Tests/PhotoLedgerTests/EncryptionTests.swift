@@ -208,6 +208,34 @@ struct EncryptionTests {
         #expect(third.encryptionStatus == .enrolled)
     }
 
+    @Test("the key store's entries as a list, in its order: a name that comes twice counts with its later entry")
+    func entriesAsAList() throws {
+        let directory = try TemporaryDirectory()
+        let anna = try makeLibrary(directory)
+        _ = try anna.enableEncryption()
+        _ = try anna.createAssets(4)
+        let events = try anna.allEvents()
+        let ben = try makeLibrary(directory, device: "ben-tablet", seed: 2, name: "ben")
+        try anna.approveEnrolment(of: "ben-tablet", publicKey: try ben.prepareEnrolment())
+        let pending = try anna.pendingKeyEntries().compactMap { entry in entry.value.map { (name: entry.name, value: $0) } }
+        let assets = pending.filter { $0.name.hasPrefix("asset/") }
+        #expect(assets.count == 4)
+        func damaged(_ value: [UInt8]) -> [UInt8] { value.dropLast() + [value.last! ^ 1] }
+        // Two assets' damaged entries come first and their good ones later; two assets' good
+        // entries come first and damaged ones later: the later entry is the one taken.
+        let list =
+            pending.filter { !$0.name.hasPrefix("asset/") }
+            + assets[0..<2].map { (name: $0.name, value: damaged($0.value)) } + assets
+            + assets[2..<4].map { (name: $0.name, value: damaged($0.value)) }
+        let absorbed = try ben.absorbKeyStore(list)
+        #expect(absorbed.enrolled && absorbed.assetKeys == 2)
+        try ben.applyRemoteEvents(events)
+        // The assets whose later entries were whole are the ones that open.
+        let opened = Set(try ben.fetchAssets().map { $0.localIdentifier.prefix(36).lowercased() })
+        #expect(opened == Set(assets[0..<2].map { String($0.name.dropFirst("asset/".count)) }))
+        #expect(try ben.statistics().quarantined[.sealed] == 2)
+    }
+
     @Test("a page folded before its keys arrived is folded again with them when it is applied: nothing of it stays sealed")
     func pageFoldedBeforeItsKeys() throws {
         let directory = try TemporaryDirectory()
