@@ -140,12 +140,28 @@ public enum AEAD {
     /// - Throws: ``CryptoError`` for a wrong key, a wrong nonce or associated data, or damaged
     ///   ciphertext.
     public static func open(_ ciphertext: [UInt8], key: SecretKey, nonce: [UInt8], associatedData: [UInt8] = []) throws -> [UInt8] {
+        try open(ciphertext[...], key: key, nonce: nonce[...], associatedData: associatedData)
+    }
+
+    /// Opens `ciphertext` sealed with `nonce`, both parts of larger buffers (read in place, not
+    /// copied).
+    ///
+    /// - Throws: ``CryptoError`` when the key, nonce or associated data do not match, or the
+    ///   bytes were altered.
+    public static func open(_ ciphertext: ArraySlice<UInt8>, key: SecretKey, nonce: ArraySlice<UInt8>, associatedData: [UInt8] = [])
+        throws -> [UInt8]
+    {
         guard nonce.count == nonceLength, ciphertext.count >= overhead else { throw CryptoError("the sealed bytes are malformed") }
         var plaintext = [UInt8](repeating: 0, count: ciphertext.count - overhead)
         var length: UInt64 = 0
         let result = key.withBytes { key in
-            crypto_aead_xchacha20poly1305_ietf_decrypt(
-                &plaintext, &length, nil, ciphertext, UInt64(ciphertext.count), associatedData, UInt64(associatedData.count), nonce, key)
+            ciphertext.withUnsafeBufferPointer { ciphertext in
+                nonce.withUnsafeBufferPointer { nonce in
+                    crypto_aead_xchacha20poly1305_ietf_decrypt(
+                        &plaintext, &length, nil, ciphertext.baseAddress!, UInt64(ciphertext.count), associatedData,
+                        UInt64(associatedData.count), nonce.baseAddress!, key)
+                }
+            }
         }
         guard result == 0 else { throw CryptoError("the sealed bytes do not open with this key") }
         return plaintext

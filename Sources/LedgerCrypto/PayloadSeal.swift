@@ -63,14 +63,21 @@ public struct WrappedAssetKey: Sendable {
         self.blobs = blobs
     }
 
+    /// The associated data of a record's seal: a label, the asset's 16 bytes, the key's and the
+    /// generation's identifiers (4 bytes each, big-endian). Made with one allocation: a large
+    /// library's records are opened by the ten thousand.
     static func context(_ asset: UUID, _ keyID: UInt32, generation: UInt32) -> [UInt8] {
-        var writer = ByteWriter(capacity: 64)
-        writer.write(raw: Array("photoledger asset key v1".utf8))
-        writer.write(uuid: asset)
-        writer.write(raw: withUnsafeBytes(of: keyID.bigEndian, Array.init))
-        writer.write(raw: withUnsafeBytes(of: generation.bigEndian, Array.init))
-        return writer.bytes
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(contextLabel.count + 24)
+        bytes += contextLabel
+        withUnsafeBytes(of: asset.uuid) { bytes.append(contentsOf: $0) }
+        for shift in stride(from: 24, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: keyID >> UInt32(shift))) }
+        for shift in stride(from: 24, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: generation >> UInt32(shift))) }
+        return bytes
     }
+
+    /// The label that starts a record's associated data.
+    private static let contextLabel = Array("photoledger asset key v1".utf8)
 
     /// The record sealed under `generation` of the library key: the generation's identifier (4
     /// bytes), the key's identifier (4 bytes), a nonce, the ciphertext.
@@ -222,8 +229,8 @@ public struct WrappedAssetKey: Sendable {
         let plain: [UInt8]
         do {
             plain = try AEAD.open(
-                Array(sealed.dropFirst(8 + AEAD.nonceLength)), key: wrappingKey,
-                nonce: Array(sealed[8..<(8 + AEAD.nonceLength)]), associatedData: Self.context(asset, keyID, generation: generation))
+                sealed[(8 + AEAD.nonceLength)...], key: wrappingKey, nonce: sealed[8..<(8 + AEAD.nonceLength)],
+                associatedData: Self.context(asset, keyID, generation: generation))
         } catch {
             throw CryptoError(
                 "the wrapped key of asset \(asset) does not open with library key \(generation) (another asset's, or damaged)")

@@ -582,29 +582,34 @@ package enum KeyStoreName {
     package static func asset(in name: String) -> UUID? {
         let utf8 = name.utf8
         guard utf8.count == 42, name.hasPrefix("asset/") else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(16)
-        var high: UInt8?
-        for (index, character) in utf8.dropFirst(6).enumerated() {
-            if index == 8 || index == 13 || index == 18 || index == 23 {
-                guard character == 0x2D else { return nil }
-                continue
+        var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        let complete = withUnsafeMutableBytes(of: &value) { bytes in
+            var count = 0
+            var high: UInt8?
+            for (index, character) in utf8.dropFirst(6).enumerated() {
+                if index == 8 || index == 13 || index == 18 || index == 23 {
+                    guard character == 0x2D else { return false }
+                    continue
+                }
+                let nibble: UInt8
+                switch character {
+                case 0x30...0x39: nibble = character - 0x30
+                case 0x61...0x66: nibble = character - 0x61 + 10
+                case 0x41...0x46: nibble = character - 0x41 + 10
+                default: return false
+                }
+                if let first = high {
+                    guard count < 16 else { return false }
+                    bytes[count] = first << 4 | nibble
+                    count += 1
+                    high = nil
+                } else {
+                    high = nibble
+                }
             }
-            let nibble: UInt8
-            switch character {
-            case 0x30...0x39: nibble = character - 0x30
-            case 0x61...0x66: nibble = character - 0x61 + 10
-            case 0x41...0x46: nibble = character - 0x41 + 10
-            default: return nil
-            }
-            if let first = high {
-                bytes.append(first << 4 | nibble)
-                high = nil
-            } else {
-                high = nibble
-            }
+            return count == 16
         }
-        return bytes.count == 16 ? UUID(bytes: bytes) : nil
+        return complete ? UUID(uuid: value) : nil
     }
 }
 

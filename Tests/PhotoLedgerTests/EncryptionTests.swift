@@ -208,6 +208,47 @@ struct EncryptionTests {
         #expect(third.encryptionStatus == .enrolled)
     }
 
+    @Test(
+        "a wrapped asset key laid out by hand opens: its associated data is the label, the asset, the key's and the generation's identifiers"
+    )
+    func wrappedKeyLayout() throws {
+        let generation = (id: UInt32(0x4102_0304), key: SecretKey())
+        let asset = UUID(uuidString: "0190A3C2-1111-7222-8333-444455556666")!
+        let keyID: UInt32 = 0x8A0B_0C0D
+        let key = SecretKey()
+        let associated =
+            Array("photoledger asset key v1".utf8) + asset.bytes + [0x8A, 0x0B, 0x0C, 0x0D] + [0x41, 0x02, 0x03, 0x04]
+        let (nonce, ciphertext) = AEAD.seal(
+            key.bytes + [0],
+            key: WrappedAssetKey.wrappingKey(of: generation.key),
+            associatedData: associated)
+        let sealed = [0x41, 0x02, 0x03, 0x04, 0x8A, 0x0B, 0x0C, 0x0D] + nonce + ciphertext
+        let opened = try WrappedAssetKey(asset: asset, unsealing: sealed, with: generation.key)
+        #expect(opened.keyID == keyID && opened.key == key && opened.blobs.isEmpty)
+        // And what the library seals reads back the same way.
+        #expect(try WrappedAssetKey(asset: asset, unsealing: opened.sealed(under: generation), with: generation.key).key == key)
+        #expect(throws: CryptoError.self) { try WrappedAssetKey(asset: UUID(), unsealing: sealed, with: generation.key) }
+    }
+
+    @Test("asset key entries' names read back as their assets; other names, and damaged ones, are not asset keys")
+    func assetKeyNames() throws {
+        var random = SeededRandomNumberGenerator(seed: 21)
+        for _ in 0..<200 {
+            let asset = UUID(uuid: withUnsafeBytes(of: (random.next(), random.next())) { $0.load(as: uuid_t.self) })
+            #expect(KeyStoreName.asset(in: KeyStoreName.asset(asset)) == asset)
+            #expect(KeyStoreName.asset(in: "asset/" + asset.uuidString) == asset)
+        }
+        let name = "asset/0190a3c2-1111-7222-8333-444455556666"
+        #expect(KeyStoreName.asset(in: name) == UUID(uuidString: "0190A3C2-1111-7222-8333-444455556666"))
+        for other in [
+            "ring/ben-tablet", "library/public", String(name.dropLast()), name + "0", name.replacingOccurrences(of: "-7222", with: "x7222"),
+            name.replacingOccurrences(of: "a3c2", with: "a3g2"), "asset/0190a3c2-1111-7222-8333-4444555566-6",
+            "asset/0190a3c2111172228333444455556666------", "bsset/0190a3c2-1111-7222-8333-444455556666",
+        ] {
+            #expect(KeyStoreName.asset(in: other) == nil, "\(other)")
+        }
+    }
+
     @Test("the key store's entries as a list, in its order: a name that comes twice counts with its later entry")
     func entriesAsAList() throws {
         let directory = try TemporaryDirectory()
