@@ -433,24 +433,27 @@ extension PhotoLibrary {
         + Array(repeating: "?", count: pendingEntryLookupSize).joined(separator: ", ") + ") ORDER BY name"
 
     /// Forgets entries the server has taken (unless they were queued again since, with other
-    /// bytes), with few statements: a large library's asset keys go by the thousand.
+    /// bytes): one prepared statement run per entry, each a lookup of its name in the outbox's
+    /// key (a large library's asset keys go by the thousand).
     package func keyEntriesPublished(_ entries: [(name: String, value: [UInt8]?)]) throws {
-        let written = entries.compactMap { entry in entry.value.map { (entry.name, $0) } }
         try withDatabase { db in
-            try Self.publishedEntryDelete.run(count: written.count, in: db) { row, values in
-                values.append(written[row].0)
-                values.append(blob: written[row].1)
+            let written = try db.cachedStatement(Self.publishedEntryDelete, clearingBindings: false)
+            for (name, value) in entries {
+                guard let value else { continue }
+                written.resetKeepingBindings()
+                try written.bind(name, at: 1)
+                try written.bind(value, at: 2)
+                try written.step()
             }
+            written.reset()
             for (name, value) in entries where value == nil {
                 try db.execute("DELETE FROM e2e_outbox WHERE name = ? AND value IS NULL", [name])
             }
         }
     }
 
-    /// Deletes the outbox entries of the (name, value) rows given, each only while it holds those bytes.
-    private static let publishedEntryDelete = BatchInsert(
-        "DELETE FROM e2e_outbox WHERE name IN (SELECT o.name FROM (", columns: 2,
-        tail: ") AS v JOIN e2e_outbox o ON o.name = v.column1 AND o.value = v.column2)")
+    /// Deletes the outbox entry of a name while it holds the bytes given.
+    private static let publishedEntryDelete = PreparedSQL("DELETE FROM e2e_outbox WHERE name = ? AND value = ?")
 
     static func queue(_ db: Database, _ name: String, _ value: [UInt8]?, createOnly: Bool = false) throws {
         try db.execute(
