@@ -122,10 +122,12 @@ extension PhotoLibrary {
     /// After a pull page folded: purges among the new events shred their assets, and new events
     /// of assets purged already wait for no key (they are dropped from the page's verdicts).
     func settleShredding(
-        _ events: @autoclosure () -> [Event], applied: inout AppliedPage, db: Database, archive: Database?
+        _ events: some Sequence<Event>, applied: inout AppliedPage, db: Database, archive: Database?
     ) throws -> (keys: Set<UUID>, resources: Set<String>) {
         guard encryption.snapshot.enabled else { return ([], []) }
-        let purges = Set(events().filter { $0.type == EventType.assetPurged.rawValue }.map(\.object))
+        // Read in place: a page's events are not copied to find its few purges.
+        var purges = Set<UUID>()
+        for event in events where event.type == EventType.assetPurged.rawValue { purges.insert(event.object) }
         let result = try shred(purges, in: db, archive: archive)
         let sealed = applied.quarantined.filter { $0.kind == .sealed }
         guard !sealed.isEmpty else { return result }
