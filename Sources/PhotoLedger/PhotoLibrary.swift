@@ -302,7 +302,7 @@ public final class PhotoLibrary: Sendable {
                         touched.formUnion(resolution.touched)
                         applied.changedVerdicts = resolution.changedVerdicts.count
                     }
-                    let settled = try settleShredding(appended.values.lazy.map(\.event), applied: &applied, db: db, archive: archive)
+                    let settled = try settleShredding(events, appended: appended, applied: &applied, db: db, archive: archive)
                     afterCommit = { self.finishShredding(settled) }
                     let report = try Self.recordServerChain(
                         page.chain, appended: echoes.isEmpty ? appended : appended.merging(echoes) { appendedNow, _ in appendedNow },

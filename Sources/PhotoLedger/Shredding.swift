@@ -119,15 +119,17 @@ extension PhotoLibrary {
 }
 
 extension PhotoLibrary {
-    /// After a pull page folded: purges among the new events shred their assets, and new events
-    /// of assets purged already wait for no key (they are dropped from the page's verdicts).
+    /// After a pull page folded: purges among the new events (`events` that were `appended`)
+    /// shred their assets, and new events of assets purged already wait for no key (they are
+    /// dropped from the page's verdicts).
     func settleShredding(
-        _ events: some Sequence<Event>, applied: inout AppliedPage, db: Database, archive: Database?
+        _ events: [Event], appended: [UUID: AppendedEvent], applied: inout AppliedPage, db: Database, archive: Database?
     ) throws -> (keys: Set<UUID>, resources: Set<String>) {
         guard encryption.snapshot.enabled else { return ([], []) }
-        // Read in place: a page's events are not copied to find its few purges.
+        // The purges among the events appended now, found in the page's array (not by copying
+        // every appended event out of the dictionary).
         var purges = Set<UUID>()
-        for event in events where event.type == EventType.assetPurged.rawValue { purges.insert(event.object) }
+        for event in events where event.type == EventType.assetPurged.rawValue && appended[event.id] != nil { purges.insert(event.object) }
         let result = try shred(purges, in: db, archive: archive)
         let sealed = applied.quarantined.filter { $0.kind == .sealed }
         guard !sealed.isEmpty else { return result }
