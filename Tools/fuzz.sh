@@ -150,6 +150,10 @@ stats() {
     echo "$total"
 }
 
+# How many inputs libFuzzer wrote to the directory for a crash, a leak, a timeout or a memory
+# limit (not its `slow-unit-` files: inputs slower than its report threshold, kept to look at).
+artifacts() { find "$1" -maxdepth 1 -type f ! -name 'slow-unit-*' | wc -l; }
+
 mkdir -p "$BUILD/logs" "$(dirname "$summary")"
 # With --runs, the executions are shared among the jobs (the first ones take the remainder).
 job_limit() {
@@ -169,7 +173,7 @@ for target in "${selected[@]}"; do
     mkdir -p "$corpus" "$crashes"
     dictionary=()
     [[ -f "Tools/Fuzz/$target.dict" ]] && dictionary=("-dict=Tools/Fuzz/$target.dict")
-    before=$(ls "$crashes" | wc -l)
+    before=$(artifacts "$crashes")
     echo "Fuzzing $target ($([[ -n "$runs" ]] && echo "$runs runs" || echo "$seconds s")$([[ $jobs -eq 1 ]] || echo ", $jobs jobs"))"
     read -r rss malloc <<< "${TARGET_MEMORY[$target]}"
     # Job 1 logs to TARGET.log, job N to TARGET.N.log.
@@ -185,7 +189,7 @@ for target in "${selected[@]}"; do
     done
     status=0
     for pid in "${pids[@]}"; do wait "$pid" || status=$?; done
-    found=$(($(ls "$crashes" | wc -l) - before))
+    found=$(($(artifacts "$crashes") - before))
     result=ok
     if [[ $status -ne 0 || $found -gt 0 ]]; then
         result=CRASH
