@@ -349,6 +349,14 @@ static int read_tables(const unsigned char *data, size_t size, photoledger_still
     return 0;
 }
 
+/// The whole check of a file's bytes: libjpeg's reading of the header and first rows, then the
+/// walk of every segment (unless the frame is too large to decode).
+static int check_bytes(const unsigned char *bytes, size_t size, photoledger_still *result) {
+    int checked = read_tables(bytes, size, result);
+    if (checked == 0 && !result->too_large) checked = walk(bytes, size);
+    return checked;
+}
+
 int photoledger_jpeg_check_structure(const char *path, photoledger_still *result) {
     int descriptor = open(path, O_RDONLY | O_CLOEXEC);
     if (descriptor < 0) return fail("cannot open the file: %s", strerror(errno));
@@ -380,8 +388,7 @@ int photoledger_jpeg_check_structure(const char *path, photoledger_still *result
         } else if (done < size) {
             checked = fail("the file shrank from %zu to %zu bytes while it was read", size, done);
         } else {
-            checked = read_tables(bytes, size, result);
-            if (checked == 0 && !result->too_large) checked = walk(bytes, size);
+            checked = check_bytes(bytes, size, result);
         }
         free(bytes);
         return checked;
@@ -390,8 +397,7 @@ int photoledger_jpeg_check_structure(const char *path, photoledger_still *result
     close(descriptor);
     if (mapped == MAP_FAILED) return fail("cannot map the file: %s", strerror(errno));
     madvise(mapped, size, MADV_SEQUENTIAL);
-    int checked = read_tables(mapped, size, result);
-    if (checked == 0 && !result->too_large) checked = walk(mapped, size);
+    int checked = check_bytes(mapped, size, result);
     munmap(mapped, size);
     return checked;
 }

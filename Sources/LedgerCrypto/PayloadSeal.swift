@@ -71,8 +71,8 @@ public struct WrappedAssetKey: Sendable {
         bytes.reserveCapacity(contextLabel.count + 24)
         bytes += contextLabel
         withUnsafeBytes(of: asset.uuid) { bytes.append(contentsOf: $0) }
-        for shift in stride(from: 24, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: keyID >> UInt32(shift))) }
-        for shift in stride(from: 24, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: generation >> UInt32(shift))) }
+        withUnsafeBytes(of: keyID.bigEndian) { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: generation.bigEndian) { bytes.append(contentsOf: $0) }
         return bytes
     }
 

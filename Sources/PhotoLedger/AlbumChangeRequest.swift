@@ -33,10 +33,11 @@ public final class AlbumChangeRequest {
         return members
     }
 
-    /// Whether the members are not read yet and the album has no others merged into it: the
-    /// operations that need a few rows read them alone then.
-    private func readsRowsAlone() throws -> Bool {
-        try loaded == nil && AlbumMembers.group(of: id, in: changes.database).count == 1
+    /// Whether the members are not read yet and the album has no others merged into it (`group`,
+    /// its merge group, read when not given): the operations that need a few rows read them
+    /// alone then.
+    private func readsRowsAlone(group: [UUID]? = nil) throws -> Bool {
+        try loaded == nil && (group ?? AlbumMembers.group(of: id, in: changes.database)).count == 1
     }
 
     /// The placeholder of the album: for a created album, its final identifier.
@@ -83,10 +84,10 @@ public final class AlbumChangeRequest {
         try changes.checkValid("an album change request")
         // Unread members are looked up one asset at a time (a member, hidden or not, is in the
         // album's rows), and only the last position is read.
-        let alone = try readsRowsAlone()
+        let group = try AlbumMembers.group(of: id, in: changes.database)
+        let alone = try readsRowsAlone(group: group)
         var seen = alone ? [] : Set(try members().map(\.asset))
         var added: [UUID] = []
-        let group = try AlbumMembers.group(of: id, in: changes.database)
         for reference in assets {
             let asset = try changes.existingAsset(reference)
             if seen.insert(asset).inserted, try !isHiddenMember(asset, group: group) { added.append(asset) }

@@ -29,10 +29,7 @@ final class AssetKeyTable: Sendable {
 
     /// Adds keys, replacing those of the same assets.
     func add(_ added: [UUID: (id: UInt32, key: SecretKey)]) {
-        content.withLock { content in
-            content.keys.merge(added) { _, new in new }
-            content.version += 1
-        }
+        add(added.map { (asset: $0.key, id: $0.value.id, key: $0.value.key) })
     }
 
     /// Adds keys, replacing those of the same assets.
@@ -263,11 +260,7 @@ final class EncryptionKeys: Sendable {
 
     /// Adds asset keys to the cache (after the transaction that stored them committed).
     func add(assetKeys: [UUID: (id: UInt32, key: SecretKey)]) {
-        guard !assetKeys.isEmpty else { return }
-        state.withLock { state in
-            state.assetKeys.add(assetKeys)
-            state.payloadKeys.forget(assetKeys.keys)
-        }
+        add(assetKeys: assetKeys.map { (asset: $0.key, id: $0.value.id, key: $0.value.key) })
     }
 
     /// Adds asset keys to the cache (after the transaction that stored them committed).
