@@ -91,13 +91,25 @@ public struct WrappedAssetKey: Sendable {
     /// The key and the blob names, as sealed.
     private var plainRecord: [UInt8] {
         var writer = ByteWriter(capacity: 48 + blobs.count * 64)
+        writePlainRecord(to: &writer)
+        return writer.bytes
+    }
+
+    /// Writes the key and the blob names (a record's sealed part; a pack's records each hold one).
+    func writePlainRecord(to writer: inout ByteWriter) {
         writer.write(raw: key.bytes)
         writer.write(varint: UInt64(blobs.count))
         for (plain, name) in blobs.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
             writer.write(raw: plain)
             writer.write(raw: name)
         }
-        return writer.bytes
+    }
+
+    /// The bytes ``writePlainRecord(to:)`` writes for this record.
+    var plainRecordLength: Int {
+        var varint = 1
+        while blobs.count >> (7 * varint) > 0 { varint += 1 }
+        return SecretKey.length + varint + blobs.count * 64
     }
 
     static let identityLabel = "photoledger add-only asset key v1"
@@ -241,6 +253,12 @@ public struct WrappedAssetKey: Sendable {
     /// Reads the opened bytes of a record (`package` for the fuzz target of key store records).
     package init(asset: UUID, keyID: UInt32, plainRecord plain: [UInt8]) throws {
         var reader = ByteReader(plain)
+        try self.init(asset: asset, keyID: keyID, reading: &reader)
+        guard reader.isAtEnd else { throw CryptoError("the wrapped key of asset \(asset) is damaged: bytes follow its record") }
+    }
+
+    /// Reads a record's key and blob names from `reader` (see ``writePlainRecord(to:)``).
+    init(asset: UUID, keyID: UInt32, reading reader: inout ByteReader) throws {
         do {
             let key = try SecretKey(bytes: try reader.readRaw(count: SecretKey.length))
             let count = try reader.readVarint()

@@ -10,8 +10,9 @@ import PhotoMedia
 /// name, and deduplicates repeated uploads of one asset's resource, but a name says nothing of the
 /// photo: without the asset key, no one can tell which known photo a blob holds.
 ///
-/// The asset's key record in the server's key store (``WrappedAssetKey``) carries the name of
-/// each of its resources' blobs, so a device that holds the key finds and opens them.
+/// The asset's key record in the server's key store (``WrappedAssetKey``, alone or in an
+/// ``AssetKeyPack``) carries the name of each of its resources' blobs, so a device that holds the
+/// key finds and opens them.
 extension PhotoLibrary {
     /// The subkey of an asset key that encrypts the asset's resources.
     static func resourceKey(of assetKey: SecretKey) -> SecretKey { assetKey.derive("resource") }
@@ -107,12 +108,27 @@ extension PhotoLibrary {
         }
         if !changed.isEmpty {
             try withDatabase { db in
+                // A key in a pack the server does not hold yet goes with its blobs' names in the
+                // pack, sealed again once for all of them; any other is queued on its own.
+                var packs = Set<String>()
                 for asset in changed {
                     guard let (keyID, key) = state.assetKeys[asset], let map = maps[asset] else { continue }
                     try db.execute("UPDATE e2e_asset_keys SET blobs = ? WHERE asset = ?", [Self.blobColumn(map), asset.bytes])
+                    if let pack = try db.firstRow(
+                        "SELECT pack FROM e2e_asset_keys WHERE asset = ? AND pack IS NOT NULL", [asset.bytes],
+                        {
+                            $0.text(0)
+                        }), try packs.contains(pack) || Self.isQueuedWrite(pack, in: db)
+                    {
+                        packs.insert(pack)
+                        continue
+                    }
                     try Self.queue(
                         db, KeyStoreName.asset(asset), try wrapper.wrap(WrappedAssetKey(asset: asset, keyID: keyID, key: key, blobs: map)),
                         createOnly: wrapper.createOnly)
+                }
+                if let ring = state.ring {
+                    for pack in packs.sorted() { try Self.resealQueuedPack(pack, ring: ring, in: db) }
                 }
             }
         }

@@ -33,6 +33,9 @@ public final class LibraryChanges {
     private var albumRequests: [UUID: AlbumChangeRequest] = [:]
     /// Asset keys made in this block (an encrypted library), cached once the block commits.
     var newAssetKeys: [UUID: (id: UInt32, key: SecretKey)] = [:]
+    /// The assets among ``newAssetKeys`` whose keys go to the server in this block's packs, in
+    /// the order they were made.
+    var packedAssets: [UUID] = []
 
     init(library: PhotoLibrary, database: Database, access: Access, archive: Database? = nil) throws {
         self.library = library
@@ -138,10 +141,11 @@ public final class LibraryChanges {
             let (encryption, keys) = (library.encryption, newAssetKeys)
             afterCommit.append { encryption.add(assetKeys: keys) }
         }
+        try packNewAssetKeys()
         // Crypto-shredding: purged assets' keys are destroyed with the purge (Shredding.swift).
         let purged = Set(events.filter { $0.type == EventType.assetPurged.rawValue }.map(\.object))
         if !purged.isEmpty {
-            let shredded = try library.shred(purged, in: database, archive: archive)
+            let shredded = try library.shred(purged, in: database, archive: archive, publishing: true)
             let library = library
             afterCommit.append { library.finishShredding(shredded) }
         }

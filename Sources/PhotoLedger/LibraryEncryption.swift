@@ -260,41 +260,44 @@ extension PhotoLibrary {
 
     // MARK: Keys arriving and leaving
 
-    /// Asset keys that arrived from the server's key store (still sealed under a library key
-    /// generation): those that open are stored, and events sealed with them fold; for a key held
-    /// already, the names of its resources' blobs are taken (they are added once the resources
-    /// are uploaded). Keys this device destroyed (purged assets) are never taken back. Returns
-    /// how many keys were new.
+    /// Asset keys that arrived from the server's key store, on their own (`sealed`, each sealed
+    /// under a library key generation or, by an add-only device, to the library's identity) or
+    /// in packs (`packs`, by entry name): those that open are stored, and events sealed with them
+    /// fold; for a key held already, the names of its resources' blobs are added (they are added
+    /// once the resources are uploaded, or an edit made new ones). Keys this device made or
+    /// destroyed (purged assets) are never taken (back). Where an asset comes twice, its key in
+    /// a pack counts for the pack it is in, its entry of its own for its key; their blobs are
+    /// merged. Returns how many keys were new.
     @discardableResult
-    func adoptAssetKeys(_ sealed: [(asset: UUID, value: [UInt8])]) throws -> Int {
+    func adoptAssetKeys(_ sealed: [(asset: UUID, value: [UInt8])], packs: [(name: String, value: [UInt8])] = []) throws -> Int {
         let state = encryption.snapshot
-        guard let ring = state.ring, !sealed.isEmpty else { return 0 }
-        var opened: [(asset: UUID, id: UInt32, key: SecretKey)] = []
+        guard let ring = state.ring, !sealed.isEmpty || !packs.isEmpty else { return 0 }
         // The keys of assets made here (this device's record of their blobs is the one that
         // counts) and keys destroyed here (never taken back).
         let settled = Set(
             try readDatabase { db in
                 try db.rows("SELECT asset FROM e2e_asset_keys WHERE own = 1 OR key IS NULL") { UUID(bytes: $0.blob(0)) }.compactMap { $0 }
             })
-        // In asset order (the order of the table's key, which the upsert below writes in), an
-        // asset that comes twice taking its later entry.
-        var order = sealed.indices.filter { !settled.contains(sealed[$0].asset) }
-        order.sort { sealed[$0].asset.precedes(sealed[$1].asset) || (sealed[$0].asset == sealed[$1].asset && $0 < $1) }
-        order = order.indices.compactMap { at in
-            at + 1 < order.count && sealed[order[at + 1]].asset == sealed[order[at]].asset ? nil : order[at]
+        var wrappingKeys: [UInt32: SecretKey] = [:], packKeys: [UInt32: SecretKey] = [:]
+        for (id, key) in ring.generations {
+            wrappingKeys[id] = WrappedAssetKey.wrappingKey(of: key)
+            packKeys[id] = AssetKeyPack.packKey(of: key)
         }
-        let arriving = order.map { sealed[$0] }
-        guard !arriving.isEmpty else { return 0 }
-        var wrappingKeys: [UInt32: SecretKey] = [:]
-        for (id, key) in ring.generations { wrappingKeys[id] = WrappedAssetKey.wrappingKey(of: key) }
-        // Opened first, then written in asset order with few statements: a large library's keys
-        // arrive by the ten thousand, and one upsert each in random order cost more than opening them.
-        var blobUpdates: [(asset: UUID, blobs: [UInt8])] = []
-        var adopted: [(asset: [UInt8], record: WrappedAssetKey, blobs: [UInt8])] = []
-        adopted.reserveCapacity(arriving.count)
+        // Every record that opens, with the pack it came in (a pack named twice: its later entry).
+        var records: [(record: WrappedAssetKey, pack: String?)] = []
+        var laterPacks = Set<String>()
+        for (name, value) in packs.reversed() where laterPacks.insert(name).inserted {
+            guard let generation = AssetKeyPack.generation(of: value), let key = packKeys[generation],
+                let pack = try? AssetKeyPack(name: name, unsealing: value, packKey: key)
+            else { continue }
+            records += pack.records.lazy.filter { !settled.contains($0.asset) }.map { ($0, name) }
+        }
+        // An asset named twice: its later entry.
+        var later = Set<UUID>()
+        let arriving = sealed.reversed().filter { !settled.contains($0.asset) && later.insert($0.asset).inserted }
         let keys = wrappingKeys
         // Opened on two threads: each is an AEAD open (or two X25519 agreements), by the ten thousand.
-        let records = Self.mapInHalves(arriving) { asset, value -> WrappedAssetKey? in
+        let opened = Self.mapInHalves(arriving) { asset, value -> WrappedAssetKey? in
             if WrappedAssetKey.isSealedToIdentity(value) {
                 // Added by an add-only device: sealed to the identity, with the device's grant.
                 return (try? WrappedAssetKey.open(asset: asset, sealedToIdentity: value, ring: ring))?.record
@@ -302,32 +305,68 @@ extension PhotoLibrary {
             guard let wrapping = WrappedAssetKey.identifiers(of: value).flatMap({ keys[$0.generation] }) else { return nil }
             return try? WrappedAssetKey(asset: asset, unsealing: value, wrappingKey: wrapping)
         }
-        for ((asset, _), record) in zip(arriving, records) {
-            guard let record else { continue }
-            let blobs = Self.blobColumn(record.blobs)
-            if let held = state.assetKeys[asset], held.id == record.keyID {
-                blobUpdates.append((asset, blobs))
+        records += opened.lazy.compactMap { $0 }.map { ($0, nil) }
+        guard !records.isEmpty else { return 0 }
+        // In asset order (the order of the table's key, which the upsert below writes in), an
+        // asset that comes twice merged: the key of its entry of its own (the later in `records`),
+        // the pack it is in, the blobs of both.
+        var order = Array(records.indices)
+        order.sort {
+            records[$0].record.asset.precedes(records[$1].record.asset) || (records[$0].record.asset == records[$1].record.asset && $0 < $1)
+        }
+        var merged: [(record: WrappedAssetKey, pack: String?)] = []
+        merged.reserveCapacity(order.count)
+        for index in order {
+            let next = records[index]
+            if let last = merged.last, last.record.asset == next.record.asset {
+                var record = next.record
+                record.blobs.merge(last.record.blobs) { newer, _ in newer }
+                merged[merged.count - 1] = (record, next.pack ?? last.pack)
             } else {
-                adopted.append((asset.bytes, record, blobs))
-                opened.append((asset, record.keyID, record.key))
+                merged.append(next)
+            }
+        }
+        // Written in asset order with few statements: a large library's keys arrive by the ten
+        // thousand, and one upsert each in random order cost more than opening them.
+        var blobUpdates: [(asset: UUID, blobs: [[UInt8]: [UInt8]])] = []
+        var adopted: [(asset: [UInt8], record: WrappedAssetKey, blobs: [UInt8], pack: String?)] = []
+        var taken: [(asset: UUID, id: UInt32, key: SecretKey)] = []
+        adopted.reserveCapacity(merged.count)
+        taken.reserveCapacity(merged.count)
+        for (record, pack) in merged {
+            if let held = state.assetKeys[record.asset], held.id == record.keyID {
+                if !record.blobs.isEmpty { blobUpdates.append((record.asset, record.blobs)) }
+            } else {
+                adopted.append((record.asset.bytes, record, Self.blobColumn(record.blobs), pack))
+                taken.append((record.asset, record.keyID, record.key))
             }
         }
         try withDatabase { db in
             for (asset, blobs) in blobUpdates {
-                try db.execute("UPDATE e2e_asset_keys SET blobs = ? WHERE asset = ? AND key IS NOT NULL", [blobs, asset.bytes])
+                guard
+                    let held = try db.firstRow(
+                        "SELECT blobs FROM e2e_asset_keys WHERE asset = ? AND key IS NOT NULL", [asset.bytes], { $0.blob(0) })
+                else { continue }
+                var map = Self.blobMap(held)
+                let count = map.count
+                map.merge(blobs) { held, _ in held }
+                if map.count != count {
+                    try db.execute("UPDATE e2e_asset_keys SET blobs = ? WHERE asset = ?", [Self.blobColumn(map), asset.bytes])
+                }
             }
             try Self.assetKeyUpsert.run(count: adopted.count, in: db) { row, values in
-                let (asset, record, blobs) = adopted[row]
+                let (asset, record, blobs, pack) = adopted[row]
                 values.append(blob: asset)
                 values.append(Int64(record.keyID))
                 values.append(blob: record.key.bytes)
                 values.append(blob: blobs)
+                if let pack { values.append(pack) } else { values.appendNull() }
             }
         }
-        guard !opened.isEmpty else { return 0 }
-        encryption.add(assetKeys: opened)
+        guard !taken.isEmpty else { return 0 }
+        encryption.add(assetKeys: taken)
         try refoldSealed()
-        return opened.count
+        return taken.count
     }
 
     /// `transform` of every input, in input order: the second half on a thread of its own when
@@ -352,9 +391,10 @@ extension PhotoLibrary {
 
     /// Stores arriving asset keys; a key this device made or destroyed is never replaced.
     private static let assetKeyUpsert = BatchInsert(
-        "INSERT INTO e2e_asset_keys (asset, key_id, key, blobs)", columns: 4,
+        "INSERT INTO e2e_asset_keys (asset, key_id, key, blobs, pack)", columns: 5,
         tail: """
-            ON CONFLICT (asset) DO UPDATE SET key_id = excluded.key_id, key = excluded.key, blobs = excluded.blobs
+            ON CONFLICT (asset) DO UPDATE SET key_id = excluded.key_id, key = excluded.key, blobs = excluded.blobs,
+                pack = coalesce(excluded.pack, e2e_asset_keys.pack)
             WHERE e2e_asset_keys.key IS NOT NULL AND e2e_asset_keys.own = 0
             """)
 
@@ -375,21 +415,46 @@ extension PhotoLibrary {
     // MARK: The server's key store
 
     /// Entries of the server's key store this device has to write (a value) or delete (nil);
-    /// without the asset keys' entries (`asset/…`) when `assetKeys` is false.
+    /// without the asset keys' entries (`asset/…`, `pack/…`) when `assetKeys` is false.
     package func pendingKeyEntries(assetKeys: Bool = true) throws -> [(name: String, value: [UInt8]?, createOnly: Bool)] {
         try readDatabase { db in
             try db.rows(
                 assetKeys
                     ? "SELECT name, value, create_only FROM e2e_outbox ORDER BY name"
-                    : "SELECT name, value, create_only FROM e2e_outbox WHERE name NOT GLOB 'asset/*' ORDER BY name"
+                    : "SELECT name, value, create_only FROM e2e_outbox WHERE name NOT GLOB 'asset/*' AND name NOT GLOB 'pack/*' ORDER BY name"
             ) {
                 ($0.text(0), $0.isNull(1) ? nil : $0.blob(1), $0.int64(2) != 0)
             }
         }
     }
 
+    /// The entries of the keys of `assets` this device has to write or delete, by name, then
+    /// the packs of the change blocks `blocks` and the entries that the push of one of `assets`
+    /// carries (a purge's replacement of a pack).
+    package func pendingKeyEntries(ofAssets assets: Set<UUID>, blocks: Set<UUID> = []) throws -> [(
+        name: String, value: [UInt8]?, createOnly: Bool
+    )] {
+        var entries = try pendingAssetKeyEntries(ofAssets: assets)
+        var named = Set(entries.lazy.map(\.name))
+        try readDatabase { db in
+            for block in blocks.sorted(by: { $0.precedes($1) }) {
+                let (first, last) = KeyStoreName.packRange(block: block)
+                for entry in try db.rows(Self.pendingEntryRange, [first, last, Int64(Int32.max)], Self.pendingEntry)
+                where named.insert(entry.name).inserted {
+                    entries.append(entry)
+                }
+            }
+            try db.forEachRow("SELECT name, value, create_only, carrier FROM e2e_outbox WHERE carrier IS NOT NULL ORDER BY name") { row in
+                guard let carrier = UUID(bytes: row.blob(3)), assets.contains(carrier) else { return }
+                let entry = Self.pendingEntry(row)
+                if named.insert(entry.name).inserted { entries.append(entry) }
+            }
+        }
+        return entries
+    }
+
     /// The entries of the keys of `assets` this device has to write or delete, by name.
-    package func pendingKeyEntries(ofAssets assets: Set<UUID>) throws -> [(name: String, value: [UInt8]?, createOnly: Bool)] {
+    private func pendingAssetKeyEntries(ofAssets assets: Set<UUID>) throws -> [(name: String, value: [UInt8]?, createOnly: Bool)] {
         let names = assets.map(KeyStoreName.asset).sorted()
         guard let first = names.first, let last = names.last else { return [] }
         let size = Self.pendingEntryLookupSize
@@ -455,10 +520,15 @@ extension PhotoLibrary {
     /// Deletes the outbox entry of a name while it holds the bytes given.
     private static let publishedEntryDelete = PreparedSQL("DELETE FROM e2e_outbox WHERE name = ? AND value = ?")
 
-    static func queue(_ db: Database, _ name: String, _ value: [UInt8]?, createOnly: Bool = false) throws {
+    /// Queues a write (`value`) or a deletion (nil) of entry `name` for the server's key store;
+    /// `carrier` names the asset whose push batch must carry it (see the outbox's `carrier`).
+    static func queue(_ db: Database, _ name: String, _ value: [UInt8]?, createOnly: Bool = false, carrier: UUID? = nil) throws {
         try db.execute(
-            "INSERT INTO e2e_outbox (name, value, create_only) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value, create_only = excluded.create_only",
-            [name, value.map { SQLValue.blob($0) } ?? .null, Int64(createOnly ? 1 : 0)])
+            """
+            INSERT INTO e2e_outbox (name, value, create_only, carrier) VALUES (?, ?, ?, ?)
+            ON CONFLICT (name) DO UPDATE SET value = excluded.value, create_only = excluded.create_only, carrier = excluded.carrier
+            """,
+            [name, value.map { SQLValue.blob($0) } ?? .null, Int64(createOnly ? 1 : 0), carrier.map { SQLValue.blob($0.bytes) } ?? .null])
     }
 
     /// Reads what the server's key store says about this device and the library (`entries` by
@@ -476,10 +546,13 @@ extension PhotoLibrary {
     package func absorbKeyStore(_ list: [(name: String, value: [UInt8])]) throws -> KeyStoreAbsorption {
         var entries: [String: [UInt8]] = [:]
         var assets: [(asset: UUID, value: [UInt8])] = []
+        var packs: [(name: String, value: [UInt8])] = []
         assets.reserveCapacity(list.count)
         for (name, value) in list {
             if let asset = KeyStoreName.asset(in: name) {
                 assets.append((asset, value))
+            } else if KeyStoreName.isPack(name) {
+                packs.append((name, value))
             } else {
                 entries[name] = value
             }
@@ -538,7 +611,7 @@ extension PhotoLibrary {
                 result.problems.append(error.message)
             }
         }
-        result.assetKeys = try adoptAssetKeys(assets)
+        result.assetKeys = try adoptAssetKeys(assets, packs: packs)
         return result
     }
 }
@@ -579,6 +652,15 @@ package enum KeyStoreName {
     /// An asset's key, sealed under a library key generation: `asset/` and the asset's UUID in
     /// lowercase.
     package static func asset(_ asset: UUID) -> String { "asset/\(asset.lowercaseString)" }
+    /// A pack of the keys one change block made (`AssetKeyPack`): `pack/`, the block's UUID in
+    /// lowercase, a dot and the pack's index among the block's.
+    package static func pack(block: UUID, index: Int) -> String { "pack/\(block.lowercaseString).\(index)" }
+    /// Whether `name` is a pack's name (``pack(block:index:)``).
+    package static func isPack(_ name: String) -> Bool { name.hasPrefix("pack/") }
+    /// The names of every pack of `block` lie between these two, in name order.
+    package static func packRange(block: UUID) -> (first: String, last: String) {
+        ("pack/\(block.lowercaseString).", "pack/\(block.lowercaseString).~")
+    }
 
     /// The asset of an asset key's entry, or nil for another entry (read byte by byte: a large
     /// library's keys arrive by the ten thousand).
@@ -703,15 +785,39 @@ extension LibraryChanges {
         }
         let keyID = KeyKind.asset.newIdentifier()
         let key = SecretKey()
+        // A device that holds the ring publishes the block's new keys in packs (``packNewAssetKeys()``),
+        // the key of the n-th new asset in the pack n / AssetKeyPack.maximumRecords; an add-only
+        // device publishes each key on its own, sealed to the library's identity.
+        let pack =
+            wrapper.ring != nil ? KeyStoreName.pack(block: changeBlock, index: packedAssets.count / AssetKeyPack.maximumRecords) : nil
         try database.execute(
-            "INSERT INTO e2e_asset_keys (asset, key_id, key, own) VALUES (?, ?, ?, 1)", [asset.bytes, Int64(keyID), key.bytes])
-        if publishNow {
+            "INSERT INTO e2e_asset_keys (asset, key_id, key, own, pack) VALUES (?, ?, ?, 1, ?)",
+            [asset.bytes, Int64(keyID), key.bytes, pack.map { SQLValue.text($0) } ?? .null])
+        if pack != nil {
+            packedAssets.append(asset)
+        } else if publishNow {
             try PhotoLibrary.queue(
                 database, KeyStoreName.asset(asset), try wrapper.wrap(WrappedAssetKey(asset: asset, keyID: keyID, key: key)),
                 createOnly: wrapper.createOnly)
         }
         newAssetKeys[asset] = (keyID, key)
         return (keyID, PayloadSeal.payloadKey(of: key))
+    }
+
+    /// Queues the packs of the keys this block made (``packedAssets``) for the server's key
+    /// store: `pack/BLOCK.N`, sealed under the current generation, which go up with the first
+    /// push batch that holds an event of the block. (A purge in the same block seals its pack
+    /// again without the purged key: ``PhotoLibrary/shred(_:in:archive:publishing:)``.)
+    func packNewAssetKeys() throws {
+        guard !packedAssets.isEmpty, let ring = library.encryption.snapshot.ring else { return }
+        let db = try database
+        for start in stride(from: 0, to: packedAssets.count, by: AssetKeyPack.maximumRecords) {
+            let records = packedAssets[start..<min(start + AssetKeyPack.maximumRecords, packedAssets.count)].compactMap { asset in
+                newAssetKeys[asset].map { WrappedAssetKey(asset: asset, keyID: $0.id, key: $0.key) }
+            }
+            let name = KeyStoreName.pack(block: changeBlock, index: start / AssetKeyPack.maximumRecords)
+            try PhotoLibrary.queue(db, name, AssetKeyPack(records: records).sealed(name: name, under: ring.current))
+        }
     }
 }
 
@@ -755,9 +861,12 @@ extension Replica {
         try library.pendingKeyEntries(assetKeys: assetKeys)
     }
 
-    /// The entries of the keys of `assets` this device still has to write to the server's key store.
-    package func pendingKeyEntries(ofAssets assets: Set<UUID>) throws -> [(name: String, value: [UInt8]?, createOnly: Bool)] {
-        try library.pendingKeyEntries(ofAssets: assets)
+    /// The entries of the keys of `assets` this device still has to write to the server's key
+    /// store, the packs of change blocks `blocks`, and the entries the push of `assets` carries.
+    package func pendingKeyEntries(ofAssets assets: Set<UUID>, blocks: Set<UUID> = []) throws -> [(
+        name: String, value: [UInt8]?, createOnly: Bool
+    )] {
+        try library.pendingKeyEntries(ofAssets: assets, blocks: blocks)
     }
 
     /// Forgets entries the server took or refused for good.

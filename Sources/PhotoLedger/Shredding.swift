@@ -20,7 +20,13 @@ extension PhotoLibrary {
     /// Runs inside the transaction that folded the purges; returns the destroyed key
     /// identifiers (to drop from the cache after the commit) and the resources the assets held
     /// (to remove from this device when nothing else refers to them).
-    func shred(_ assets: Set<UUID>, in db: Database, archive: Database?) throws -> (keys: Set<UUID>, resources: Set<String>) {
+    ///
+    /// A destroyed key that a pack holds (``AssetKeyPack``) leaves it: a queued pack is sealed
+    /// again without it; one the server holds is replaced by entries of its other keys when
+    /// `publishing` (the purge was made here, and its push carries the replacement).
+    func shred(_ assets: Set<UUID>, in db: Database, archive: Database?, publishing: Bool = false) throws -> (
+        keys: Set<UUID>, resources: Set<String>
+    ) {
         guard encryption.snapshot.enabled, !assets.isEmpty else { return ([], []) }
         var purged: [UUID] = []
         for asset in assets
@@ -29,13 +35,17 @@ extension PhotoLibrary {
         }
         guard !purged.isEmpty else { return ([], []) }
         var destroyed = Set<UUID>()
+        var packed: [(asset: UUID, pack: String)] = []
         var resources = Set<String>()
         // Deleted key bytes are overwritten in the database file, not only unlinked.
         try db.execute("PRAGMA secure_delete = ON")
         defer { try? db.execute("PRAGMA secure_delete = OFF") }
         for asset in purged {
-            let held = try db.firstRow("SELECT key IS NOT NULL FROM e2e_asset_keys WHERE asset = ?", [asset.bytes]) { $0.int64(0) != 0 }
-            if held != false {
+            let row = try db.firstRow("SELECT key IS NOT NULL, pack FROM e2e_asset_keys WHERE asset = ?", [asset.bytes]) {
+                (held: $0.int64(0) != 0, pack: $0.isNull(1) ? nil : $0.text(1))
+            }
+            if let pack = row?.pack { packed.append((asset, pack)) }
+            if row?.held != false {
                 // A row without a key: destroyed here, never taken back from the server.
                 var keyID: Int64 = 0
                 for store in [archive, db].compactMap({ $0 }) where keyID == 0 {
@@ -58,6 +68,7 @@ extension PhotoLibrary {
                     [asset.bytes]
                 ) { Hex.encode($0.blob(0)) })
         }
+        try Self.settlePacks(ofPurged: packed, publishing: publishing, ring: encryption.snapshot.ring, in: db)
         // Fold the assets again with what can still be read.
         var context = foldContext
         if let keys = context.keys {

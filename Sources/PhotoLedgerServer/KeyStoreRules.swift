@@ -22,6 +22,9 @@ import SyncProtocol
 ///   key of a new asset (no entry of that name, no event of that object from another device:
 ///   `SyncRequestHandler` checks both), never replaces one; deleted (crypto-shredding) by
 ///   readWrite devices.
+/// - `pack/BLOCK.N` (the keys of many assets that one change block made, sealed together under a
+///   library key): written, replaced and deleted (a purge replaces a pack by entries of its other
+///   keys) by readWrite devices only.
 public enum KeyStoreRules {
     /// Why `credential` may not make `change`, or nil when it may.
     public static func problem(with change: KeyChange, for credential: Credential) -> String? {
@@ -72,6 +75,12 @@ public enum KeyStoreRules {
                 guard credential.scope.canWrite else { return "a readOnly device may not write asset keys" }
                 guard readWrite || change.createOnly else { return "an addOnly device may only create asset keys, not replace them" }
             }
+        case "pack":
+            guard KeyStoreRules.isPackName(rest.utf8) else {
+                return
+                    "'\(name)' is not an entry of the key store (a key pack is named pack/, a change block's UUID in lowercase, '.' and a number)"
+            }
+            guard readWrite else { return "only a readWrite device may write or delete a key pack" }
         default:
             return "'\(name)' is not an entry of the key store"
         }
@@ -80,6 +89,15 @@ public enum KeyStoreRules {
 }
 
 extension KeyStoreRules {
+    /// Whether `text` is what follows `pack/` in a key pack's name: a UUID in lowercase, a dot,
+    /// and a number of one to six digits without leading zeros.
+    static func isPackName(_ text: Substring.UTF8View) -> Bool {
+        guard text.count >= 38, let dot = text.firstIndex(of: UInt8(ascii: ".")), isLowercaseUUID(text[..<dot]) else { return false }
+        let number = text[text.index(after: dot)...]
+        guard (1...6).contains(number.count), number.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return false }
+        return number.count == 1 || number.first != 0x30
+    }
+
     /// Whether `text` is a UUID in lowercase hexadecimal with its four dashes (checked byte by
     /// byte: a large library's asset keys arrive by the ten thousand).
     static func isLowercaseUUID(_ text: Substring.UTF8View) -> Bool {

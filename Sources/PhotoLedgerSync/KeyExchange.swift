@@ -77,7 +77,7 @@ extension SyncEngine {
     /// batches (``sendsKeyedBatches``); otherwise written to the key store now, while the server
     /// stores the batch before, and none returned.
     func assetKeys(of events: [Replica.PendingEvent], _ report: inout SyncReport) async throws -> [KeyChange] {
-        let pending = try replica.pendingKeyEntries(ofAssets: Set(events.map(\.event.object)))
+        let pending = try replica.pendingKeyEntries(ofAssets: Set(events.map(\.event.object)), blocks: Set(events.map(\.event.changeBlock)))
         if sendsKeyedBatches, pending.count <= KeyStoreBody.maximumChanges { return Self.keyChanges(pending) }
         try await publishKeys(pending, &report)
         return []
@@ -149,6 +149,9 @@ extension SyncEngine {
                     "the library on the server is already end-to-end encrypted with other keys; this library cannot join it as it is. "
                         + "Join it with a new, empty library (`photoledger init`, `photoledger remote set`, then `photoledger device enroll`)"
                 )
+            case .conflict where entry.createOnly && entry.name.hasPrefix("asset/") && replica.encryptionStatus == .enrolled:
+                // A key a purge published on its own, out of its pack: another device did it first.
+                done.append((entry.name, entry.value))
             case .conflict, .forbidden:
                 report.encryptionNotes.append(
                     "the server refused the key entry '\(entry.name)': \(result.reason ?? "it exists with other bytes")")

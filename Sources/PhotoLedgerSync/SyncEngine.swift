@@ -527,7 +527,11 @@ public final class SyncEngine: Sendable {
             keys = []
             if expected == nil, let last = sending.last {
                 next = try replica.outbox(after: last.localSequence, limit: options.pushBatchSize)
-                keys = try await uploadBlobs(of: next, &report, progress)
+                // Less the entries the batch in flight carries as they are (a block's pack, when the
+                // block's events span both): the server stores the next batch only after that one.
+                let carried = Dictionary(sendingKeys.map { ($0.name, $0.value) }, uniquingKeysWith: { _, later in later })
+                keys = try await uploadBlobs(of: next, &report, progress).filter { key in carried[key.name].map { $0 != key.value } ?? true
+                }
                 encoded = binary && !next.isEmpty ? encodedBatch(next.map(\.event), keys: keys) : nil
             }
             let result = try await sent

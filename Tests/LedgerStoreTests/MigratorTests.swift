@@ -124,4 +124,27 @@ struct LibraryMigrationTests {
         #expect(
             try db.firstRow("SELECT sql FROM sqlite_schema WHERE name = 'e2e_outbox'") { $0.text(0) }?.contains("WITHOUT ROWID") == true)
     }
+
+    @Test("asset keys and outbox entries made before key packs keep their bytes and name no pack and no carrier (migration 21)")
+    func assetKeyPacks() throws {
+        let directory = try TemporaryDirectory()
+        let db = try Database(path: directory.path("library.sqlite"))
+        let library = try Migrator.library()
+        let index = try #require(library.migrations.firstIndex { $0.name == "asset_key_packs" })
+        try Migrator(set: "Library", migrations: Array(library.migrations[..<index])).migrate(db)
+        let asset: [UInt8] = Array(repeating: 1, count: 16), key: [UInt8] = Array(repeating: 2, count: 32)
+        try db.execute("INSERT INTO e2e_asset_keys (asset, key_id, key, blobs, own) VALUES (?, 6, ?, x'', 1)", [asset, key])
+        try db.execute("INSERT INTO e2e_outbox (name, value, create_only) VALUES ('asset/x', x'0102', 0)")
+        #expect(try library.migrate(db) == Array(index + 1...library.migrations.count))
+        #expect(
+            try db.firstRow("SELECT key_id, key, own, pack IS NULL FROM e2e_asset_keys WHERE asset = ?", [asset]) {
+                [$0.value(0), $0.value(1), $0.value(2), $0.value(3)]
+            } == [.integer(6), .blob(key), .integer(1), .integer(1)])
+        #expect(
+            try db.firstRow("SELECT value, carrier IS NULL FROM e2e_outbox WHERE name = 'asset/x'") { [$0.value(0), $0.value(1)] } == [
+                .blob([1, 2]), .integer(1),
+            ])
+        // A carrier is an asset's 16 bytes.
+        #expect(throws: (any Error).self) { try db.execute("UPDATE e2e_outbox SET carrier = x'01' WHERE name = 'asset/x'") }
+    }
 }

@@ -131,6 +131,25 @@ struct KeyStoreTests {
         #expect(KeyStoreRules.problem(with: KeyChange(name: "grant/kiosk", value: nil), for: frame) != nil)
         #expect(KeyStoreRules.problem(with: KeyChange(name: "asset/x", value: [1]), for: anna) != nil)
         #expect(KeyStoreRules.problem(with: KeyChange(name: "other/thing", value: [1]), for: anna) != nil)
+        // Key packs: written, replaced and deleted by readWrite devices only, under a block's UUID and a number.
+        let pack = "pack/0193a5b2-7c00-7000-8000-000000000010"
+        for name in [pack + ".0", pack + ".7", pack + ".123456"] {
+            #expect(KeyStoreRules.problem(with: KeyChange(name: name, value: [1]), for: anna) == nil, "\(name)")
+            #expect(KeyStoreRules.problem(with: KeyChange(name: name, value: nil), for: anna) == nil, "\(name)")
+        }
+        #expect(
+            KeyStoreRules.problem(with: KeyChange(name: pack + ".0", value: [1], createOnly: true), for: kiosk)?.contains("readWrite")
+                == true)
+        #expect(KeyStoreRules.problem(with: KeyChange(name: pack + ".0", value: nil), for: kiosk) != nil)
+        #expect(KeyStoreRules.problem(with: KeyChange(name: pack + ".0", value: [1]), for: frame) != nil)
+        for name in [
+            pack, pack + ".", pack + ".01", pack + ".1234567", pack + ".1a", pack + "..1", "pack/0193A5B2-7C00-7000-8000-000000000010.0",
+            "pack/0193a5b2-7c00-7000-8000-00000000001.0", "pack/x.0",
+        ] {
+            #expect(
+                KeyStoreRules.problem(with: KeyChange(name: name, value: [1]), for: anna)?.contains("a key pack is named") == true,
+                "\(name)")
+        }
     }
 
     @Test("over HTTP: changes answer per entry, reads go from a position, the library says it is encrypted, bad bodies are refused")

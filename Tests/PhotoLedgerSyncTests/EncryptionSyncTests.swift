@@ -393,16 +393,31 @@ struct EncryptionSyncTests {
         let doomedEvents = try anna.library.allEventsForTests().filter { $0.object == doomed && $0.type != EventType.assetPurged.rawValue }
         let assetKeyID = try #require(doomedEvents.first?.seal?.keyID)
         #expect(KeyKind.of(assetKeyID) == .asset)
+        // Both keys went up in the pack of the block that made the assets, with their blobs' names.
         let entry = "asset/\(doomed.uuidString.lowercased())"
-        #expect(try server.store.keyEntry(libraryID: 1, name: entry) != nil)
+        let kept = try #require(LocalIdentifier(assets[1])).uuid
+        let pack = try #require(
+            try anna.library.readDatabase {
+                try $0.firstRow("SELECT pack FROM e2e_asset_keys WHERE asset = ?", [doomed.bytes]) { $0.text(0) }
+            })
+        #expect(try server.store.keyEntry(libraryID: 1, name: pack) != nil)
+        #expect(try server.store.keyEntries(libraryID: 1, after: 0).entries.filter { $0.name.hasPrefix("asset/") }.isEmpty)
 
         try anna.library.performChangesAndWait { try $0.deleteAssets([assets[0]]) }
         try anna.library.performChangesAndWait { try $0.purgeAssets([assets[0]]) }
         try await anna.sync()
         try await ben.sync()
 
-        // The key is gone everywhere; what any device still holds opens none of the asset's payloads or bytes.
+        // The key is gone everywhere: the pack that held it is replaced by the other asset's key on
+        // its own. What any device still holds opens none of the asset's payloads or bytes.
         #expect(try server.store.keyEntry(libraryID: 1, name: entry) == nil)
+        #expect(try server.store.keyEntry(libraryID: 1, name: pack) == nil)
+        #expect(
+            try server.store.keyEntries(libraryID: 1, after: 0).entries.map(\.name).filter {
+                $0.hasPrefix("asset/") || $0.hasPrefix("pack/")
+            } == [
+                "asset/\(kept.uuidString.lowercased())"
+            ])
         for device in [anna, ben] {
             #expect(device.library.encryption.snapshot.assetKeys[doomed] == nil)
             #expect(
@@ -449,6 +464,61 @@ struct EncryptionSyncTests {
         for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }
         try await cara.sync()
         #expect(try cara.library.viewsForTests() == annaViews)
+    }
+
+    @Test(
+        "two devices that purge two assets of one key pack at once: neither key stays on the server, the pack's other keys do, and a new device reads the rest"
+    )
+    func concurrentPurgesOfOnePack() async throws {
+        let world = try SyncWorld()
+        let server = world.server
+        let anna = try world.device("anna-phone", seed: 1, encrypted: true)
+        let ben = try world.device("ben-tablet", seed: 2)
+        let assets = try anna.library.performChangesAndWait { changes in
+            try (0..<4).map { _ in
+                try changes.createImageRecord(width: 40, height: 30, creationDate: nil).placeholderForCreatedAsset.localIdentifier
+            }
+        }
+        let ids = try assets.map { try #require(LocalIdentifier($0)).uuid }
+        try await anna.sync()
+        try await ben.sync()
+        for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }
+        try await ben.sync()
+        #expect(try ben.library.fetchAssets().count == 4)
+        let names = try server.store.keyEntries(libraryID: 1, after: 0).entries.map(\.name)
+        #expect(names.filter { $0.hasPrefix("pack/") }.count == 1 && !names.contains { $0.hasPrefix("asset/") })
+
+        // Each purges one asset of the pack before it hears of the other's purge.
+        try anna.library.performChangesAndWait { try $0.deleteAssets([assets[0]]) }
+        try anna.library.performChangesAndWait { try $0.purgeAssets([assets[0]]) }
+        try ben.library.performChangesAndWait { try $0.deleteAssets([assets[1]]) }
+        try ben.library.performChangesAndWait { try $0.purgeAssets([assets[1]]) }
+        let first = try await anna.sync()
+        let second = try await ben.sync()
+        #expect(first.encryptionNotes.isEmpty && second.encryptionNotes.isEmpty, "\(first.encryptionNotes) \(second.encryptionNotes)")
+        try await anna.sync()
+        try await ben.sync()
+
+        // The server holds the two other keys on their own, and neither purged key nor the pack.
+        let held = try server.store.keyEntries(libraryID: 1, after: 0).entries.map(\.name).filter {
+            $0.hasPrefix("asset/") || $0.hasPrefix("pack/")
+        }
+        #expect(held == ids[2...].map(KeyStoreName.asset).sorted())
+        for device in [anna, ben] {
+            #expect(try device.library.fetchAssets().count == 2)
+            #expect(try device.library.statistics().quarantined.isEmpty)
+            for purged in ids[..<2] { #expect(device.library.encryption.snapshot.assetKeys[purged] == nil) }
+            #expect(try device.library.pendingKeyEntries().isEmpty)
+        }
+        #expect(try anna.library.viewsForTests() == ben.library.viewsForTests())
+
+        // A device enrolled afterwards takes the two keys and folds the same views.
+        let cara = try world.device("cara-laptop", seed: 3)
+        try await cara.sync()
+        for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }
+        try await cara.sync()
+        #expect(Set(cara.library.encryption.snapshot.assetKeys.all.keys) == Set(ids[2...]))
+        #expect(try cara.library.viewsForTests() == anna.library.viewsForTests())
     }
 
     @Test(

@@ -249,32 +249,55 @@ struct EncryptionTests {
         }
     }
 
-    @Test("the key store's entries as a list, in its order: a name that comes twice counts with its later entry")
-    func entriesAsAList() throws {
+    @Test(
+        "the key store's entries as a list, in its order: a name that comes twice counts with its later entry, for packs and for keys on their own",
+        arguments: [true, false])
+    func entriesAsAList(packed: Bool) throws {
         let directory = try TemporaryDirectory()
         let anna = try makeLibrary(directory)
         _ = try anna.enableEncryption()
-        _ = try anna.createAssets(4)
+        // A block each: four packs.
+        for _ in 0..<4 { _ = try anna.createAssets(1) }
         let events = try anna.allEvents()
         let ben = try makeLibrary(directory, device: "ben-tablet", seed: 2, name: "ben")
         try anna.approveEnrolment(of: "ben-tablet", publicKey: try ben.prepareEnrolment())
         let pending = try anna.pendingKeyEntries().compactMap { entry in entry.value.map { (name: entry.name, value: $0) } }
-        let assets = pending.filter { $0.name.hasPrefix("asset/") }
-        #expect(assets.count == 4)
+        let packs = pending.filter { $0.name.hasPrefix("pack/") }
+        #expect(packs.count == 4 && !pending.contains { $0.name.hasPrefix("asset/") })
+        // The same keys as entries of their own (as a purge publishes them).
+        let ring = try #require(anna.encryption.snapshot.ring)
+        let assets = anna.encryption.snapshot.assetKeys.all.sorted { $0.key.precedes($1.key) }.map { asset, key in
+            (name: KeyStoreName.asset(asset), value: WrappedAssetKey(asset: asset, keyID: key.id, key: key.key).sealed(under: ring.current))
+        }
+        let entries = packed ? packs : assets
+        #expect(entries.count == 4)
         func damaged(_ value: [UInt8]) -> [UInt8] { value.dropLast() + [value.last! ^ 1] }
-        // Two assets' damaged entries come first and their good ones later; two assets' good
-        // entries come first and damaged ones later: the later entry is the one taken.
+        // Two entries come damaged first and whole later; two come whole first and damaged
+        // later: the later entry is the one taken.
         let list =
-            pending.filter { !$0.name.hasPrefix("asset/") }
-            + assets[0..<2].map { (name: $0.name, value: damaged($0.value)) } + assets
-            + assets[2..<4].map { (name: $0.name, value: damaged($0.value)) }
+            pending.filter { !$0.name.hasPrefix("pack/") }
+            + entries[0..<2].map { (name: $0.name, value: damaged($0.value)) } + entries
+            + entries[2..<4].map { (name: $0.name, value: damaged($0.value)) }
         let absorbed = try ben.absorbKeyStore(list)
         #expect(absorbed.enrolled && absorbed.assetKeys == 2)
         try ben.applyRemoteEvents(events)
         // The assets whose later entries were whole are the ones that open.
-        let opened = Set(try ben.fetchAssets().map { $0.localIdentifier.prefix(36).lowercased() })
-        #expect(opened == Set(assets[0..<2].map { String($0.name.dropFirst("asset/".count)) }))
+        let opened = Set(try ben.fetchAssets().map { try #require(LocalIdentifier($0.localIdentifier)).uuid })
+        let expected = try entries[0..<2].map { entry in
+            packed
+                ? try #require(
+                    try anna.readDatabase {
+                        try $0.firstRow("SELECT asset FROM e2e_asset_keys WHERE pack = ?", [entry.name]) { UUID(bytes: $0.blob(0)) }
+                    } ?? nil)
+                : try #require(KeyStoreName.asset(in: entry.name))
+        }
+        #expect(opened == Set(expected))
         #expect(try ben.statistics().quarantined[.sealed] == 2)
+        // The keys taken from packs name their packs: a purge replaces the pack.
+        let named = try ben.readDatabase {
+            try $0.rows("SELECT pack FROM e2e_asset_keys WHERE key IS NOT NULL") { $0.isNull(0) ? nil : $0.text(0) }
+        }
+        #expect(named.count == 2 && named.allSatisfy { ($0 != nil) == packed })
     }
 
     @Test("a page folded before its keys arrived is folded again with them when it is applied: nothing of it stays sealed")
@@ -289,7 +312,7 @@ struct EncryptionTests {
         var entries: [String: [UInt8]] = [:]
         for entry in try anna.pendingKeyEntries() { entries[entry.name] = entry.value }
         // The ring first: the page is folded (as a pull folds the next page ahead) before the asset keys arrive.
-        #expect(try ben.absorbKeyStore(entries.filter { !$0.key.hasPrefix("asset/") }).enrolled)
+        #expect(try ben.absorbKeyStore(entries.filter { !$0.key.hasPrefix("pack/") }).enrolled)
         let page = PreparedPage(
             events: events, serverSequences: nil, chain: [], cursor: nil, localChain: nil,
             folded: FoldedEvents.fold(events, context: ben.foldContext))
@@ -307,14 +330,31 @@ struct EncryptionTests {
         let library = try makeLibrary(directory)
         _ = try library.enableEncryption()
         let assets = try library.createAssets(250).map { try #require(LocalIdentifier($0)).uuid }
-        let pending = try library.pendingKeyEntries()
-        #expect(pending.count == 254)  // the asset keys, the identity key, the recovery ring, this device's key and ring
+        let block = try #require(try library.allEvents().last?.changeBlock)
+        let pack = KeyStoreName.pack(block: block, index: 0)
+        #expect(
+            try library.pendingKeyEntries().map(\.name).sorted() == [
+                "device/anna-phone", "library/public", pack, "ring/anna-phone", "ring/recovery",
+            ])  // the identity key, the pack of the block's asset keys, this device's key and ring, the recovery ring
         #expect(
             try library.pendingKeyEntries(assetKeys: false).map(\.name).sorted() == [
                 "device/anna-phone", "library/public", "ring/anna-phone", "ring/recovery",
             ])
+        // A batch carries the packs of its blocks.
         let some = Set(assets.prefix(3))
-        #expect(try library.pendingKeyEntries(ofAssets: some).map(\.name) == some.map(KeyStoreName.asset).sorted())
+        #expect(try library.pendingKeyEntries(ofAssets: some, blocks: [block]).map(\.name) == [pack])
+        #expect(try library.pendingKeyEntries(ofAssets: some, blocks: [UUID()]).isEmpty)
+        // Keys queued on their own (an add-only device's, blob names added after a pack went up)
+        // are found by name; an entry queued for the push of an asset (a purge's replacement of
+        // a pack) goes with that asset's batch.
+        try library.withDatabase { db in
+            for asset in assets { try PhotoLibrary.queue(db, KeyStoreName.asset(asset), [9]) }
+            try PhotoLibrary.queue(db, "pack/00000000-0000-7000-8000-000000000000.0", nil, carrier: assets[1])
+        }
+        #expect(
+            try library.pendingKeyEntries(ofAssets: some, blocks: [block]).map(\.name)
+                == some.map(KeyStoreName.asset).sorted() + [pack, "pack/00000000-0000-7000-8000-000000000000.0"])
+        #expect(try library.pendingKeyEntries(ofAssets: [assets[0]]).map(\.name) == [KeyStoreName.asset(assets[0])])
         // Assets made together are read as one range of names (others in the range left out);
         // assets far apart, whose range holds many other entries, are looked up one by one.
         let together = Set(assets[10..<60]).subtracting([assets[30]])
@@ -323,6 +363,8 @@ struct EncryptionTests {
             #expect(try library.pendingKeyEntries(ofAssets: chosen).map(\.name) == chosen.map(KeyStoreName.asset).sorted())
         }
         // Queued again with other bytes while the first bytes were on their way: kept. A deletion goes once published.
+        let pending = try library.pendingKeyEntries()
+        #expect(pending.count == 4 + 1 + 250 + 1)
         let requeued = KeyStoreName.asset(assets[0])
         try library.withDatabase { db in
             try PhotoLibrary.queue(db, requeued, [1, 2, 3])
@@ -422,7 +464,7 @@ struct EncryptionTests {
         for entry in try anna.pendingKeyEntries() { entries[entry.name] = entry.value }
         // A damaged asset key entry is not taken: the asset's events stay sealed.
         var damagedEntries = entries
-        for (name, value) in entries where name.hasPrefix("asset/") { damagedEntries[name] = value.dropLast() + [value.last! ^ 1] }
+        for (name, value) in entries where name.hasPrefix("pack/") { damagedEntries[name] = value.dropLast() + [value.last! ^ 1] }
         let absorbed = try ben.absorbKeyStore(damagedEntries)
         #expect(absorbed.enrolled && absorbed.assetKeys == 0)
         try ben.applyRemoteEvents(events)

@@ -8,8 +8,9 @@ import SyncProtocol
 /// (which cannot open them, and may be hostile): asset keys wrapped under a library key
 /// generation (`WrappedAssetKey(asset:unsealing:wrappingKey:)`), asset keys an add-only device
 /// sealed to the library's identity with its grant (`WrappedAssetKey.open(asset:sealedToIdentity:identity:)`),
-/// add-only grants (`AddOnlyGrant.isValid`, `.grantee(of:)`), key rings (`KeyRing(serialized:)`)
-/// and the opened bytes of a record; and the key store's messages in their binary form
+/// add-only grants (`AddOnlyGrant.isValid`, `.grantee(of:)`), key rings (`KeyRing(serialized:)`),
+/// packs of asset keys (`AssetKeyPack`, sealed and opened) and the opened bytes of a record; and
+/// the key store's messages in their binary form
 /// (`KeyStoreBody`: changes, their results, entries), in which the server sends them.
 ///
 /// The first byte chooses the reading. Bytes as they arrive: nothing traps, and what opens
@@ -39,6 +40,10 @@ enum KeysTarget: FuzzTarget {
     static let wrapping = WrappedAssetKey.wrappingKey(of: generation.key)
     static let otherWrapping = WrappedAssetKey.wrappingKey(of: otherGeneration.key)
     static let asset = UUID(uuid: (0x01, 0x93, 0x7A, 0x10, 0, 0, 0x70, 0, 0x80, 0, 0, 0, 0, 0, 0, 0x42))
+    /// The subkeys of the generation that seal packs, and the entry a pack is read as.
+    static let packKey = AssetKeyPack.packKey(of: generation.key)
+    static let otherPackKey = AssetKeyPack.packKey(of: otherGeneration.key)
+    static let packName = "pack/01937a10-0000-7000-8000-000000000042.0"
 
     static func fixedKey(_ seed: UInt8) -> SecretKey { try! SecretKey(bytes: (0..<32).map { UInt8($0) &* 31 &+ seed }) }
 
@@ -91,14 +96,27 @@ enum KeysTarget: FuzzTarget {
                                 KeyEntry(name: "grant/anna-phone", value: grant), KeyEntry(name: "ring/anna-phone", value: ring.serialized),
                             ],
                             last: 42))),
+            Seed(
+                name: "pack",
+                bytes: [9]
+                    + AssetKeyPack(records: [
+                        record,
+                        WrappedAssetKey(
+                            asset: UUID(uuid: (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)), keyID: 0x0123_4566,
+                            key: fixedKey(10)),
+                    ])
+                    .sealed(name: packName, under: generation)),
+            Seed(name: "pack-plain", bytes: [10, 1] + asset.bytes + [0x0A, 0xBC, 0xDE, 0xF2] + fixedKey(7).bytes + [0]),
         ]
     }
 
     static func accepts(_ input: [UInt8]) -> Bool {
         var fuzz = FuzzInput(input)
-        let kind = fuzz.byte() % 9
+        let kind = fuzz.byte() % 11
         let bytes = fuzz.rest()
         switch kind {
+        case 9: return (try? AssetKeyPack(name: packName, unsealing: bytes, packKey: packKey)) != nil
+        case 10: return (try? AssetKeyPack(plain: bytes, name: packName)) != nil
         case 6: return (try? KeyStoreBody.decodeChanges(bytes)) != nil
         case 7: return (try? KeyStoreBody.decodeResults(bytes)) != nil
         case 8: return (try? KeyStoreBody.decodeEntries(bytes)) != nil
@@ -113,7 +131,7 @@ enum KeysTarget: FuzzTarget {
 
     static func run(_ input: [UInt8]) {
         var fuzz = FuzzInput(input)
-        let kind = fuzz.byte() % 9
+        let kind = fuzz.byte() % 11
         if kind == 4 {
             checkRecord(&fuzz)
             return
@@ -155,6 +173,19 @@ enum KeysTarget: FuzzTarget {
             guard let response = try? KeyStoreBody.decodeEntries(bytes) else { return }
             require((try? KeyStoreBody.decodeEntries(KeyStoreBody.encode(response))) == response, "key entries do not read back")
             require((try? KeyEntriesResponse.decode(response.encoded())) == response, "key entries do not read back from JSON")
+        case 9:
+            guard let pack = try? AssetKeyPack(name: packName, unsealing: bytes, packKey: packKey) else { return }
+            require(AssetKeyPack.generation(of: bytes) != nil, "a pack opens without a generation in its header")
+            require(
+                (try? AssetKeyPack(name: packName, unsealing: bytes, packKey: otherPackKey)) == nil,
+                "a pack opens with another generation's key")
+            checkPack(pack)
+        case 10:
+            guard let pack = try? AssetKeyPack(plain: bytes, name: packName) else { return }
+            require(pack.records.count <= AssetKeyPack.maximumRecords, "a pack holds \(pack.records.count) records")
+            require(Set(pack.records.map(\.asset)).count == pack.records.count, "a pack names an asset twice")
+            require(pack.records.allSatisfy { KeyKind.of($0.keyID) == .asset }, "a pack holds a key that is not an asset key")
+            checkPack(pack)
         default:
             guard let record = try? WrappedAssetKey(asset: asset, keyID: 1, plainRecord: bytes) else { return }
             require(record.blobs.count <= 10_000, "a record names \(record.blobs.count) blobs")
@@ -214,6 +245,25 @@ enum KeysTarget: FuzzTarget {
                 altered[index] ^= change
                 refuse(altered, asset: record.asset, "a record with byte \(index) altered opens")
             }
+        }
+    }
+
+    /// Seals `pack` as its entry: it opens as itself, not under another name, and not with any
+    /// of a few bytes changed.
+    private static func checkPack(_ pack: AssetKeyPack) {
+        let sealed = pack.sealed(name: packName, under: generation)
+        let opened = try? AssetKeyPack(name: packName, unsealing: sealed, packKey: packKey)
+        require(
+            opened.map { $0.records.count == pack.records.count && zip($0.records, pack.records).allSatisfy(same) } == true,
+            "a pack does not open as itself")
+        require(
+            (try? AssetKeyPack(name: packName + "1", unsealing: sealed, packKey: packKey)) == nil, "a pack opens under another entry's name"
+        )
+        for index in [0, 3, 4, sealed.count / 2, sealed.count - 1] {
+            var altered = sealed
+            altered[index] ^= 0x80
+            require(
+                (try? AssetKeyPack(name: packName, unsealing: altered, packKey: packKey)) == nil, "a pack with byte \(index) altered opens")
         }
     }
 

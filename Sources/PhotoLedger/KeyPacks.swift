@@ -1,0 +1,80 @@
+import Foundation
+import LedgerCore
+import LedgerCrypto
+import LedgerStore
+
+/// Asset keys published in packs (``AssetKeyPack``): a device that holds the key ring sends the
+/// keys of the assets a change block made as a few entries of the server's key store
+/// (`pack/BLOCK.N`), not one per asset. `e2e_asset_keys.pack` names the pack that holds each
+/// key, here and on the devices that took the key from it.
+///
+/// A pack changes only while it waits in the outbox: when the names of its assets' blobs become
+/// known (their resources are encrypted for upload) and when one of its assets is purged, it is
+/// sealed again. Once the server holds it, it is replaced, never changed: a purge of one of its
+/// assets publishes the keys of the others as entries of their own (`asset/UUID`, create-only)
+/// and deletes the pack, all carried by the push batch of the purge, so the server stores them
+/// in one transaction and never holds the purged key afterwards. Two devices that purge assets
+/// of one pack at once each publish the others' keys; the purged key one of them publishes is
+/// deleted again by that device when it folds the other's purge, as every device that folds a
+/// purge deletes the purged asset's entry.
+extension PhotoLibrary {
+    /// The keys of pack `name` this device holds (not destroyed), with their blobs' names.
+    static func heldRecords(ofPack name: String, in db: Database) throws -> [WrappedAssetKey] {
+        try db.rows("SELECT asset, key_id, key, blobs FROM e2e_asset_keys WHERE pack = ? AND key IS NOT NULL ORDER BY asset", [name]) {
+            row -> WrappedAssetKey? in
+            guard let asset = UUID(bytes: row.blob(0)), let key = try? SecretKey(bytes: row.blob(2)) else { return nil }
+            return WrappedAssetKey(asset: asset, keyID: UInt32(truncatingIfNeeded: row.int64(1)), key: key, blobs: blobMap(row.blob(3)))
+        }.compactMap { $0 }
+    }
+
+    /// Whether the outbox still holds a write of entry `name` (the server has not taken it).
+    static func isQueuedWrite(_ name: String, in db: Database) throws -> Bool {
+        try db.firstRow("SELECT 1 FROM e2e_outbox WHERE name = ? AND value IS NOT NULL", [name]) { _ in true } ?? false
+    }
+
+    /// Seals queued pack `name` again from the keys this device holds for it (a purge destroyed
+    /// one, or blobs were named), under the ring's current generation. Keys that no longer fit
+    /// one pack (many blobs) leave it and are queued on their own (`asset/UUID`); a pack left
+    /// with no key is queued for deletion (a write of it may have reached the server unanswered).
+    static func resealQueuedPack(_ name: String, ring: KeyRing, in db: Database) throws {
+        let records = try heldRecords(ofPack: name, in: db)
+        guard !records.isEmpty else {
+            try queue(db, name, nil)
+            return
+        }
+        let fitting = AssetKeyPack.split(records)[0].records
+        for record in records.dropFirst(fitting.count) {
+            try db.execute("UPDATE e2e_asset_keys SET pack = NULL WHERE asset = ?", [record.asset.bytes])
+            try queue(db, KeyStoreName.asset(record.asset), record.sealed(under: ring.current))
+        }
+        try queue(db, name, AssetKeyPack(records: fitting).sealed(name: name, under: ring.current))
+    }
+
+    /// Replaces pack `name`, which the server holds, by entries of its keys on their own (those
+    /// this device holds, which a purge has not destroyed: create-only, an entry made already by
+    /// another device counts), and deletes it: all carried by the push batch of `carrier`'s
+    /// purge.
+    static func replacePublishedPack(_ name: String, carrier: UUID, ring: KeyRing, in db: Database) throws {
+        for record in try heldRecords(ofPack: name, in: db) {
+            try queue(db, KeyStoreName.asset(record.asset), record.sealed(under: ring.current), createOnly: true, carrier: carrier)
+        }
+        try db.execute("UPDATE e2e_asset_keys SET pack = NULL WHERE pack = ?", [name])
+        try queue(db, name, nil, carrier: carrier)
+    }
+
+    /// After the keys of `purged` assets were destroyed (their rows keep `pack`): the packs that
+    /// held them are sealed again while queued, and replaced when the server holds them and
+    /// `publishing` (this device made the purge: it publishes the replacement with it).
+    static func settlePacks(ofPurged purged: [(asset: UUID, pack: String)], publishing: Bool, ring: KeyRing?, in db: Database) throws {
+        guard let ring, !purged.isEmpty else { return }
+        var settled = Set<String>()
+        for (asset, pack) in purged where settled.insert(pack).inserted {
+            if try isQueuedWrite(pack, in: db) {
+                try resealQueuedPack(pack, ring: ring, in: db)
+            } else if publishing {
+                try replacePublishedPack(pack, carrier: asset, ring: ring, in: db)
+            }
+        }
+        for (asset, _) in purged { try db.execute("UPDATE e2e_asset_keys SET pack = NULL WHERE asset = ?", [asset.bytes]) }
+    }
+}
