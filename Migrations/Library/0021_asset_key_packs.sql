@@ -2,11 +2,17 @@
 -- block made go to the server's key store as a few entries (pack/BLOCK.N) rather than one entry
 -- per asset.
 --
--- e2e_asset_keys.pack: the key store entry that holds the asset's key, when it is a pack (this
--- device made it, or took the key from it); NULL for a key published on its own (asset/UUID).
--- A purge of one of the pack's assets publishes the keys of the others on their own and deletes
--- the pack.
-ALTER TABLE e2e_asset_keys ADD COLUMN pack TEXT;
+-- e2e_packs: the names of the packs this device made or took keys from, by a small number (a
+-- large library's keys each name one; a name would be 43 bytes a key).
+CREATE TABLE e2e_packs (
+    id   INTEGER PRIMARY KEY,
+    name TEXT    NOT NULL UNIQUE
+) STRICT;
+
+-- e2e_asset_keys.pack: the pack (e2e_packs.id) that holds the asset's key in the server's key
+-- store, when it is one; NULL for a key published on its own (asset/UUID). A purge of one of the
+-- pack's assets publishes the keys of the others on their own and deletes the pack.
+ALTER TABLE e2e_asset_keys ADD COLUMN pack INTEGER;
 CREATE INDEX e2e_asset_keys_by_pack ON e2e_asset_keys (pack) WHERE pack IS NOT NULL;
 
 -- e2e_outbox.carrier: the asset whose event must carry the entry to the server (in the push

@@ -114,12 +114,7 @@ extension PhotoLibrary {
                 for asset in changed {
                     guard let (keyID, key) = state.assetKeys[asset], let map = maps[asset] else { continue }
                     try db.execute("UPDATE e2e_asset_keys SET blobs = ? WHERE asset = ?", [Self.blobColumn(map), asset.bytes])
-                    if let pack = try db.firstRow(
-                        "SELECT pack FROM e2e_asset_keys WHERE asset = ? AND pack IS NOT NULL", [asset.bytes],
-                        {
-                            $0.text(0)
-                        }), try packs.contains(pack) || Self.isQueuedWrite(pack, in: db)
-                    {
+                    if let pack = try Self.pack(of: asset, in: db), try packs.contains(pack) || Self.isQueuedWrite(pack, in: db) {
                         packs.insert(pack)
                         continue
                     }

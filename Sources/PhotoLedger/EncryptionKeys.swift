@@ -111,8 +111,10 @@ final class PayloadKeys: Sendable {
     func payloadKey(_ keyID: UInt32, object: UUID) -> SecretKey? {
         switch KeyKind.of(keyID) {
         case .asset?:
+            // Only an asset's creation is sealed with its own key: derived each time, not kept
+            // (a pull of a large library's creations would fill the cache with keys used once).
             guard let held = assetKey(object), held.id == keyID else { return nil }
-            return derivedKey(object, keyID, from: held.key) { PayloadSeal.payloadKey(of: held.key) }
+            return PayloadSeal.payloadKey(of: held.key)
         case .assetEpoch?:
             guard let held = assetKey(object), let generation = generationKeys[KeyKind.generation(ofAssetEpoch: keyID)] else { return nil }
             return derivedKey(object, keyID, from: held.key) {

@@ -6,7 +6,7 @@ import LedgerStore
 /// Asset keys published in packs (``AssetKeyPack``): a device that holds the key ring sends the
 /// keys of the assets a change block made as a few entries of the server's key store
 /// (`pack/BLOCK.N`), not one per asset. `e2e_asset_keys.pack` names the pack that holds each
-/// key, here and on the devices that took the key from it.
+/// key (by its number in `e2e_packs`), here and on the devices that took the key from it.
 ///
 /// A pack changes only while it waits in the outbox: when the names of its assets' blobs become
 /// known (their resources are encrypted for upload) and when one of its assets is purged, it is
@@ -18,9 +18,28 @@ import LedgerStore
 /// deleted again by that device when it folds the other's purge, as every device that folds a
 /// purge deletes the purged asset's entry.
 extension PhotoLibrary {
+    /// The number of pack `name` in `e2e_packs`, recorded now when it has none.
+    static func packNumber(_ name: String, in db: Database) throws -> Int64 {
+        if let id = try db.firstRow("SELECT id FROM e2e_packs WHERE name = ?", [name], { $0.int64(0) }) { return id }
+        try db.execute("INSERT INTO e2e_packs (name) VALUES (?)", [name])
+        return db.lastInsertedRowID
+    }
+
+    /// The name of the pack that holds `asset`'s key, when one does.
+    static func pack(of asset: UUID, in db: Database) throws -> String? {
+        try db.firstRow("SELECT p.name FROM e2e_asset_keys k JOIN e2e_packs p ON p.id = k.pack WHERE k.asset = ?", [asset.bytes]) {
+            $0.text(0)
+        }
+    }
+
     /// The keys of pack `name` this device holds (not destroyed), with their blobs' names.
     static func heldRecords(ofPack name: String, in db: Database) throws -> [WrappedAssetKey] {
-        try db.rows("SELECT asset, key_id, key, blobs FROM e2e_asset_keys WHERE pack = ? AND key IS NOT NULL ORDER BY asset", [name]) {
+        try db.rows(
+            """
+            SELECT asset, key_id, key, blobs FROM e2e_asset_keys
+            WHERE pack = (SELECT id FROM e2e_packs WHERE name = ?) AND key IS NOT NULL ORDER BY asset
+            """, [name]
+        ) {
             row -> WrappedAssetKey? in
             guard let asset = UUID(bytes: row.blob(0)), let key = try? SecretKey(bytes: row.blob(2)) else { return nil }
             return WrappedAssetKey(asset: asset, keyID: UInt32(truncatingIfNeeded: row.int64(1)), key: key, blobs: blobMap(row.blob(3)))
@@ -58,7 +77,8 @@ extension PhotoLibrary {
         for record in try heldRecords(ofPack: name, in: db) {
             try queue(db, KeyStoreName.asset(record.asset), record.sealed(under: ring.current), createOnly: true, carrier: carrier)
         }
-        try db.execute("UPDATE e2e_asset_keys SET pack = NULL WHERE pack = ?", [name])
+        try db.execute("UPDATE e2e_asset_keys SET pack = NULL WHERE pack = (SELECT id FROM e2e_packs WHERE name = ?)", [name])
+        try db.execute("DELETE FROM e2e_packs WHERE name = ?", [name])
         try queue(db, name, nil, carrier: carrier)
     }
 

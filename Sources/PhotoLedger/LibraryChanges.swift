@@ -36,6 +36,8 @@ public final class LibraryChanges {
     /// The assets among ``newAssetKeys`` whose keys go to the server in this block's packs, in
     /// the order they were made.
     var packedAssets: [UUID] = []
+    /// The numbers (`e2e_packs`) of this block's packs, by index.
+    var packNumbers: [Int64] = []
 
     init(library: PhotoLibrary, database: Database, access: Access, archive: Database? = nil) throws {
         self.library = library

@@ -283,14 +283,19 @@ extension PhotoLibrary {
             wrappingKeys[id] = WrappedAssetKey.wrappingKey(of: key)
             packKeys[id] = AssetKeyPack.packKey(of: key)
         }
-        // Every record that opens, with the pack it came in (a pack named twice: its later entry).
-        var records: [(record: WrappedAssetKey, pack: String?)] = []
+        // Every record that opens, with the index in `packNames` of the pack it came in, -1 for
+        // none (a pack named twice: its later entry).
+        var records: [(record: WrappedAssetKey, pack: Int)] = []
+        var packNames: [String] = []
         var laterPacks = Set<String>()
         for (name, value) in packs.reversed() where laterPacks.insert(name).inserted {
             guard let generation = AssetKeyPack.generation(of: value), let key = packKeys[generation],
                 let pack = try? AssetKeyPack(name: name, unsealing: value, packKey: key)
             else { continue }
-            records += pack.records.lazy.filter { !settled.contains($0.asset) }.map { ($0, name) }
+            let index = packNames.count
+            packNames.append(name)
+            records.reserveCapacity(records.count + pack.records.count)
+            for record in pack.records where !settled.contains(record.asset) { records.append((record, index)) }
         }
         // An asset named twice: its later entry.
         var later = Set<UUID>()
@@ -305,7 +310,7 @@ extension PhotoLibrary {
             guard let wrapping = WrappedAssetKey.identifiers(of: value).flatMap({ keys[$0.generation] }) else { return nil }
             return try? WrappedAssetKey(asset: asset, unsealing: value, wrappingKey: wrapping)
         }
-        records += opened.lazy.compactMap { $0 }.map { ($0, nil) }
+        for record in opened { if let record { records.append((record, -1)) } }
         guard !records.isEmpty else { return 0 }
         // In asset order (the order of the table's key, which the upsert below writes in), an
         // asset that comes twice merged: the key of its entry of its own (the later in `records`),
@@ -314,14 +319,14 @@ extension PhotoLibrary {
         order.sort {
             records[$0].record.asset.precedes(records[$1].record.asset) || (records[$0].record.asset == records[$1].record.asset && $0 < $1)
         }
-        var merged: [(record: WrappedAssetKey, pack: String?)] = []
+        var merged: [(record: WrappedAssetKey, pack: Int)] = []
         merged.reserveCapacity(order.count)
         for index in order {
             let next = records[index]
             if let last = merged.last, last.record.asset == next.record.asset {
                 var record = next.record
                 record.blobs.merge(last.record.blobs) { newer, _ in newer }
-                merged[merged.count - 1] = (record, next.pack ?? last.pack)
+                merged[merged.count - 1] = (record, next.pack >= 0 ? next.pack : last.pack)
             } else {
                 merged.append(next)
             }
@@ -329,7 +334,7 @@ extension PhotoLibrary {
         // Written in asset order with few statements: a large library's keys arrive by the ten
         // thousand, and one upsert each in random order cost more than opening them.
         var blobUpdates: [(asset: UUID, blobs: [[UInt8]: [UInt8]])] = []
-        var adopted: [(asset: [UInt8], record: WrappedAssetKey, blobs: [UInt8], pack: String?)] = []
+        var adopted: [(record: WrappedAssetKey, pack: Int)] = []
         var taken: [(asset: UUID, id: UInt32, key: SecretKey)] = []
         adopted.reserveCapacity(merged.count)
         taken.reserveCapacity(merged.count)
@@ -337,11 +342,12 @@ extension PhotoLibrary {
             if let held = state.assetKeys[record.asset], held.id == record.keyID {
                 if !record.blobs.isEmpty { blobUpdates.append((record.asset, record.blobs)) }
             } else {
-                adopted.append((record.asset.bytes, record, Self.blobColumn(record.blobs), pack))
+                adopted.append((record, pack))
                 taken.append((record.asset, record.keyID, record.key))
             }
         }
         try withDatabase { db in
+            let packNumbers = try packNames.map { try Self.packNumber($0, in: db) }
             for (asset, blobs) in blobUpdates {
                 guard
                     let held = try db.firstRow(
@@ -355,12 +361,12 @@ extension PhotoLibrary {
                 }
             }
             try Self.assetKeyUpsert.run(count: adopted.count, in: db) { row, values in
-                let (asset, record, blobs, pack) = adopted[row]
-                values.append(blob: asset)
+                let (record, pack) = adopted[row]
+                values.append(uuid: record.asset)
                 values.append(Int64(record.keyID))
                 values.append(blob: record.key.bytes)
-                values.append(blob: blobs)
-                if let pack { values.append(pack) } else { values.appendNull() }
+                values.append(blob: record.blobs.isEmpty ? [] : Self.blobColumn(record.blobs))
+                if pack >= 0 { values.append(packNumbers[pack]) } else { values.appendNull() }
             }
         }
         guard !taken.isEmpty else { return 0 }
@@ -455,6 +461,8 @@ extension PhotoLibrary {
 
     /// The entries of the keys of `assets` this device has to write or delete, by name.
     private func pendingAssetKeyEntries(ofAssets assets: Set<UUID>) throws -> [(name: String, value: [UInt8]?, createOnly: Bool)] {
+        // Most keys go up in packs: no names to make when no key waits on its own.
+        guard !assets.isEmpty, try readDatabase({ try $0.firstRow(Self.anyPendingAssetEntry) { _ in true } }) == true else { return [] }
         let names = assets.map(KeyStoreName.asset).sorted()
         guard let first = names.first, let last = names.last else { return [] }
         let size = Self.pendingEntryLookupSize
@@ -480,6 +488,9 @@ extension PhotoLibrary {
             return entries
         }
     }
+
+    /// Whether the outbox holds an entry of an asset key of its own (`asset/…`: a range of its key).
+    private static let anyPendingAssetEntry = "SELECT 1 FROM e2e_outbox WHERE name >= 'asset/' AND name < 'asset0' LIMIT 1"
 
     /// An outbox row read by ``pendingKeyEntries(ofAssets:)``.
     private static func pendingEntry(_ row: Statement) -> (name: String, value: [UInt8]?, createOnly: Bool) {
@@ -788,11 +799,17 @@ extension LibraryChanges {
         // A device that holds the ring publishes the block's new keys in packs (``packNewAssetKeys()``),
         // the key of the n-th new asset in the pack n / AssetKeyPack.maximumRecords; an add-only
         // device publishes each key on its own, sealed to the library's identity.
-        let pack =
-            wrapper.ring != nil ? KeyStoreName.pack(block: changeBlock, index: packedAssets.count / AssetKeyPack.maximumRecords) : nil
+        var pack: Int64?
+        if wrapper.ring != nil {
+            let index = packedAssets.count / AssetKeyPack.maximumRecords
+            if packNumbers.count <= index {
+                packNumbers.append(try PhotoLibrary.packNumber(KeyStoreName.pack(block: changeBlock, index: index), in: database))
+            }
+            pack = packNumbers[index]
+        }
         try database.execute(
             "INSERT INTO e2e_asset_keys (asset, key_id, key, own, pack) VALUES (?, ?, ?, 1, ?)",
-            [asset.bytes, Int64(keyID), key.bytes, pack.map { SQLValue.text($0) } ?? .null])
+            [asset.bytes, Int64(keyID), key.bytes, pack.map { SQLValue.integer($0) } ?? .null])
         if pack != nil {
             packedAssets.append(asset)
         } else if publishNow {

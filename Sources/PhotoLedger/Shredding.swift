@@ -41,7 +41,10 @@ extension PhotoLibrary {
         try db.execute("PRAGMA secure_delete = ON")
         defer { try? db.execute("PRAGMA secure_delete = OFF") }
         for asset in purged {
-            let row = try db.firstRow("SELECT key IS NOT NULL, pack FROM e2e_asset_keys WHERE asset = ?", [asset.bytes]) {
+            let row = try db.firstRow(
+                "SELECT k.key IS NOT NULL, p.name FROM e2e_asset_keys k LEFT JOIN e2e_packs p ON p.id = k.pack WHERE k.asset = ?",
+                [asset.bytes]
+            ) {
                 (held: $0.int64(0) != 0, pack: $0.isNull(1) ? nil : $0.text(1))
             }
             if let pack = row?.pack { packed.append((asset, pack)) }

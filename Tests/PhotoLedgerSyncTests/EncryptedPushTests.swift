@@ -31,9 +31,7 @@ final class KeyOrderWatcher: HTTPTransport, @unchecked Sendable {
         self.base = base
         self.store = store
         self.entry = { asset in
-            try library.readDatabase { db in
-                try db.firstRow("SELECT pack FROM e2e_asset_keys WHERE asset = ? AND pack IS NOT NULL", [asset.bytes]) { $0.text(0) }
-            } ?? KeyStoreName.asset(asset)
+            try library.readDatabase { try PhotoLibrary.pack(of: asset, in: $0) } ?? KeyStoreName.asset(asset)
         }
     }
 

@@ -398,7 +398,7 @@ struct EncryptionSyncTests {
         let kept = try #require(LocalIdentifier(assets[1])).uuid
         let pack = try #require(
             try anna.library.readDatabase {
-                try $0.firstRow("SELECT pack FROM e2e_asset_keys WHERE asset = ?", [doomed.bytes]) { $0.text(0) }
+                try PhotoLibrary.pack(of: doomed, in: $0)
             })
         #expect(try server.store.keyEntry(libraryID: 1, name: pack) != nil)
         #expect(try server.store.keyEntries(libraryID: 1, after: 0).entries.filter { $0.name.hasPrefix("asset/") }.isEmpty)

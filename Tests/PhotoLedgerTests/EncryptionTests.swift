@@ -287,7 +287,9 @@ struct EncryptionTests {
             packed
                 ? try #require(
                     try anna.readDatabase {
-                        try $0.firstRow("SELECT asset FROM e2e_asset_keys WHERE pack = ?", [entry.name]) { UUID(bytes: $0.blob(0)) }
+                        try $0.firstRow(
+                            "SELECT asset FROM e2e_asset_keys k JOIN e2e_packs p ON p.id = k.pack WHERE p.name = ?", [entry.name]
+                        ) { UUID(bytes: $0.blob(0)) }
                     } ?? nil)
                 : try #require(KeyStoreName.asset(in: entry.name))
         }
@@ -295,7 +297,9 @@ struct EncryptionTests {
         #expect(try ben.statistics().quarantined[.sealed] == 2)
         // The keys taken from packs name their packs: a purge replaces the pack.
         let named = try ben.readDatabase {
-            try $0.rows("SELECT pack FROM e2e_asset_keys WHERE key IS NOT NULL") { $0.isNull(0) ? nil : $0.text(0) }
+            try $0.rows("SELECT p.name FROM e2e_asset_keys k LEFT JOIN e2e_packs p ON p.id = k.pack WHERE k.key IS NOT NULL") {
+                $0.isNull(0) ? nil : $0.text(0)
+            }
         }
         #expect(named.count == 2 && named.allSatisfy { ($0 != nil) == packed })
     }
