@@ -82,6 +82,20 @@ extension PhotoLibrary {
         try queue(db, name, nil, carrier: carrier)
     }
 
+    /// The server refused pack `name` (a server from before key packs does not know the name):
+    /// its keys are queued on their own (`asset/UUID`), and the pack forgotten. Returns how many.
+    @discardableResult
+    func publishKeysOfRefusedPack(_ name: String) throws -> Int {
+        guard let ring = encryption.snapshot.ring else { return 0 }
+        return try withDatabase { db in
+            let records = try Self.heldRecords(ofPack: name, in: db)
+            for record in records { try Self.queue(db, KeyStoreName.asset(record.asset), record.sealed(under: ring.current)) }
+            try db.execute("UPDATE e2e_asset_keys SET pack = NULL WHERE pack = (SELECT id FROM e2e_packs WHERE name = ?)", [name])
+            try db.execute("DELETE FROM e2e_packs WHERE name = ?", [name])
+            return records.count
+        }
+    }
+
     /// After the keys of `purged` assets were destroyed (their rows keep `pack`): the packs that
     /// held them are sealed again while queued, and replaced when the server holds them and
     /// `publishing` (this device made the purge: it publishes the replacement with it).

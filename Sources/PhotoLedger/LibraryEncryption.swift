@@ -886,6 +886,10 @@ extension Replica {
         try library.pendingKeyEntries(ofAssets: assets, blocks: blocks)
     }
 
+    /// The server refused key pack `name`: its keys are queued on their own. Returns how many.
+    @discardableResult
+    package func publishKeysOfRefusedPack(_ name: String) throws -> Int { try library.publishKeysOfRefusedPack(name) }
+
     /// Forgets entries the server took or refused for good.
     package func keyEntriesPublished(_ entries: [(name: String, value: [UInt8]?)]) throws { try library.keyEntriesPublished(entries) }
 

@@ -149,6 +149,11 @@ extension SyncEngine {
                     "the library on the server is already end-to-end encrypted with other keys; this library cannot join it as it is. "
                         + "Join it with a new, empty library (`photoledger init`, `photoledger remote set`, then `photoledger device enroll`)"
                 )
+            case .forbidden where entry.value != nil && entry.name.hasPrefix("pack/"):
+                // A server from before key packs: the pack's keys go up on their own (this sync's
+                // last step publishes them; devices that pull the events first wait for them).
+                try replica.publishKeysOfRefusedPack(entry.name)
+                done.append((entry.name, entry.value))
             case .conflict where entry.createOnly && entry.name.hasPrefix("asset/") && replica.encryptionStatus == .enrolled:
                 // A key a purge published on its own, out of its pack: another device did it first.
                 done.append((entry.name, entry.value))

@@ -77,6 +77,42 @@ final class KeyOrderWatcher: HTTPTransport, @unchecked Sendable {
     var keyStoreRequests: Int { lock.withLock { writeRequests } }
 }
 
+/// The key store of a server from before key packs: the `pack/` changes of a binary request are
+/// answered `forbidden` as names it does not know; the other changes go to the server.
+final class NoKeyPacks: HTTPTransport, @unchecked Sendable {
+    private let base: any HTTPTransport
+    // Safe to share: the count is touched only under `lock`.
+    private let lock = NSLock()
+    private var refused = 0
+
+    init(base: any HTTPTransport) { self.base = base }
+
+    /// The packs refused.
+    var refusals: Int { lock.withLock { refused } }
+
+    func send(_ request: HTTPRequest) async throws -> SyncTransport.HTTPResponse {
+        guard request.method == .post, request.url.path.hasSuffix("/keys"), request.headers["Content-Type"] == KeyStoreBody.contentType
+        else { return try await base.send(request) }
+        let changes = try KeyStoreBody.decodeChanges(request.body.bytes).changes
+        let kept = changes.filter { !$0.name.hasPrefix("pack/") }
+        var answer = KeyChangesResponse(results: [])
+        if !kept.isEmpty {
+            var forwarded = request
+            forwarded.body = .bytes(KeyStoreBody.encode(KeyChangesRequest(changes: kept)))
+            let response = try await base.send(forwarded)
+            answer = try KeyStoreBody.decodeResults(response.body.bytes)
+        }
+        var results = answer.results.makeIterator()
+        answer.results = changes.map { change in
+            guard change.name.hasPrefix("pack/") else { return results.next()! }
+            lock.withLock { refused += 1 }
+            return .init(name: change.name, status: .forbidden, reason: "'\(change.name)' is not an entry of the key store")
+        }
+        return SyncTransport.HTTPResponse(
+            status: 200, headers: ["Content-Type": KeyStoreBody.contentType], body: .bytes(KeyStoreBody.encode(answer)))
+    }
+}
+
 /// A server that takes no keys with a push (an older server): a keyed batch is answered 415.
 final class NoKeyedBatches: HTTPTransport, @unchecked Sendable {
     // Safe to share: the count is touched only under `lock`.
@@ -324,6 +360,42 @@ struct EncryptedPushTests {
 }
 
 extension EncryptedPushTests {
+    @Test(
+        "a server from before key packs refuses them: their keys go up on their own in the same sync, and an enrolled device reads everything"
+    )
+    func serverWithoutKeyPacks() async throws {
+        let world = try SyncWorld()
+        let anna = try world.device("anna-phone", seed: 1, encrypted: true)
+        let older = NoKeyPacks(base: testTransport())
+        var options = SyncEngine.Options()
+        options.pushBatchSize = 50
+        options.sendsKeysWithBatches = false  // the keys by the key store's route
+        let engine = SyncEngine(
+            library: anna.library, remote: try world.server.remote(device: "anna-phone"), transport: older, options: options)
+        for _ in 0..<3 {
+            try anna.library.performChangesAndWait { changes in
+                for _ in 0..<40 { _ = try changes.createImageRecord(width: 400, height: 300, creationDate: nil) }
+            }
+        }
+        let report = try await engine.sync()
+        #expect(report.pushedEvents == 120 && report.encryptionNotes.isEmpty, "\(report.encryptionNotes)")
+        #expect(older.refusals == 3)
+        #expect(try anna.library.pendingKeyEntries().isEmpty)
+        let names = try world.server.store.keyEntries(libraryID: 1, after: 0).entries.map(\.name)
+        #expect(names.filter { $0.hasPrefix("asset/") }.count == 120 && !names.contains { $0.hasPrefix("pack/") })
+        // The keys name no pack now: a purge deletes an entry of its own.
+        #expect(
+            try anna.library.readDatabase { try $0.firstRow("SELECT count(*) FROM e2e_asset_keys WHERE pack IS NOT NULL") { $0.int64(0) } }
+                == 0)
+
+        let ben = try world.device("ben-tablet", seed: 2)
+        try anna.library.approveEnrolment(of: "ben-tablet", publicKey: try ben.library.prepareEnrolment())
+        try await engine.sync()
+        let pulled = try await ben.sync()
+        #expect(pulled.pulledEvents == 120 && pulled.quarantinedEvents.isEmpty)
+        #expect(try ben.library.fetchAssets().count == 120)
+    }
+
     @Test("a server that takes no keys with a push gets each batch's keys by the key store, just before the batch, from its refusal on")
     func olderServerGetsKeysByTheKeyStore() async throws {
         let world = try SyncWorld()
