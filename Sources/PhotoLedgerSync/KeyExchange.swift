@@ -79,7 +79,10 @@ extension SyncEngine {
     func assetKeys(of events: [Replica.PendingEvent], _ report: inout SyncReport) async throws -> [KeyChange] {
         let pending = try replica.pendingKeyEntries(ofAssets: Set(events.map(\.event.object)), blocks: Set(events.map(\.event.changeBlock)))
         if sendsKeyedBatches, pending.count <= KeyStoreBody.maximumChanges { return Self.keyChanges(pending) }
-        try await publishKeys(pending, &report)
+        // The writes before the deletions: a purge that replaces a pack by its other keys deletes
+        // the pack only once they are stored (requests of one call may be stored in any order).
+        try await publishKeys(pending.filter { $0.value != nil }, &report)
+        try await publishKeys(pending.filter { $0.value == nil }, &report)
         return []
     }
 

@@ -522,6 +522,41 @@ struct EncryptionSyncTests {
     }
 
     @Test(
+        "a purge of one asset of a large pack publishes the other keys before it deletes the pack, even when they are too many for the purge's batch"
+    )
+    func purgeOfALargePack() async throws {
+        let world = try SyncWorld()
+        let server = world.server
+        let anna = try world.device("anna-phone", seed: 1, encrypted: true)
+        // Two packs (4,096 and 1,104 keys); a purge of one asset of each replaces both by 5,198
+        // keys of their own, more than one push batch carries.
+        let count = KeyStoreBody.maximumChanges + 200
+        let assets = try anna.library.performChangesAndWait { changes in
+            try (0..<count).map { _ in
+                try changes.createImageRecord(width: 40, height: 30, creationDate: nil).placeholderForCreatedAsset.localIdentifier
+            }
+        }
+        try await anna.sync()
+        #expect(try server.store.keyEntries(libraryID: 1, after: 0).entries.filter { $0.name.hasPrefix("pack/") }.count == 2)
+        let purged = [assets[7], assets[AssetKeyPack.maximumRecords + 4]]
+        try anna.library.performChangesAndWait { try $0.deleteAssets(purged) }
+        try anna.library.performChangesAndWait { try $0.purgeAssets(purged) }
+        let report = try await anna.sync()
+        #expect(report.encryptionNotes.isEmpty, "\(report.encryptionNotes)")
+        let names = try server.store.keyEntries(libraryID: 1, after: 0).entries.map(\.name)
+        #expect(!names.contains { $0.hasPrefix("pack/") })
+        #expect(names.filter { $0.hasPrefix("asset/") }.count == count - 2)
+        for asset in purged { #expect(!names.contains(KeyStoreName.asset(try #require(LocalIdentifier(asset)).uuid))) }
+
+        let ben = try world.device("ben-tablet", seed: 2)
+        try await ben.sync()
+        for request in try await anna.engine.enrolmentRequests() { try await anna.engine.approve(request) }
+        try await ben.sync()
+        #expect(try ben.library.fetchAssets().count == count - 2)
+        #expect(try ben.library.statistics().quarantined.isEmpty)
+    }
+
+    @Test(
         "an add-only device adds photos that readers open with their metadata and bytes, holds nothing that opens anything else, and cannot replace an asset's key"
     )
     func addOnlyDeviceWritesWithoutReading() async throws {
