@@ -14,11 +14,6 @@ BUILD=.build/fuzz
 # inside system libraries that our code cannot free are listed, with their reasons, in
 # Tools/Fuzz/lsan.supp.
 export SWIFT_BACKTRACE=enable=no
-# GLib's slice allocator keeps a per-thread magazine (2,032 bytes from g_malloc0 on a thread's
-# first g_slice_alloc) in thread-local storage and frees it when the thread exits; libFuzzer's
-# leak check runs while libvips' threads live and can report it as leaked. With always-malloc
-# every slice is an ordinary malloc, which the leak check follows like any other allocation.
-export G_SLICE=always-malloc
 export LSAN_OPTIONS="suppressions=$PWD/Tools/Fuzz/lsan.supp:print_suppressions=0"
 # The fuzz targets exist in the manifest only with PHOTOLEDGER_FUZZ=1 (Package.swift). Swift
 # code gets libFuzzer's coverage and AddressSanitizer; our C code (the media shim, the EXIF
