@@ -267,11 +267,16 @@ extension PhotoLibrary {
     /// once the resources are uploaded, or an edit made new ones). Keys this device made or
     /// destroyed (purged assets) are never taken (back). Where an asset comes twice, its key in
     /// a pack counts for the pack it is in, its entry of its own for its key; their blobs are
-    /// merged. Returns how many keys were new.
+    /// merged. Returns how many keys were new, and whether the key store's read position
+    /// `position` was recorded with them (when given: it is, whenever keys are stored). With
+    /// `inBackground`, the keys' rows are written by a ``BackgroundKeyWrite``.
     @discardableResult
-    func adoptAssetKeys(_ sealed: [(asset: UUID, value: [UInt8])], packs: [(name: String, value: [UInt8])] = []) throws -> Int {
+    func adoptAssetKeys(
+        _ sealed: [(asset: UUID, value: [UInt8])], packs: [(name: String, value: [UInt8])] = [], through position: Int64? = nil,
+        inBackground: Bool = false
+    ) throws -> (count: Int, positionRecorded: Bool) {
         let state = encryption.snapshot
-        guard let ring = state.ring, !sealed.isEmpty || !packs.isEmpty else { return 0 }
+        guard let ring = state.ring, !sealed.isEmpty || !packs.isEmpty else { return (0, false) }
         // The keys of assets made here (this device's record of their blobs is the one that
         // counts) and keys destroyed here (never taken back).
         let settled = Set(
@@ -288,13 +293,20 @@ extension PhotoLibrary {
         var records: [(record: WrappedAssetKey, pack: Int)] = []
         var packNames: [String] = []
         var laterPacks = Set<String>()
-        for (name, value) in packs.reversed() where laterPacks.insert(name).inserted {
-            guard let generation = AssetKeyPack.generation(of: value), let key = packKeys[generation],
+        let unsealing = packKeys
+        // Opened on two threads: a pack of 4,096 keys is one AEAD open, but reading its records
+        // makes 4,096 keys.
+        let openedPacks = Self.mapInHalves(packs.reversed().filter { laterPacks.insert($0.name).inserted }, minimumHalf: 1) {
+            name, value -> (name: String, pack: AssetKeyPack)? in
+            guard let generation = AssetKeyPack.generation(of: value), let key = unsealing[generation],
                 let pack = try? AssetKeyPack(name: name, unsealing: value, packKey: key)
-            else { continue }
+            else { return nil }
+            return (name, pack)
+        }
+        records.reserveCapacity(openedPacks.reduce(sealed.count) { $0 + ($1?.pack.records.count ?? 0) })
+        for case let (name, pack)? in openedPacks {
             let index = packNames.count
             packNames.append(name)
-            records.reserveCapacity(records.count + pack.records.count)
             for record in pack.records where !settled.contains(record.asset) { records.append((record, index)) }
         }
         // An asset named twice: its later entry.
@@ -311,7 +323,7 @@ extension PhotoLibrary {
             return try? WrappedAssetKey(asset: asset, unsealing: value, wrappingKey: wrapping)
         }
         for record in opened { if let record { records.append((record, -1)) } }
-        guard !records.isEmpty else { return 0 }
+        guard !records.isEmpty else { return (0, false) }
         // In asset order (the order of the table's key, which the upsert below writes in), an
         // asset that comes twice merged: the key of its entry of its own (the later in `records`),
         // the pack it is in, the blobs of both.
@@ -346,7 +358,7 @@ extension PhotoLibrary {
                 taken.append((record.asset, record.keyID, record.key))
             }
         }
-        try withDatabase { db in
+        let write: @Sendable (Database) throws -> Void = { [blobUpdates, adopted, packNames] db in
             let packNumbers = try packNames.map { try Self.packNumber($0, in: db) }
             for (asset, blobs) in blobUpdates {
                 guard
@@ -368,20 +380,36 @@ extension PhotoLibrary {
                 values.append(blob: record.blobs.isEmpty ? [] : Self.blobColumn(record.blobs))
                 if pack >= 0 { values.append(packNumbers[pack]) } else { values.appendNull() }
             }
+            if let position { try Self.recordKeyStorePosition(position, in: db) }
         }
-        guard !taken.isEmpty else { return 0 }
-        encryption.add(assetKeys: taken)
+        guard !taken.isEmpty else {
+            try withDatabase(write)
+            return (0, position != nil)
+        }
+        if inBackground {
+            let write = BackgroundKeyWrite.start(
+                in: self, cursor: position, holding: { [self, taken] in encryption.add(assetKeys: taken) }, write
+            ) {
+                [self] in
+                // The keys were not stored: the table holds again what the database holds.
+                try? readDatabase { try encryption.load($0) }
+            }
+            pendingKeyWrite.withLock { $0 = write }
+        } else {
+            try withDatabase(write)
+            encryption.add(assetKeys: taken)
+        }
         try refoldSealed()
-        return taken.count
+        return (taken.count, position != nil)
     }
 
     /// `transform` of every input, in input order: the second half on a thread of its own when
-    /// there are many.
-    static func mapInHalves<Input: Sendable, Output: Sendable>(_ inputs: [Input], _ transform: @escaping @Sendable (Input) -> Output)
-        -> [Output]
-    {
+    /// it holds at least `minimumHalf` inputs.
+    static func mapInHalves<Input: Sendable, Output: Sendable>(
+        _ inputs: [Input], minimumHalf: Int = 512, _ transform: @escaping @Sendable (Input) -> Output
+    ) -> [Output] {
         let half = inputs.count / 2
-        guard half >= 512 else { return inputs.map(transform) }
+        guard half >= minimumHalf else { return inputs.map(transform) }
         let tail = Array(inputs[half...])
         let second = Mutex<[Output]>([])
         let finished = DispatchSemaphore(value: 0)
@@ -415,6 +443,7 @@ extension PhotoLibrary {
             ) { (UInt32(truncatingIfNeeded: $0.int64(0)), UUID(bytes: $0.blob(1))) }
         }
         guard sealed.contains(where: { id, object in object.map { keys.payloadKey(id, object: $0) != nil } ?? false }) else { return }
+        try finishKeyWrite()  // the keys stored before the views fold with them
         try rebuild()
     }
 
@@ -554,7 +583,34 @@ extension PhotoLibrary {
     /// in the store's order; where a name comes twice, the later entry counts. The asset keys
     /// (a large library's come by the ten thousand) are read from the list as they are, the
     /// other entries looked up by name.
-    package func absorbKeyStore(_ list: [(name: String, value: [UInt8])]) throws -> KeyStoreAbsorption {
+    ///
+    /// `position` is the key store position the entries were read through: it becomes this
+    /// device's read position once the device is enrolled (entries read before cannot be opened,
+    /// and are read again), in the transaction that stores the keys. With
+    /// `writingKeysInBackground`, the keys' rows are written on a thread of their own while the
+    /// caller goes on (``BackgroundKeyWrite``): the keys count from the return, and every later
+    /// write of the library waits for the rows.
+    package func absorbKeyStore(
+        _ list: [(name: String, value: [UInt8])], through position: Int64? = nil, writingKeysInBackground: Bool = false
+    ) throws -> KeyStoreAbsorption {
+        try finishKeyWrite()
+        var absorption = try absorbKeyStoreEntries(list, through: position, inBackground: writingKeysInBackground)
+        let state = encryption.snapshot
+        if let position, !absorption.positionRecorded, state.ring != nil || (state.addOnly && state.grant != nil) {
+            try withDatabase { try Self.recordKeyStorePosition(position, in: $0) }
+            absorption.positionRecorded = true
+        }
+        return absorption
+    }
+
+    /// Moves the key store's read position forward to `position` (never back).
+    static func recordKeyStorePosition(_ position: Int64, in db: Database) throws {
+        try db.execute("UPDATE e2e_state SET key_cursor = max(key_cursor, ?) WHERE id = 1", [position])
+    }
+
+    private func absorbKeyStoreEntries(_ list: [(name: String, value: [UInt8])], through position: Int64?, inBackground: Bool) throws
+        -> KeyStoreAbsorption
+    {
         var entries: [String: [UInt8]] = [:]
         var assets: [(asset: UUID, value: [UInt8])] = []
         var packs: [(name: String, value: [UInt8])] = []
@@ -622,7 +678,8 @@ extension PhotoLibrary {
                 result.problems.append(error.message)
             }
         }
-        result.assetKeys = try adoptAssetKeys(assets, packs: packs)
+        (result.assetKeys, result.positionRecorded) = try adoptAssetKeys(
+            assets, packs: packs, through: position, inBackground: inBackground)
         return result
     }
 }
@@ -639,6 +696,8 @@ package struct KeyStoreAbsorption: Sendable {
     package var identityRenewed = false
     /// Asset keys taken.
     package var assetKeys = 0
+    /// Whether the key store's read position was recorded with the keys.
+    var positionRecorded = false
     /// Entries that did not open, with why.
     package var problems: [String] = []
 }
@@ -850,15 +909,29 @@ extension Replica {
         return state.ring != nil || (state.addOnly && state.grant != nil)
     }
 
-    /// The server key store's position this device has read up to.
+    /// The server key store's position this device has read up to (with the keys still being
+    /// written: the position they are written with).
     package func keyStoreCursor() throws -> Int64 {
-        try library.readDatabase { try $0.firstRow("SELECT key_cursor FROM e2e_state WHERE id = 1") { $0.int64(0) } ?? 0 }
+        let stored = try library.readDatabase { try $0.firstRow("SELECT key_cursor FROM e2e_state WHERE id = 1") { $0.int64(0) } ?? 0 }
+        return max(stored, library.pendingKeyWrite.withLock { $0?.cursor } ?? stored)
     }
 
-    /// Records the key store's position read up to.
+    /// Records the key store's position read up to (never back), once the keys read before it
+    /// are stored.
+    ///
+    /// - Throws: ``PhotoLibraryError`` when the keys written on a thread of their own could not
+    ///   be stored: the position stays.
     package func setKeyStoreCursor(_ cursor: Int64) throws {
-        try library.withDatabase { try $0.execute("UPDATE e2e_state SET key_cursor = ? WHERE id = 1", [cursor]) }
+        try library.finishKeyWrite()
+        try library.withDatabase { try PhotoLibrary.recordKeyStorePosition(cursor, in: $0) }
     }
+
+    /// Waits for the keys a key store read took to be stored (they are written on a thread of
+    /// their own while the first pull page folds).
+    ///
+    /// - Throws: ``PhotoLibraryError`` when they could not be: they and the read position were
+    ///   not stored, and the next sync reads them again.
+    package func finishKeyWrite() throws { try library.finishKeyWrite() }
 
     /// Joins the server's encrypted library from a plain library that holds no changes of its
     /// own: makes this device's key pair and queues its public key. Returns false when the
@@ -896,9 +969,12 @@ extension Replica {
     /// Takes what the server's key store holds for this device.
     package func absorbKeyStore(_ entries: [String: [UInt8]]) throws -> KeyStoreAbsorption { try library.absorbKeyStore(entries) }
 
-    /// Takes what the server's key store holds for this device, from its entries in the store's order.
-    package func absorbKeyStore(_ entries: [(name: String, value: [UInt8])]) throws -> KeyStoreAbsorption {
-        try library.absorbKeyStore(entries)
+    /// Takes what the server's key store holds for this device, from its entries in the store's
+    /// order, read through `position` (see ``PhotoLibrary/absorbKeyStore(_:through:writingKeysInBackground:)``).
+    package func absorbKeyStore(
+        _ entries: [(name: String, value: [UInt8])], through position: Int64? = nil, writingKeysInBackground: Bool = false
+    ) throws -> KeyStoreAbsorption {
+        try library.absorbKeyStore(entries, through: position, writingKeysInBackground: writingKeysInBackground)
     }
 
     /// What `photoledger status` and the sync summary say of the encryption.

@@ -78,6 +78,8 @@ public final class PhotoLibrary: Sendable {
     let binding: Mutex<(library: UUID?, scope: ReplicaScope?)>
     /// The keys of an end-to-end encrypted library, as this device holds them.
     let encryption = EncryptionKeys()
+    /// The write of arriving asset keys running on a thread of its own, if any (``BackgroundKeyWrite``).
+    let pendingKeyWrite = Mutex<BackgroundKeyWrite?>(nil)
 
     /// Opens (creating if needed) the library at `url` for `device`.
     ///
@@ -227,6 +229,9 @@ public final class PhotoLibrary: Sendable {
         var applied = AppliedPage()
         var pending: PendingCommit?
         var afterCommit: () -> Void = {}
+        // Keys written on a thread of their own (a sync's first page folds while they are):
+        // stored before this page, or its fold is made again with the keys the database holds.
+        try finishKeyWrite()
         let context = foldContext
         do {
             try withArchive(writing: true) { _, archive in

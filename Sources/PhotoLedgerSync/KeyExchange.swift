@@ -32,7 +32,12 @@ extension SyncEngine {
         let response = try await readKeyStore(after: cursor)
         let absorbed: KeyStoreAbsorption
         do {
-            absorbed = try replica.absorbKeyStore(response.entries.map { (name: $0.name, value: $0.value) })
+            // The read position moves with the keys (once this device is enrolled: entries read
+            // before it held the ring could not be opened, and are read again later), whose rows
+            // are written while the sync goes on: every later write waits for them.
+            absorbed = try replica.absorbKeyStore(
+                response.entries.map { (name: $0.name, value: $0.value) }, through: response.last > cursor ? response.last : nil,
+                writingKeysInBackground: true)
         } catch let error as PhotoLibraryError {
             throw SyncError.invalidRemote(error.message)
         }
@@ -50,10 +55,7 @@ extension SyncEngine {
         if absorbed.newGenerations && !absorbed.enrolled {
             report.encryptionNotes.append("a new library key generation arrived (a device was revoked)")
         }
-        if replica.isEnrolled {
-            // Entries read before this device held the ring could not be opened: read them again later.
-            if response.last > cursor { try replica.setKeyStoreCursor(response.last) }
-        } else if case .awaitingEnrolment(let code) = replica.encryptionStatus {
+        if !replica.isEnrolled, case .awaitingEnrolment(let code) = replica.encryptionStatus {
             report.encryptionNotes.append(
                 "this device holds no key of the encrypted library yet: approve it on an enrolled device (`photoledger device approve "
                     + "\(library.device.rawValue)`)" + (code.map { " and check that it shows the code \($0)" } ?? ""))

@@ -196,6 +196,7 @@ extension SyncEngine {
                 if encrypted { try await self.exchangeKeys(&report) }
                 try await self.downloadRenditions(&report, nil)
                 if self.options.downloadResourcesEagerly { try await self.downloadResources(&report, nil) }
+                try self.replica.finishKeyWrite()
                 report.cursor = try self.cursor()
                 try self.replica.recordSync()
                 return report

@@ -254,6 +254,7 @@ public final class SyncEngine: Sendable {
         } else {
             report.snapshot = try replica.bootstrapStatus()
         }
+        try replica.finishKeyWrite()  // the keys taken are stored when the sync returns
         report.cursor = try cursor()
         try replica.recordSync()
         return report

@@ -484,4 +484,65 @@ struct EncryptedPullTests {
         #expect(try ben.library.statistics().quarantined.isEmpty)
         #expect(try ben.library.fetchAssets().count == 40)
     }
+
+    @Test(
+        "the keys a sync takes are stored while its first page folds: writes after them wait for their rows, and the read position moves with them"
+    )
+    func keyRowsWrittenInBackground() async throws {
+        let world = try SyncWorld()
+        let anna = try world.device("anna-phone", seed: 1, encrypted: true)
+        try anna.library.performChangesAndWait { changes in
+            for _ in 0..<40 { _ = try changes.createImageRecord(width: 400, height: 300, creationDate: nil) }
+        }
+        let ben = try world.device("ben-tablet", seed: 2)
+        try anna.library.approveEnrolment(of: "ben-tablet", publicKey: try ben.library.prepareEnrolment())
+        try await anna.sync()
+        let read = try await ben.engine.readKeyStore(after: 0)
+        let absorbed = try ben.library.replica.absorbKeyStore(
+            read.entries.map { (name: $0.name, value: $0.value) }, through: read.last, writingKeysInBackground: true)
+        #expect(absorbed.enrolled && absorbed.assetKeys == 40)
+        // The read position counts at once; a write made now comes after the keys' rows.
+        #expect(try ben.library.replica.keyStoreCursor() == read.last)
+        let (rows, cursor) = try ben.library.withDatabase { db in
+            (
+                try db.firstRow("SELECT count(*) FROM e2e_asset_keys WHERE key IS NOT NULL") { $0.int64(0) },
+                try db.firstRow("SELECT key_cursor FROM e2e_state") { $0.int64(0) }
+            )
+        }
+        #expect(rows == 40 && cursor == read.last)
+        try ben.library.replica.finishKeyWrite()
+        let pulled = try await ben.sync()
+        #expect(pulled.pulledEvents == 40 && pulled.quarantinedEvents.isEmpty)
+        #expect(try ben.library.fetchAssets().count == 40)
+    }
+
+    @Test("keys whose rows cannot be written are not used: the sync fails saying so, nothing folds with them, and the next sync takes them")
+    func keyRowsThatFailToWrite() async throws {
+        let world = try SyncWorld()
+        let anna = try world.device("anna-phone", seed: 1, encrypted: true)
+        try anna.library.performChangesAndWait { changes in
+            for _ in 0..<40 { _ = try changes.createImageRecord(width: 400, height: 300, creationDate: nil) }
+        }
+        let ben = try world.device("ben-tablet", seed: 2)
+        try anna.library.approveEnrolment(of: "ben-tablet", publicKey: try ben.library.prepareEnrolment())
+        try await anna.sync()
+        // The disk refuses the keys' rows (a trigger stands in for it).
+        try ben.library.withDatabase { db in
+            try db.execute(
+                "CREATE TRIGGER refuse_keys BEFORE INSERT ON e2e_asset_keys BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+        }
+        let failure = await #expect(throws: PhotoLibraryError.self) { try await ben.sync() }
+        #expect(failure?.message.contains("could not store the asset keys that arrived from the server's key store") == true)
+        #expect(failure?.message.contains("database or disk is full") == true)
+        #expect(ben.library.encryption.snapshot.assetKeys.all.isEmpty)
+        #expect(try ben.library.replica.keyStoreCursor() == 0)
+        #expect(try ben.library.fetchAssets().isEmpty && ben.library.statistics().quarantined.isEmpty)
+
+        try ben.library.withDatabase { try $0.execute("DROP TRIGGER refuse_keys") }
+        let pulled = try await ben.sync()
+        #expect(pulled.pulledEvents == 40 && pulled.quarantinedEvents.isEmpty)
+        #expect(try ben.library.fetchAssets().count == 40)
+        #expect(try ben.library.statistics().quarantined.isEmpty)
+        #expect(try ben.library.verifyViews().isIntact)
+    }
 }
