@@ -358,7 +358,9 @@ extension PhotoLibrary {
                 taken.append((record.asset, record.keyID, record.key))
             }
         }
-        let write: @Sendable (Database) throws -> Void = { [blobUpdates, adopted, packNames] db in
+        var members = Array(repeating: [UUID](), count: packNames.count)
+        for (record, pack) in adopted where pack >= 0 { members[pack].append(record.asset) }
+        let write: @Sendable (Database) throws -> Void = { [blobUpdates, adopted, packNames, members] db in
             let packNumbers = try packNames.map { try Self.packNumber($0, in: db) }
             for (asset, blobs) in blobUpdates {
                 guard
@@ -380,6 +382,7 @@ extension PhotoLibrary {
                 values.append(blob: record.blobs.isEmpty ? [] : Self.blobColumn(record.blobs))
                 if pack >= 0 { values.append(packNumbers[pack]) } else { values.appendNull() }
             }
+            for (index, assets) in members.enumerated() { try Self.addMembers(assets, toPack: packNumbers[index], in: db) }
             if let position { try Self.recordKeyStorePosition(position, in: db) }
         }
         guard !taken.isEmpty else {
@@ -891,8 +894,10 @@ extension LibraryChanges {
             let records = packedAssets[start..<min(start + AssetKeyPack.maximumRecords, packedAssets.count)].compactMap { asset in
                 newAssetKeys[asset].map { WrappedAssetKey(asset: asset, keyID: $0.id, key: $0.key) }
             }
-            let name = KeyStoreName.pack(block: changeBlock, index: start / AssetKeyPack.maximumRecords)
+            let index = start / AssetKeyPack.maximumRecords
+            let name = KeyStoreName.pack(block: changeBlock, index: index)
             try PhotoLibrary.queue(db, name, AssetKeyPack(records: records).sealed(name: name, under: ring.current))
+            try PhotoLibrary.addMembers(records.map(\.asset), toPack: packNumbers[index], in: db)
         }
     }
 }
@@ -932,6 +937,9 @@ extension Replica {
     /// - Throws: ``PhotoLibraryError`` when they could not be: they and the read position were
     ///   not stored, and the next sync reads them again.
     package func finishKeyWrite() throws { try library.finishKeyWrite() }
+
+    /// Whether keys a key store read took are still being written (see ``finishKeyWrite()``).
+    package var isWritingKeys: Bool { library.pendingKeyWrite.withLock { $0 != nil } }
 
     /// Joins the server's encrypted library from a plain library that holds no changes of its
     /// own: makes this device's key pair and queues its public key. Returns false when the

@@ -17,10 +17,16 @@ extension SyncEngine {
     /// never syncs with an encrypted one (its changes would reach the server in the clear), and
     /// an empty one joins it (its public key is published, to be approved).
     ///
+    /// With `deferringPublication` (a sync with nothing to push), nothing is published while
+    /// the keys just taken are still being written (their rows hold the library's writer, which
+    /// recording the server's answers needs): the sync publishes after its pull. Returns whether
+    /// publication was deferred.
+    ///
     /// - Throws: ``SyncError/invalidRemote(_:)`` when the libraries cannot sync, saying what to do.
-    func exchangeKeys(_ report: inout SyncReport, assetKeys: Bool = true) async throws {
+    @discardableResult
+    func exchangeKeys(_ report: inout SyncReport, assetKeys: Bool = true, deferringPublication: Bool = false) async throws -> Bool {
         if !replica.isEncrypted {
-            guard try await serverIsEncrypted() else { return }
+            guard try await serverIsEncrypted() else { return false }
             guard try replica.prepareToJoinEncryptedLibrary() else {
                 throw SyncError.invalidRemote(
                     "the library on the server is end-to-end encrypted, but this library is not and holds changes of its own, which would "
@@ -60,9 +66,11 @@ extension SyncEngine {
                 "this device holds no key of the encrypted library yet: approve it on an enrolled device (`photoledger device approve "
                     + "\(library.device.rawValue)`)" + (code.map { " and check that it shows the code \($0)" } ?? ""))
         }
+        if deferringPublication, replica.isWritingKeys { return true }
         // Published after reading: the server says where this device's writes went, so it need
         // not read them back.
         try await publishKeys(&report, assetKeys: assetKeys)
+        return false
     }
 
     /// Writes the entries this device queued to the server's key store (without those of asset

@@ -216,14 +216,15 @@ public final class SyncEngine: Sendable {
         // its events are folded once the keys are here.
         let firstPage = try askForFirstPage(scope: scope)
         defer { firstPage?.request.cancel() }
-        // Asset keys go up with the push batches of their assets' events.
-        try await exchangeKeys(&report, assetKeys: scope == .readOnly)
+        // Asset keys go up with the push batches of their assets' events. With nothing to push,
+        // this device's entries wait for the pull while the keys it takes are being written.
+        let deferred = try await exchangeKeys(&report, assetKeys: scope == .readOnly, deferringPublication: firstPage != nil)
         if scope != .readOnly {
             // Only a readWrite token may push a rendition's record (it changes an existing asset).
             if scope == .readWrite { report.recordedRenditions = try replica.recordRenditions() }
-            try await publishKeys(&report, assetKeys: false)
+            if !deferred { try await publishKeys(&report, assetKeys: false) }
             try await push(&report, progress)  // each batch's blobs and asset keys go up before it
-            try await publishKeys(&report)  // keys whose events went up before (an interrupted sync)
+            if !deferred { try await publishKeys(&report) }  // keys whose events went up before (an interrupted sync)
         }
         if scope != .addOnly {
             var waitForKeys = false
@@ -239,7 +240,7 @@ public final class SyncEngine: Sendable {
                 }
             }
             if !waitForKeys { try await pull(&report, progress, firstPage: firstPage) }
-            try await exchangeKeys(&report)  // the keys of what was pulled
+            try await exchangeKeys(&report)  // the keys of what was pulled; this device's entries
             try await downloadRenditions(&report, progress)  // before originals, and without them
             if options.downloadResourcesEagerly { try await downloadResources(&report, progress) }
         }

@@ -147,4 +147,22 @@ struct LibraryMigrationTests {
         // A carrier is an asset's 16 bytes.
         #expect(throws: (any Error).self) { try db.execute("UPDATE e2e_outbox SET carrier = x'01' WHERE name = 'asset/x'") }
     }
+
+    @Test("packs recorded before member lists keep their keys' rows and have no list; the index by pack is gone (migration 22)")
+    func packMemberLists() throws {
+        let directory = try TemporaryDirectory()
+        let db = try Database(path: directory.path("library.sqlite"))
+        let library = try Migrator.library()
+        let index = try #require(library.migrations.firstIndex { $0.name == "pack_member_lists" })
+        try Migrator(set: "Library", migrations: Array(library.migrations[..<index])).migrate(db)
+        let asset: [UInt8] = Array(repeating: 1, count: 16), key: [UInt8] = Array(repeating: 2, count: 32)
+        try db.execute("INSERT INTO e2e_packs (id, name) VALUES (3, 'pack/x.0')")
+        try db.execute("INSERT INTO e2e_asset_keys (asset, key_id, key, blobs, own, pack) VALUES (?, 6, ?, x'', 0, 3)", [asset, key])
+        #expect(try library.migrate(db) == Array(index + 1...library.migrations.count))
+        #expect(try db.firstRow("SELECT pack, key FROM e2e_asset_keys") { [$0.value(0), $0.value(1)] } == [.integer(3), .blob(key)])
+        #expect(try db.firstRow("SELECT members IS NULL FROM e2e_packs WHERE id = 3") { $0.int64(0) } == 1)
+        #expect(try db.firstRow("SELECT count(*) FROM sqlite_schema WHERE name = 'e2e_asset_keys_by_pack'") { $0.int64(0) } == 0)
+        // A list is whole UUIDs.
+        #expect(throws: (any Error).self) { try db.execute("UPDATE e2e_packs SET members = x'01' WHERE id = 3") }
+    }
 }

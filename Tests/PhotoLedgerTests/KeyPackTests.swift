@@ -163,6 +163,65 @@ struct KeyPackTests {
         #expect(entry.value == nil)
     }
 
+    /// The member list of pack `name` in `library`, nil when the pack has none.
+    func members(_ library: PhotoLibrary, _ name: String) throws -> [UUID]? {
+        try library.readDatabase { db in
+            try db.firstRow("SELECT members FROM e2e_packs WHERE name = ?", [name]) {
+                $0.isNull(0) ? nil : PhotoLibrary.memberList($0.blob(0))
+            }
+        } ?? nil
+    }
+
+    @Test(
+        "a pack lists its members on the device that made it and on the device that took it; a purge on a device that took it replaces it from the list"
+    )
+    func memberLists() throws {
+        let directory = try TemporaryDirectory()
+        let anna = try makeLibrary(directory)
+        _ = try anna.enableEncryption()
+        let assets = try anna.createAssets(5)
+        let ids = try assets.map { try #require(LocalIdentifier($0)).uuid }
+        let name = KeyStoreName.pack(block: try #require(try anna.allEvents().last?.changeBlock), index: 0)
+        #expect(try members(anna, name) == ids.sorted { $0.precedes($1) })
+
+        let ben = try makeLibrary(directory, device: "ben-tablet", seed: 2, name: "ben")
+        try anna.approveEnrolment(of: "ben-tablet", publicKey: try ben.prepareEnrolment())
+        let entries = try anna.pendingKeyEntries().compactMap { entry in entry.value.map { (name: entry.name, value: $0) } }
+        #expect(try ben.absorbKeyStore(entries).assetKeys == 5)
+        #expect(try members(ben, name) == ids.sorted { $0.precedes($1) })
+        // Taken again (the entries read once more): the list stays one entry per asset.
+        try ben.withDatabase { try $0.execute("DELETE FROM e2e_asset_keys WHERE asset = ?", [ids[0].bytes]) }
+        try ben.readDatabase { try ben.encryption.load($0) }
+        _ = try ben.absorbKeyStore(entries)
+        #expect(try members(ben, name) == ids.sorted { $0.precedes($1) })
+
+        // Ben purges one: the pack's other four keys go up on their own, the pack is deleted.
+        try ben.applyRemoteEvents(try anna.allEvents())
+        try ben.performChangesAndWait { try $0.deleteAssets([assets[2]]) }
+        try ben.performChangesAndWait { try $0.purgeAssets([assets[2]]) }
+        let pending = try ben.pendingKeyEntries()
+        #expect(pending.first { $0.name == name }.map { $0.value == nil } == true)
+        #expect(
+            Set(pending.filter { $0.value != nil && $0.name.hasPrefix("asset/") }.map(\.name))
+                == Set(ids.filter { $0 != ids[2] }.map(KeyStoreName.asset)))
+        #expect(
+            try members(ben, name) == nil && ben.readDatabase { try $0.firstRow("SELECT count(*) FROM e2e_packs") { $0.int64(0) } } == 0)
+    }
+
+    @Test("a pack recorded before member lists (migration 22) is found by its keys' rows: a purge seals it again without the purged key")
+    func packWithoutMemberList() throws {
+        let directory = try TemporaryDirectory()
+        let library = try makeLibrary(directory)
+        _ = try library.enableEncryption()
+        let assets = try library.createAssets(3)
+        let ids = try assets.map { try #require(LocalIdentifier($0)).uuid }
+        let name = KeyStoreName.pack(block: try #require(try library.allEvents().last?.changeBlock), index: 0)
+        try library.withDatabase { try $0.execute("UPDATE e2e_packs SET members = NULL") }
+        try library.performChangesAndWait { try $0.deleteAssets([assets[0]]) }
+        try library.performChangesAndWait { try $0.purgeAssets([assets[0]]) }
+        #expect(Set(try #require(try queuedPack(library, name)).records.map(\.asset)) == [ids[1], ids[2]])
+    }
+
     @Test("a block that makes and purges an asset queues a pack without its key; a pack left without keys is deleted")
     func madeAndPurgedInOneBlock() throws {
         let directory = try TemporaryDirectory()
