@@ -19,8 +19,24 @@ struct SyncSimulationTests {
     /// would open more files than the process may.
     static let schedules = TestIntensity.count(local: 16, full: 1000, variable: "PHOTOLEDGER_SIMULATION_SCHEDULES")
 
+    /// Schedules of an end-to-end encrypted library: four by default, a hundred in CI.
+    static let encryptedSchedules = TestIntensity.count(local: 4, full: 100, variable: "PHOTOLEDGER_SIMULATION_SCHEDULES")
+
     @Test("devices converge after random changes and syncs through faults", .serialized, arguments: 0..<schedules)
     func converge(schedule: Int) async throws {
+        try await simulate(schedule: schedule, encrypted: false)
+    }
+
+    @Test(
+        "devices of an encrypted library converge after random changes, purges among them, and syncs through faults", .serialized,
+        arguments: 0..<encryptedSchedules)
+    func convergeEncrypted(schedule: Int) async throws {
+        try await simulate(schedule: 50_000 + schedule, encrypted: true)
+    }
+
+    /// One schedule: devices (enrolled in an encrypted library by the first when `encrypted`)
+    /// make random changes and sync through faults, then sync twice over a healthy network.
+    func simulate(schedule: Int, encrypted: Bool) async throws {
         var random = SeededRandomNumberGenerator(seed: UInt64(77_000 + schedule))
         let clock = TestClock()
         let directory = try TemporaryDirectory()
@@ -54,6 +70,16 @@ struct SyncSimulationTests {
                 library: library, remote: remote,
                 transport: FaultyTransport(wrapping: wire, seed: UInt64(schedule * 100 + index), faultRate: 4), options: engineOptions)
             devices.append((library, faulty, SyncEngine(library: library, remote: remote, transport: wire, options: engineOptions)))
+        }
+        if encrypted {
+            // The first device makes the library encrypted and approves the others, which take
+            // the ring at their first sync.
+            _ = try devices[0].library.enableEncryption()
+            for device in devices.dropFirst() {
+                try devices[0].library.approveEnrolment(of: device.library.device, publicKey: try device.library.prepareEnrolment())
+            }
+            for device in devices { try await device.healthy.sync() }
+            #expect(devices.allSatisfy { $0.library.encryptionStatus == .enrolled }, "schedule \(schedule): every device enrolled")
         }
         // An app on the first device holds fetch results and applies each change's details.
         let app = devices[0].library
@@ -109,6 +135,19 @@ struct SyncSimulationTests {
             #expect(try eventIDs(device.library).count == allEvents.count, "nothing lost or duplicated on \(device.library.device)")
             #expect(try device.library.replica.outboxCount() == 0)
             #expect(try device.library.verify().intactCount == allEvents.count)
+            if encrypted {
+                // Every device holds the same keys (the purged assets' destroyed everywhere): the
+                // same events wait sealed on each, and the views are the fold of the log.
+                #expect(
+                    try device.library.statistics().quarantined == devices[0].library.statistics().quarantined,
+                    "schedule \(schedule): \(device.library.device)")
+                #expect(
+                    Set(device.library.encryption.snapshot.assetKeys.all.keys)
+                        == Set(devices[0].library.encryption.snapshot.assetKeys.all.keys),
+                    "schedule \(schedule): \(device.library.device) holds the same asset keys")
+                let views = try device.library.verifyViews()
+                #expect(views.isIntact, "schedule \(schedule): \(device.library.device): \(views)")
+            }
         }
     }
 
