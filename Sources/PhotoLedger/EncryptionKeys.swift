@@ -207,6 +207,8 @@ final class EncryptionKeys: Sendable {
         /// The approval of this add-only device by the library's identity (`AddOnlyGrant`),
         /// once it arrived and was checked.
         var grant: [UInt8]?
+        /// Whether this device holds the ring, or is an approved add-only device.
+        var isEnrolled: Bool { ring != nil || (addOnly && grant != nil) }
         /// Asset keys held, by asset (one table, shared by every copy of the state).
         var assetKeys = AssetKeyTable()
         /// Payload keys of every key held (library generations and assets).

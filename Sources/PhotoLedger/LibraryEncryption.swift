@@ -393,9 +393,14 @@ extension PhotoLibrary {
             let write = BackgroundKeyWrite.start(
                 in: self, cursor: position, holding: { [self, taken] in encryption.add(assetKeys: taken) }, write
             ) {
-                [self] in
-                // The keys were not stored: the table holds again what the database holds.
-                try? readDatabase { try encryption.load($0) }
+                [self, taken] in
+                // The keys were not stored: the table holds again what the database holds (or,
+                // when it cannot be read, loses the keys taken now, which the next sync reads again).
+                do {
+                    try readDatabase { try encryption.load($0) }
+                } catch {
+                    encryption.remove(assetKeys: Set(taken.map(\.asset)))
+                }
             }
             pendingKeyWrite.withLock { $0 = write }
         } else {
@@ -598,8 +603,7 @@ extension PhotoLibrary {
     ) throws -> KeyStoreAbsorption {
         try finishKeyWrite()
         var absorption = try absorbKeyStoreEntries(list, through: position, inBackground: writingKeysInBackground)
-        let state = encryption.snapshot
-        if let position, !absorption.positionRecorded, state.ring != nil || (state.addOnly && state.grant != nil) {
+        if let position, !absorption.positionRecorded, encryption.snapshot.isEnrolled {
             try withDatabase { try Self.recordKeyStorePosition(position, in: $0) }
             absorption.positionRecorded = true
         }
@@ -909,10 +913,7 @@ extension Replica {
     package var isEncrypted: Bool { library.encryption.snapshot.enabled }
 
     /// Whether this device holds the library's key ring, or was approved as an add-only device.
-    package var isEnrolled: Bool {
-        let state = library.encryption.snapshot
-        return state.ring != nil || (state.addOnly && state.grant != nil)
-    }
+    package var isEnrolled: Bool { library.encryption.snapshot.isEnrolled }
 
     /// The server key store's position this device has read up to (with the keys still being
     /// written: the position they are written with).

@@ -466,8 +466,8 @@ final class PageBeforeKeys: HTTPTransport, @unchecked Sendable {
 
 @Suite("Encrypted pulls")
 struct EncryptedPullTests {
-    @Test("a device with nothing to push asks for its first page while it reads the key store, and folds it with the keys")
-    func firstPageWhileReadingKeys() async throws {
+    /// Anna makes an encrypted library of 40 assets and approves Ben, who has not synced yet.
+    func approvedDevice() async throws -> (SyncWorld, Device) {
         let world = try SyncWorld()
         let anna = try world.device("anna-phone", seed: 1, encrypted: true)
         try anna.library.performChangesAndWait { changes in
@@ -476,6 +476,12 @@ struct EncryptedPullTests {
         let ben = try world.device("ben-tablet", seed: 2)
         try anna.library.approveEnrolment(of: "ben-tablet", publicKey: try ben.library.prepareEnrolment())
         try await anna.sync()
+        return (world, ben)
+    }
+
+    @Test("a device with nothing to push asks for its first page while it reads the key store, and folds it with the keys")
+    func firstPageWhileReadingKeys() async throws {
+        let (world, ben) = try await approvedDevice()
         let watcher = PageBeforeKeys(base: testTransport())
         let engine = SyncEngine(library: ben.library, remote: try world.server.remote(device: "ben-tablet"), transport: watcher)
         let pulled = try await engine.sync()
@@ -489,14 +495,8 @@ struct EncryptedPullTests {
         "the keys a sync takes are stored while its first page folds: writes after them wait for their rows, and the read position moves with them"
     )
     func keyRowsWrittenInBackground() async throws {
-        let world = try SyncWorld()
-        let anna = try world.device("anna-phone", seed: 1, encrypted: true)
-        try anna.library.performChangesAndWait { changes in
-            for _ in 0..<40 { _ = try changes.createImageRecord(width: 400, height: 300, creationDate: nil) }
-        }
-        let ben = try world.device("ben-tablet", seed: 2)
-        try anna.library.approveEnrolment(of: "ben-tablet", publicKey: try ben.library.prepareEnrolment())
-        try await anna.sync()
+        let (world, ben) = try await approvedDevice()
+        defer { withExtendedLifetime(world) {} }  // its server serves Ben
         let read = try await ben.engine.readKeyStore(after: 0)
         let absorbed = try ben.library.replica.absorbKeyStore(
             read.entries.map { (name: $0.name, value: $0.value) }, through: read.last, writingKeysInBackground: true)
@@ -518,14 +518,8 @@ struct EncryptedPullTests {
 
     @Test("keys whose rows cannot be written are not used: the sync fails saying so, nothing folds with them, and the next sync takes them")
     func keyRowsThatFailToWrite() async throws {
-        let world = try SyncWorld()
-        let anna = try world.device("anna-phone", seed: 1, encrypted: true)
-        try anna.library.performChangesAndWait { changes in
-            for _ in 0..<40 { _ = try changes.createImageRecord(width: 400, height: 300, creationDate: nil) }
-        }
-        let ben = try world.device("ben-tablet", seed: 2)
-        try anna.library.approveEnrolment(of: "ben-tablet", publicKey: try ben.library.prepareEnrolment())
-        try await anna.sync()
+        let (world, ben) = try await approvedDevice()
+        defer { withExtendedLifetime(world) {} }  // its server serves Ben
         // The disk refuses the keys' rows (a trigger stands in for it).
         try ben.library.withDatabase { db in
             try db.execute(
