@@ -71,6 +71,64 @@ public struct ByteWriter: Sendable {
     public mutating func write(bool value: Bool) { bytes.append(value ? 1 : 0) }
 }
 
+/// Where canonical bytes are written: a ``ByteWriter``, or a buffer sized beforehand.
+protocol ByteSink {
+    mutating func write(byte: UInt8)
+    mutating func write(raw: UnsafeRawBufferPointer)
+}
+
+extension ByteSink {
+    mutating func write(varint value: UInt64) {
+        var value = value
+        while value >= 0x80 {
+            write(byte: UInt8(truncatingIfNeeded: value) | 0x80)
+            value >>= 7
+        }
+        write(byte: UInt8(value))
+    }
+
+    mutating func write(fixed value: UInt64) { withUnsafeBytes(of: value.bigEndian) { write(raw: $0) } }
+
+    mutating func write(uuid value: UUID) { withUnsafeBytes(of: value.uuid) { write(raw: $0) } }
+
+    mutating func write(string value: String) {
+        var value = value
+        value.withUTF8 { utf8 in
+            write(varint: UInt64(utf8.count))
+            write(raw: UnsafeRawBufferPointer(utf8))
+        }
+    }
+
+    mutating func write(lengthPrefixed bytes: UnsafeRawBufferPointer) {
+        write(varint: UInt64(bytes.count))
+        write(raw: bytes)
+    }
+}
+
+extension ByteWriter: ByteSink {}
+
+/// Writes into a buffer allocated for a known bound (writing past it traps).
+struct BufferByteSink: ByteSink {
+    private let buffer: UnsafeMutableRawBufferPointer
+    /// The bytes written so far.
+    private(set) var count = 0
+
+    init(_ buffer: UnsafeMutableRawBufferPointer) { self.buffer = buffer }
+
+    mutating func write(byte: UInt8) {
+        precondition(count < buffer.count, "a write past the buffer's bound")
+        buffer[count] = byte
+        count += 1
+    }
+
+    mutating func write(raw: UnsafeRawBufferPointer) {
+        guard let source = raw.baseAddress else { return }
+        precondition(buffer.count - count >= raw.count, "a write past the buffer's bound")
+        (buffer.baseAddress! + count).copyMemory(from: source, byteCount: raw.count)
+        count += raw.count
+    }
+}
+
 /// Reading past the end of encoded bytes, or bytes that do not encode what was expected.
 public struct DecodingError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What could not be read.
@@ -172,6 +230,16 @@ public struct ByteReader {
         guard let text else { throw DecodingError("invalid UTF-8 text", offset: start) }
         offset += count
         return text
+    }
+
+    /// Reads `count` raw bytes and lends them to `body` without copying them.
+    public mutating func withRaw<T>(count: Int, _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T {
+        guard count >= 0, bytes.count - offset >= count else {
+            throw DecodingError("\(count) bytes past the end", offset: offset)
+        }
+        let start = offset
+        offset += count
+        return try bytes.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[start..<start + count])) }
     }
 
     /// Reads length-prefixed bytes and lends them to `body` without copying them.

@@ -32,16 +32,67 @@ public struct Event: Sendable, Hashable {
     public struct Seal: Sendable, Hashable {
         /// The key's identifier within the library (1, 2, …: 0 means a plain payload).
         public var keyID: UInt32
-        /// The nonce the payload was sealed with.
-        public var nonce: [UInt8]
+        /// A nonce of up to ``inlineNonceLength`` bytes, held in the seal itself: sealed events
+        /// are decoded, copied and stored by the ten thousand, and a nonce of their own on the
+        /// heap cost each an allocation and every copy a reference count.
+        private var inline: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        private var inlineCount: UInt8 = 0
+        /// A longer nonce (only a damaged or hostile envelope carries one), or nil.
+        private var spilled: [UInt8]?
 
         /// The longest nonce accepted, in bytes.
         public static let maximumNonceLength = 64
+        /// The longest nonce held without an allocation: XChaCha20-Poly1305's, which this build
+        /// seals with.
+        static let inlineNonceLength = 24
 
         /// A seal by key `keyID` with `nonce`.
         public init(keyID: UInt32, nonce: [UInt8]) {
             self.keyID = keyID
-            self.nonce = nonce
+            nonce.withUnsafeBytes { setNonce($0) }
+        }
+
+        /// A seal by key `keyID` with the nonce `nonce` (copied).
+        public init(keyID: UInt32, nonce: UnsafeRawBufferPointer) {
+            self.keyID = keyID
+            setNonce(nonce)
+        }
+
+        /// The nonce the payload was sealed with.
+        public var nonce: [UInt8] {
+            get { withNonce { Array($0) } }
+            set { newValue.withUnsafeBytes { setNonce($0) } }
+        }
+
+        /// The nonce's length, in bytes.
+        public var nonceCount: Int { spilled?.count ?? Int(inlineCount) }
+
+        /// Lends the nonce's bytes to `body` without copying them.
+        public func withNonce<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+            if let spilled { return try spilled.withUnsafeBytes(body) }
+            return try withUnsafeBytes(of: inline) { try body(UnsafeRawBufferPointer(rebasing: $0.prefix(Int(inlineCount)))) }
+        }
+
+        private mutating func setNonce(_ bytes: UnsafeRawBufferPointer) {
+            inline = (0, 0, 0)
+            if bytes.count <= Self.inlineNonceLength {
+                spilled = nil
+                inlineCount = UInt8(bytes.count)
+                withUnsafeMutableBytes(of: &inline) { $0.copyMemory(from: bytes) }
+            } else {
+                spilled = Array(bytes)
+                inlineCount = 0
+            }
+        }
+
+        public static func == (lhs: Seal, rhs: Seal) -> Bool {
+            lhs.keyID == rhs.keyID && lhs.withNonce { left in rhs.withNonce { right in left.elementsEqual(right) } }
+        }
+
+        public func hash(into hasher: inout Hasher) {
+            hasher.combine(keyID)
+            hasher.combine(nonceCount)
+            withNonce { hasher.combine(bytes: $0) }
         }
     }
 
@@ -105,20 +156,23 @@ public struct Event: Sendable, Hashable {
     }
 
     /// Writes the canonical bytes up to the payload: the associated data a seal covers.
-    public func writeEnvelope(into writer: inout ByteWriter) {
-        writer.write(byte: format.rawValue)
-        writer.write(uuid: id)
-        if format == .v2 { writer.write(uuid: library ?? Self.unboundLibrary) }
-        writer.write(string: device.rawValue)
-        writer.write(fixed: UInt64(bitPattern: deviceSequence))
-        writer.write(fixed: timestamp.rawValue)
-        writer.write(uuid: changeBlock)
-        writer.write(uuid: object)
-        writer.write(string: type)
-        writer.write(varint: UInt64(schemaVersion))
+    public func writeEnvelope(into writer: inout ByteWriter) { writeEnvelope(to: &writer) }
+
+    /// Writes the envelope into any sink (a growing writer, or a buffer of its bound's size).
+    func writeEnvelope<Sink: ByteSink>(to sink: inout Sink) {
+        sink.write(byte: format.rawValue)
+        sink.write(uuid: id)
+        if format == .v2 { sink.write(uuid: library ?? Self.unboundLibrary) }
+        sink.write(string: device.rawValue)
+        sink.write(fixed: UInt64(bitPattern: deviceSequence))
+        sink.write(fixed: timestamp.rawValue)
+        sink.write(uuid: changeBlock)
+        sink.write(uuid: object)
+        sink.write(string: type)
+        sink.write(varint: UInt64(schemaVersion))
         if format == .v2 {
-            writer.write(varint: UInt64(seal?.keyID ?? 0))
-            writer.write(bytes: seal?.nonce ?? [])
+            sink.write(varint: UInt64(seal?.keyID ?? 0))
+            if let seal { seal.withNonce { sink.write(lengthPrefixed: $0) } } else { sink.write(varint: 0) }
         }
     }
 
@@ -127,6 +181,18 @@ public struct Event: Sendable, Hashable {
         var writer = ByteWriter(capacity: 128)
         writeEnvelope(into: &writer)
         return writer.bytes
+    }
+
+    /// Lends the envelope bytes (``envelopeBytes``) to `body`, written into a temporary buffer
+    /// (on the stack) rather than an array: a pull opens every sealed payload with them.
+    public func withEnvelopeBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+        // Fixed fields, five varints of at most 10 bytes, and the texts and nonce.
+        let bound = 1 + 16 + 16 + 8 + 8 + 16 + 16 + 5 * 10 + device.rawValue.utf8.count + type.utf8.count + (seal?.nonceCount ?? 0)
+        return try withUnsafeTemporaryAllocation(byteCount: bound, alignment: 8) { buffer in
+            var sink = BufferByteSink(buffer)
+            writeEnvelope(to: &sink)
+            return try body(UnsafeRawBufferPointer(rebasing: buffer[..<sink.count]))
+        }
     }
 
     /// The library identifier written for an unbound format-2 event: 16 zero bytes.
@@ -166,11 +232,12 @@ public struct Event: Sendable, Hashable {
             let keyOffset = reader.offset
             let keyID = try reader.readVarint()
             guard keyID <= UInt64(UInt32.max) else { throw DecodingError("a key identifier of \(keyID)", offset: keyOffset) }
-            let nonce = try reader.readBytes()
-            if keyID == 0 {
-                guard nonce.isEmpty else { throw DecodingError("a nonce for a plain payload", offset: keyOffset) }
-            } else {
-                seal = Seal(keyID: UInt32(keyID), nonce: nonce)
+            seal = try reader.withBytes { nonce in
+                guard keyID != 0 else {
+                    guard nonce.isEmpty else { throw DecodingError("a nonce for a plain payload", offset: keyOffset) }
+                    return nil
+                }
+                return Seal(keyID: UInt32(keyID), nonce: nonce)
             }
         }
         let payload = try reader.readBytes()
@@ -195,7 +262,7 @@ public struct Event: Sendable, Hashable {
         if !(1...Int(Int32.max)).contains(schemaVersion) { return ("schemaVersion", "must be between 1 and 2147483647") }
         if let seal {
             if seal.keyID == 0 { return ("keyId", "must be positive for a sealed payload") }
-            if seal.nonce.count > Seal.maximumNonceLength { return ("nonce", "must be at most \(Seal.maximumNonceLength) bytes") }
+            if seal.nonceCount > Seal.maximumNonceLength { return ("nonce", "must be at most \(Seal.maximumNonceLength) bytes") }
         }
         if format == .v1 && (library != nil || seal != nil) { return ("format", "1 has no library binding and no seal") }
         return nil

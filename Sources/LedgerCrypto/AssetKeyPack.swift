@@ -1,3 +1,4 @@
+import CSodium
 import Foundation
 import LedgerCore
 
@@ -73,7 +74,7 @@ public struct AssetKeyPack: Sendable {
     /// - Throws: ``CryptoError`` for a wrong key, a pack of another name, or damaged bytes.
     public init(name: String, unsealing sealed: [UInt8], packKey: SecretKey) throws {
         guard let generation = Self.generation(of: sealed) else { throw CryptoError("the key pack '\(name)' is too short") }
-        let plain: [UInt8]
+        var plain: [UInt8]
         do {
             plain = try AEAD.open(
                 sealed[(4 + AEAD.nonceLength)...], key: packKey, nonce: sealed[4..<(4 + AEAD.nonceLength)],
@@ -81,7 +82,13 @@ public struct AssetKeyPack: Sendable {
         } catch {
             throw CryptoError("the key pack '\(name)' does not open with library key \(generation) (another entry's, or damaged)")
         }
+        defer { Self.wipe(&plain) }
         try self.init(plain: plain, name: name)
+    }
+
+    /// Overwrites opened bytes (they hold keys) before they are released.
+    static func wipe(_ bytes: inout [UInt8]) {
+        bytes.withUnsafeMutableBytes { if let base = $0.baseAddress { sodium_memzero(base, $0.count) } }
     }
 
     /// Reads an opened pack (`package` for the fuzz target of key store records).
@@ -96,10 +103,10 @@ public struct AssetKeyPack: Sendable {
             guard count <= UInt64(Self.maximumRecords) else { throw CryptoError("the key pack '\(name)' holds \(count) records") }
             var records: [WrappedAssetKey] = []
             records.reserveCapacity(Int(count))
-            var seen = Set<UUID>()
+            var seen = Set<UUID>(minimumCapacity: Int(count))
             for _ in 0..<count {
-                let asset = try UUID(packBytes: try reader.readRaw(count: 16))
-                let keyID = try reader.readRaw(count: 4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+                let asset = try reader.withRaw(count: 16) { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
+                let keyID = try reader.withRaw(count: 4) { UInt32(bigEndian: $0.loadUnaligned(as: UInt32.self)) }
                 guard KeyKind.of(keyID) == .asset else {
                     throw CryptoError("the key pack '\(name)' holds key \(keyID) for asset \(asset), which is not an asset key")
                 }
@@ -130,13 +137,5 @@ public struct AssetKeyPack: Sendable {
     /// The associated data of a pack's seal: a label, the generation's identifier, the entry's name.
     static func context(name: String, generation: UInt32) -> [UInt8] {
         Array("photoledger asset key pack v1".utf8) + withUnsafeBytes(of: generation.bigEndian, Array.init) + Array(name.utf8)
-    }
-}
-
-extension UUID {
-    /// The UUID of 16 bytes read from a pack.
-    fileprivate init(packBytes bytes: [UInt8]) throws {
-        guard bytes.count == 16 else { throw CryptoError("a key pack's asset identifier is cut short") }
-        self = bytes.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
     }
 }

@@ -80,6 +80,13 @@ public final class SecretKey: Sendable, Equatable {
         storage.copyBytes(from: bytes)
     }
 
+    /// A key with the 32 bytes at `bytes` (copied; the caller wipes its own copy).
+    init(copying bytes: UnsafeRawBufferPointer) {
+        precondition(bytes.count == Self.length, "a key has \(Self.length) bytes")
+        storage = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.length, alignment: 16)
+        storage.copyMemory(from: bytes)
+    }
+
     deinit {
         sodium_memzero(storage.baseAddress!, Self.length)
         storage.deallocate()
@@ -95,11 +102,20 @@ public final class SecretKey: Sendable, Equatable {
     /// A subkey for one purpose: `context` is 8 characters naming the purpose, `id` tells
     /// subkeys of one purpose apart (libsodium's `crypto_kdf`).
     public func derive(_ context: StaticString, id: UInt64 = 0) -> SecretKey {
+        withDerived(context, id: id) { SecretKey(copying: UnsafeRawBufferPointer(start: $0, count: Self.length)) }
+    }
+
+    /// Lends the subkey ``derive(_:id:)`` makes to `body`, derived into a temporary buffer that
+    /// is wiped afterwards: a key used once (an asset's payload key, opening its creation)
+    /// costs no allocation.
+    func withDerived<T>(_ context: StaticString, id: UInt64 = 0, _ body: (UnsafePointer<UInt8>) throws -> T) rethrows -> T {
         precondition(context.utf8CodeUnitCount == 8 && context.hasPointerRepresentation, "a key derivation context has 8 characters")
-        var subkey = [UInt8](repeating: 0, count: Self.length)
         let name = UnsafeRawPointer(context.utf8Start).assumingMemoryBound(to: CChar.self)
-        withBytes { key in _ = crypto_kdf_derive_from_key(&subkey, Self.length, id, name, key) }
-        return SecretKey(unchecked: subkey)
+        return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Self.length) { subkey in
+            defer { sodium_memzero(subkey.baseAddress!, Self.length) }
+            withBytes { key in _ = crypto_kdf_derive_from_key(subkey.baseAddress!, Self.length, id, name, key) }
+            return try body(UnsafePointer(subkey.baseAddress!))
+        }
     }
 
     /// Constant-time comparison.
@@ -151,19 +167,38 @@ public enum AEAD {
     public static func open(_ ciphertext: ArraySlice<UInt8>, key: SecretKey, nonce: ArraySlice<UInt8>, associatedData: [UInt8] = [])
         throws -> [UInt8]
     {
-        guard nonce.count == nonceLength, ciphertext.count >= overhead else { throw CryptoError("the sealed bytes are malformed") }
-        var plaintext = [UInt8](repeating: 0, count: ciphertext.count - overhead)
-        var length: UInt64 = 0
-        let result = key.withBytes { key in
-            ciphertext.withUnsafeBufferPointer { ciphertext in
-                nonce.withUnsafeBufferPointer { nonce in
-                    crypto_aead_xchacha20poly1305_ietf_decrypt(
-                        &plaintext, &length, nil, ciphertext.baseAddress!, UInt64(ciphertext.count), associatedData,
-                        UInt64(associatedData.count), nonce.baseAddress!, key)
+        try key.withBytes { key in
+            try ciphertext.withUnsafeBytes { ciphertext in
+                try nonce.withUnsafeBytes { nonce in
+                    try associatedData.withUnsafeBytes { associatedData in
+                        try open(ciphertext, key: key, nonce: nonce, associatedData: associatedData)
+                    }
                 }
             }
         }
-        guard result == 0 else { throw CryptoError("the sealed bytes do not open with this key") }
+    }
+
+    /// Opens `ciphertext` with the 32 key bytes at `key`, every input read in place.
+    ///
+    /// - Throws: ``CryptoError`` when the key, nonce or associated data do not match, or the
+    ///   bytes were altered.
+    static func open(
+        _ ciphertext: UnsafeRawBufferPointer, key: UnsafePointer<UInt8>, nonce: UnsafeRawBufferPointer,
+        associatedData: UnsafeRawBufferPointer
+    ) throws -> [UInt8] {
+        guard nonce.count == nonceLength, ciphertext.count >= overhead else { throw CryptoError("the sealed bytes are malformed") }
+        var opened = false
+        // At least one byte of capacity: an empty plaintext still gets a buffer to point to.
+        let plaintext = [UInt8](unsafeUninitializedCapacity: max(1, ciphertext.count - overhead)) { plaintext, initialized in
+            var length: UInt64 = 0
+            let result = crypto_aead_xchacha20poly1305_ietf_decrypt(
+                plaintext.baseAddress, &length, nil, ciphertext.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                UInt64(ciphertext.count), associatedData.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(associatedData.count),
+                nonce.baseAddress!.assumingMemoryBound(to: UInt8.self), key)
+            opened = result == 0
+            initialized = opened ? Int(length) : 0
+        }
+        guard opened else { throw CryptoError("the sealed bytes do not open with this key") }
         return plaintext
     }
 }

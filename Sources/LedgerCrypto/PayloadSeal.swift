@@ -8,7 +8,10 @@ import LedgerCore
 /// another envelope.
 public enum PayloadSeal {
     /// The subkey that seals payloads under `key` (a library key generation or an asset key).
-    public static func payloadKey(of key: SecretKey) -> SecretKey { key.derive("payload1") }
+    public static func payloadKey(of key: SecretKey) -> SecretKey { key.derive(payloadContext) }
+
+    /// The derivation context of payload keys.
+    static let payloadContext: StaticString = "payload1"
 
     /// An asset's key under a library key generation: the keyed hash (BLAKE2b, keyed with the
     /// asset key) of the generation key. It needs both: a device revoked before the generation
@@ -35,7 +38,30 @@ public enum PayloadSeal {
     ///   changed.
     public static func open(_ event: Event, payloadKey: SecretKey) throws -> [UInt8] {
         guard let seal = event.seal else { return event.payload }
-        return try AEAD.open(event.payload, key: payloadKey, nonce: seal.nonce, associatedData: event.envelopeBytes)
+        return try payloadKey.withBytes { try open(event, seal, key: $0) }
+    }
+
+    /// The plain payload of a sealed event, opened with the ``payloadKey(of:)`` of `key`,
+    /// derived for this one open and not kept (an asset's creation is the only event sealed
+    /// with its asset's own key).
+    ///
+    /// - Throws: ``CryptoError`` when the key is not the one it was sealed with, or the event was
+    ///   changed.
+    public static func open(_ event: Event, payloadKeyOf key: SecretKey) throws -> [UInt8] {
+        guard let seal = event.seal else { return event.payload }
+        return try key.withDerived(payloadContext) { try open(event, seal, key: $0) }
+    }
+
+    /// Opens `event`'s payload with the payload key at `key`: the envelope, nonce and
+    /// ciphertext read in place.
+    private static func open(_ event: Event, _ seal: Event.Seal, key: UnsafePointer<UInt8>) throws -> [UInt8] {
+        try event.withEnvelopeBytes { envelope in
+            try seal.withNonce { nonce in
+                try event.payload.withUnsafeBytes { ciphertext in
+                    try AEAD.open(ciphertext, key: key, nonce: nonce, associatedData: envelope)
+                }
+            }
+        }
     }
 }
 
@@ -260,7 +286,7 @@ public struct WrappedAssetKey: Sendable {
     /// Reads a record's key and blob names from `reader` (see ``writePlainRecord(to:)``).
     init(asset: UUID, keyID: UInt32, reading reader: inout ByteReader) throws {
         do {
-            let key = try SecretKey(bytes: try reader.readRaw(count: SecretKey.length))
+            let key = try reader.withRaw(count: SecretKey.length) { SecretKey(copying: $0) }
             let count = try reader.readVarint()
             guard count <= 10_000 else { throw CryptoError("the wrapped key of asset \(asset) names \(count) blobs") }
             var blobs: [[UInt8]: [UInt8]] = [:]

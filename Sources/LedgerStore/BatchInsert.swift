@@ -97,6 +97,13 @@ public struct BatchInsert: Sendable {
             next += 1
         }
 
+        /// Binds bytes lent by their owner as a BLOB to the next parameter (copied).
+        public mutating func append(blob value: UnsafeRawBufferPointer) {
+            buffers.append((next, bytes.count, value.count, false))
+            bytes.append(contentsOf: value)
+            next += 1
+        }
+
         /// Binds the 16 bytes of a UUID as a BLOB to the next parameter.
         public mutating func append(uuid value: UUID) {
             buffers.append((next, bytes.count, 16, false))

@@ -157,7 +157,7 @@ public struct EventLog {
             values.append(Int64(event.format.rawValue))
             if let library = event.library { values.append(uuid: library) } else { values.appendNull() }
             values.append(Int64(event.seal?.keyID ?? 0))
-            if let seal = event.seal { values.append(blob: seal.nonce) } else { values.appendNull() }
+            if let seal = event.seal { seal.withNonce { values.append(blob: $0) } } else { values.appendNull() }
         }
         guard inserted == events.count else { throw DuplicateInBatch() }
         if latest > .zero { try record(timestamp: latest) }

@@ -125,6 +125,20 @@ final class PayloadKeys: Sendable {
         }
     }
 
+    /// The plain payload of sealed `event` (sealed with `keyID`), or nil when this device does
+    /// not hold the key. An asset's creation (sealed with the asset's own key) is opened with a
+    /// payload key derived for that one open.
+    ///
+    /// - Throws: ``CryptoError`` when the key held does not open it.
+    func open(_ event: Event, keyID: UInt32) throws -> [UInt8]? {
+        if KeyKind.of(keyID) == .asset {
+            guard let held = assetKey(event.object), held.id == keyID else { return nil }
+            return try PayloadSeal.open(event, payloadKeyOf: held.key)
+        }
+        guard let key = payloadKey(keyID, object: event.object) else { return nil }
+        return try PayloadSeal.open(event, payloadKey: key)
+    }
+
     /// The key derived for `object` and `keyID` from the asset key `source`, derived by `derive`
     /// the first time (again when the asset's key is another one now: a derivation that raced
     /// with a replaced key is never used).
@@ -168,9 +182,12 @@ extension FoldContext {
     /// The payload of `event` as this device can read it.
     func open(_ event: Event) -> OpenedPayload {
         guard let seal = event.seal else { return .plain(event.payload) }
-        guard let key = keys?.payloadKey(seal.keyID, object: event.object) else { return .sealed(keyID: seal.keyID) }
-        guard let plain = try? PayloadSeal.open(event, payloadKey: key) else { return .unopenable(keyID: seal.keyID) }
-        return .plain(plain)
+        do {
+            guard let plain = try keys?.open(event, keyID: seal.keyID) else { return .sealed(keyID: seal.keyID) }
+            return .plain(plain)
+        } catch {
+            return .unopenable(keyID: seal.keyID)
+        }
     }
 
     /// The verdict on `event`, its payload opened first when this device holds the key; with

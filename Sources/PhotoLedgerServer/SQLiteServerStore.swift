@@ -322,7 +322,7 @@ public final class SQLiteServerStore: ServerStore {
                 values.append(Int64(event.format.rawValue))
                 values.append(Int64(event.library == nil ? 0 : 1))
                 values.append(Int64(event.seal?.keyID ?? 0))
-                if let seal = event.seal { values.append(blob: seal.nonce) } else { values.appendNull() }
+                if let seal = event.seal { seal.withNonce { values.append(blob: $0) } } else { values.appendNull() }
             }
             guard let inserted, inserted == rows.count else {
                 if checksNewEventsOnWrite { throw DeferredCheckFailed() }

@@ -82,6 +82,68 @@ struct EventLogTests {
         #expect(try queue.read { try EventLog($0).events() }.first?.serverSequence == 42)
     }
 
+    @Test("a seal keeps nonces of every length (short ones inline), compares and hashes by its bytes, and sealed envelopes read back")
+    func sealNonces() throws {
+        for length in [0, 1, 23, 24, 25, 40, 64, 65] {
+            let nonce = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 5) }
+            var seal = Event.Seal(keyID: 9, nonce: nonce)
+            #expect(seal.nonce == nonce && seal.nonceCount == length, "\(length) bytes")
+            #expect(seal.withNonce { Array($0) } == nonce)
+            #expect(nonce.withUnsafeBytes { Event.Seal(keyID: 9, nonce: $0) } == seal)
+            #expect(Set([seal, Event.Seal(keyID: 9, nonce: nonce)]).count == 1, "equal seals hash alike")
+            if length > 0 {
+                #expect(seal != Event.Seal(keyID: 9, nonce: nonce.dropLast() + [nonce.last! ^ 1]), "one byte differs")
+                #expect(seal != Event.Seal(keyID: 9, nonce: Array(nonce.dropLast())), "one byte fewer")
+            }
+            #expect(seal != Event.Seal(keyID: 10, nonce: nonce))
+            // A nonce replaced by a longer or shorter one keeps nothing of the old.
+            seal.nonce = [7]
+            #expect(seal == Event.Seal(keyID: 9, nonce: [7]))
+            seal.nonce = nonce
+            #expect(seal == Event.Seal(keyID: 9, nonce: nonce))
+
+            let event = Event(
+                id: UUIDv7Generator().next(), library: UUID(), device: "anna-phone", deviceSequence: 3,
+                timestamp: HLCTimestamp(milliseconds: 1_764_483_790_123, counter: 1), changeBlock: UUID(), object: UUID(),
+                type: "asset.created", schemaVersion: 1, seal: Event.Seal(keyID: 9, nonce: nonce), payload: [1, 2, 3])
+            #expect(event.withEnvelopeBytes { Array($0) } == event.envelopeBytes)
+            var reader = ByteReader(event.canonicalBytes)
+            if length > Event.Seal.maximumNonceLength {
+                #expect(throws: DecodingError.self, "a nonce over 64 bytes") { try Event.readCanonical(from: &reader) }
+                #expect(event.envelopeProblem?.field == "nonce")
+            } else {
+                let read = try Event.readCanonical(from: &reader)
+                #expect(read == event && read.canonicalBytes == event.canonicalBytes)
+            }
+        }
+        let plain = Event(
+            id: UUIDv7Generator().next(), device: "ben", deviceSequence: 1, timestamp: HLCTimestamp(milliseconds: 1, counter: 0),
+            changeBlock: UUID(), object: UUID(), type: "album.renamed", schemaVersion: 2, payload: [], format: .v1)
+        #expect(plain.withEnvelopeBytes { Array($0) } == plain.envelopeBytes)
+    }
+
+    @Test("sealed events are stored and read back with their nonce, in a batch and one at a time")
+    func sealedRoundTrip() throws {
+        let directory = try TemporaryDirectory()
+        let queue = try makeLibraryQueue(directory)
+        let events = [24, 40].enumerated().map { index, length in
+            Event(
+                id: UUIDv7Generator().next(), library: UUID(), device: "anna-phone", deviceSequence: Int64(index + 1),
+                timestamp: HLCTimestamp(milliseconds: 1_764_483_790_123, counter: UInt16(index)), changeBlock: UUID(), object: UUID(),
+                type: "asset.created", schemaVersion: 1,
+                seal: Event.Seal(keyID: 5, nonce: [UInt8](repeating: UInt8(length), count: length)),
+                payload: [9, 9])
+        }
+        try queue.write { db in _ = try EventLog(db).appendLinking(events) }
+        let single = Event(
+            id: UUIDv7Generator().next(), library: UUID(), device: "ben", deviceSequence: 1,
+            timestamp: HLCTimestamp(milliseconds: 1_764_483_790_200, counter: 0), changeBlock: UUID(), object: UUID(),
+            type: "asset.created", schemaVersion: 1, seal: Event.Seal(keyID: 6, nonce: [UInt8](repeating: 3, count: 24)), payload: [1])
+        try queue.write { _ = try EventLog($0).append(single) }
+        #expect(try queue.read { try EventLog($0).events() }.map(\.event) == events + [single])
+        #expect(try queue.read { try EventLog($0).verify() } == .intact(count: 3))
+    }
+
     @Test("appending an event id that is already present is a no-op")
     func idempotentAppend() throws {
         let directory = try TemporaryDirectory()
