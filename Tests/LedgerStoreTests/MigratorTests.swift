@@ -165,4 +165,35 @@ struct LibraryMigrationTests {
         // A list is whole UUIDs.
         #expect(throws: (any Error).self) { try db.execute("UPDATE e2e_packs SET members = x'01' WHERE id = 3") }
     }
+
+    @Test("asset keys keep every column and value when their table loses its CHECK constraints (migration 23)")
+    func assetKeysWithoutChecks() throws {
+        let directory = try TemporaryDirectory()
+        let db = try Database(path: directory.path("library.sqlite"))
+        let library = try Migrator.library()
+        let index = try #require(library.migrations.firstIndex { $0.name == "asset_keys_without_checks" })
+        try Migrator(set: "Library", migrations: Array(library.migrations[..<index])).migrate(db)
+        let rows: [[SQLValue]] = [
+            [
+                .blob(Array(repeating: 1, count: 16)), .integer(6), .blob(Array(repeating: 2, count: 32)), .blob([9, 9]), .integer(1),
+                .null,
+            ],
+            [.blob(Array(repeating: 3, count: 16)), .integer(7), .null, .blob([]), .integer(0), .integer(4)],
+        ]
+        for row in rows {
+            try db.execute("INSERT INTO e2e_asset_keys (asset, key_id, key, blobs, own, pack) VALUES (?, ?, ?, ?, ?, ?)", row)
+        }
+        #expect(throws: (any Error).self, "checked before") {
+            try db.execute("INSERT INTO e2e_asset_keys (asset, key_id) VALUES (x'01', 1)")
+        }
+        #expect(try library.migrate(db) == Array(index + 1...library.migrations.count))
+        let kept = try db.rows("SELECT asset, key_id, key, blobs, own, pack FROM e2e_asset_keys ORDER BY asset") { row in
+            (0..<6).map { row.value($0) }
+        }
+        #expect(kept == rows)
+        let schema = try db.firstRow("SELECT sql FROM sqlite_schema WHERE name = 'e2e_asset_keys'") { $0.text(0) }
+        #expect(schema?.contains("CHECK") == false && schema?.contains("WITHOUT ROWID") == true && schema?.contains("STRICT") == true)
+        // STRICT still refuses another type.
+        #expect(throws: (any Error).self) { try db.execute("INSERT INTO e2e_asset_keys (asset, key_id) VALUES (x'0505', 'six')") }
+    }
 }
