@@ -91,11 +91,7 @@ public struct BatchInsert: Sendable {
         }
 
         /// Binds bytes as a BLOB (an empty array binds an empty BLOB, not NULL) to the next parameter.
-        public mutating func append(blob value: [UInt8]) {
-            buffers.append((next, bytes.count, value.count, false))
-            bytes.append(contentsOf: value)
-            next += 1
-        }
+        public mutating func append(blob value: [UInt8]) { value.withUnsafeBytes { append(blob: $0) } }
 
         /// Binds bytes lent by their owner as a BLOB to the next parameter (copied).
         public mutating func append(blob value: UnsafeRawBufferPointer) {

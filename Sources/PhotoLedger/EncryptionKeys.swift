@@ -113,8 +113,7 @@ final class PayloadKeys: Sendable {
         case .asset?:
             // Only an asset's creation is sealed with its own key: derived each time, not kept
             // (a pull of a large library's creations would fill the cache with keys used once).
-            guard let held = assetKey(object), held.id == keyID else { return nil }
-            return PayloadSeal.payloadKey(of: held.key)
+            return ownAssetKey(keyID, object: object).map(PayloadSeal.payloadKey(of:))
         case .assetEpoch?:
             guard let held = assetKey(object), let generation = generationKeys[KeyKind.generation(ofAssetEpoch: keyID)] else { return nil }
             return derivedKey(object, keyID, from: held.key) {
@@ -132,11 +131,17 @@ final class PayloadKeys: Sendable {
     /// - Throws: ``CryptoError`` when the key held does not open it.
     func open(_ event: Event, keyID: UInt32) throws -> [UInt8]? {
         if KeyKind.of(keyID) == .asset {
-            guard let held = assetKey(event.object), held.id == keyID else { return nil }
-            return try PayloadSeal.open(event, payloadKeyOf: held.key)
+            guard let key = ownAssetKey(keyID, object: event.object) else { return nil }
+            return try PayloadSeal.open(event, payloadKeyOf: key)
         }
         guard let key = payloadKey(keyID, object: event.object) else { return nil }
         return try PayloadSeal.open(event, payloadKey: key)
+    }
+
+    /// The asset key of `object` when it is the one `keyID` (an asset key's identifier) names.
+    private func ownAssetKey(_ keyID: UInt32, object: UUID) -> SecretKey? {
+        guard let held = assetKey(object), held.id == keyID else { return nil }
+        return held.key
     }
 
     /// The key derived for `object` and `keyID` from the asset key `source`, derived by `derive`
